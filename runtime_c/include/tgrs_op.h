@@ -1,0 +1,96 @@
+/*
+ * tgrs_op.h - the contract between the executor and the kernels.
+ *
+ * The executor resolves one op record of a validated plan into a tgrs_op_ctx and calls the kernel of the op's kind.
+ * Kernels trust what the loader proved (indices, sizes, offsets) but still check what only they know: that the input
+ * bands hold the rows their output band needs, and that the scratch they were given is large enough.
+ *
+ * Tensors are views of a band of rows. Every view has a rank-4 physical shape dims = {N, H, W, C}: an NHWC tensor as
+ * is, a plain tensor of lower rank padded with leading ones (so a [1, 640] vector is {1, 1, 1, 640}). A view holds rows
+ * [row0, row0 + rows) of axis 1 and `data` points at the first element of row row0. An untiled view has row0 = 0 and
+ * rows = dims[1]. A kernel computes exactly the rows of its output view.
+ */
+#ifndef TGRS_OP_H
+#define TGRS_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tgrs_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tgrs_tview {
+    void *data;          /* first element of row `row0` */
+    int32_t dims[4];     /* full physical shape N, H, W, C */
+    int32_t row0;        /* first row of axis 1 present in `data` */
+    int32_t rows;        /* rows present */
+    int32_t dtype;       /* TGRS_DT_* */
+    int32_t zero_point;  /* per-tensor zero point (int8 tensors), 0 otherwise */
+    float scale;         /* per-tensor scale (int8 tensors), 1 otherwise */
+} tgrs_tview;
+
+typedef struct tgrs_op_ctx {
+    const int32_t *p;                      /* TGRS_MAX_PARAMS int32 params, meaning per kind (TGRS_P_*) */
+    const void *c[TGRS_MAX_CONSTS];        /* constant blobs (weights, bias, multipliers, tables) or NULL */
+    uint32_t clen[TGRS_MAX_CONSTS];        /* their sizes in bytes */
+    const tgrs_tview *in[TGRS_MAX_INPUTS]; /* input views */
+    int32_t n_in;
+    tgrs_tview *out;                       /* the output view: compute exactly its rows */
+    void *scratch;                         /* fast-memory scratch planned by the compiler, or NULL */
+    uint32_t scratch_size;
+} tgrs_op_ctx;
+
+typedef int (*tgrs_kernel_fn)(const tgrs_op_ctx *ctx);
+
+/* A float parameter is stored as the bits of an IEEE-754 single in its int32 slot. */
+static inline float tgrs_p_f32(const tgrs_op_ctx *ctx, int idx)
+{
+    union { int32_t i; float f; } u;
+    u.i = ctx->p[idx];
+    return u.f;
+}
+
+/* Element size of a TGRS_DT_* code, 0 for an unknown code. */
+static inline size_t tgrs_dtype_size(int32_t dt)
+{
+    switch (dt) {
+    case TGRS_DT_F32: return 4;
+    case TGRS_DT_S8: return 1;
+    case TGRS_DT_U8: return 1;
+    case TGRS_DT_S32: return 4;
+    case TGRS_DT_S16: return 2;
+    default: return 0;
+    }
+}
+
+/* Kernel entry points, one per kind (TGRS_OP_*). Each returns TGRS_OK or a negative TGRS_ERR_* code. */
+int tgrs_kernel_conv(const tgrs_op_ctx *ctx);
+int tgrs_kernel_dwconv(const tgrs_op_ctx *ctx);
+int tgrs_kernel_fc(const tgrs_op_ctx *ctx);
+int tgrs_kernel_maxpool(const tgrs_op_ctx *ctx);
+int tgrs_kernel_avgpool(const tgrs_op_ctx *ctx);
+int tgrs_kernel_gap(const tgrs_op_ctx *ctx);
+int tgrs_kernel_add(const tgrs_op_ctx *ctx);
+int tgrs_kernel_mul(const tgrs_op_ctx *ctx);
+int tgrs_kernel_concat(const tgrs_op_ctx *ctx);
+int tgrs_kernel_resize(const tgrs_op_ctx *ctx);
+int tgrs_kernel_unary(const tgrs_op_ctx *ctx);
+int tgrs_kernel_prelu(const tgrs_op_ctx *ctx);
+int tgrs_kernel_softmax(const tgrs_op_ctx *ctx);
+int tgrs_kernel_pad(const tgrs_op_ctx *ctx);
+int tgrs_kernel_transpose(const tgrs_op_ctx *ctx);
+int tgrs_kernel_quantize(const tgrs_op_ctx *ctx);
+int tgrs_kernel_dequantize(const tgrs_op_ctx *ctx);
+int tgrs_kernel_copy(const tgrs_op_ctx *ctx);
+
+/* Scratch sizes, mirrored in Python by OpKind.scratch_bytes (the planner places the scratch in the fast arena). */
+uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tgrs_tview *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TGRS_OP_H */

@@ -1,0 +1,71 @@
+"""The runtime's op library: one module per kernel family, each an :class:`~tigris.ops.base.OpKind`.
+
+``KINDS`` fixes the C enum values (``TGRS_OP_<NAME>`` = position + 1); append new kinds at the end, never reorder,
+since the number is part of the plan format.
+"""
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+
+from tigris.ops.base import Lowered, OpKind, TensorView
+
+# (kind name, module under tigris.ops, class name). The order is the C enum order.
+KINDS: tuple[tuple[str, str, str], ...] = (
+    ("conv", "conv", "Conv"),  # regular and grouped Conv, Conv1D (as H=1 or W=1 conv)
+    ("dwconv", "dwconv", "DepthwiseConv"),
+    ("fc", "fc", "FullyConnected"),  # Gemm with transB=1
+    ("maxpool", "pool", "MaxPool"),
+    ("avgpool", "pool", "AveragePool"),
+    ("gap", "pool", "GlobalAveragePool"),
+    ("add", "binary", "Add"),
+    ("mul", "binary", "Mul"),
+    ("concat", "concat", "Concat"),
+    ("resize", "resize", "Resize"),
+    ("unary", "unary", "Unary"),  # float: relu/relu6/clip/sigmoid/tanh/hardsigmoid/hardswish/leakyrelu; int8: LUT
+    ("prelu", "unary", "PRelu"),
+    ("softmax", "softmax", "Softmax"),
+    ("pad", "pad", "Pad"),
+    ("transpose", "transpose", "Transpose"),
+    ("quantize", "quant", "Quantize"),
+    ("dequantize", "quant", "Dequantize"),
+    ("copy", "copy", "Copy"),  # Reshape/Flatten/Squeeze/Unsqueeze (alias when no bytes move)
+)
+
+KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}
+
+
+@lru_cache(maxsize=None)
+def kind(name: str) -> OpKind:
+    for kname, mod, cls in KINDS:
+        if kname == name:
+            return getattr(importlib.import_module(f"tigris.ops.{mod}"), cls)()
+    raise KeyError(name)
+
+
+@lru_cache(maxsize=None)
+def _by_ir_op() -> dict[str, OpKind]:
+    table: dict[str, OpKind] = {}
+    for kname, _, _ in KINDS:
+        try:
+            k = kind(kname)
+        except (ImportError, AttributeError):
+            continue
+        for t in k.ir_ops:
+            table.setdefault(t, k)
+    return table
+
+
+def kind_for(op_type: str) -> OpKind | None:
+    """The kind that lowers a normalized IR op type, or None when the runtime has no kernel for it."""
+    return _by_ir_op().get(op_type)
+
+
+def lower(graph, op) -> Lowered:
+    k = kind_for(op.op_type)
+    if k is None:
+        raise KeyError(op.op_type)
+    return k.lower(graph, op)
+
+
+__all__ = ["KINDS", "KIND_IDS", "Lowered", "OpKind", "TensorView", "kind", "kind_for", "lower"]

@@ -1,0 +1,101 @@
+"""The memory plan: what stages 3-6 hand to stage 7 (the emitter) and to the analyze report.
+
+Vocabulary:
+
+* A **stage** is the spec's unit of temporal partitioning: a run of consecutive ops whose fast-memory arena is reset
+  between stages. Tensors crossing a stage boundary live in the slow arena (spilled by the producer's stage, reloaded
+  by each consumer's stage).
+* An **exec unit** is what the runtime executes as one piece: one untiled stage, one tiled stage, or a whole chain of
+  tiled stages (run tile by tile, all stages of the chain per tile, so the tensors between them never leave fast
+  memory). Every stage belongs to exactly one unit; units run in order.
+* Row ranges are half-open ``(start, stop)`` over the tensor's H axis (axis 2 of the logical NCHW shape, axis 1 of
+  the physical NHWC layout). For each tile of a tiled unit, ``tile_rows[t][name]`` is the band of ``name`` that the
+  tile needs (inputs) or computes (everything else). A band buffer is sized for its largest band.
+
+Offsets are byte offsets into the arena, 16-byte aligned. In the fast arena, ``[0, unit.weight_bytes)`` is the
+reserved prefix that receives the unit's weights when the plan is not XIP (copied or LZ4-decompressed before the
+unit runs); activations of that unit are placed after it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ALIGN = 16
+
+
+def align_up(n: int, a: int = ALIGN) -> int:
+    return (n + a - 1) // a * a
+
+
+@dataclass(frozen=True)
+class Placement:
+    arena: str  # "fast" or "slow"
+    offset: int  # bytes, multiple of ALIGN
+    size: int  # bytes reserved (for a band buffer: the largest band)
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+@dataclass
+class StagePlan:
+    """One temporal stage, as the spec and the analyze report describe it."""
+
+    index: int
+    ops: list[int]  # indices into graph.ops, in execution order
+    inputs: list[str]  # produced by an earlier stage (or graph inputs), reloaded from slow memory
+    outputs: list[str]  # consumed by a later stage (or graph outputs), spilled to slow memory
+    peak_bytes: int  # fast-arena high water of this stage, reserved weight prefix included
+    weight_bytes: int = 0  # bytes of weights this stage reads (the reserved prefix when not XIP)
+    tiled: bool = False
+    tile_h: int = 0  # output rows per tile (0 when untiled)
+    tiles: int = 1
+    halo: int = 0  # rows of overlap the receptive field adds at each tile boundary
+    chain: int | None = None  # chain id; stages with the same id run tile-interleaved in one unit
+    recompute_macs: int = 0  # extra MACs this stage spends on halo rows
+
+
+@dataclass
+class ExecUnit:
+    """What the runtime runs as one piece (see module docstring)."""
+
+    stages: list[int]  # indices into MemoryPlan.stages
+    ops: list[int]  # every op of those stages, execution order
+    reload: list[str]  # copied slow -> fast at the start of the unit (tiled: the tile's band, every tile)
+    spill: list[str]  # copied fast -> slow at the end of the unit (tiled: the tile's band, every tile)
+    fast: dict[str, Placement]  # every activation the unit touches -> its fast buffer (band buffer when tiled)
+    scratch: dict[int, Placement] = field(default_factory=dict)  # op index -> kernel scratch buffer
+    weight_bytes: int = 0  # reserved fast prefix for this unit's weights (0 with XIP)
+    tiles: int = 1
+    tile_rows: list[dict[str, tuple[int, int]]] = field(default_factory=list)  # per tile; empty when untiled
+    peak_bytes: int = 0  # fast high water of this unit (prefix + activations + scratch)
+
+
+@dataclass
+class MemoryPlan:
+    fast_budget: int
+    slow_budget: int | None  # None = unlimited
+    xip: bool
+    stages: list[StagePlan]
+    units: list[ExecUnit]
+    slow: dict[str, Placement]  # every tensor that crosses a unit boundary (and graph inputs/outputs kept there)
+    # Alias groups: a Reshape/Flatten/Squeeze/Unsqueeze whose bytes do not move shares its input's buffer.
+    # alias_of[out] = the tensor whose buffer it shares (transitively resolved to the root).
+    alias_of: dict[str, str] = field(default_factory=dict)
+    unscheduled_peak: int = 0  # stage 4 peak of the whole graph as one stage
+    fast_peak: int = 0  # max over units of peak_bytes
+    slow_peak: int = 0  # high water of the slow arena
+    spill_bytes: int = 0  # bytes written to slow memory per inference
+    reload_bytes: int = 0  # bytes read back from slow memory per inference
+    recompute_macs: int = 0
+
+    def home(self, tensor: str) -> Placement | None:
+        """Where a graph input must be written before a run / a graph output read after it."""
+        root = self.alias_of.get(tensor, tensor)
+        if root in self.slow:
+            return self.slow[root]
+        for unit in (self.units[0], self.units[-1]):
+            if root in unit.fast:
+                return unit.fast[root]
+        return None
