@@ -1,0 +1,98 @@
+/*
+ * requant.h - the int8 requantization every int8 kernel uses: the C twin of tigris/ops/qmath.py.
+ *
+ * docs/numerics.md is the prose. The definition, stated once:
+ *
+ *   A positive real scale s is stored as (mult, shift) with mult in [2^30, 2^31) and s = mult * 2^(shift - 31).
+ *   shift > 0 means a net LEFT shift (s >= 1); shift <= 0 a net right shift. shift is at most 31.
+ *
+ *   requant(acc, mult, shift) = round(acc * mult / 2^(31 - shift))
+ *
+ * computed with the exact 64-bit product and a single rounding, halves away from zero. A divisor exponent
+ * n = 31 - shift of 63 or more gives 0: |acc * mult| < 2^62, so the true quotient is below one half.
+ * The caller then adds the output zero point and clamps to the op's bounds (tgrs_requant_s8).
+ *
+ * Only the header is shared; everything is static inline so each kernel file compiles alone with no globals.
+ * Kernels validate shift <= 31 once per op (tgrs_requant_check) before the inner loops call these.
+ */
+#ifndef TGRS_REQUANT_H
+#define TGRS_REQUANT_H
+
+#include <stdint.h>
+
+/* Largest shift the format allows (a divisor of 2^0). Anything above it is a corrupt parameter. */
+#define TGRS_SHIFT_MAX 31
+
+/*
+ * Divide x by 2^n rounding halves away from zero, for 0 <= n; n >= 63 gives 0.
+ * |x| must be below 2^62 so |x| + 2^(n-1) cannot overflow (true for any int32 * int32 product but INT32_MIN^2,
+ * which a multiplier in [0, 2^31) never produces).
+ */
+static inline int64_t tgrs_rounding_rshift64(int64_t x, int32_t n)
+{
+    uint64_t ax;
+    uint64_t q;
+    if (n <= 0) {
+        return x;
+    }
+    if (n >= 63) {
+        return 0;
+    }
+    ax = (x < 0) ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+    q = (ax + ((uint64_t)1 << (n - 1))) >> n;
+    return (x < 0) ? -(int64_t)q : (int64_t)q;
+}
+
+/* round(acc * mult * 2^(shift - 31)), not yet offset or clamped. Requires shift <= TGRS_SHIFT_MAX. */
+static inline int64_t tgrs_requant(int32_t acc, int32_t mult, int32_t shift)
+{
+    int64_t prod = (int64_t)acc * (int64_t)mult;
+    if (shift <= -32) { /* n >= 63: written this way so 31 - shift cannot overflow for shift near INT32_MIN */
+        return 0;
+    }
+    return tgrs_rounding_rshift64(prod, 31 - shift);
+}
+
+/* Clamp a 64-bit value into [lo, hi]. */
+static inline int32_t tgrs_clamp64(int64_t v, int32_t lo, int32_t hi)
+{
+    if (v < (int64_t)lo) {
+        return lo;
+    }
+    if (v > (int64_t)hi) {
+        return hi;
+    }
+    return (int32_t)v;
+}
+
+/*
+ * The full int8 output step: requantize, add the output zero point, clamp to [lo, hi] (the op's int8 bounds, which
+ * carry a fused Relu/Relu6; the caller guarantees -128 <= lo <= hi <= 127).
+ */
+static inline int8_t tgrs_requant_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out, int32_t lo, int32_t hi)
+{
+    return (int8_t)tgrs_clamp64(tgrs_requant(acc, mult, shift) + (int64_t)zp_out, lo, hi);
+}
+
+/*
+ * Validate per-channel (mult, shift) arrays read from a plan: shift must be <= 31 and mult non-negative.
+ * Returns 1 when valid, 0 otherwise (the kernel then returns TGRS_ERR_PARAM).
+ */
+static inline int tgrs_requant_check(const int32_t *mult, const int32_t *shift, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        if (shift[i] > TGRS_SHIFT_MAX || mult[i] < 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Validate int8 clamp bounds and a zero point read from a plan. Returns 1 when valid. */
+static inline int tgrs_s8_bounds_ok(int32_t lo, int32_t hi, int32_t zp)
+{
+    return lo >= -128 && hi <= 127 && lo <= hi && zp >= -128 && zp <= 127;
+}
+
+#endif /* TGRS_REQUANT_H */
