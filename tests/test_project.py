@@ -1,0 +1,27 @@
+"""The newcomer's commands stay true: README and CI run the same test command."""
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def readme_commands() -> list[str]:
+    return [ln.strip() for ln in (REPO / "README.md").read_text().splitlines() if ln.startswith("    python3 -m venv")]
+
+
+def test_readme_has_exactly_two_commands():
+    cmds = readme_commands()
+    assert len(cmds) == 2, cmds
+    assert "tigris analyze examples/" in cmds[0]
+    assert "pytest" in cmds[1]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert readme_commands()[1] in [ln.strip() for ln in ci]
+
+
+def test_example_model_exists_with_licence():
+    cmd = readme_commands()[0]
+    model = cmd.split("tigris analyze ")[1].split()[0]
+    assert (REPO / model).is_file()
+    assert (REPO / "examples" / "mnist-8_LICENSE.txt").is_file()

@@ -1,0 +1,466 @@
+"""The library surface: everything the CLI does is one call here, and tests call the same functions.
+
+* :func:`analyze` — stages 1-6 and the report (plus the plan size, so the flash figure is real).
+* :func:`compile_model` — stages 1-7: the ``.tgrs`` bytes, or :class:`DoesNotFitError`.
+* :func:`run_plan` — run a plan on the host build of runtime_c.
+* :func:`verify` — compile, run on the C runtime, compare with ONNX Runtime and the NumPy reference.
+* :func:`inspect` — what an ``.onnx`` or ``.tgrs`` file contains, without compiling or running.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, DoesNotFitError, TigrisError, UnsupportedModelError
+from tigris.ops import Lowered
+from tigris.plan.types import MemoryPlan, align_up
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sizes and shapes from the command line
+# ---------------------------------------------------------------------------------------------------------------
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)(?:i?[bB])?\s*$")
+
+
+def parse_size(text: str | int | None) -> int | None:
+    """``256K``, ``4M``, ``1.5M`` (K = 1024) or plain bytes -> bytes."""
+    if text is None or isinstance(text, int):
+        return text
+    m = _SIZE_RE.match(str(text))
+    if not m:
+        raise TigrisError(f"cannot read size {text!r}; use e.g. 256K, 4M, 1.5M or bytes", "size")
+    mult = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[m.group(2).lower()]
+    value = float(m.group(1)) * mult
+    if value != int(value):
+        raise TigrisError(f"size {text!r} is not a whole number of bytes", "size")
+    return int(value)
+
+
+def parse_input_shapes(specs: tuple[str, ...] | list[str] | None) -> dict[str, tuple[int, ...]]:
+    """``NAME:1x3x96x96`` (repeatable) -> {NAME: (1, 3, 96, 96)}. The name may itself contain ':'."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs or ():
+        name, sep, dims = str(spec).rpartition(":")
+        try:
+            if not sep or not name:
+                raise ValueError
+            shape = tuple(int(d) for d in dims.lower().split("x"))
+            if any(d <= 0 for d in shape):
+                raise ValueError
+        except ValueError:
+            raise TigrisError(f"cannot read input shape {spec!r}; use NAME:1x3x96x96", "--input-shape") from None
+        shapes[name] = shape
+    return shapes
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stages 1-2
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass
+class Prepared:
+    graph: AnalyzedGraph
+    reports: list[Any]
+    lowered: list[Lowered]
+
+
+def prepare(model: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Prepared:
+    """Load (stage 1), normalize (stage 2), refuse unsupported ops (all of them at once), and lower every op."""
+    from tigris.load import load_model
+    from tigris.ops import lower
+    from tigris.passes import check_supported, normalize
+
+    graph = load_model(model, input_shapes or {})
+    graph, reports = normalize(graph)
+    check_supported(graph)
+    lowered = []
+    for op in graph.ops:
+        try:
+            lowered.append(lower(graph, op))
+        except TigrisError:
+            raise
+        except (KeyError, NotImplementedError) as e:
+            raise UnsupportedModelError([{"node": op.name, "op": op.op_type, "reason": f"no kernel: {e}"}], str(model))
+    return Prepared(graph, reports, lowered)
+
+
+def _const_bytes(low: Lowered) -> int:
+    return sum(align_up(int(c.nbytes)) for c in low.consts.values())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stages 3-6 and the report
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass
+class Analysis:
+    fits: bool
+    json: dict[str, Any]
+    prepared: Prepared | None = None
+    plan: MemoryPlan | None = None
+    plan_bytes: bytes | None = None
+    reason: str | None = None
+    min_fast_budget: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool) -> MemoryPlan:
+    from tigris.ops import kind
+    from tigris.plan import plan_memory
+
+    lowered = prep.lowered
+    graph = prep.graph
+
+    def weight_bytes_of(i: int) -> int:
+        return 0 if xip else _const_bytes(lowered[i])
+
+    def scratch_bytes_of(i: int, out_rows: int) -> int:
+        low = lowered[i]
+        if low.alias:
+            return 0
+        return int(kind(low.kind).scratch_bytes(low, graph, out_rows))
+
+    return plan_memory(
+        graph, fast, slow, xip=xip, weight_bytes_of=weight_bytes_of, scratch_bytes_of=scratch_bytes_of
+    )
+
+
+def _min_fast(prep: Prepared, slow: int | None, xip: bool, hi: int) -> int | None:
+    """Smallest fast budget (to 256 bytes) at which a plan exists, by bisection over [1 KiB, hi]."""
+    def fits(b: int) -> bool:
+        try:
+            _plan(prep, b, slow, xip)
+            return True
+        except DoesNotFitError:
+            return False
+
+    lo_b, hi_b = 1024, max(hi, 1024)
+    while not fits(hi_b):
+        hi_b *= 2
+        if hi_b > 1 << 32:
+            return None
+    while hi_b - lo_b > 256:
+        mid = (lo_b + hi_b) // 2
+        if fits(mid):
+            hi_b = mid
+        else:
+            lo_b = mid
+    return hi_b
+
+
+def _io_json(prep: Prepared, names: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for n in names:
+        b = prep.graph.boundary.get(n)
+        t = prep.graph.tensors[n]
+        out.append({"name": n, "shape": list(b.shape if b else t.shape), "dtype": b.dtype if b else t.dtype})
+    return out
+
+
+def analyze(
+    model: str | Path,
+    fast: int | str,
+    slow: int | str | None = None,
+    flash: int | str | None = None,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    xip: bool = False,
+    compression: str = "none",
+    emit: bool = True,
+) -> Analysis:
+    """Stages 1-6 and the figures of the JSON contract (architecture.md). Unsupported models raise
+    :class:`UnsupportedModelError` (the caller reports every node)."""
+    fast_b = parse_size(fast)
+    slow_b = parse_size(slow)
+    flash_b = parse_size(flash)
+    assert fast_b is not None
+    prep = prepare(model, input_shapes)
+    graph = prep.graph
+    macs = int(sum(low.macs for low in prep.lowered))
+    weight_bytes = int(sum(_const_bytes(low) for low in prep.lowered))
+    from tigris.plan import unscheduled_peak
+
+    model_json = {
+        "name": graph.name,
+        "operators": len(graph.ops),
+        "tensors": sum(1 for _ in graph.activations()),
+        "macs": macs,
+        "weight_bytes": weight_bytes,
+        "unscheduled_peak_bytes": int(unscheduled_peak(graph)),
+        "inputs": _io_json(prep, graph.inputs),
+        "outputs": _io_json(prep, graph.outputs),
+    }
+    result = Analysis(fits=False, json={}, prepared=prep, notes=list(graph.notes))
+    plan: MemoryPlan | None = None
+    try:
+        plan = _plan(prep, fast_b, slow_b, xip)
+    except DoesNotFitError as e:
+        result.reason = str(e)
+        result.min_fast_budget = _min_fast(prep, slow_b, xip, fast_b)
+    plan_bytes: bytes | None = None
+    if plan is not None and emit:
+        from tigris.emit import emit_plan
+
+        plan_bytes = emit_plan(graph, plan, prep.lowered, xip=xip, compression=compression)
+        if flash_b is not None and len(plan_bytes) > flash_b:
+            result.reason = f"plan is {len(plan_bytes)} bytes, flash budget is {flash_b} bytes"
+    result.plan = plan
+    result.plan_bytes = plan_bytes
+    result.fits = plan is not None and result.reason is None
+    result.json = _analysis_json(result, model_json, fast_b, slow_b, flash_b, weight_bytes)
+    return result
+
+
+def _analysis_json(
+    a: Analysis, model_json: dict, fast: int, slow: int | None, flash: int | None, weight_bytes: int
+) -> dict[str, Any]:
+    plan = a.plan
+    stages = []
+    if plan is not None:
+        for s in plan.stages:
+            stages.append(
+                {
+                    "index": s.index,
+                    "ops": len(s.ops),
+                    "peak_bytes": s.peak_bytes,
+                    "inputs": list(s.inputs),
+                    "outputs": list(s.outputs),
+                    "tiled": s.tiled,
+                    "tile_h": s.tile_h if s.tiled else None,
+                    "tiles": s.tiles,
+                    "halo": s.halo,
+                    "chain": s.chain,
+                }
+            )
+    j: dict[str, Any] = {
+        "fits": a.fits,
+        "model": model_json,
+        "fast": {"budget_bytes": fast, "peak_bytes": plan.fast_peak if plan else None},
+        "slow": {
+            "budget_bytes": slow,
+            "peak_bytes": plan.slow_peak if plan else None,
+            "spill_bytes": plan.spill_bytes if plan else None,
+            "reload_bytes": plan.reload_bytes if plan else None,
+        },
+        "flash": {
+            "budget_bytes": flash,
+            "plan_bytes": len(a.plan_bytes) if a.plan_bytes is not None else None,
+            "weight_bytes": weight_bytes,
+        },
+        "tiling": {
+            "tiled_stages": sum(1 for s in plan.stages if s.tiled) if plan else 0,
+            "tiles": sum(s.tiles for s in plan.stages if s.tiled) if plan else 0,
+            "chains": len({s.chain for s in plan.stages if s.chain is not None}) if plan else 0,
+            "recompute_macs": plan.recompute_macs if plan else 0,
+        },
+        "stages": stages,
+        "unsupported": [],
+    }
+    if not a.fits:
+        j["reason"] = a.reason
+        j["min_fast_budget_bytes"] = a.min_fast_budget
+    return j
+
+
+def unsupported_json(e: UnsupportedModelError, model: str | Path) -> dict[str, Any]:
+    return {
+        "fits": False,
+        "model": {"name": Path(model).stem},
+        "unsupported": [
+            {"node": n.get("node", ""), "op": n.get("op", ""), "reason": n.get("reason", "")} for n in e.nodes
+        ],
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stage 7
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass
+class Compiled:
+    plan_bytes: bytes
+    analysis: Analysis
+
+
+def compile_model(
+    model: str | Path,
+    fast: int | str,
+    slow: int | str | None = None,
+    flash: int | str | None = None,
+    xip: bool = False,
+    compression: str = "none",
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+) -> Compiled:
+    """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written."""
+    if compression not in ("none", "lz4"):
+        raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
+    a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression)
+    if not a.fits or a.plan_bytes is None:
+        hint = f"; smallest fast budget that fits: {a.min_fast_budget} bytes" if a.min_fast_budget else ""
+        raise DoesNotFitError(f"does not fit: {a.reason}{hint}", str(model))
+    return Compiled(a.plan_bytes, a)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running and verifying
+# ---------------------------------------------------------------------------------------------------------------
+def run_plan(plan_bytes: bytes, inputs: dict[str, np.ndarray]):
+    """Run a plan on the host build of runtime_c. Returns the Session's RunResult (outputs + high-water marks)."""
+    from tigris.host import Session
+
+    return Session(plan_bytes).run(inputs)
+
+
+def random_inputs(prep: Prepared, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs in the model's declared shapes and dtypes, spread over the range the model can represent."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for name in prep.graph.inputs:
+        b = prep.graph.boundary.get(name)
+        t = prep.graph.tensors[name]
+        shape = tuple(b.shape if b else t.shape)
+        dtype = b.dtype if b else t.dtype
+        if dtype == "uint8":
+            out[name] = rng.integers(0, 256, size=shape, dtype=np.uint8)
+        elif dtype == "int8":
+            out[name] = rng.integers(-128, 128, size=shape, dtype=np.int8)
+        else:
+            q = _first_quant(prep, name)
+            if q is not None:
+                scale, zp = q
+                lo, hi = (-128 - zp) * scale, (127 - zp) * scale
+                out[name] = rng.uniform(lo, hi, size=shape).astype(np.float32)
+            else:
+                out[name] = rng.standard_normal(size=shape).astype(np.float32)
+    return out
+
+
+def _first_quant(prep: Prepared, name: str) -> tuple[float, int] | None:
+    """The (scale, zp) a float graph input is quantized with right away, if any (QDQ models with float inputs)."""
+    for op in prep.graph.ops:
+        if op.op_type == "QuantizeLinear" and op.inputs and op.inputs[0] == name:
+            q = prep.graph.tensors[op.outputs[0]].quant
+            if q is not None:
+                return float(q.scale.reshape(-1)[0]), int(q.zero_point.reshape(-1)[0])
+    return None
+
+
+def run_onnxruntime(model: str | Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    res = sess.run(names, {k: v for k, v in inputs.items()})
+    return dict(zip(names, res))
+
+
+def compare(got: np.ndarray, ref: np.ndarray, integer: bool) -> dict[str, Any]:
+    g = np.asarray(got, dtype=np.float64).ravel()
+    r = np.asarray(ref, dtype=np.float64).ravel()
+    if g.shape != r.shape:
+        raise TigrisError(f"output has {g.size} elements, reference has {r.size}")
+    d = np.abs(g - r)
+    denom = float(np.linalg.norm(g) * np.linalg.norm(r))
+    cos = float(np.dot(g, r) / denom) if denom > 0 else (1.0 if np.array_equal(g, r) else 0.0)
+    return {
+        "max_abs_err": float(d.max()) if d.size else 0.0,
+        "rmse": float(math.sqrt(float(np.mean(d * d)))) if d.size else 0.0,
+        "cosine": cos,
+        "max_lsb": int(d.max()) if integer and d.size else None,
+        "max_abs_ref": float(np.abs(r).max()) if r.size else 0.0,
+    }
+
+
+FLOAT_RTOL = 1e-4  # float outputs: max abs error <= FLOAT_RTOL * max(1, max|ref|) against ONNX Runtime
+INT8_MAX_LSB = 1  # int8 outputs: within 1 LSB of ONNX Runtime (and bit-exact against the reference)
+QUANT_FLOAT_MIN_COSINE = 0.99  # quantized model with float outputs: end-to-end gross-error check
+
+
+def verify(
+    model: str | Path,
+    fast: int | str,
+    slow: int | str | None = None,
+    flash: int | str | None = None,
+    xip: bool = False,
+    compression: str = "none",
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    inputs: dict[str, np.ndarray] | None = None,
+    seed: int = 0,
+    progress: Progress = _quiet,
+) -> dict[str, Any]:
+    """Compile, run on the C runtime, compare with ONNX Runtime and with the NumPy reference."""
+    from tigris.reference import run_reference
+
+    progress("compiling")
+    compiled = compile_model(model, fast, slow, flash, xip, compression, input_shapes)
+    prep = compiled.analysis.prepared
+    assert prep is not None
+    if inputs is None:
+        inputs = random_inputs(prep, seed)
+    progress("running the C runtime")
+    res = run_plan(compiled.plan_bytes, inputs)
+    progress("running ONNX Runtime")
+    ort_out = run_onnxruntime(model, inputs)
+    progress("running the NumPy reference")
+    ref_out = run_reference(prep.graph, inputs, prep.lowered)
+    quantized = any(t.dtype == "int8" for t in prep.graph.tensors.values())
+    outputs = []
+    ok = True
+    for name in prep.graph.outputs:
+        got = np.asarray(res.outputs[name])
+        ort_v = np.asarray(ort_out[name])
+        integer = got.dtype.kind in "iu"
+        vs_ort = compare(got, ort_v, integer)
+        vs_ref = compare(got, ref_out[name], integer)
+        if quantized:
+            exact = bool(np.array_equal(got, ref_out[name]))
+            if integer:
+                passed = exact and vs_ort["max_lsb"] <= INT8_MAX_LSB
+            else:
+                passed = exact and vs_ort["cosine"] >= QUANT_FLOAT_MIN_COSINE
+        else:
+            tol = FLOAT_RTOL * max(1.0, vs_ort["max_abs_ref"])
+            passed = vs_ort["max_abs_err"] <= tol and vs_ref["max_abs_err"] <= tol
+        ok = ok and passed
+        outputs.append(
+            {
+                "name": name,
+                "max_abs_err": vs_ort["max_abs_err"],
+                "rmse": vs_ort["rmse"],
+                "cosine": vs_ort["cosine"],
+                "max_lsb": vs_ort["max_lsb"],
+                "reference_max_abs_err": vs_ref["max_abs_err"],
+                "reference_bit_exact": bool(np.array_equal(got, ref_out[name])),
+                "pass": passed,
+            }
+        )
+    return {
+        "pass": ok,
+        "plan": compiled.analysis.json,
+        "outputs": outputs,
+        "runtime": {"fast_peak_bytes": int(res.fast_peak), "slow_peak_bytes": int(res.slow_peak)},
+    }
+
+
+def inspect(path: str | Path) -> dict[str, Any]:
+    """What an .onnx model or a .tgrs plan contains. Reads only; never compiles or runs."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise TigrisError(f"cannot read file: {e.strerror}", str(p)) from None
+    from tigris.emit import inspect_onnx, inspect_plan
+
+    if data[:4] == b"TGRS":
+        return inspect_plan(data)
+    return inspect_onnx(p)

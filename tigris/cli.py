@@ -1,0 +1,242 @@
+"""The `tigris` command line: thin wrappers over :mod:`tigris.api`.
+
+Exit codes (architecture.md): 0 success / fits / pass, 1 does not fit / mismatch, 2 bad input or unsupported model.
+3 is an internal error (a bug in TiGrIS, never the user's input); it too prints one line, never a traceback.
+Errors go to stderr as one line: ``error: <what> (<where>)``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from functools import wraps
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+import numpy as np
+
+from tigris import api
+from tigris.ir import TigrisError, UnsupportedModelError
+
+EXIT_OK, EXIT_NO_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _fail(msg: str, code: int) -> None:
+    click.echo(f"error: {msg}", err=True)
+    sys.exit(code)
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn every failure into one line on stderr and a documented exit code."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SystemExit:
+            raise
+        except UnsupportedModelError as e:
+            if kwargs.get("as_json"):
+                click.echo(json.dumps(api.unsupported_json(e, kwargs.get("model", "")), indent=2))
+            else:
+                click.echo(f"error: {e}", err=True)
+                for n in e.nodes:
+                    click.echo(f"  unsupported: {n['node']} ({n['op']}): {n.get('reason', '')}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except TigrisError as e:
+            _fail(str(e), e.exit_code)
+        except KeyboardInterrupt:
+            _fail("interrupted", EXIT_INTERNAL)
+        except Exception as e:  # noqa: BLE001 - the last line of defence against tracebacks
+            where = f" ({fn.__name__})"
+            first = str(e).splitlines()[0] if str(e) else ""
+            _fail(f"internal error: {type(e).__name__}: {first}{where}; please report this", EXIT_INTERNAL)
+
+    return wrapper
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder so a failure never leaves a half-written output."""
+    path = Path(path)
+    d = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=d)
+    except OSError as e:
+        raise TigrisError(f"cannot write output: {e.strerror}", str(path)) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _load_inputs(specs: tuple[str, ...]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, file = spec.partition("=")
+        if not sep or not name or not file:
+            raise TigrisError(f"cannot read {spec!r}; use NAME=FILE.npy", "--input")
+        try:
+            out[name] = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise TigrisError(f"cannot read input array: {e}", file) from None
+    return out
+
+
+def _budget_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--input-shape", "input_shape", multiple=True, metavar="NAME:1x3x96x96",
+                     help="Concrete shape for a graph input (repeatable).")(f)
+    f = click.option("-f", "--flash", default=None, metavar="SIZE", help="Flash budget for the plan (e.g. 4M).")(f)
+    f = click.option("-s", "--slow", default=None, metavar="SIZE", help="Slow (PSRAM) budget; unlimited if absent.")(f)
+    f = click.option("-m", "--fast", required=True, metavar="SIZE", help="Fast SRAM budget (e.g. 256K).")(f)
+    return f
+
+
+def _plan_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("-c", "--compression", type=click.Choice(["none", "lz4"]), default="none",
+                     help="Weight compression (one LZ4 block per stage).")(f)
+    f = click.option("--xip", is_flag=True, help="Kernels read weights in place from flash (no RAM for weights).")(f)
+    return f
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tigris")
+def main() -> None:
+    """TiGrIS: compile an ONNX model and a memory budget into a static execution plan for microcontrollers."""
+
+
+@main.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@_budget_options
+@_plan_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report (architecture.md contract).")
+@click.option("-v", "--verbose", is_flag=True, help="Per-stage table and the passes that fired.")
+@guarded
+def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
+            compression: str, as_json: bool, verbose: bool) -> None:
+    """Will MODEL fit? If not, why not, and what would. Exit 0 fits, 1 does not fit, 2 bad input."""
+    a = api.analyze(model, fast, slow, flash, api.parse_input_shapes(input_shape), xip=xip, compression=compression)
+    if as_json:
+        click.echo(json.dumps(a.json, indent=2))
+    else:
+        from tigris.report import print_analysis
+
+        print_analysis(a, verbose=verbose)
+    sys.exit(EXIT_OK if a.fits else EXIT_NO_FIT)
+
+
+@main.command(name="compile")
+@click.argument("model", type=click.Path(dir_okay=False))
+@_budget_options
+@_plan_options
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="Plan file to write (default: MODEL with .tgrs).")
+@guarded
+def compile_cmd(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
+                compression: str, output: str | None) -> None:
+    """Write the .tgrs plan. Exit 0 written, 1 does not fit (nothing written), 2 bad input."""
+    c = api.compile_model(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape))
+    out = Path(output) if output else Path(model).with_suffix(".tgrs")
+    _write_atomic(out, c.plan_bytes)
+    j = c.analysis.json
+    click.echo(f"wrote {out} ({len(c.plan_bytes)} bytes): fast peak {j['fast']['peak_bytes']} bytes, "
+               f"{len(j['stages'])} stage(s), {j['tiling']['tiled_stages']} tiled")
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def inspect(file: str, as_json: bool) -> None:
+    """What an .onnx model or a .tgrs plan contains (reads only)."""
+    info = api.inspect(file)
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+    else:
+        from tigris.report import print_inspect
+
+        print_inspect(info)
+
+
+@main.command()
+@click.argument("plan", type=click.Path(dir_okay=False))
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy", help="An input tensor (repeatable).")
+@click.option("--output", "output", required=True, type=click.Path(dir_okay=False), help="Outputs as .npz.")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool) -> None:
+    """Run PLAN on the host build of the C runtime. Exit 0, or 2 on a bad plan or input."""
+    try:
+        data = Path(plan).read_bytes()
+    except OSError as e:
+        raise TigrisError(f"cannot read plan: {e.strerror}", plan) from None
+    res = api.run_plan(data, _load_inputs(inputs))
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **res.outputs)
+    _write_atomic(Path(output), buf.getvalue())
+    summary = {"outputs": {k: list(v.shape) for k, v in res.outputs.items()},
+               "fast_peak_bytes": int(res.fast_peak), "slow_peak_bytes": int(res.slow_peak)}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(f"wrote {output}: fast high-water {res.fast_peak} bytes, slow high-water {res.slow_peak} bytes")
+
+
+@main.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@_budget_options
+@_plan_options
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy", help="An input tensor (repeatable).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def verify(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
+           compression: str, inputs: tuple[str, ...], seed: int, as_json: bool) -> None:
+    """Compile, run on the C runtime, compare with ONNX Runtime and the NumPy reference. Exit 0 pass, 1 mismatch."""
+    from tigris.report import console_progress, print_verify
+
+    given = _load_inputs(inputs) or None
+    with console_progress(enabled=not as_json) as progress:
+        res = api.verify(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
+                         given, seed, progress)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+    else:
+        print_verify(res)
+    sys.exit(EXIT_OK if res["pass"] else EXIT_NO_FIT)
+
+
+@main.command()
+@click.argument("plan", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="C file to write.")
+@click.option("--name", default="model", show_default=True, help="C identifier prefix.")
+@click.option("--format", "fmt", type=click.Choice(["core", "app"]), default="core", show_default=True)
+@click.option("--section", default=".rodata.tgrs", show_default=True, help="Flash section of the plan array.")
+@click.option("--slow-section", default=".bss.tgrs_slow", show_default=True, help="Section of the slow arena.")
+@guarded
+def codegen(plan: str, output: str, name: str, fmt: str, section: str, slow_section: str) -> None:
+    """C source embedding PLAN for firmware: arenas, NAME_init(), NAME_run()."""
+    try:
+        data = Path(plan).read_bytes()
+    except OSError as e:
+        raise TigrisError(f"cannot read plan: {e.strerror}", plan) from None
+    from tigris.codegen import generate_c
+
+    c_src, header = generate_c(data, name, fmt, section, slow_section)
+    out = Path(output)
+    _write_atomic(out.with_suffix(".h"), header.encode())
+    _write_atomic(out, c_src.encode())
+    click.echo(f"wrote {out} and {out.with_suffix('.h')}")
+
+
+if __name__ == "__main__":
+    main()
