@@ -48,7 +48,8 @@ void HardFault_Handler(void);
 void SysTick_Handler(void);
 void board_fault(const uint32_t *frame, uint32_t exc_return);
 
-static void board_start(void) __attribute__((noinline, noreturn));
+/* Not static: only the assembly in Reset_Handler calls it. */
+void board_start(void) __attribute__((noinline, noreturn, used));
 
 /* The vector table: SP, 15 system exceptions; no device interrupts are used. */
 __attribute__((section(".isr_vector"), used)) static void (*const vectors[16])(void) = {
@@ -84,7 +85,7 @@ __attribute__((naked, noreturn)) void Reset_Handler(void)
         "b board_start\n");
 }
 
-static void board_start(void)
+void board_start(void)
 {
     uint32_t *p;
     uint32_t *sp_now;
@@ -185,6 +186,10 @@ void board_clock_start(void)
     SYST_RVR = SYST_RELOAD;
     SYST_CVR = 0;
     SYST_CSR = 0x7u; /* ENABLE | TICKINT | CLKSOURCE = core clock */
+    /* CVR reads 0 until the first tick loads RVR; wait for that so the count starts at a reload boundary. */
+    while (SYST_CVR == 0u) {
+    }
+    systick_wraps = 0;
 }
 
 uint64_t board_cycles(void)
