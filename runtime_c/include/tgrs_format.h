@@ -144,11 +144,48 @@
 
 /* fc: parameters not available yet (its module did not import) */
 
-/* maxpool: parameters not available yet (its module did not import) */
+#define TGRS_OP_MAXPOOL_NPARAMS 15
+#define TGRS_P_MAXPOOL_KH 0
+#define TGRS_P_MAXPOOL_KW 1
+#define TGRS_P_MAXPOOL_SH 2
+#define TGRS_P_MAXPOOL_SW 3
+#define TGRS_P_MAXPOOL_DH 4
+#define TGRS_P_MAXPOOL_DW 5
+#define TGRS_P_MAXPOOL_PT 6
+#define TGRS_P_MAXPOOL_PL 7
+#define TGRS_P_MAXPOOL_PB 8
+#define TGRS_P_MAXPOOL_PR 9
+#define TGRS_P_MAXPOOL_COUNT_PAD 10
+#define TGRS_P_MAXPOOL_MULT 11
+#define TGRS_P_MAXPOOL_SHIFT 12
+#define TGRS_P_MAXPOOL_LO 13
+#define TGRS_P_MAXPOOL_HI 14
+#define TGRS_OP_MAXPOOL_NCONSTS 0
 
-/* avgpool: parameters not available yet (its module did not import) */
+#define TGRS_OP_AVGPOOL_NPARAMS 15
+#define TGRS_P_AVGPOOL_KH 0
+#define TGRS_P_AVGPOOL_KW 1
+#define TGRS_P_AVGPOOL_SH 2
+#define TGRS_P_AVGPOOL_SW 3
+#define TGRS_P_AVGPOOL_DH 4
+#define TGRS_P_AVGPOOL_DW 5
+#define TGRS_P_AVGPOOL_PT 6
+#define TGRS_P_AVGPOOL_PL 7
+#define TGRS_P_AVGPOOL_PB 8
+#define TGRS_P_AVGPOOL_PR 9
+#define TGRS_P_AVGPOOL_COUNT_PAD 10
+#define TGRS_P_AVGPOOL_MULT 11
+#define TGRS_P_AVGPOOL_SHIFT 12
+#define TGRS_P_AVGPOOL_LO 13
+#define TGRS_P_AVGPOOL_HI 14
+#define TGRS_OP_AVGPOOL_NCONSTS 0
 
-/* gap: parameters not available yet (its module did not import) */
+#define TGRS_OP_GAP_NPARAMS 4
+#define TGRS_P_GAP_MULT 0
+#define TGRS_P_GAP_SHIFT 1
+#define TGRS_P_GAP_LO 2
+#define TGRS_P_GAP_HI 3
+#define TGRS_OP_GAP_NCONSTS 0
 
 /* add: parameters not available yet (its module did not import) */
 
@@ -181,9 +218,9 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_CONV: return TGRS_MAX_PARAMS;
     case TGRS_OP_DWCONV: return TGRS_MAX_PARAMS;
     case TGRS_OP_FC: return TGRS_MAX_PARAMS;
-    case TGRS_OP_MAXPOOL: return TGRS_MAX_PARAMS;
-    case TGRS_OP_AVGPOOL: return TGRS_MAX_PARAMS;
-    case TGRS_OP_GAP: return TGRS_MAX_PARAMS;
+    case TGRS_OP_MAXPOOL: return TGRS_OP_MAXPOOL_NPARAMS;
+    case TGRS_OP_AVGPOOL: return TGRS_OP_AVGPOOL_NPARAMS;
+    case TGRS_OP_GAP: return TGRS_OP_GAP_NPARAMS;
     case TGRS_OP_ADD: return TGRS_MAX_PARAMS;
     case TGRS_OP_MUL: return TGRS_MAX_PARAMS;
     case TGRS_OP_CONCAT: return TGRS_MAX_PARAMS;
@@ -207,9 +244,9 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_CONV: return TGRS_MAX_CONSTS;
     case TGRS_OP_DWCONV: return TGRS_MAX_CONSTS;
     case TGRS_OP_FC: return TGRS_MAX_CONSTS;
-    case TGRS_OP_MAXPOOL: return TGRS_MAX_CONSTS;
-    case TGRS_OP_AVGPOOL: return TGRS_MAX_CONSTS;
-    case TGRS_OP_GAP: return TGRS_MAX_CONSTS;
+    case TGRS_OP_MAXPOOL: return TGRS_OP_MAXPOOL_NCONSTS;
+    case TGRS_OP_AVGPOOL: return TGRS_OP_AVGPOOL_NCONSTS;
+    case TGRS_OP_GAP: return TGRS_OP_GAP_NCONSTS;
     case TGRS_OP_ADD: return TGRS_MAX_CONSTS;
     case TGRS_OP_MUL: return TGRS_MAX_CONSTS;
     case TGRS_OP_CONCAT: return TGRS_MAX_CONSTS;

@@ -1,0 +1,75 @@
+/*
+ * kview.h - small view helpers shared by the non-conv kernels (pool, binary, concat, resize, unary, softmax, pad,
+ * transpose, quant, copy). Everything is static inline so each kernel file compiles alone with no globals.
+ *
+ * A view holds rows [row0, row0 + rows) of axis 1 of its rank-4 dims {N, H, W, C}; element (n, h, w, c) of a band
+ * is at ((n * rows + (h - row0)) * W + w) * C + c.
+ */
+#ifndef TGRS_KVIEW_H
+#define TGRS_KVIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tgrs_op.h"
+
+/* Elements of one row (W * C) and of the whole band. */
+static inline size_t tgrs_kv_row_elems(const tgrs_tview *v)
+{
+    return (size_t)v->dims[2] * (size_t)v->dims[3];
+}
+
+/* Offset in elements of (n, h) in a band view; h is a global row index the caller checked with tgrs_kv_has_rows. */
+static inline size_t tgrs_kv_row_off(const tgrs_tview *v, int32_t n, int32_t h)
+{
+    return ((size_t)n * (size_t)v->rows + (size_t)(h - v->row0)) * tgrs_kv_row_elems(v);
+}
+
+/* 1 when the band holds global rows [first, last) (an empty range always holds). */
+static inline int tgrs_kv_has_rows(const tgrs_tview *v, int32_t first, int32_t last)
+{
+    if (last <= first) {
+        return 1;
+    }
+    return first >= v->row0 && last <= v->row0 + v->rows;
+}
+
+/* 1 when dims are positive and the band lies inside them. */
+static inline int tgrs_kv_sane(const tgrs_tview *v)
+{
+    return v != NULL && v->dims[0] > 0 && v->dims[1] > 0 && v->dims[2] > 0 && v->dims[3] > 0 && v->row0 >= 0 &&
+           v->rows >= 0 && v->row0 + v->rows <= v->dims[1] && (v->rows == 0 || v->data != NULL);
+}
+
+/* 1 when the view covers the whole tensor (untiled). */
+static inline int tgrs_kv_whole(const tgrs_tview *v)
+{
+    return v->row0 == 0 && v->rows == v->dims[1];
+}
+
+static inline int tgrs_kv_same_dims(const tgrs_tview *a, const tgrs_tview *b)
+{
+    return a->dims[0] == b->dims[0] && a->dims[1] == b->dims[1] && a->dims[2] == b->dims[2] &&
+           a->dims[3] == b->dims[3];
+}
+
+/* num / den for den > 0, rounded to nearest with halves away from zero, exact in 64 bits (|num| < 2^62). */
+static inline int64_t tgrs_div_round_away(int64_t num, int64_t den)
+{
+    uint64_t a = (num < 0) ? (uint64_t)0 - (uint64_t)num : (uint64_t)num;
+    uint64_t q = (a + (uint64_t)den / 2u) / (uint64_t)den;
+    return (num < 0) ? -(int64_t)q : (int64_t)q;
+}
+
+/* Number of bits needed to hold the positive value v (0 for 0). */
+static inline int32_t tgrs_bitlen(uint32_t v)
+{
+    int32_t n = 0;
+    while (v != 0u) {
+        ++n;
+        v >>= 1;
+    }
+    return n;
+}
+
+#endif /* TGRS_KVIEW_H */

@@ -1,0 +1,293 @@
+/*
+ * pool.c - MaxPool, AveragePool (band-aware) and GlobalAveragePool (untiled) on NHWC views, float32 and int8.
+ *
+ * The arithmetic is defined by tigris/ops/pool.py and docs/numerics.md ("Pooling"):
+ *   max  int8: zp_out + requant(max(q) - zp_in, mult, shift), clamped to [lo, hi]
+ *   avg  int8: zp_out + round(sum(q - zp_in) * mult / (count << (31 - shift))), one rounding, halves away from zero
+ *   gap  int8: zp_out + requant(sum(q - zp_in), mult, shift)   (mult/shift include 1/(H*W))
+ *   float: max of taps; sum of taps (row-major tap order) / (float)count; sum / (float)(H*W).
+ * Padding taps never contribute; `count` is the taps inside the padded frame (count_include_pad) or the image.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kview.h"
+#include "requant.h"
+#include "tgrs_op.h"
+
+/* Channels accumulated at once in int32 on the stack (no scratch needed, inner loop stays contiguous). */
+#define POOL_CHUNK 32
+
+typedef struct pool_geom {
+    int32_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, count_pad, mult, shift, lo, hi;
+} pool_geom;
+
+/* maxpool and avgpool share one PARAMS tuple in Python, so the indices of either kind describe both. */
+static pool_geom pool_load(const int32_t *p)
+{
+    pool_geom g;
+    g.kh = p[TGRS_P_MAXPOOL_KH];
+    g.kw = p[TGRS_P_MAXPOOL_KW];
+    g.sh = p[TGRS_P_MAXPOOL_SH];
+    g.sw = p[TGRS_P_MAXPOOL_SW];
+    g.dh = p[TGRS_P_MAXPOOL_DH];
+    g.dw = p[TGRS_P_MAXPOOL_DW];
+    g.pt = p[TGRS_P_MAXPOOL_PT];
+    g.pl = p[TGRS_P_MAXPOOL_PL];
+    g.pb = p[TGRS_P_MAXPOOL_PB];
+    g.pr = p[TGRS_P_MAXPOOL_PR];
+    g.count_pad = p[TGRS_P_MAXPOOL_COUNT_PAD];
+    g.mult = p[TGRS_P_MAXPOOL_MULT];
+    g.shift = p[TGRS_P_MAXPOOL_SHIFT];
+    g.lo = p[TGRS_P_MAXPOOL_LO];
+    g.hi = p[TGRS_P_MAXPOOL_HI];
+    return g;
+}
+
+/* Number of taps k in [0, n) with lo <= start + k * step < hi. */
+static int32_t taps_inside(int32_t start, int32_t step, int32_t n, int32_t lo, int32_t hi)
+{
+    int32_t k;
+    int32_t c = 0;
+    for (k = 0; k < n; ++k) {
+        int32_t i = start + k * step;
+        c += (i >= lo && i < hi) ? 1 : 0;
+    }
+    return c;
+}
+
+static int pool_check(const tgrs_op_ctx *ctx, const pool_geom *g, int avg)
+{
+    const tgrs_tview *in = ctx->in[0];
+    const tgrs_tview *out = ctx->out;
+    if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out)) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (in->dims[0] != out->dims[0] || in->dims[3] != out->dims[3]) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (g->kh < 1 || g->kw < 1 || g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->kh > 4096 ||
+        g->kw > 4096 || g->sh > 4096 || g->sw > 4096 || g->dh > 4096 || g->dw > 4096 || g->pt < 0 || g->pl < 0 ||
+        g->pb < 0 || g->pr < 0 || g->pt > 4096 || g->pl > 4096 || g->pb > 4096 || g->pr > 4096) {
+        return TGRS_ERR_PARAM;
+    }
+    if (in->dtype == TGRS_DT_F32 && out->dtype == TGRS_DT_F32) {
+        return TGRS_OK;
+    }
+    if (in->dtype != TGRS_DT_S8 || out->dtype != TGRS_DT_S8) {
+        return TGRS_ERR_DTYPE;
+    }
+    if (g->shift > TGRS_SHIFT_MAX || g->mult < 0 || !tgrs_s8_bounds_ok(g->lo, g->hi, out->zero_point) ||
+        in->zero_point < -128 || in->zero_point > 127) {
+        return TGRS_ERR_PARAM;
+    }
+    if (avg && (g->shift < -31 || (31 - g->shift) + tgrs_bitlen((uint32_t)(g->kh * g->kw)) > 62)) {
+        return TGRS_ERR_PARAM;
+    }
+    return TGRS_OK;
+}
+
+static int pool_window(const tgrs_op_ctx *ctx, int avg)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    pool_geom g = pool_load(ctx->p);
+    int32_t n, oh, ow, kh, kw;
+    int32_t H, W, C, OW;
+    int is_f32;
+    int st = pool_check(ctx, &g, avg);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    H = in->dims[1];
+    W = in->dims[2];
+    C = in->dims[3];
+    OW = out->dims[2];
+    is_f32 = (in->dtype == TGRS_DT_F32);
+    /* Every output row's image rows must be in the input band before anything is written. */
+    for (oh = out->row0; oh < out->row0 + out->rows; ++oh) {
+        int32_t first = oh * g.sh - g.pt;
+        int32_t a = -1, b = -1;
+        for (kh = 0; kh < g.kh; ++kh) {
+            int32_t ih = first + kh * g.dh;
+            if (ih >= 0 && ih < H) {
+                if (a < 0) {
+                    a = ih;
+                }
+                b = ih + 1;
+            }
+        }
+        if (a >= 0 && !tgrs_kv_has_rows(in, a, b)) {
+            return TGRS_ERR_TILE;
+        }
+    }
+    for (n = 0; n < out->dims[0]; ++n) {
+        for (oh = out->row0; oh < out->row0 + out->rows; ++oh) {
+            int32_t ih0 = oh * g.sh - g.pt;
+            int32_t count_h = g.count_pad ? taps_inside(ih0, g.dh, g.kh, -g.pt, H + g.pb)
+                                          : taps_inside(ih0, g.dh, g.kh, 0, H);
+            for (ow = 0; ow < OW; ++ow) {
+                int32_t iw0 = ow * g.sw - g.pl;
+                int32_t count_w = g.count_pad ? taps_inside(iw0, g.dw, g.kw, -g.pl, W + g.pr)
+                                              : taps_inside(iw0, g.dw, g.kw, 0, W);
+                int32_t count = count_h * count_w;
+                size_t o = tgrs_kv_row_off(out, n, oh) + (size_t)ow * (size_t)C;
+                int32_t c0, c;
+                if (is_f32) {
+                    float *y = (float *)out->data + o;
+                    const float *x = (const float *)in->data;
+                    for (c = 0; c < C; ++c) {
+                        y[c] = avg ? 0.0f : -HUGE_VALF;
+                    }
+                    for (kh = 0; kh < g.kh; ++kh) {
+                        int32_t ih = ih0 + kh * g.dh;
+                        if (ih < 0 || ih >= H) {
+                            continue;
+                        }
+                        for (kw = 0; kw < g.kw; ++kw) {
+                            int32_t iw = iw0 + kw * g.dw;
+                            const float *xr;
+                            if (iw < 0 || iw >= W) {
+                                continue;
+                            }
+                            xr = x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C;
+                            if (avg) {
+                                for (c = 0; c < C; ++c) {
+                                    y[c] += xr[c];
+                                }
+                            } else {
+                                for (c = 0; c < C; ++c) {
+                                    y[c] = (xr[c] > y[c]) ? xr[c] : y[c];
+                                }
+                            }
+                        }
+                    }
+                    if (avg) {
+                        float den = (float)(count > 0 ? count : 1);
+                        for (c = 0; c < C; ++c) {
+                            y[c] = y[c] / den;
+                        }
+                    }
+                    continue;
+                }
+                for (c0 = 0; c0 < C; c0 += POOL_CHUNK) {
+                    int32_t acc[POOL_CHUNK];
+                    int32_t nc = (C - c0 < POOL_CHUNK) ? C - c0 : POOL_CHUNK;
+                    int8_t *y = (int8_t *)out->data + o + c0;
+                    const int8_t *x = (const int8_t *)in->data;
+                    for (c = 0; c < nc; ++c) {
+                        acc[c] = avg ? 0 : -128;
+                    }
+                    for (kh = 0; kh < g.kh; ++kh) {
+                        int32_t ih = ih0 + kh * g.dh;
+                        if (ih < 0 || ih >= H) {
+                            continue;
+                        }
+                        for (kw = 0; kw < g.kw; ++kw) {
+                            int32_t iw = iw0 + kw * g.dw;
+                            const int8_t *xr;
+                            if (iw < 0 || iw >= W) {
+                                continue;
+                            }
+                            xr = x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C + c0;
+                            if (avg) {
+                                for (c = 0; c < nc; ++c) {
+                                    acc[c] += (int32_t)xr[c] - in->zero_point;
+                                }
+                            } else {
+                                for (c = 0; c < nc; ++c) {
+                                    acc[c] = ((int32_t)xr[c] > acc[c]) ? (int32_t)xr[c] : acc[c];
+                                }
+                            }
+                        }
+                    }
+                    if (avg) {
+                        int64_t den = (int64_t)(count > 0 ? count : 1) * ((int64_t)1 << (31 - g.shift));
+                        for (c = 0; c < nc; ++c) {
+                            int64_t q = tgrs_div_round_away((int64_t)acc[c] * (int64_t)g.mult, den);
+                            y[c] = (int8_t)tgrs_clamp64(q + out->zero_point, g.lo, g.hi);
+                        }
+                    } else {
+                        for (c = 0; c < nc; ++c) {
+                            y[c] = tgrs_requant_s8(acc[c] - in->zero_point, g.mult, g.shift, out->zero_point, g.lo,
+                                                   g.hi);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
+int tgrs_kernel_maxpool(const tgrs_op_ctx *ctx)
+{
+    return pool_window(ctx, 0);
+}
+
+int tgrs_kernel_avgpool(const tgrs_op_ctx *ctx)
+{
+    return pool_window(ctx, 1);
+}
+
+int tgrs_kernel_gap(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    int32_t mult = ctx->p[TGRS_P_GAP_MULT];
+    int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
+    int32_t lo = ctx->p[TGRS_P_GAP_LO];
+    int32_t hi = ctx->p[TGRS_P_GAP_HI];
+    int32_t n, c;
+    size_t i, hw, C;
+    if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out)) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (in->dims[0] != out->dims[0] || in->dims[3] != out->dims[3] || out->dims[1] != 1 || out->dims[2] != 1) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (!tgrs_kv_whole(in) || !tgrs_kv_whole(out)) {
+        return TGRS_ERR_TILE;
+    }
+    hw = (size_t)in->dims[1] * (size_t)in->dims[2];
+    C = (size_t)in->dims[3];
+    if (in->dtype == TGRS_DT_F32 && out->dtype == TGRS_DT_F32) {
+        for (n = 0; n < in->dims[0]; ++n) {
+            const float *x = (const float *)in->data + (size_t)n * hw * C;
+            float *y = (float *)out->data + (size_t)n * C;
+            for (c = 0; c < (int32_t)C; ++c) {
+                y[c] = 0.0f;
+            }
+            for (i = 0; i < hw; ++i) {
+                for (c = 0; c < (int32_t)C; ++c) {
+                    y[c] += x[i * C + (size_t)c];
+                }
+            }
+            for (c = 0; c < (int32_t)C; ++c) {
+                y[c] = y[c] / (float)hw;
+            }
+        }
+        return TGRS_OK;
+    }
+    if (in->dtype != TGRS_DT_S8 || out->dtype != TGRS_DT_S8) {
+        return TGRS_ERR_DTYPE;
+    }
+    if (shift > TGRS_SHIFT_MAX || mult < 0 || !tgrs_s8_bounds_ok(lo, hi, out->zero_point) || hw > (1u << 23)) {
+        return TGRS_ERR_PARAM;
+    }
+    for (n = 0; n < in->dims[0]; ++n) {
+        const int8_t *x = (const int8_t *)in->data + (size_t)n * hw * C;
+        int8_t *y = (int8_t *)out->data + (size_t)n * C;
+        for (c = 0; c < (int32_t)C; ++c) {
+            /* Column sum per channel: strided, but GAP runs once per network and reads each byte once. */
+            int32_t acc = 0;
+            for (i = 0; i < hw; ++i) {
+                acc += (int32_t)x[i * C + (size_t)c];
+            }
+            acc -= (int32_t)hw * in->zero_point;
+            y[c] = tgrs_requant_s8(acc, mult, shift, out->zero_point, lo, hi);
+        }
+    }
+    return TGRS_OK;
+}

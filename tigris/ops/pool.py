@@ -1,0 +1,186 @@
+"""MaxPool, AveragePool and GlobalAveragePool on NHWC views (float32 and int8).
+
+Window geometry follows ONNX: output row ``oh`` reads input rows ``oh*SH - PT + kh*DH`` for ``kh < KH``; taps
+outside ``[0, H)`` are padding. The output size is the output tensor's (so ``ceil_mode`` is already in the shape).
+
+* MaxPool ignores padding taps. int8: the max of the raw codes, then ``zp_out + requant(max - zp_in)`` with the
+  ``s_in/s_out`` multiplier (monotonic, so it commutes with max; identity when the scales agree).
+* AveragePool divides by the number of taps inside ``[-PT, H+PB) x [-PL, W+PR)`` when ``count_include_pad`` (ONNX
+  Runtime's divisor, which also leaves out the ``ceil_mode`` overhang), else by the taps inside the image. int8:
+  ``acc = sum(q - zp_in)`` over image taps (padding is real 0, code zp_in), then
+  ``zp_out + round(acc * mult / (count * 2**(31 - shift)))`` with ONE rounding, halves away from zero, where
+  ``(mult, shift)`` encode ``s_in/s_out``. The divisor is an exact 64-bit integer, so lowering checks it fits.
+* GlobalAveragePool (untiled): int8 ``zp_out + requant(sum(q - zp_in), mult, shift)`` where ``(mult, shift)``
+  encode ``s_in / (s_out * H * W)``; float ``sum / (H*W)``.
+
+Pools are band-aware like convolutions: the input view may hold only the rows the output band needs.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.layout import tensor_view_dims
+from tigris.ops._common import TileError, act_bounds, dtype_kind, per_tensor
+from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.qmath import quantize_multiplier, requantize
+
+WINDOW_PARAMS = ("KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL", "PB", "PR", "COUNT_PAD", "MULT", "SHIFT", "LO", "HI")
+
+
+def _geometry(graph: AnalyzedGraph, op: Op) -> dict[str, int]:
+    """Kernel, stride, dilation and pads in physical (row, column) terms; 1-D pools (nwc) pool along the rows."""
+    x = graph.tensors[op.inputs[0]]
+    a = op.attrs
+    k = list(a["kernel_shape"])
+    nd = len(k)
+    s = list(a.get("strides") or [1] * nd)
+    d = list(a.get("dilations") or [1] * nd)
+    p = list(a.get("pads") or [0] * (2 * nd))
+    if nd == 2 and x.layout == "nhwc":
+        return dict(KH=k[0], KW=k[1], SH=s[0], SW=s[1], DH=d[0], DW=d[1], PT=p[0], PL=p[1], PB=p[2], PR=p[3])
+    if nd == 1 and x.layout == "nwc":
+        return dict(KH=k[0], KW=1, SH=s[0], SW=1, DH=d[0], DW=1, PT=p[0], PL=0, PB=p[1], PR=0)
+    raise TigrisError(f"{op.op_type}: {nd}-D pooling on a {x.layout} tensor is not supported", op.name)
+
+
+def _lower_window(graph: AnalyzedGraph, op: Op, kind: str) -> Lowered:
+    g = _geometry(graph, op)
+    if min(g["KH"], g["KW"], g["SH"], g["SW"], g["DH"], g["DW"]) < 1 or min(g["PT"], g["PL"], g["PB"], g["PR"]) < 0:
+        raise TigrisError(f"{op.op_type}: invalid window {g}", op.name)
+    params = dict(g)
+    params["COUNT_PAD"] = int(bool(op.attrs.get("count_include_pad", 0)))
+    params["LO"], params["HI"] = -128, 127
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if dtype_kind(graph, op) == "int8":
+        s_in, _ = per_tensor(x, "pool input")
+        s_out, zp_out = per_tensor(y, "pool output")
+        mult, shift = quantize_multiplier(s_in / s_out, op.name)
+        if kind == "avgpool":
+            # The divisor count << (31 - shift) must be an exact int64 (see the module doc).
+            if (31 - shift) + int(g["KH"] * g["KW"]).bit_length() > 62:
+                raise TigrisError(f"AveragePool: scale ratio {s_in / s_out:g} is too small", op.name)
+        params["MULT"], params["SHIFT"] = mult, shift
+        params["LO"], params["HI"] = act_bounds(op.attrs.get("fused_activation"), s_out, zp_out)
+    oh, ow = tensor_view_dims(y)[1:3]
+    return Lowered(kind, op.name, [op.inputs[0]], [op.outputs[0]], params=params,
+                   macs=int(np.prod(tensor_view_dims(y))) * g["KH"] * g["KW"])
+
+
+def div_round_away(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den (den > 0) rounded to the nearest integer, halves away from zero, exactly in int64."""
+    num = np.asarray(num, dtype=np.int64)
+    den = np.asarray(den, dtype=np.int64)
+    q = (np.abs(num) + den // 2) // den
+    return np.where(num < 0, -q, q)
+
+
+def _window_reference(low: Lowered, x: TensorView, out: TensorView, mode: str) -> None:
+    p = low.params
+    kh_, kw_, sh, sw, dh, dw = (p[k] for k in ("KH", "KW", "SH", "SW", "DH", "DW"))
+    pt, pl, pb, pr = (p[k] for k in ("PT", "PL", "PB", "PR"))
+    H, W = x.dims[1], x.dims[2]
+    OW = out.dims[2]
+    int8 = out.dtype in ("int8", "uint8")
+    ow = np.arange(OW)
+    for r, oh in enumerate(range(out.row0, out.row0 + out.rows)):
+        ih = [oh * sh - pt + k * dh for k in range(kh_)]
+        need = [i for i in ih if 0 <= i < H]
+        if need and (need[0] < x.row0 or need[-1] >= x.row0 + x.rows):
+            raise TileError(f"output row {oh} needs input rows {need[0]}..{need[-1]}")
+        if mode == "max":
+            acc = np.full((x.dims[0], OW, x.dims[3]), -np.inf if not int8 else -128,
+                          dtype=np.float32 if not int8 else np.int64)
+        else:
+            acc = np.zeros((x.dims[0], OW, x.dims[3]), dtype=np.float32 if not int8 else np.int64)
+        count = np.zeros(OW, dtype=np.int64)
+        for i in ih:
+            for k in range(kw_):
+                iw = ow * sw - pl + k * dw
+                inside = (iw >= 0) & (iw < W)
+                if mode == "avg":
+                    if p["COUNT_PAD"]:
+                        count += ((iw >= -pl) & (iw < W + pr)).astype(np.int64) * int(-pt <= i < H + pb)
+                    else:
+                        count += inside.astype(np.int64) * int(0 <= i < H)
+                if not 0 <= i < H:
+                    continue
+                row = x.data[:, i - x.row0]
+                vals = row[:, np.clip(iw, 0, W - 1)]
+                if int8:
+                    vals = vals.astype(np.int64) - (x.zero_point if mode == "avg" else 0)
+                m = inside[None, :, None]
+                if mode == "max":
+                    acc = np.where(m, np.maximum(acc, vals), acc)
+                else:
+                    acc = np.where(m, acc + vals, acc)
+        if not int8:
+            res = acc if mode == "max" else acc / np.maximum(count, 1).astype(np.float32)[None, :, None]
+            out.data[:, r] = res.astype(np.float32)
+            continue
+        if mode == "max":
+            q = requantize(acc - x.zero_point, p["MULT"], p["SHIFT"])
+        else:
+            den = np.maximum(count, 1) << (31 - p["SHIFT"])
+            q = div_round_away(acc * p["MULT"], den[None, :, None])
+        out.data[:, r] = np.clip(q + out.zero_point, p["LO"], p["HI"]).astype(out.data.dtype)
+
+
+class MaxPool(OpKind):
+    name = "maxpool"
+    ir_ops = ("MaxPool",)
+    PARAMS = WINDOW_PARAMS
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        return _lower_window(graph, op, self.name)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        _window_reference(low, inputs[0], out, "max")
+
+
+class AveragePool(OpKind):
+    name = "avgpool"
+    ir_ops = ("AveragePool",)
+    PARAMS = WINDOW_PARAMS
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        return _lower_window(graph, op, self.name)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        _window_reference(low, inputs[0], out, "avg")
+
+
+class GlobalAveragePool(OpKind):
+    name = "gap"
+    ir_ops = ("GlobalAveragePool",)
+    PARAMS = ("MULT", "SHIFT", "LO", "HI")
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        n, h, w, c = tensor_view_dims(x)
+        params = {"LO": -128, "HI": 127}
+        if dtype_kind(graph, op) == "int8":
+            s_in, _ = per_tensor(x, "GlobalAveragePool input")
+            s_out, zp_out = per_tensor(y, "GlobalAveragePool output")
+            params["MULT"], params["SHIFT"] = quantize_multiplier(s_in / (s_out * h * w), op.name)
+            params["LO"], params["HI"] = act_bounds(op.attrs.get("fused_activation"), s_out, zp_out)
+        return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, macs=n * h * w * c)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        x = inputs[0]
+        if x.rows != x.dims[1] or out.rows != out.dims[1]:
+            raise TileError("GlobalAveragePool is untiled")
+        n, h, w, c = x.dims
+        if out.dtype == "float32":
+            # Sequential row-major sum in float32, like the C loop, then one division.
+            acc = np.zeros((n, c), dtype=np.float32)
+            flat = x.data.reshape(n, h * w, c)
+            for i in range(h * w):
+                acc = acc + flat[:, i]
+            out.data[...] = (acc / np.float32(h * w)).reshape(out.data.shape)
+            return
+        acc = x.data.reshape(n, h * w, c).astype(np.int64).sum(axis=1) - h * w * x.zero_point
+        q = requantize(acc, low.params["MULT"], low.params["SHIFT"]) + out.zero_point
+        out.data[...] = np.clip(q, low.params["LO"], low.params["HI"]).astype(out.data.dtype).reshape(out.data.shape)
