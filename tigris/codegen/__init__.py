@@ -1,0 +1,59 @@
+"""``tigris codegen``: turn a .tgrs plan into C for firmware (see :mod:`tigris.codegen.cgen` for the promises).
+
+* :func:`generate_c` — ``(plan_bytes, name, fmt, section, slow_section) -> (c_source, header)``, pure.
+* :func:`codegen_command` — what the CLI command does: read the plan, write ``OUT.c`` and ``OUT.h`` beside it.
+* :func:`read_plan_info` — arena sizes, flags and the interface of a plan, as codegen sees them.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from tigris.codegen.cgen import FORMATS, generate_c
+from tigris.codegen.planinfo import IoInfo, PlanInfo, read_plan_info
+from tigris.ir import TigrisError
+
+__all__ = ["FORMATS", "IoInfo", "PlanInfo", "codegen_command", "generate_c", "read_plan_info"]
+
+
+def _write_atomic(path: Path, data: str) -> None:
+    """Write through a temporary file in the same folder so a failure never leaves half a C file behind."""
+    d = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=d)
+    except OSError as e:
+        raise TigrisError(f"cannot write output: {e.strerror}", str(path)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def codegen_command(
+    plan: str | Path,
+    output: str | Path,
+    name: str = "model",
+    fmt: str = "core",
+    section: str = ".rodata.tgrs",
+    slow_section: str = ".bss.tgrs_slow",
+) -> tuple[Path, Path]:
+    """Read ``plan``, write the C source to ``output`` and the header beside it (same stem, ``.h``).
+
+    Returns (source path, header path). Raises TigrisError (CLI exit 2) on an unreadable plan or bad option.
+    """
+    try:
+        data = Path(plan).read_bytes()
+    except OSError as e:
+        raise TigrisError(f"cannot read plan: {e.strerror}", str(plan)) from None
+    c_src, header = generate_c(data, name, fmt, section, slow_section)
+    out = Path(output)
+    hdr = out.with_suffix(".h")
+    if out.suffix == ".h":
+        raise TigrisError("the output must be the .c file (the header is written beside it)", str(out))
+    _write_atomic(hdr, header)
+    _write_atomic(out, c_src)
+    return out, hdr

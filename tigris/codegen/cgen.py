@@ -1,0 +1,387 @@
+"""C source and header that embed a .tgrs plan for firmware (``tigris codegen``).
+
+What the generated code promises (docs/deploying.md explains how firmware uses it):
+
+1. The plan is one ``static const uint8_t`` array, 16-byte aligned, in the flash section ``section`` (default
+   ``.rodata.tgrs``): the linker script decides whether that is internal flash, QSPI/XIP flash or a RAM copy.
+2. The fast arena is a ``.bss`` array of exactly the plan's ``fast_arena`` bytes, the slow arena an array of exactly
+   ``slow_arena`` bytes in ``slow_section`` (default ``.bss.tgrs_slow``; on ESP-IDF ``.ext_ram.bss`` puts it in
+   PSRAM). A name beginning with ``.bss`` makes the compiler emit it as NOBITS, so it costs no flash.
+3. ``NAME_init()`` runs the runtime's loader over the embedded bytes (every byte validated once, on the device) and
+   checks the arenas are large enough; ``NAME_run(inputs, outputs)`` runs one inference. Both return TGRS_OK (0) or
+   a negative TGRS_ERR_* code.
+4. The header states the interface as constants: count, name, dtype, layout, declared shape, byte size and
+   quantization of every input and output, and the arena sizes.
+5. ``fmt="app"`` adds a ``main()`` for the emulator harness of ``examples/cortex-m`` (semihosting file I/O, SysTick
+   cycle count, stack peak). ``fmt="core"`` is for firmware that owns its entry point.
+6. The output is a pure function of the arguments (no dates, no paths), and compiles without a warning under
+   ``-std=c99 -Wall -Wextra -Werror -pedantic``.
+
+Why the .c file repeats the header text instead of ``#include``-ing it: the header's file name is chosen by whoever
+writes the files (the CLI names it after the output), and the .c must compile whatever that name is. The repeated
+block sits behind the same include guard, so a translation unit that includes both still sees it once.
+"""
+from __future__ import annotations
+
+import re
+
+from tigris.codegen.planinfo import DTYPE_C, DTYPE_NAMES, LAYOUT_C, IoInfo, PlanInfo, read_plan_info
+from tigris.emit import format as F
+from tigris.ir import TigrisError
+
+FORMATS = ("core", "app")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECTION = re.compile(r"^[A-Za-z0-9_.$]+$")
+_BYTES_PER_LINE = 16
+_ALIGN = 16  # the plan and the arenas: every planned offset is 16-aligned, so the bases must be too
+
+
+def _check_args(name: str, fmt: str, section: str, slow_section: str) -> None:
+    if not _IDENT.match(name) or len(name) > 40:
+        raise TigrisError(f"--name must be a C identifier of at most 40 characters, not {name!r}", "--name")
+    if name.lower().startswith("tgrs_"):
+        raise TigrisError("--name must not start with tgrs_ (the runtime's prefix)", "--name")
+    if fmt not in FORMATS:
+        raise TigrisError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}", "--format")
+    for flag, sec in (("--section", section), ("--slow-section", slow_section)):
+        if not _SECTION.match(sec):
+            raise TigrisError(f"{flag} must be a section name of letters, digits, '_', '.', '$', not {sec!r}", flag)
+
+
+def _c_string(s: str) -> str:
+    """A C string literal for an arbitrary tensor name (escapes quotes, backslashes, non-ASCII, '??' trigraphs)."""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in '"\\?':
+            out.append("\\" + ch)
+        elif 0x20 <= o < 0x7F:
+            out.append(ch)
+        else:
+            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8"))
+    return '"' + "".join(out) + '"'
+
+
+def _c_comment(s: str) -> str:
+    """Text safe inside a /* */ comment."""
+    return "".join(ch if 0x20 <= ord(ch) < 0x7F else "?" for ch in s).replace("*/", "* /")
+
+
+def _fmt_float(x: float) -> str:
+    # repr() round-trips a double; the value came from a float32, so the float literal is exact after rounding.
+    r = repr(float(x))
+    if "inf" in r or "nan" in r:
+        return "0.0f"
+    if "." not in r and "e" not in r:
+        r += ".0"
+    return r + "f"
+
+
+def _io_block(prefix: str, kind: str, i: int, io: IoInfo) -> list[str]:
+    m = f"{prefix}_{kind}{i}"
+    shape = ", ".join(str(d) for d in io.shape) if io.shape else "1"
+    lines = [
+        f"/* {kind.lower()} {i}: {_c_comment(io.name)} - {DTYPE_NAMES.get(io.dtype, '?')} "
+        f"{'x'.join(str(d) for d in io.shape) or 'scalar'}, {F.Layout(io.layout).name.lower()} layout */",
+        f"#define {m}_NAME {_c_string(io.name)}",
+        f"#define {m}_DTYPE {DTYPE_C[io.dtype]}",
+        f"#define {m}_DECL_DTYPE {DTYPE_C[io.decl_dtype]}",
+        f"#define {m}_LAYOUT {LAYOUT_C[io.layout]}",
+        f"#define {m}_RANK {len(io.shape)}",
+        f"#define {m}_SHAPE {{ {shape} }}",
+        f"#define {m}_BYTES {io.nbytes}u",
+    ]
+    if io.scale is not None:
+        lines += [f"#define {m}_SCALE {_fmt_float(io.scale)}", f"#define {m}_ZERO_POINT {io.zero_point}"]
+    return lines
+
+
+def _header(info: PlanInfo, name: str, section: str, slow_section: str) -> str:
+    P = name.upper()
+    guard = f"{P}_TGRS_MODEL_H"
+    flags = [f for f, on in (("xip", info.xip), ("lz4", info.lz4)) if on] or ["copy"]
+    lines = [
+        "/*",
+        f" * {name} - generated by `tigris codegen` from a .tgrs plan; regenerate instead of editing.",
+        f" * model: {_c_comment(info.model_name)}; plan: {info.size} bytes, sha256 {info.sha256[:16]}, "
+        f"weights: {'+'.join(flags)}",
+        f" * plan section: {section}; slow arena section: {slow_section}",
+        " *",
+        f" * {name}_run() takes and fills buffers in the plan's stored form: dtype {P}_INPUTn_DTYPE,",
+        " * layout {P}_INPUTn_LAYOUT (NHWC for images), {P}_INPUTn_BYTES bytes; the declared ONNX shape is _SHAPE.".replace(
+            "{P}", P
+        ),
+        " */",
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        "",
+        "#include <stddef.h>",
+        "#include <stdint.h>",
+        "",
+        '#include "tigris.h"',
+        "",
+        f"#define {P}_PLAN_BYTES {info.size}u",
+        f"#define {P}_FAST_ARENA_BYTES {info.fast_arena}u",
+        f"#define {P}_SLOW_ARENA_BYTES {info.slow_arena}u",
+        f"#define {P}_NUM_INPUTS {len(info.inputs)}",
+        f"#define {P}_NUM_OUTPUTS {len(info.outputs)}",
+        "",
+    ]
+    for i, io in enumerate(info.inputs):
+        lines += _io_block(P, "INPUT", i, io) + [""]
+    for i, io in enumerate(info.outputs):
+        lines += _io_block(P, "OUTPUT", i, io) + [""]
+    lines += [
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
+        "",
+        f"/* Validate the embedded plan (tgrs_load) and check the arenas. TGRS_OK or a negative TGRS_ERR_* code. */",
+        f"int {name}_init(void);",
+        "",
+        f"/* One inference: inputs[i] holds {P}_INPUTi_BYTES bytes, outputs[i] receives {P}_OUTPUTi_BYTES. */",
+        f"int {name}_run(const void *const inputs[], void *const outputs[]);",
+        "",
+        "/* As run, and reports the arenas' high-water marks and the failing op (stats may be NULL). */",
+        f"int {name}_run_stats(const void *const inputs[], void *const outputs[], tgrs_stats *stats);",
+        "",
+        "/* The loaded plan, for the runtime's interface queries (tgrs_input_info, ...); NULL before init. */",
+        f"const tgrs_plan *{name}_plan(void);",
+        "",
+        "#ifdef __cplusplus",
+        "}",
+        "#endif",
+        "",
+        f"#endif /* {guard} */",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _byte_array(data: bytes) -> list[str]:
+    lines = []
+    for i in range(0, len(data), _BYTES_PER_LINE):
+        chunk = data[i : i + _BYTES_PER_LINE]
+        lines.append("    " + " ".join(f"0x{b:02x}," for b in chunk))
+    return lines
+
+
+def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: str) -> list[str]:
+    P = name.upper()
+    has_slow = info.slow_arena > 0
+    lines = [
+        "",
+        "/* The plan, read in place: a copy plan only on init, an XIP plan on every run (weights). */",
+        f"static const uint8_t {name}_plan_bytes[{P}_PLAN_BYTES]",
+        f'    __attribute__((aligned({_ALIGN}), section("{section}"))) = {{',
+        *_byte_array(data),
+        "};",
+        "",
+        "/*",
+        " * The arenas, at exactly the sizes the plan needs. These and the loaded plan are the model's only state:",
+        " * static storage is the point (no allocator), and nothing else in the runtime is mutable.",
+        " */",
+        f"static uint8_t {name}_fast_arena[{P}_FAST_ARENA_BYTES] __attribute__((aligned({_ALIGN})));",
+    ]
+    if has_slow:
+        lines.append(
+            f"static uint8_t {name}_slow_arena[{P}_SLOW_ARENA_BYTES]\n"
+            f'    __attribute__((aligned({_ALIGN}), section("{slow_section}")));'
+        )
+    else:
+        lines.append("/* This plan never spills: it needs no slow arena. */")
+    slow_ptr = f"{name}_slow_arena" if has_slow else "NULL"
+    slow_len = f"sizeof {name}_slow_arena" if has_slow else "0u"
+    lines += [
+        f"static tgrs_plan {name}_state;",
+        f"static int {name}_loaded;",
+        "",
+        f"int {name}_init(void)",
+        "{",
+        f"    int rc = tgrs_load(&{name}_state, {name}_plan_bytes, sizeof {name}_plan_bytes);",
+        f"    {name}_loaded = 0;",
+        "    if (rc != TGRS_OK) {",
+        "        return rc;",
+        "    }",
+        "    /* The sizes were baked in at generation time; a plan swapped in later must still fit them. */",
+        f"    if (tgrs_fast_size(&{name}_state) > {P}_FAST_ARENA_BYTES ||",
+        f"        tgrs_slow_size(&{name}_state) > {P}_SLOW_ARENA_BYTES) {{",
+        "        return TGRS_ERR_ARENA_SMALL;",
+        "    }",
+        f"    {name}_loaded = 1;",
+        "    return TGRS_OK;",
+        "}",
+        "",
+        f"int {name}_run_stats(const void *const inputs[], void *const outputs[], tgrs_stats *stats)",
+        "{",
+        "    tgrs_stats local;",
+        f"    if (!{name}_loaded) {{",
+        "        return TGRS_ERR_STATE;",
+        "    }",
+        f"    return tgrs_run(&{name}_state, {name}_fast_arena, sizeof {name}_fast_arena, {slow_ptr}, {slow_len},",
+        "                    inputs, outputs, stats != NULL ? stats : &local);",
+        "}",
+        "",
+        f"int {name}_run(const void *const inputs[], void *const outputs[])",
+        "{",
+        f"    return {name}_run_stats(inputs, outputs, NULL);",
+        "}",
+        "",
+        f"const tgrs_plan *{name}_plan(void)",
+        "{",
+        f"    return {name}_loaded ? &{name}_state : NULL;",
+        "}",
+    ]
+    return lines
+
+
+def _app(info: PlanInfo, name: str) -> list[str]:
+    P = name.upper()
+    n_in, n_out = len(info.inputs), len(info.outputs)
+    lines = [
+        "",
+        "/* ---- --format app: main() for the emulator harness (examples/cortex-m board support) ---- */",
+        '#include "board.h"',
+        '#include "semihost.h"',
+        "",
+    ]
+    for i in range(n_in):
+        lines.append(f"static uint8_t {name}_in{i}[{P}_INPUT{i}_BYTES] __attribute__((aligned({_ALIGN})));")
+    for i in range(n_out):
+        lines.append(f"static uint8_t {name}_out{i}[{P}_OUTPUT{i}_BYTES] __attribute__((aligned({_ALIGN})));")
+    default_in = ", ".join(f'"input{i}.bin"' for i in range(n_in)) or '""'
+    default_out = ", ".join(f'"output{i}.bin"' for i in range(n_out)) or '""'
+    in_list = ", ".join(f"{name}_in{i}" for i in range(n_in)) or "NULL"
+    out_list = ", ".join(f"{name}_out{i}" for i in range(n_out)) or "NULL"
+    in_sizes = ", ".join(f"{P}_INPUT{i}_BYTES" for i in range(n_in)) or "0u"
+    out_sizes = ", ".join(f"{P}_OUTPUT{i}_BYTES" for i in range(n_out)) or "0u"
+    lines += [
+        "",
+        "/* Reads exactly `size` bytes from a host file; a file of any other length is an error. */",
+        "static int read_input(const char *path, void *buf, uint32_t size)",
+        "{",
+        "    int fd = sh_open(path, SH_MODE_RB);",
+        "    int rc;",
+        "    if (fd < 0) {",
+        '        sh_puts("error: cannot open input ");',
+        "        sh_puts(path);",
+        '        sh_puts("\\n");',
+        "        return -1;",
+        "    }",
+        "    if (sh_flen(fd) != (long)size) {",
+        '        sh_puts("error: wrong input size ");',
+        "        sh_puts(path);",
+        '        sh_puts(" (expected ");',
+        "        sh_put_u64(size);",
+        '        sh_puts(" bytes)\\n");',
+        "        sh_close(fd);",
+        "        return -1;",
+        "    }",
+        "    rc = sh_read_all(fd, buf, size);",
+        "    sh_close(fd);",
+        "    return rc;",
+        "}",
+        "",
+        "static int write_output(const char *path, const void *buf, uint32_t size)",
+        "{",
+        "    int fd = sh_open(path, SH_MODE_WB);",
+        "    int rc;",
+        "    if (fd < 0) {",
+        '        sh_puts("error: cannot open output ");',
+        "        sh_puts(path);",
+        '        sh_puts("\\n");',
+        "        return -1;",
+        "    }",
+        "    rc = sh_write_all(fd, buf, size);",
+        "    sh_close(fd);",
+        "    return rc;",
+        "}",
+        "",
+        "/*",
+        f" * usage: {name} [IN0 .. IN{n_in - 1} [OUT0 .. OUT{n_out - 1}]]   (default names input<i>.bin, output<i>.bin)",
+        " * Exit codes: 0 ok, 2 usage, 3 fault, 4 file I/O, 5 runtime error (the status is printed).",
+        " */",
+        "int main(int argc, char **argv)",
+        "{",
+        f"    static const char *const default_in[{max(n_in, 1)}] = {{{default_in}}};",
+        f"    static const char *const default_out[{max(n_out, 1)}] = {{{default_out}}};",
+        f"    void *const in_bufs[{max(n_in, 1)}] = {{{in_list}}};",
+        f"    void *const out_bufs[{max(n_out, 1)}] = {{{out_list}}};",
+        f"    const void *in_const[{max(n_in, 1)}];",
+        f"    static const uint32_t in_sizes[{max(n_in, 1)}] = {{{in_sizes}}};",
+        f"    static const uint32_t out_sizes[{max(n_out, 1)}] = {{{out_sizes}}};",
+        "    tgrs_stats stats;",
+        "    uint64_t t0;",
+        "    uint64_t t1;",
+        "    int rc;",
+        "    int i;",
+        "",
+        f"    if (argc > 1 + {P}_NUM_INPUTS + {P}_NUM_OUTPUTS) {{",
+        '        sh_puts("error: too many arguments\\n");',
+        "        return BOARD_EXIT_USAGE;",
+        "    }",
+        f"    rc = {name}_init();",
+        "    if (rc != TGRS_OK) {",
+        '        sh_puts("error: tgrs_load failed: ");',
+        "        sh_puts(tgrs_status_name(rc));",
+        '        sh_puts("\\n");',
+        "        return BOARD_EXIT_RUNTIME;",
+        "    }",
+        f"    for (i = 0; i < {P}_NUM_INPUTS; i++) {{",
+        "        const char *path = argc > 1 + i ? argv[1 + i] : default_in[i];",
+        "        if (read_input(path, in_bufs[i], in_sizes[i]) != 0) {",
+        "            return BOARD_EXIT_IO;",
+        "        }",
+        "        in_const[i] = in_bufs[i];",
+        "    }",
+        "    board_clock_start();",
+        "    t0 = board_cycles();",
+        f"    rc = {name}_run_stats(in_const, out_bufs, &stats);",
+        "    t1 = board_cycles();",
+        "    if (rc != TGRS_OK) {",
+        '        sh_puts("error: tgrs_run failed: ");',
+        "        sh_puts(tgrs_status_name(rc));",
+        '        sh_puts(" at op ");',
+        "        sh_put_i32(stats.failed_op);",
+        '        sh_puts("\\n");',
+        "        return BOARD_EXIT_RUNTIME;",
+        "    }",
+        f"    for (i = 0; i < {P}_NUM_OUTPUTS; i++) {{",
+        f"        const char *path = argc > 1 + {P}_NUM_INPUTS + i ? argv[1 + {P}_NUM_INPUTS + i] : default_out[i];",
+        "        if (write_output(path, out_bufs[i], out_sizes[i]) != 0) {",
+        "            return BOARD_EXIT_IO;",
+        "        }",
+        "    }",
+        "    /* Under QEMU -icount shift=0 one instruction is one virtual nanosecond: cycles * 1e9 / HZ = insns. */",
+        '    board_report("cycles", t1 - t0);',
+        '    board_report("instructions", (t1 - t0) * 1000000000u / BOARD_CPU_HZ);',
+        '    board_report("stack_peak", board_stack_peak());',
+        '    board_report("fast_peak", stats.fast_peak);',
+        '    board_report("slow_peak", stats.slow_peak);',
+        f'    board_report("fast_arena", {P}_FAST_ARENA_BYTES);',
+        f'    board_report("slow_arena", {P}_SLOW_ARENA_BYTES);',
+        "    return BOARD_EXIT_OK;",
+        "}",
+    ]
+    return lines
+
+
+def generate_c(
+    plan_bytes: bytes,
+    name: str = "model",
+    fmt: str = "core",
+    section: str = ".rodata.tgrs",
+    slow_section: str = ".bss.tgrs_slow",
+) -> tuple[str, str]:
+    """(C source, header) embedding ``plan_bytes``; see the module docstring for what they promise."""
+    _check_args(name, fmt, section, slow_section)
+    info = read_plan_info(bytes(plan_bytes))
+    header = _header(info, name, section, slow_section)
+    body = [
+        f"/* {name}.c - generated by `tigris codegen`; regenerate instead of editing. Interface block first: */",
+        "",
+        header.rstrip("\n"),
+        *_core(info, bytes(plan_bytes), name, section, slow_section),
+    ]
+    if fmt == "app":
+        body += _app(info, name)
+    return "\n".join(body) + "\n", header

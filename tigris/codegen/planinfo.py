@@ -1,0 +1,136 @@
+"""What code generation needs to know about a plan: arena sizes, flags and the graph interface.
+
+Read straight from the ``.tgrs`` bytes through the record definitions of :mod:`tigris.emit.format` (the single
+source of truth of the layout), so codegen depends only on the format, not on the reader or the runtime. Only the
+header, the directory and the PLAN / STRINGS / IO sections are interpreted; the runtime's loader validates the rest
+on the device (``NAME_init`` returns its status).
+"""
+from __future__ import annotations
+
+import hashlib
+import zlib
+from dataclasses import dataclass
+
+from tigris.emit import format as F
+from tigris.ir import TigrisError
+from tigris.ops.base import DTYPE_CODES
+
+DTYPE_NAMES = {code: name for name, code in DTYPE_CODES.items()}
+# C spelling of each dtype code (the TGRS_DT_* macros of tgrs_format.h).
+DTYPE_C = {1: "TGRS_DT_F32", 2: "TGRS_DT_S8", 3: "TGRS_DT_U8", 4: "TGRS_DT_S32", 5: "TGRS_DT_S16"}
+LAYOUT_C = {int(v): f"TGRS_LAYOUT_{v.name}" for v in F.Layout}
+
+
+@dataclass(frozen=True)
+class IoInfo:
+    """One graph input or output as the plan declares it."""
+
+    name: str
+    direction: int  # F.Direction
+    decl_dtype: int  # TGRS_DT_* the ONNX model declares
+    dtype: int  # TGRS_DT_* of the bytes in the arena
+    layout: int  # F.Layout of the stored bytes
+    shape: tuple[int, ...]  # declared logical (ONNX) shape
+    nbytes: int  # bytes of the stored tensor
+    scale: float | None  # internal quantization, None when not quantized
+    zero_point: int | None
+
+
+@dataclass(frozen=True)
+class PlanInfo:
+    size: int
+    sha256: str
+    flags: int
+    model_name: str
+    fast_arena: int
+    slow_arena: int
+    inputs: tuple[IoInfo, ...]
+    outputs: tuple[IoInfo, ...]
+
+    @property
+    def xip(self) -> bool:
+        return bool(self.flags & F.Flag.XIP)
+
+    @property
+    def lz4(self) -> bool:
+        return bool(self.flags & F.Flag.LZ4)
+
+
+def _fail(what: str) -> TigrisError:
+    return TigrisError(what, "plan")
+
+
+def read_plan_info(data: bytes) -> PlanInfo:
+    """Parse the parts of a plan codegen needs; raise TigrisError on anything that is not a readable v1 plan."""
+    if len(data) < F.HEADER.size:
+        raise _fail(f"not a .tgrs plan: {len(data)} bytes is shorter than the header")
+    h = F.HEADER.unpack(data)
+    if bytes(h["magic"]) != F.MAGIC:  # type: ignore[arg-type]
+        raise _fail("not a .tgrs plan (bad magic)")
+    if h["version"] != F.VERSION:
+        raise _fail(f"unsupported plan format version {h['version']} (this tigris writes {F.VERSION})")
+    if h["file_size"] != len(data):
+        raise _fail(f"plan is {len(data)} bytes but its header says {h['file_size']}")
+    if zlib.crc32(data[F.CRC_START :]) != h["crc32"]:
+        raise _fail("plan CRC-32 mismatch (the file is corrupt)")
+
+    sections: dict[int, tuple[int, int]] = {}
+    for i in range(int(h["section_count"])):  # type: ignore[call-overload]
+        off = int(h["dir_offset"]) + i * F.SECTION.size  # type: ignore[call-overload]
+        if off + F.SECTION.size > len(data):
+            raise _fail("section directory runs past the end of the plan")
+        s = F.SECTION.unpack(data, off)
+        start, size = int(s["offset"]), int(s["size"])  # type: ignore[call-overload]
+        if start + size > len(data):
+            raise _fail(f"section {s['id']} runs past the end of the plan")
+        sections[int(s["id"])] = (start, size)  # type: ignore[call-overload]
+    for needed in (F.SectionId.PLAN, F.SectionId.STRINGS, F.SectionId.IO):
+        if needed not in sections:
+            raise _fail(f"plan has no {needed.name} section")
+
+    p_off, p_size = sections[F.SectionId.PLAN]
+    if p_size < F.PLAN.size:
+        raise _fail("PLAN section is too small")
+    plan = F.PLAN.unpack(data, p_off)
+    s_off, s_size = sections[F.SectionId.STRINGS]
+
+    def string(off: object, length: object) -> str:
+        o, n = int(off), int(length)  # type: ignore[call-overload]
+        if o + n > s_size:
+            raise _fail("string reference outside the STRINGS section")
+        return data[s_off + o : s_off + o + n].decode("utf-8", errors="replace")
+
+    io_off, io_size = sections[F.SectionId.IO]
+    n_in, n_out = int(plan["n_inputs"]), int(plan["n_outputs"])  # type: ignore[call-overload]
+    if (n_in + n_out) * F.IO.size > io_size:
+        raise _fail("IO section holds fewer records than the PLAN record counts")
+    ios: list[IoInfo] = []
+    for i in range(n_in + n_out):
+        r = F.IO.unpack(data, io_off + i * F.IO.size)
+        rank = int(r["rank"])  # type: ignore[call-overload]
+        if not 0 <= rank <= F.MAX_RANK:
+            raise _fail(f"interface record {i} has rank {rank}")
+        quant = bool(int(r["flags"]) & F.IoFlag.QUANT)  # type: ignore[call-overload]
+        ios.append(
+            IoInfo(
+                name=string(r["name_off"], r["name_len"]),
+                direction=int(r["direction"]),  # type: ignore[call-overload]
+                decl_dtype=int(r["decl_dtype"]),  # type: ignore[call-overload]
+                dtype=int(r["dtype"]),  # type: ignore[call-overload]
+                layout=int(r["layout"]),  # type: ignore[call-overload]
+                shape=tuple(int(d) for d in r["shape"][:rank]),  # type: ignore[index]
+                nbytes=int(r["nbytes"]),  # type: ignore[call-overload]
+                scale=float(r["scale"]) if quant else None,  # type: ignore[arg-type]
+                zero_point=int(r["zero_point"]) if quant else None,  # type: ignore[call-overload]
+            )
+        )
+    return PlanInfo(
+        size=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        flags=int(h["flags"]),  # type: ignore[call-overload]
+        model_name=string(plan["name_off"], plan["name_len"]),
+        fast_arena=int(plan["fast_arena"]),  # type: ignore[call-overload]
+        slow_arena=int(plan["slow_arena"]),  # type: ignore[call-overload]
+        inputs=tuple(ios[:n_in]),
+        outputs=tuple(ios[n_in:]),
+    )
