@@ -1,1 +1,342 @@
+"""Stages 3-6: from a normalized graph and a fast-memory budget to a static :class:`MemoryPlan`.
 
+The driver, in the order a reader meets the spec:
+
+1. ``lifetime.buffers``: alias groups become single buffers; constants are excluded (stage 3).
+2. ``temporal.greedy_stages``: the spec's greedy forward pass over the stage timeline (stages 4-5).
+3. ``chain.form_chains``: consecutive tileable stages that may share a tile loop become one unit (stage 6, chains).
+4. Every unit is planned: an untiled stage keeps whole tensors; a stage over budget, or a chain, is tiled along H at
+   the largest tile height that fits (``chain.fit_tiles`` on ``spatial.plan_bands``).
+5. ``arena.assign_offsets`` places every buffer of every unit in the fast arena (after the weight prefix when not
+   XIP) and every tensor crossing units in the slow arena; ``check.check_plan`` can prove the result.
+
+When nothing fits, :class:`~tigris.ir.DoesNotFitError` names the stage, the op and the bytes it needs; the error also
+carries them as ``stage``, ``op`` and ``need`` attributes for the report.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from tigris.ir import AnalyzedGraph, DoesNotFitError
+from tigris.plan.arena import Block, assign_offsets
+from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess
+from tigris.plan.lifetime import Buffers, buffers, is_alias, lifetimes, tensor_rows
+from tigris.plan.spatial import TiledLayout, halo, plan_bands, row_bytes, stage_tileable
+from tigris.plan.temporal import Costs, Uses, greedy_stages, stage_io, stage_timeline, stage_weight_bytes, uses
+from tigris.plan.timeline import sweep, unscheduled_peak
+from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan, align_up
+
+__all__ = [
+    "plan_memory",
+    "min_fast_budget",
+    "unscheduled_peak",
+    "is_alias",
+    "MemoryPlan",
+    "DoesNotFitError",
+]
+
+STRATEGIES = ("spec",)
+
+
+def default_weight_bytes(graph: AnalyzedGraph) -> Callable[[int], int]:
+    """Bytes of an op's constant inputs: what a non-XIP unit must hold in its fast prefix."""
+
+    def f(i: int) -> int:
+        return sum(int(graph.weights[n].nbytes) for n in dict.fromkeys(graph.ops[i].inputs) if n and n in graph.weights)
+
+    return f
+
+
+def _no_scratch(i: int, rows: int) -> int:
+    return 0
+
+
+def _does_not_fit(graph: AnalyzedGraph, stage: int, op: int, need: int, budget: int, why: str) -> DoesNotFitError:
+    o = graph.ops[op]
+    err = DoesNotFitError(
+        f"stage {stage}: op {o.name} ({o.op_type}) needs {need} bytes of fast memory, budget is {budget} ({why})",
+        o.name,
+    )
+    err.stage, err.op, err.need = stage, o.name, need  # type: ignore[attr-defined]
+    return err
+
+
+def _stage_infos(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, ranges: list[range]) -> list[StageInfo]:
+    infos = []
+    for r in ranges:
+        ins, outs = stage_io(bufs, u, r.start, r.stop)
+        tl = stage_timeline(graph, bufs, u, costs, r.start, r.stop)
+        why = stage_tileable(graph, r, outs)
+        infos.append(StageInfo(r, ins, outs, tl.peak, tl.peak_step, why, halo(graph, r)))
+    return infos
+
+
+def _untiled_unit(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, info: StageInfo, resident: bool) -> ExecUnit:
+    """One whole stage; ``resident`` means the plan is a single unit, so graph inputs/outputs live in fast memory."""
+    ops = info.ops
+    lives = lifetimes(bufs, ops, info.inputs, info.outputs)
+    wb = stage_weight_bytes(costs, ops)
+    blocks = [Block(lt.name, lt.size, lt.birth, lt.death) for lt in lives]
+    scratch_of: dict[int, int] = {}
+    for step, i in enumerate(ops):
+        out = graph.ops[i].outputs[0] if graph.ops[i].outputs else None
+        s = costs.scratch_bytes(i, tensor_rows(graph.tensors[out]) if out in graph.tensors else 1)
+        if s:
+            scratch_of[i] = align_up(s)
+            blocks.append(Block(("scratch", i), align_up(s), step, step))
+    tl = sweep(lives, len(ops), {ops.index(i): s for i, s in scratch_of.items()}, base=wb)
+    offsets, end = assign_offsets(blocks, wb, tl.peak)
+    fast = {lt.name: Placement("fast", offsets[lt.name], lt.size) for lt in lives}
+    scratch = {i: Placement("fast", offsets[("scratch", i)], s) for i, s in scratch_of.items()}
+    unit = ExecUnit(
+        stages=[],
+        ops=list(ops),
+        reload=[] if resident else list(info.inputs),
+        spill=[] if resident else list(info.outputs),
+        fast=fast,
+        scratch=scratch,
+        weight_bytes=wb,
+        peak_bytes=end,
+        timeline_peak=tl.peak,
+    )
+    return unit
+
+
+def _tiled_unit(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: range, inputs: list[str], output: str, lay: TiledLayout
+) -> ExecUnit:
+    wb = stage_weight_bytes(costs, ops)
+    blocks = [Block(lt.name, lt.size, lt.birth, lt.death) for lt in lay.lives]
+    for step, i in enumerate(ops):
+        if lay.scratch_of.get(i):
+            blocks.append(Block(("scratch", i), align_up(lay.scratch_of[i]), step, step))
+    offsets, end = assign_offsets(blocks, wb, lay.peak)
+    fast = {lt.name: Placement("fast", offsets[lt.name], lt.size) for lt in lay.lives}
+    scratch = {
+        i: Placement("fast", offsets[("scratch", i)], align_up(s)) for i, s in lay.scratch_of.items() if s
+    }
+    return ExecUnit(
+        stages=[],
+        ops=list(ops),
+        reload=list(inputs),
+        spill=[output],
+        fast=fast,
+        scratch=scratch,
+        weight_bytes=wb,
+        tiles=len(lay.tile_rows),
+        tile_rows=lay.tile_rows,
+        peak_bytes=end,
+        timeline_peak=lay.peak,
+    )
+
+
+def _plan_units(
+    graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, infos: list[StageInfo], budget: int
+) -> tuple[list[ExecUnit], list[StagePlan]]:
+    groups = form_chains(graph, bufs, u, costs, infos, budget)
+    single = len(groups) == 1 and infos[0].peak <= budget and len(infos) == 1
+    units: list[ExecUnit] = []
+    stages: list[StagePlan] = []
+    chain_id = 0
+    for group in groups:
+        first, last = infos[group[0]], infos[group[-1]]
+        ops = range(first.ops.start, last.ops.stop)
+        over = any(infos[s].peak > budget for s in group)
+        if len(group) == 1 and not over:
+            unit = _untiled_unit(graph, bufs, costs, first, resident=single)
+            unit.stages = [group[0]]
+            units.append(unit)
+            stages.append(_stage_plan(graph, costs, group[0], first, unit, None, None))
+            continue
+        if len(group) == 1 and first.untileable:
+            i = first.ops[min(first.peak_step, len(first.ops) - 1)]
+            raise _does_not_fit(graph, group[0], i, first.peak, budget, f"untiled; cannot tile: {first.untileable}")
+        inside = {n for s in group for n in infos[s].outputs}
+        inputs = list(dict.fromkeys(n for s in group for n in infos[s].inputs if n not in inside))
+        output = last.outputs[0]
+        guess = spec_guess(budget, first, graph) if len(group) == 1 else None
+        lay = fit_tiles(graph, bufs, costs, ops, output, budget, guess)
+        if lay is None:
+            one = plan_bands(graph, bufs, ops, output, 1, stage_weight_bytes(costs, ops), costs.scratch_bytes)
+            need = one.peak if one else first.peak
+            step = one.peak_step if one else first.peak_step
+            raise _does_not_fit(graph, group[0], ops[step], need, budget, "even with one output row per tile")
+        unit = _tiled_unit(graph, bufs, costs, ops, inputs, output, lay)
+        unit.stages = list(group)
+        units.append(unit)
+        cid = None
+        if len(group) > 1:
+            cid, chain_id = chain_id, chain_id + 1
+        for s in group:
+            stages.append(_stage_plan(graph, costs, s, infos[s], unit, lay, cid))
+    for k, unit in enumerate(units):
+        if unit.peak_bytes > budget:
+            info = infos[unit.stages[0]]
+            raise _does_not_fit(
+                graph, unit.stages[0], info.ops[0], unit.peak_bytes, budget, "arena packing exceeds the budget"
+            )
+    return units, stages
+
+
+def _stage_plan(
+    graph: AnalyzedGraph, costs: Costs, index: int, info: StageInfo, unit: ExecUnit, lay: TiledLayout | None,
+    chain: int | None,
+) -> StagePlan:
+    sp = StagePlan(
+        index=index,
+        ops=list(info.ops),
+        inputs=list(info.inputs),
+        outputs=list(info.outputs),
+        peak_bytes=unit.peak_bytes,
+        weight_bytes=sum(costs.weight_bytes(i) for i in info.ops),
+        halo=info.halo,
+    )
+    if lay is not None:
+        steps = [unit.ops.index(i) for i in info.ops]
+        lo, hi = steps[0], steps[-1] + 1
+        sub = [lt for lt in lay.lives if lt.birth < hi and lt.death >= lo]
+        usage = sweep(sub, len(unit.ops), lay.scratch, base=unit.weight_bytes).usage
+        sp.peak_bytes = max(usage[lo:hi])
+        out = info.outputs[0]
+        sp.tiled = True
+        sp.tiles = len(lay.tile_rows)
+        sp.tile_h = max(b - a for a, b in (t[out] for t in lay.tile_rows))
+        sp.chain = chain
+        sp.recompute_macs = _recompute(graph, info.ops, lay)
+    return sp
+
+
+def _recompute(graph: AnalyzedGraph, ops: range, lay: TiledLayout) -> int:
+    from tigris.plan.spatial import op_macs
+
+    extra = 0
+    for i in ops:
+        out = graph.ops[i].outputs[0]
+        full = tensor_rows(graph.tensors[out])
+        if lay.computed_rows.get(out, 0) > full:
+            extra += op_macs(graph, graph.ops[i], lay.computed_rows[out] - full)
+    return extra
+
+
+def _slow_arena(
+    graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]
+) -> tuple[dict[str, Placement], int]:
+    """Slow placements of every tensor a unit reloads or spills; lifetimes are in units (inclusive)."""
+    birth: dict[str, int] = {}
+    death: dict[str, int] = {}
+    for k, unit in enumerate(units):
+        for n in unit.spill:
+            birth.setdefault(n, k)
+            death[n] = max(death.get(n, k), k)
+        for n in unit.reload:
+            birth.setdefault(n, 0 if n in bufs.inputs else k)
+            death[n] = max(death.get(n, k), k)
+    for n in bufs.outputs:
+        if n in birth:
+            death[n] = len(units)
+    for n in bufs.inputs:
+        if n in birth:
+            birth[n] = 0
+    blocks = [Block(n, bufs.size(n), birth[n], death[n]) for n in birth]
+    offsets, end = assign_offsets(blocks, 0)
+    return {b.key: Placement("slow", offsets[b.key], b.size) for b in blocks}, (end if blocks else 0)
+
+
+def _traffic(graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]) -> tuple[int, int]:
+    """(spill, reload) bytes per inference: whole tensors for untiled units, every band of every tile when tiled."""
+    spill = reload = 0
+    for unit in units:
+        if not unit.tile_rows:
+            spill += sum(bufs.nbytes[n] for n in unit.spill)
+            reload += sum(bufs.nbytes[n] for n in unit.reload)
+            continue
+        for rows in unit.tile_rows:
+            spill += sum((rows[n][1] - rows[n][0]) * row_bytes(graph, n) for n in unit.spill)
+            reload += sum((rows[n][1] - rows[n][0]) * row_bytes(graph, n) for n in unit.reload)
+    return spill, reload
+
+
+def plan_memory(
+    graph: AnalyzedGraph,
+    fast_budget: int,
+    slow_budget: int | None = None,
+    xip: bool = True,
+    weight_bytes_of: Callable[[int], int] | None = None,
+    scratch_bytes_of: Callable[[int, int], int] | None = None,
+    strategy: str = "spec",
+) -> MemoryPlan:
+    """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
+    if not graph.ops:
+        raise DoesNotFitError("the graph has no operators", graph.name)
+    bufs = buffers(graph)
+    u = uses(bufs)
+    costs = Costs(weight_bytes_of or default_weight_bytes(graph), scratch_bytes_of or _no_scratch, xip)
+    # The greedy cuts on the timeline peak; arena packing can need a little more on branched graphs, so if a unit
+    # overshoots, cut again with a budget lowered by the overshoot (the real budget still judges every unit).
+    cut_budget = fast_budget
+    for _attempt in range(8):
+        ranges = greedy_stages(graph, bufs, u, costs, cut_budget)
+        infos = _stage_infos(graph, bufs, u, costs, ranges)
+        try:
+            units, stages = _plan_units(graph, bufs, u, costs, infos, fast_budget)
+            break
+        except DoesNotFitError as err:
+            over = getattr(err, "need", 0) - fast_budget
+            if "arena packing" not in str(err) or over <= 0:
+                raise
+            cut_budget -= align_up(over)
+    else:
+        raise err  # noqa: F821 - the last packing failure
+    slow, slow_peak = _slow_arena(graph, bufs, units)
+    if slow_budget is not None and slow_peak > slow_budget:
+        raise DoesNotFitError(f"slow memory: needs {slow_peak} bytes, budget is {slow_budget}", graph.name)
+    spill, reload = _traffic(graph, bufs, units)
+    return MemoryPlan(
+        fast_budget=fast_budget,
+        slow_budget=slow_budget,
+        xip=xip,
+        stages=stages,
+        units=units,
+        slow=slow,
+        alias_of=dict(bufs.alias_of),
+        unscheduled_peak=unscheduled_peak(graph),
+        fast_peak=max(unit.peak_bytes for unit in units),
+        slow_peak=slow_peak,
+        spill_bytes=spill,
+        reload_bytes=reload,
+        recompute_macs=sum(s.recompute_macs for s in stages),
+    )
+
+
+def fits(graph: AnalyzedGraph, fast_budget: int, **kw) -> bool:
+    try:
+        plan_memory(graph, fast_budget, **kw)
+        return True
+    except DoesNotFitError:
+        return False
+
+
+def min_fast_budget(graph: AnalyzedGraph, granularity: int = 16, **kw) -> int | None:
+    """The smallest fast budget (a multiple of ``granularity``) at which ``plan_memory`` succeeds, by search.
+
+    Feasibility is close to monotone in the budget but the greedy cuts make it not strictly so; the search returns a
+    budget that was actually planned successfully. None when even a budget of 2**31 bytes does not fit (e.g. the
+    slow budget is what fails).
+    """
+    hi = align_up(unscheduled_peak(graph) + 4096, granularity)
+    while not fits(graph, hi, **kw):
+        hi *= 2
+        if hi > 2**31:
+            return None
+    lo = 0  # known not to fit
+    while hi - lo > granularity:
+        mid = (lo + hi) // 2 // granularity * granularity
+        if mid <= lo:
+            break
+        if fits(graph, mid, **kw):
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -69,7 +69,8 @@ class ExecUnit:
     weight_bytes: int = 0  # reserved fast prefix for this unit's weights (0 with XIP)
     tiles: int = 1
     tile_rows: list[dict[str, tuple[int, int]]] = field(default_factory=list)  # per tile; empty when untiled
-    peak_bytes: int = 0  # fast high water of this unit (prefix + activations + scratch)
+    peak_bytes: int = 0  # fast high water of this unit (prefix + activations + scratch), from the assigned offsets
+    timeline_peak: int = 0  # the stage-4 timeline peak of the same buffers: the lower bound peak_bytes is judged by
 
 
 @dataclass

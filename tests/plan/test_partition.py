@@ -1,0 +1,168 @@
+"""Stages 5-6 on hand-built graphs: greedy stage cuts, receptive field, halo, tile height, chains, offsets, errors."""
+from __future__ import annotations
+
+import pytest
+from plan_graphs import G
+
+from tigris.ir import DoesNotFitError
+from tigris.plan import min_fast_budget, plan_memory
+from tigris.plan.check import check_plan
+from tigris.plan.lifetime import buffers
+from tigris.plan.spatial import halo, input_rows, receptive_field, spec_tile_h, stage_tileable
+from tigris.plan.temporal import Costs, greedy_stages, uses
+
+
+def residual():
+    """x[1,1,16,16] int8 (256 B, 16 B per row) -conv-> t0 -conv-> t1; t2 = t1 + x. Timeline (512, 768, 768)."""
+    g = G()
+    x = g.input("x", (1, 1, 16, 16))
+    y = g.add(g.conv(g.conv(x, 1), 1), x)
+    return g.graph([y])
+
+
+def test_greedy_cuts_before_the_op_that_overflows():
+    graph = residual()
+    bufs = buffers(graph)
+    costs = Costs(lambda i: 0, lambda i, r: 0, True)
+    # [op0, op1]: x is only read by op0 here (op2's stage reloads it), so the peak is t0 + t1 = 512 <= 600.
+    # Adding op2 keeps x live to step 2: 768 > 600, cut. [op2] alone reads t1 and x: 768, over budget (tiling).
+    assert greedy_stages(graph, bufs, uses(bufs), costs, 600) == [range(0, 2), range(2, 3)]
+    assert greedy_stages(graph, bufs, uses(bufs), costs, 768) == [range(0, 3)]
+
+
+def test_single_over_budget_stage_is_tiled():
+    graph = residual()
+    plan = plan_memory(graph, 600)
+    assert check_plan(graph, plan) == []
+    assert [s.ops for s in plan.stages] == [[0, 1], [2]]
+    add = plan.stages[1]
+    # spec guess floor(600 * 16 / 768) - 0 = 12 rows: t1 + x + t2 bands = 3 x 192 = 576 <= 600; 13 rows = 624
+    assert add.tiled and add.tile_h == 12 and add.tiles == 2 and add.halo == 0 and add.chain is None
+    assert plan.units[1].tile_rows == [{"t2": (0, 12), "t1": (0, 12), "x": (0, 12)},
+                                       {"t2": (12, 16), "t1": (12, 16), "x": (12, 16)}]
+    # stage [op0, op1] has two spatial ops: not tileable, so no chain with the Add stage
+    assert not plan.stages[0].tiled
+    assert plan.slow.keys() == {"x", "t1", "t2"}
+
+
+def three_convs():
+    g = G()
+    x = g.input("x", (1, 1, 16, 16))  # 256 B, 16 B per row
+    return g.graph([g.conv(g.conv(g.conv(x, 1), 1), 1)])
+
+
+def test_chain_of_three_stages_hand_computed():
+    graph = three_convs()
+    plan = plan_memory(graph, 500)
+    assert check_plan(graph, plan) == []
+    assert [s.ops for s in plan.stages] == [[0], [1], [2]]  # every op alone is 512 > 500
+    assert len(plan.units) == 1 and all(s.chain == 0 for s in plan.stages)
+    unit = plan.units[0]
+    # Output tile height 13: tile 0 needs t2[0,13) <- t1[0,14) <- t0[0,15) <- x[0,16); the peak is at step 0,
+    # x + t0 = (16 + 15) x 16 = 496 <= 500. Height 14 needs x 16 + t0 16 rows = 512.
+    assert unit.tiles == 2
+    assert unit.tile_rows[0] == {"t2": (0, 13), "t1": (0, 14), "t0": (0, 15), "x": (0, 16)}
+    assert unit.tile_rows[1] == {"t2": (13, 16), "t1": (12, 16), "t0": (11, 16), "x": (10, 16)}
+    assert unit.timeline_peak == 496 and unit.peak_bytes == 496  # arena reaches the timeline peak on a chain
+    assert [s.tile_h for s in plan.stages] == [15, 14, 13]  # tile heights back-propagated per stage
+    assert plan.home("x").arena == "slow" and plan.home("t2").arena == "slow"
+    assert plan.reload_bytes == (16 + 6) * 16 and plan.spill_bytes == 256
+    # halo recompute: t0 computes 15 + 5 = 20 rows of 16, t1 14 + 4 = 18: (4 + 2) rows x 16 px x 9 MACs
+    assert plan.recompute_macs == (4 + 2) * 16 * 9
+
+
+def test_single_stage_plan_keeps_io_in_fast():
+    graph = residual()
+    plan = plan_memory(graph, 768)
+    assert check_plan(graph, plan) == []
+    assert len(plan.units) == 1 and not plan.units[0].tile_rows
+    assert plan.home("x").arena == "fast" and plan.slow == {}
+    assert plan.fast_peak == 768 and plan.spill_bytes == plan.reload_bytes == 0
+
+
+def test_receptive_field_and_halo():
+    g = G()
+    x = g.input("x", (1, 1, 32, 32))
+    a = g.conv(x, 1, k=3, s=2)
+    b = g.conv(a, 1, k=3, d=2)
+    graph = g.graph([b])
+    # reverse walk: dilated conv eff_k 5 -> RF 1 + 4*1 = 5 (cum stride 1); stride-2 3x3 -> 5 + 2*1 = 7
+    assert receptive_field(graph, [0, 1]) == 7 and halo(graph, [0, 1]) == 6
+    g2 = G()
+    x2 = g2.input("x", (1, 1, 32, 32))
+    graph2 = g2.graph([g2.conv(g2.conv(x2, 1, s=2), 1, s=2)])
+    assert receptive_field(graph2, [0, 1]) == 1 + 2 * 1 + 2 * 2
+
+
+def test_input_rows_of_windowed_ops():
+    g = G()
+    x = g.input("x", (1, 1, 9, 9))
+    y = g.conv(x, 1, k=3, s=2, p=1)  # out rows 5
+    graph = g.graph([y])
+    op = graph.ops[0]
+    assert input_rows(graph, op, "x", (2, 4)) == (3, 8)  # [2*2-1, 3*2-1+3)
+    assert input_rows(graph, op, "x", (0, 1)) == (0, 2)  # clipped at the top
+    assert input_rows(graph, op, "x", (4, 5)) == (7, 9)  # clipped at the bottom
+
+
+def test_spec_tile_height_formula():
+    assert spec_tile_h(600, 16, 768, 0) == 12
+    assert spec_tile_h(600, 16, 768, 2) == 10
+    assert spec_tile_h(10, 16, 768, 2) == 1  # never below one row
+    assert spec_tile_h(10_000, 16, 768, 0) == 16  # never above H
+
+
+def test_tileable_rule():
+    g = G()
+    x = g.input("x", (1, 2, 8, 8))
+    a = g.conv(x, 2)
+    b = g.conv(a, 2)
+    c = g.gap(b)
+    graph = g.graph([c])
+    assert stage_tileable(graph, [0], ["t0"]) is None
+    assert "2 spatial ops" in stage_tileable(graph, [0, 1], ["t1"])
+    assert "structural" in stage_tileable(graph, [2], ["t2"])  # GAP needs its whole input (documented deviation)
+    assert "2 outputs" in stage_tileable(graph, [0], ["t0", "x"])
+
+
+def test_does_not_fit_names_stage_op_and_bytes():
+    g = G()
+    x = g.input("x", (1, 64, 4, 4))  # 1024 B
+    y = g.gemm(g.flatten(g.gap(x)), 512)
+    graph = g.graph([y])
+    with pytest.raises(DoesNotFitError) as ei:
+        plan_memory(graph, 256)
+    err = ei.value
+    assert "stage 0" in str(err) and err.op == "op0" and err.need == 1024 + 64
+    assert "GlobalAveragePool" in str(err)
+
+
+def test_weight_prefix_counts_against_the_budget_when_not_xip():
+    graph = residual()
+    w = lambda i: 100  # noqa: E731 - 100 bytes per op
+    plan = plan_memory(graph, 768 + 304, xip=False, weight_bytes_of=w)
+    assert check_plan(graph, plan) == []
+    unit = plan.units[0]
+    assert unit.weight_bytes == 304  # align_up(3 * 100)
+    assert min(p.offset for p in unit.fast.values()) >= 304
+    assert plan.fast_peak == 768 + 304
+    tight = plan_memory(graph, 768 + 303, xip=False, weight_bytes_of=w)  # no longer one stage
+    assert len(tight.stages) > 1 and tight.fast_peak <= 768 + 303
+    assert check_plan(graph, tight) == []
+
+
+def test_scratch_is_placed_and_counted():
+    graph = residual()
+    plan = plan_memory(graph, 2048, scratch_bytes_of=lambda i, rows: 40 * rows if i == 1 else 0)
+    assert check_plan(graph, plan) == []
+    unit = plan.units[0]
+    assert unit.scratch[1].size == 640  # 40 B x 16 rows
+    assert plan.fast_peak == 768 + 640  # op1's step: x + t0 + t1 + scratch
+
+
+def test_min_fast_budget_is_tight():
+    graph = residual()
+    b = min_fast_budget(graph)
+    plan_memory(graph, b)
+    with pytest.raises(DoesNotFitError):
+        plan_memory(graph, b - 16)

@@ -1,0 +1,115 @@
+"""Stage 6, chain tiling (spec section 6 "Chain tiling") and the tile-height search every tiled unit uses.
+
+Chain conditions between consecutive stages A and B (spec), as checked by :func:`link_reason`:
+
+1. Both stages are tileable (``spatial.stage_tileable``: no untileable op, at most one spatial op, one output).
+2. A has exactly one output tensor and every reader of it is in B (no fan-out from the intermediate; it is not a
+   graph output either).
+3. B may read other tensors from slow memory too (a residual branch, say): they are reloaded per tile as bands, like
+   the chain's input. This is a relaxation of the spec, which only pictures a single-input chain; it is safe because
+   the runtime reloads every unit input per tile anyway.
+
+Tile heights are back-propagated from the last stage's output through every op's kernel, stride, dilation and
+padding (``spatial.plan_bands``); a binary search finds the largest output tile height at which every band buffer,
+the weight prefix and the kernel scratch, each 16-byte aligned, fit the budget (:func:`fit_tiles`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from tigris.ir import AnalyzedGraph
+from tigris.plan.lifetime import ROW_LAYOUTS, Buffers, tensor_rows
+from tigris.plan.spatial import TiledLayout, largest_fitting, plan_bands, spec_tile_h
+from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
+
+
+@dataclass
+class StageInfo:
+    ops: range
+    inputs: list[str]
+    outputs: list[str]
+    peak: int  # untiled timeline peak, weight prefix included
+    peak_step: int
+    untileable: str | None  # why the stage cannot be tiled, None when it can
+    halo: int = 0
+
+
+def link_reason(graph: AnalyzedGraph, bufs: Buffers, u: Uses, a: StageInfo, b: StageInfo) -> str | None:
+    """Why stages a and b cannot form (part of) a chain, or None when they can (rules 1-3)."""
+    if a.untileable or b.untileable:
+        return a.untileable or b.untileable
+    if len(a.outputs) != 1:
+        return f"stage has {len(a.outputs)} outputs"
+    t = a.outputs[0]
+    if t in u.outputs:
+        return f"{t} is a graph output"
+    readers = [i for i, r in enumerate(bufs.reads) if t in r]
+    if any(i not in b.ops for i in readers):
+        return f"{t} fans out beyond the next stage"
+    if graph.tensors[t].layout not in ROW_LAYOUTS:
+        return f"{t} is not row-major"
+    return None
+
+
+def fit_tiles(
+    graph: AnalyzedGraph,
+    bufs: Buffers,
+    costs: Costs,
+    ops: Sequence[int],
+    output: str,
+    budget: int,
+    guess: int | None = None,
+) -> TiledLayout | None:
+    """The largest output tile height whose tiled unit fits ``budget``; None when even one row does not fit.
+
+    ``guess`` (the spec's ``floor(budget * H / peak) - halo``) is tried first: when it fits and one row more does not,
+    the search is skipped.
+    """
+    h = tensor_rows(graph.tensors[output])
+    wb = stage_weight_bytes(costs, ops)
+    cache: dict[int, TiledLayout | None] = {}
+
+    def layout(th: int) -> TiledLayout | None:
+        if th not in cache:
+            cache[th] = plan_bands(graph, bufs, ops, output, th, wb, costs.scratch_bytes)
+        return cache[th]
+
+    def fits(th: int) -> bool:
+        lay = layout(th)
+        return lay is not None and lay.peak <= budget
+
+    if guess is not None and fits(guess) and (guess == h or not fits(guess + 1)):
+        return layout(guess)
+    best = largest_fitting(fits, 1, h)
+    return layout(best) if best is not None else None
+
+
+def spec_guess(budget: int, info: StageInfo, graph: AnalyzedGraph) -> int:
+    out = info.outputs[0]
+    return spec_tile_h(budget, tensor_rows(graph.tensors[out]), info.peak, info.halo)
+
+
+def form_chains(
+    graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, infos: list[StageInfo], budget: int
+) -> list[list[int]]:
+    """Group stage indices into units: maximal runs of linkable tileable stages that still fit at one row per tile.
+
+    A run of one stage is returned alone (tiled later only if it is over budget).
+    """
+    groups: list[list[int]] = []
+    i = 0
+    while i < len(infos):
+        group = [i]
+        while group[-1] + 1 < len(infos):
+            j = group[-1] + 1
+            if link_reason(graph, bufs, u, infos[group[-1]], infos[j]) is not None:
+                break
+            ops = range(infos[group[0]].ops.start, infos[j].ops.stop)
+            lay = plan_bands(graph, bufs, ops, infos[j].outputs[0], 1, stage_weight_bytes(costs, ops), costs.scratch_bytes)
+            if lay is None or lay.peak > budget:
+                break
+            group.append(j)
+        groups.append(group)
+        i = group[-1] + 1
+    return groups

@@ -1,0 +1,163 @@
+"""The plan checker: an independent proof that a :class:`MemoryPlan` is safe to execute.
+
+It re-derives liveness from the plan's own lists (unit ops, reloads, spills) rather than trusting the planner's
+intermediate results, and checks:
+
+1. every op runs in exactly one unit, units in op order;
+2. every buffer a unit touches has a fast placement, 16-byte aligned, after the weight prefix, within the fast
+   budget, and large enough (the whole tensor, or the largest band of a tiled unit);
+3. no two buffers (activations and kernel scratch) live at the same step of a unit share a byte;
+4. a tensor a unit reads but does not produce is reloaded (or, in a single-unit plan, is a graph input resident in
+   fast memory); a tensor a later unit reads, or a graph output, is spilled;
+5. tiled units: every tile gives rows for every tensor; the output tiles are disjoint and cover the output exactly
+   once; each op's input bands cover the rows its output band needs; every band fits its buffer;
+6. slow placements: every reloaded/spilled tensor has one, aligned; tensors whose unit intervals intersect do not
+   overlap; the high water is within the slow budget.
+
+:func:`check_plan` returns the list of violations (empty = proven); :func:`assert_plan` raises on the first few.
+"""
+from __future__ import annotations
+
+from typing import Hashable
+
+from tigris.ir import AnalyzedGraph
+from tigris.plan.lifetime import buffers, lifetimes, tensor_rows
+from tigris.plan.spatial import input_rows, row_bytes
+from tigris.plan.types import ALIGN, MemoryPlan, Placement, align_up
+
+
+def _overlaps(items: list[tuple[Hashable, Placement, int, int]]) -> list[str]:
+    bad = []
+    items = sorted(items, key=lambda it: it[1].offset)
+    for a in range(len(items)):
+        ka, pa, ba, da = items[a]
+        for b in range(a + 1, len(items)):
+            kb, pb, bb, db = items[b]
+            if pb.offset >= pa.end:
+                break
+            if pa.size and pb.size and ba <= db and bb <= da:
+                bad.append(f"{ka} [{pa.offset},{pa.end}) and {kb} [{pb.offset},{pb.end}) are live together")
+    return bad
+
+
+def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
+    bufs = buffers(graph)
+    errs: list[str] = []
+    order = [i for unit in plan.units for i in unit.ops]
+    if order != list(range(len(graph.ops))):  # rule 1
+        errs.append("units do not run every op exactly once in order")
+    single = len(plan.units) == 1 and not plan.units[0].tile_rows
+    produced_in = {n: k for k, unit in enumerate(plan.units) for i in unit.ops for n in bufs.writes[i]}
+    read_in: dict[str, set[int]] = {}
+    for k, unit in enumerate(plan.units):
+        for i in unit.ops:
+            for n in bufs.reads[i]:
+                read_in.setdefault(n, set()).add(k)
+    for k, unit in enumerate(plan.units):
+        where = f"unit {k}"
+        ops = unit.ops
+        inside = {n for i in ops for n in bufs.writes[i]}
+        for i in ops:  # rule 4
+            for n in bufs.reads[i]:
+                if n not in inside and n not in unit.reload and not (single and n in bufs.inputs):
+                    errs.append(f"{where}: {n} is read but neither produced nor reloaded")
+        for n in inside:
+            later = any(j > k for j in read_in.get(n, ()))
+            if (later or n in bufs.outputs) and not single and n not in unit.spill:
+                errs.append(f"{where}: {n} is needed later but not spilled")
+        leaving = list(unit.spill) + ([n for n in bufs.outputs if n in inside] if single else [])
+        entering = list(unit.reload) + ([n for n in bufs.inputs] if single else [])
+        try:
+            lives = lifetimes(bufs, ops, entering, leaving, size_of=lambda n: unit.fast[n].size)
+        except KeyError as e:
+            errs.append(f"{where}: buffer {e.args[0]} has no fast placement")
+            continue
+        items: list[tuple[Hashable, Placement, int, int]] = []
+        for lt in lives:  # rule 2
+            p = unit.fast[lt.name]
+            if p.arena != "fast" or p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget:
+                errs.append(f"{where}: {lt.name} placement {p} is misaligned, in the prefix or over budget")
+            if not unit.tile_rows and p.size < bufs.nbytes[lt.name]:
+                errs.append(f"{where}: {lt.name} buffer {p.size} < tensor {bufs.nbytes[lt.name]}")
+            items.append((lt.name, p, lt.birth, lt.death))
+        for i, p in unit.scratch.items():
+            step = ops.index(i)
+            if p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget:
+                errs.append(f"{where}: scratch of op {i} placement {p} is misaligned or out of bounds")
+            items.append((f"scratch[{i}]", p, step, step))
+        errs += [f"{where}: {e}" for e in _overlaps(items)]  # rule 3
+        if unit.tile_rows:
+            errs += [f"{where}: {e}" for e in _check_tiles(graph, unit)]
+    errs += _check_slow(bufs, plan)
+    if plan.fast_peak > plan.fast_budget:
+        errs.append(f"fast peak {plan.fast_peak} exceeds budget {plan.fast_budget}")
+    return errs
+
+
+def _check_tiles(graph: AnalyzedGraph, unit) -> list[str]:  # rule 5
+    errs = []
+    names = set(unit.fast)
+    out = unit.spill[0] if unit.spill else None
+    if out is None:
+        return ["tiled unit has no output"]
+    h = tensor_rows(graph.tensors[out])
+    covered = 0
+    for t, rows in enumerate(unit.tile_rows):
+        missing = names - set(rows)
+        if missing:
+            errs.append(f"tile {t} gives no rows for {sorted(missing)}")
+            continue
+        a, b = rows[out]
+        if a != covered or b <= a:
+            errs.append(f"tile {t}: output rows {rows[out]} do not continue from row {covered}")
+        covered = b
+        for n, (lo, hi) in rows.items():
+            if (hi - lo) * row_bytes(graph, n) > unit.fast[n].size:
+                errs.append(f"tile {t}: band {n} {rows[n]} does not fit its buffer")
+        for i in unit.ops:
+            op = graph.ops[i]
+            o = op.outputs[0]
+            for name in op.inputs:
+                if not name or graph.is_const(name):
+                    continue
+                need = input_rows(graph, op, name, rows[o])
+                have = rows[name]
+                if need[0] < need[1] and not (have[0] <= need[0] and need[1] <= have[1]):
+                    errs.append(f"tile {t}: {op.name} needs rows {need} of {name}, band holds {have}")
+    if covered != h:
+        errs.append(f"output tiles cover rows [0,{covered}) of {h}")
+    return errs
+
+
+def _check_slow(bufs, plan: MemoryPlan) -> list[str]:  # rule 6
+    errs = []
+    span: dict[str, list[int]] = {}
+    for k, unit in enumerate(plan.units):
+        for n in list(unit.reload) + list(unit.spill):
+            if n not in plan.slow:
+                errs.append(f"unit {k}: {n} moves through slow memory but has no slow placement")
+                continue
+            s = span.setdefault(n, [k, k])
+            s[0], s[1] = min(s[0], k), max(s[1], k)
+    for n in bufs.inputs:
+        if n in span:
+            span[n][0] = 0
+    for n in bufs.outputs:
+        if n in span:
+            span[n][1] = len(plan.units)
+    items = []
+    for n, (b, d) in span.items():
+        p = plan.slow[n]
+        if p.offset % ALIGN or p.size < align_up(bufs.nbytes[n]):
+            errs.append(f"slow placement of {n} {p} is misaligned or too small")
+        if plan.slow_budget is not None and p.end > plan.slow_budget:
+            errs.append(f"slow placement of {n} {p} exceeds the slow budget {plan.slow_budget}")
+        items.append((n, p, b, d))
+    errs += [f"slow: {e}" for e in _overlaps(items)]
+    return errs
+
+
+def assert_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> None:
+    errs = check_plan(graph, plan)
+    if errs:
+        raise AssertionError(f"{len(errs)} plan violation(s): " + "; ".join(errs[:5]))

@@ -1,0 +1,170 @@
+"""Stage 3: lifetime analysis (spec section 3), on *buffers* rather than tensors.
+
+Rules (the code cites them by number):
+
+1. Constants are excluded: they live in flash (or in a unit's weight prefix, which is accounted separately).
+2. An alias op (Reshape/Flatten/Squeeze/Unsqueeze whose physical byte order is unchanged, see :func:`is_alias`) moves
+   no bytes, so its output shares its input's buffer. Every tensor is mapped to the *root* of its alias group and the
+   planner works on roots only: one buffer, one lifetime that covers every member.
+3. Steps are positions in the op sequence being planned (a stage, a unit or the whole graph), starting at 0.
+   ``birth`` is the step of the producing op; a buffer that enters the sequence from outside (a graph input or a
+   tensor reloaded from slow memory) is born at step 0, because the runtime copies it in before the first op runs.
+4. ``death`` is the step of the last op in the sequence that reads the buffer; a buffer that must leave the sequence
+   (a graph output, or a tensor spilled to slow memory at the end) dies at the last step. A buffer nobody reads dies
+   where it was born (the kernel still writes it).
+5. A buffer is live during the closed interval ``[birth, death]``: an op's inputs and outputs are live at the op's
+   step together, because a kernel reads the one while it writes the other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, Tensor
+from tigris.plan.types import align_up
+
+ALIAS_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+ROW_LAYOUTS = ("nhwc", "nwc")
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    name: str  # buffer (alias root) name
+    size: int  # bytes reserved, 16-byte aligned
+    birth: int
+    death: int
+
+    def overlaps(self, other: "Lifetime") -> bool:
+        return self.birth <= other.death and other.birth <= self.death
+
+
+def physical_order(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """The logical axes in memory order: NCHW stored as NHWC is (0, 2, 3, 1); NCW stored as NWC is (0, 2, 1)."""
+    if layout == "nhwc" and len(shape) == 4:
+        return (0, 2, 3, 1)
+    if layout == "nwc" and len(shape) == 3:
+        return (0, 2, 1)
+    return tuple(range(len(shape)))
+
+
+@lru_cache(maxsize=512)
+def _memory_sequence(shape: tuple[int, ...], layout: str) -> bytes:
+    """Row-major logical element index of each element in memory order (as bytes, so it can be cached/compared)."""
+    n = int(np.prod(shape)) if shape else 1
+    idx = np.arange(n, dtype=np.int64).reshape(shape) if shape else np.arange(1, dtype=np.int64)
+    return np.ascontiguousarray(idx.transpose(physical_order(shape, layout))).tobytes()
+
+
+def is_alias(graph: AnalyzedGraph, op: Op, consumers: dict[str, list[int]] | None = None) -> bool:
+    """True when ``op`` is a reshape-like op whose output bytes are exactly its input bytes (rule 2).
+
+    Reshape-like ops are row-major reshapes of the *logical* shape, so the op moves no bytes exactly when both tensors
+    enumerate logical elements in the same memory order. The one exception design.md states: a Flatten (or 2-D
+    Reshape) whose every consumer is a Gemm is an alias by construction, because the layout pass permuted the Gemm's
+    weight columns to read the NHWC-ordered activation directly.
+    """
+    if op.op_type not in ALIAS_OPS or not op.inputs or not op.outputs:
+        return False
+    src, dst = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if src.dtype != dst.dtype or src.numel != dst.numel or graph.is_const(src.name):
+        return False
+    if _memory_sequence(src.shape, src.layout) == _memory_sequence(dst.shape, dst.layout):
+        return True
+    if len(dst.shape) == 2 and dst.layout == "plain":
+        cons = (consumers if consumers is not None else graph.consumer_map()).get(dst.name, [])
+        return bool(cons) and all(graph.ops[i].op_type == "Gemm" for i in cons)
+    return False
+
+
+def alias_roots(graph: AnalyzedGraph) -> dict[str, str]:
+    """alias_of: every alias op's output -> the root buffer it shares (transitively resolved)."""
+    consumers = graph.consumer_map()
+    out: dict[str, str] = {}
+    for op in graph.ops:
+        if is_alias(graph, op, consumers):
+            src = op.inputs[0]
+            out[op.outputs[0]] = out.get(src, src)
+    return out
+
+
+@dataclass(frozen=True)
+class Buffers:
+    """The graph seen as buffers (rule 2): per op, the root buffers it reads and writes, and each root's size."""
+
+    alias_of: dict[str, str]
+    reads: tuple[tuple[str, ...], ...]  # per op: activation roots read (constants excluded, duplicates removed)
+    writes: tuple[tuple[str, ...], ...]  # per op: roots written (empty for alias ops)
+    nbytes: dict[str, int]  # root -> exact byte size
+    inputs: tuple[str, ...]  # graph input roots
+    outputs: tuple[str, ...]  # graph output roots
+
+    def root(self, name: str) -> str:
+        return self.alias_of.get(name, name)
+
+    def size(self, name: str) -> int:
+        return align_up(self.nbytes[name])
+
+
+def buffers(graph: AnalyzedGraph) -> Buffers:
+    alias_of = alias_roots(graph)
+    root = lambda n: alias_of.get(n, n)  # noqa: E731
+    reads, writes, nbytes = [], [], {}
+    for op in graph.ops:
+        r: list[str] = []
+        for t in op.inputs:
+            if t and not graph.is_const(t) and root(t) not in r:
+                r.append(root(t))
+        w = [] if op.outputs and op.outputs[0] in alias_of else [t for t in op.outputs if t]
+        reads.append(tuple(r))
+        writes.append(tuple(w))
+    for t in graph.activations():
+        rt = root(t.name)
+        nbytes[rt] = max(nbytes.get(rt, 0), graph.tensors[rt].nbytes)
+    ins = tuple(dict.fromkeys(root(n) for n in graph.inputs))
+    outs = tuple(dict.fromkeys(root(n) for n in graph.outputs))
+    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs)
+
+
+def lifetimes(
+    bufs: Buffers,
+    ops: Sequence[int],
+    entering: Iterable[str],
+    leaving: Iterable[str],
+    size_of: Callable[[str], int] | None = None,
+) -> list[Lifetime]:
+    """Lifetimes of every buffer the op sequence ``ops`` touches (rules 3-5).
+
+    ``entering`` are buffers present before step 0 (graph inputs, reloads); ``leaving`` must survive to the last step
+    (graph outputs, spills). ``size_of`` overrides the buffer size (band buffers of a tiled unit).
+    """
+    size_of = size_of or bufs.size
+    last = len(ops) - 1
+    birth: dict[str, int] = {}
+    death: dict[str, int] = {}
+    for name in entering:
+        birth[name] = 0
+        death[name] = 0
+    for step, i in enumerate(ops):
+        for name in bufs.reads[i]:
+            if name not in birth:  # read before any write in this sequence: it came from outside (rule 3)
+                birth[name] = 0
+            death[name] = step
+        for name in bufs.writes[i]:
+            if name not in birth:
+                birth[name] = step
+                death[name] = step
+    for name in leaving:
+        if name in birth:
+            death[name] = last
+    return [Lifetime(n, size_of(n), birth[n], max(death[n], birth[n])) for n in birth]
+
+
+def tensor_rows(t: Tensor) -> int:
+    """Length of the tiling axis: H of an nhwc tensor, L of an nwc tensor; padded view dim 1 otherwise."""
+    if t.layout in ROW_LAYOUTS:
+        return t.shape[2]
+    padded = (1,) * (4 - len(t.shape)) + tuple(t.shape[-4:])
+    return padded[1]

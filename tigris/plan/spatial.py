@@ -1,0 +1,259 @@
+"""Stage 6: spatial partitioning (spec section 6): op classes, the tileable rule, receptive field, halo, tile height.
+
+Rules:
+
+1. Op classes follow the spec's table. Spatial: Conv, DepthwiseConv, Conv1D, MaxPool, AveragePool. Pointwise: the
+   elementwise ops, Concat, Resize, Pad, Quantize/Dequantize. Structural: everything else.
+2. GlobalAveragePool is *structural* here although the spec lists it as spatial: it needs every input row at once and
+   the runtime does not accumulate partial sums across tiles, so it cannot sit inside a band.
+3. An op is tileable when its class is spatial or pointwise, its output is stored row-major by H (``nhwc``, or the L
+   axis of ``nwc``), every activation input is too, or has one row (a broadcast operand read whole by every tile),
+   and it does not mix rows (Concat along the physical H axis does).
+4. A *stage* is tileable when every op is tileable, it holds at most one spatial op (spec), and it leaves exactly one
+   tensor behind (the tiler cuts that one output into disjoint row ranges; a second output would be written in
+   overlapping bands).
+5. Rows needed from an input for output rows ``[a, b)`` of a windowed op with kernel k, stride s, dilation d and
+   leading pad p: ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)``, clipped to the input. Pointwise ops need the same rows;
+   Pad shifts them by its leading H pad; Resize needs ``[a//f - 1, ceil(b/f) + 1)`` (one extra row each side covers
+   every coordinate-transformation mode).
+6. A tiled unit is run tile by tile; for every tile all ops run on bands. The rows of every tensor for one tile are
+   found by walking the ops in reverse from the unit output's rows, taking the hull over consumers. Each band buffer
+   is sized for its largest band.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from tigris.ir import AnalyzedGraph, Op
+from tigris.plan.lifetime import ROW_LAYOUTS, Buffers, lifetimes, tensor_rows
+from tigris.plan.timeline import sweep
+from tigris.plan.types import align_up
+
+SPATIAL = frozenset({"Conv", "DepthwiseConv", "Conv1D", "MaxPool", "AveragePool"})
+POINTWISE = frozenset(
+    {
+        "Add", "Mul", "Sub", "Relu", "Relu6", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "Clip",
+        "PRelu", "Concat", "Resize", "Pad", "BatchNormalization", "QuantizeLinear", "DequantizeLinear",
+    }
+)  # fmt: skip
+
+
+def op_class(op: Op) -> str:
+    """'spatial', 'pointwise' or 'structural' (rules 1-2)."""
+    if op.op_type in SPATIAL:
+        return "spatial"
+    if op.op_type in POINTWISE:
+        return "pointwise"
+    return "structural"
+
+
+def _window(op: Op) -> tuple[int, int, int, int]:
+    """(kernel, stride, dilation, leading pad) along the row axis."""
+    k = int(op.attrs.get("kernel_shape", [1])[0])
+    s = int((op.attrs.get("strides") or [1])[0])
+    d = int((op.attrs.get("dilations") or [1])[0])
+    p = int((op.attrs.get("pads") or [0])[0])
+    return k, s, d, p
+
+
+def untileable_reason(graph: AnalyzedGraph, op: Op) -> str | None:
+    """Why ``op`` cannot run on row bands (rule 3), or None when it can."""
+    cls = op_class(op)
+    if cls == "structural":
+        return f"{op.op_type} is structural"
+    out = graph.tensors[op.outputs[0]]
+    if out.layout not in ROW_LAYOUTS:
+        return f"output {out.name} is not row-major ({out.layout})"
+    for name in op.inputs:
+        if not name or graph.is_const(name):
+            continue
+        t = graph.tensors[name]
+        if t.layout not in ROW_LAYOUTS and t.numel > 1 and cls != "pointwise":
+            return f"input {name} is not row-major"
+        if t.layout not in ROW_LAYOUTS and cls == "pointwise":
+            # A plain operand broadcast against a row-major output works only if it has no row extent.
+            padded = (1,) * (len(out.shape) - len(t.shape)) + tuple(t.shape)
+            if len(padded) != len(out.shape) or padded[2] != 1:
+                return f"input {name} is not row-major"
+    if op.op_type == "Concat" and int(op.attrs.get("axis", -1)) == 1:
+        return "Concat along H"
+    return None
+
+
+def stage_tileable(graph: AnalyzedGraph, ops: Sequence[int], outputs: Sequence[str]) -> str | None:
+    """Why a stage cannot be tiled (rule 4), or None when it can."""
+    n_spatial = 0
+    for i in ops:
+        op = graph.ops[i]
+        why = untileable_reason(graph, op)
+        if why:
+            return f"{op.name}: {why}"
+        n_spatial += op_class(op) == "spatial"
+    if n_spatial > 1:
+        return f"{n_spatial} spatial ops"
+    if len(outputs) != 1:
+        return f"{len(outputs)} outputs"
+    return None
+
+
+def input_rows(graph: AnalyzedGraph, op: Op, name: str, rows: tuple[int, int]) -> tuple[int, int]:
+    """Rows of activation input ``name`` that ``op`` needs to compute output rows ``rows`` (rule 5)."""
+    a, b = rows
+    t = graph.tensors[name]
+    h_in = tensor_rows(t)
+    if t.layout not in ROW_LAYOUTS or h_in == 1:
+        return (0, h_in)  # broadcast operand: read whole by every tile
+    if op.op_type in SPATIAL:
+        k, s, d, p = _window(op)
+        lo, hi = a * s - p, (b - 1) * s - p + (k - 1) * d + 1
+    elif op.op_type == "Pad":
+        pads = op.attrs.get("pads", [0] * 8)
+        lo, hi = a - int(pads[2]), b - int(pads[2])
+    elif op.op_type == "Resize":
+        f = max(1, int(op.attrs.get("scales", [1, 1, 1, 1])[2]))
+        lo, hi = a // f - 1, -(-b // f) + 1
+    else:
+        lo, hi = a, b
+    lo, hi = max(0, lo), min(h_in, hi)
+    return (lo, max(lo, hi))
+
+
+def receptive_field(graph: AnalyzedGraph, ops: Sequence[int]) -> int:
+    """The spec's walk: RF = 1 + sum over spatial ops (reverse order) of (eff_kernel - 1) * cumulative stride."""
+    rf, cum_stride = 1, 1
+    for i in reversed(list(ops)):
+        op = graph.ops[i]
+        if op.op_type not in SPATIAL:
+            continue
+        k, s, d, _ = _window(op)
+        eff = k + (k - 1) * (d - 1)
+        rf += (eff - 1) * cum_stride
+        cum_stride *= s
+    return rf
+
+
+def halo(graph: AnalyzedGraph, ops: Sequence[int]) -> int:
+    return receptive_field(graph, ops) - 1
+
+
+def spec_tile_h(budget: int, h: int, peak: int, halo_rows: int) -> int:
+    """The spec's estimate ``floor(budget * H / peak) - halo``, clamped to [1, H]."""
+    if peak <= 0:
+        return h
+    return max(1, min(h, budget * h // peak - halo_rows))
+
+
+def spec_tiled_peak(peak: int, tile_h: int, halo_rows: int, h: int) -> int:
+    """The spec's approximation ``peak * (tile_h + halo) / H``."""
+    return math.ceil(peak * (tile_h + halo_rows) / h)
+
+
+def spec_halo_cost(halo_bytes: int, tiles: int) -> int:
+    """The spec's recompute overhead in bytes: ``halo_bytes * (tiles - 1)``."""
+    return halo_bytes * max(0, tiles - 1)
+
+
+def op_macs(graph: AnalyzedGraph, op: Op, out_rows: int | None = None) -> int:
+    """Multiply-accumulates of ``op`` for ``out_rows`` output rows (all rows when None); 0 for ops without MACs."""
+    if op.op_type not in ("Conv", "DepthwiseConv", "Conv1D", "Gemm"):
+        return 0
+    out = graph.tensors[op.outputs[0]]
+    w = graph.tensors[op.inputs[1]].shape if op.inputs[1] in graph.tensors else graph.weights[op.inputs[1]].shape
+    per_out = 1
+    for d in w[1:]:
+        per_out *= int(d)
+    total = out.numel * per_out
+    if out_rows is None or op.op_type == "Gemm":
+        return total
+    return total * out_rows // max(1, tensor_rows(out))
+
+
+@dataclass
+class TiledLayout:
+    """The band plan of a tiled unit at one tile height (rule 6)."""
+
+    tile_h: int
+    tile_rows: list[dict[str, tuple[int, int]]]  # per tile: buffer -> (start, stop)
+    band_bytes: dict[str, int]  # buffer -> aligned size of its largest band
+    lives: list  # Lifetime of every band buffer, unit steps
+    scratch: dict[int, int]  # step -> scratch bytes
+    scratch_of: dict[int, int]  # op index -> scratch bytes
+    peak: int  # weight prefix + timeline peak of the band buffers
+    peak_step: int
+    recompute_macs: int = 0
+    computed_rows: dict[str, int] = field(default_factory=dict)  # buffer -> rows computed over all tiles
+
+
+def row_bytes(graph: AnalyzedGraph, name: str) -> int:
+    t = graph.tensors[name]
+    return t.nbytes // max(1, tensor_rows(t))
+
+
+def plan_bands(
+    graph: AnalyzedGraph,
+    bufs: Buffers,
+    ops: Sequence[int],
+    output: str,
+    tile_h: int,
+    weight_bytes: int = 0,
+    scratch_bytes_of: Callable[[int, int], int] | None = None,
+) -> TiledLayout | None:
+    """Bands of every tensor of a tiled unit whose single output is ``output`` (rule 6); None if a tensor of the unit
+    does not feed the output (its rows would be undefined)."""
+    h = tensor_rows(graph.tensors[output])
+    starts = list(range(0, h, tile_h))
+    tile_rows: list[dict[str, tuple[int, int]]] = []
+    biggest: dict[str, int] = {}
+    computed: dict[str, int] = {}
+    rev = list(reversed(list(ops)))
+    for a in starts:
+        rows: dict[str, tuple[int, int]] = {output: (a, min(h, a + tile_h))}
+        for i in rev:
+            op = graph.ops[i]
+            out_name = op.outputs[0]
+            if out_name not in rows:
+                return None
+            r = rows[out_name]
+            for name in op.inputs:
+                if not name or graph.is_const(name):
+                    continue
+                lo, hi = input_rows(graph, op, name, r)
+                if name in rows:
+                    plo, phi = rows[name]
+                    lo, hi = min(lo, plo), max(hi, phi)
+                rows[name] = (lo, hi)
+        for name, (lo, hi) in rows.items():
+            n = hi - lo
+            if n > biggest.get(name, 0):
+                biggest[name] = n
+            computed[name] = computed.get(name, 0) + n
+        tile_rows.append(rows)
+    band = {n: align_up(biggest[n] * row_bytes(graph, n)) for n in biggest}
+    out_rows_max = {i: biggest.get(graph.ops[i].outputs[0], 0) for i in ops}
+    scratch_of = {i: (scratch_bytes_of(i, out_rows_max[i]) if scratch_bytes_of else 0) for i in ops}
+    scratch = {step: align_up(scratch_of[i]) for step, i in enumerate(ops) if scratch_of[i]}
+    lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n])
+    tl = sweep(lives, len(ops), scratch, base=weight_bytes)
+    extra = 0
+    for i in ops:
+        op = graph.ops[i]
+        full = tensor_rows(graph.tensors[op.outputs[0]])
+        extra += op_macs(graph, op, computed[op.outputs[0]] - full) if computed[op.outputs[0]] > full else 0
+    return TiledLayout(tile_h, tile_rows, band, lives, scratch, scratch_of, tl.peak, tl.peak_step, extra, computed)
+
+
+def largest_fitting(fits: Callable[[int], bool], lo: int, hi: int) -> int | None:
+    """Binary search for the largest x in [lo, hi] with fits(x), assuming fits is (mostly) monotone decreasing.
+
+    Only values that were actually tested and fit are returned, so a non-monotone corner never yields a bad plan.
+    """
+    best = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return best

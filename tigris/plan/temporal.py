@@ -1,0 +1,100 @@
+"""Stage 5: temporal partitioning (spec section 5), the greedy forward pass.
+
+1. Start a new stage.
+2. Add ops in execution order; after each addition run the memory timeline of the stage.
+3. If the peak exceeds the budget, cut before that op and start a new stage with it. A stage always keeps its first
+   op even when that op alone exceeds the budget: such a stage is a candidate for spatial tiling (stage 6).
+4. Repeat until every op is assigned.
+
+A stage's *inputs* (produced by an earlier stage, or graph inputs) are reloaded from slow memory when the stage
+starts, so they are live from its first step; its *outputs* (read by a later stage, or graph outputs) are spilled
+when it ends, so they are live to its last step. When the plan is not XIP the stage's weights occupy a reserved
+prefix of the fast arena, which counts against the budget.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from tigris.ir import AnalyzedGraph
+from tigris.plan.lifetime import Buffers, lifetimes, tensor_rows
+from tigris.plan.timeline import Timeline, sweep
+from tigris.plan.types import align_up
+
+
+@dataclass(frozen=True)
+class Uses:
+    """Where each buffer is produced and read, as global op indices (-1 = before the first op)."""
+
+    producer: dict[str, int]
+    last_use: dict[str, int]
+    outputs: frozenset[str]
+
+
+def uses(bufs: Buffers) -> Uses:
+    producer = {n: -1 for n in bufs.inputs}
+    last_use: dict[str, int] = {}
+    for i, (r, w) in enumerate(zip(bufs.reads, bufs.writes)):
+        for n in w:
+            producer.setdefault(n, i)
+        for n in r:
+            producer.setdefault(n, -1)
+            last_use[n] = i
+    return Uses(producer, last_use, frozenset(bufs.outputs))
+
+
+def stage_io(bufs: Buffers, u: Uses, start: int, stop: int) -> tuple[list[str], list[str]]:
+    """(inputs, outputs) of the stage holding ops ``[start, stop)``."""
+    ins: list[str] = []
+    outs: list[str] = []
+    for i in range(start, stop):
+        for n in bufs.reads[i]:
+            if u.producer[n] < start and n not in ins:
+                ins.append(n)
+        for n in bufs.writes[i]:
+            if (u.last_use.get(n, -1) >= stop or n in u.outputs) and n not in outs:
+                outs.append(n)
+    for n in bufs.outputs:  # a graph output produced here but only aliased later still leaves this stage
+        if start <= u.producer.get(n, -2) < stop and n not in outs:
+            outs.append(n)
+    return ins, outs
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Per-op costs the planner is given: non-XIP weight bytes and full-size kernel scratch."""
+
+    weight_bytes: Callable[[int], int]
+    scratch_bytes: Callable[[int, int], int]
+    xip: bool
+
+
+def stage_timeline(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start: int, stop: int) -> Timeline:
+    ins, outs = stage_io(bufs, u, start, stop)
+    ops = range(start, stop)
+    lives = lifetimes(bufs, ops, ins, outs)
+    scratch = {}
+    for step, i in enumerate(ops):
+        op = graph.ops[i]
+        rows = tensor_rows(graph.tensors[op.outputs[0]]) if op.outputs and op.outputs[0] in graph.tensors else 1
+        s = costs.scratch_bytes(i, rows)
+        if s:
+            scratch[step] = align_up(s)
+    return sweep(lives, stop - start, scratch, base=stage_weight_bytes(costs, ops))
+
+
+def stage_weight_bytes(costs: Costs, ops: Sequence[int]) -> int:
+    return 0 if costs.xip else align_up(sum(costs.weight_bytes(i) for i in ops))
+
+
+def greedy_stages(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, budget: int) -> list[range]:
+    """The spec's greedy forward pass (rules 1-4): a list of contiguous op ranges."""
+    stages: list[range] = []
+    start, n = 0, len(graph.ops)
+    stop = start + 1
+    while start < n:
+        while stop < n and stage_timeline(graph, bufs, u, costs, start, stop + 1).peak <= budget:
+            stop += 1
+        stages.append(range(start, stop))
+        start, stop = stop, stop + 1
+    return stages
