@@ -138,7 +138,31 @@
 #define TGRS_OP_COPY 18u
 #define TGRS_OP_COUNT 18u                                /* kinds are 1..TGRS_OP_COUNT */
 
-/* conv: parameters not available yet (its module did not import) */
+#define TGRS_OP_CONV_NPARAMS 19
+#define TGRS_P_CONV_KH 0
+#define TGRS_P_CONV_KW 1
+#define TGRS_P_CONV_SH 2
+#define TGRS_P_CONV_SW 3
+#define TGRS_P_CONV_DH 4
+#define TGRS_P_CONV_DW 5
+#define TGRS_P_CONV_PT 6
+#define TGRS_P_CONV_PL 7
+#define TGRS_P_CONV_PB 8
+#define TGRS_P_CONV_PR 9
+#define TGRS_P_CONV_GROUP 10
+#define TGRS_P_CONV_ACT_MIN 11
+#define TGRS_P_CONV_ACT_MAX 12
+#define TGRS_P_CONV_FMIN 13
+#define TGRS_P_CONV_FMAX 14
+#define TGRS_P_CONV_ZP_IN 15
+#define TGRS_P_CONV_ZP_OUT 16
+#define TGRS_P_CONV_PACK_NR 17
+#define TGRS_P_CONV_PATCH 18
+#define TGRS_OP_CONV_NCONSTS 4
+#define TGRS_C_CONV_WEIGHT 0
+#define TGRS_C_CONV_BIAS 1
+#define TGRS_C_CONV_MULT 2
+#define TGRS_C_CONV_SHIFT 3
 
 /* dwconv: parameters not available yet (its module did not import) */
 
@@ -215,7 +239,7 @@
 static inline int tgrs_op_nparams(uint32_t kind)
 {
     switch (kind) {
-    case TGRS_OP_CONV: return TGRS_MAX_PARAMS;
+    case TGRS_OP_CONV: return TGRS_OP_CONV_NPARAMS;
     case TGRS_OP_DWCONV: return TGRS_MAX_PARAMS;
     case TGRS_OP_FC: return TGRS_MAX_PARAMS;
     case TGRS_OP_MAXPOOL: return TGRS_OP_MAXPOOL_NPARAMS;
@@ -241,7 +265,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
 static inline int tgrs_op_nconsts(uint32_t kind)
 {
     switch (kind) {
-    case TGRS_OP_CONV: return TGRS_MAX_CONSTS;
+    case TGRS_OP_CONV: return TGRS_OP_CONV_NCONSTS;
     case TGRS_OP_DWCONV: return TGRS_MAX_CONSTS;
     case TGRS_OP_FC: return TGRS_MAX_CONSTS;
     case TGRS_OP_MAXPOOL: return TGRS_OP_MAXPOOL_NCONSTS;

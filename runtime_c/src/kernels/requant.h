@@ -53,6 +53,16 @@ static inline int64_t tgrs_requant(int32_t acc, int32_t mult, int32_t shift)
     return tgrs_rounding_rshift64(prod, 31 - shift);
 }
 
+/*
+ * a + b wrapping modulo 2^32 (defined behaviour). Kernels accumulate with it because the compiler proved the true
+ * sums fit in int32; a corrupted plan then yields a wrong number, never undefined behaviour. The conversion back to
+ * int32 is the two's-complement one every supported compiler uses.
+ */
+static inline int32_t tgrs_wrap_add(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
 /* Clamp a 64-bit value into [lo, hi]. */
 static inline int32_t tgrs_clamp64(int64_t v, int32_t lo, int32_t hi)
 {

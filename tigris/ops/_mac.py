@@ -1,0 +1,177 @@
+"""Lowering and epilogue helpers shared by the multiply-accumulate kinds (conv, dwconv, fc).
+
+All three compute ``acc = bias + sum(x * w)`` per output channel and then either clamp a float or requantize an
+int32 accumulator to int8. The int8 conventions (docs/numerics.md):
+
+* weights are symmetric (zero point 0), per output channel or per tensor;
+* the input zero point is folded into the bias at lowering, ``bias' = bias - zp_in * sum_k w[oc, k]``, so the
+  kernels accumulate raw int8 products; a padded tap then reads the value ``zp_in`` (real value 0);
+* ``effective_scale[oc] = s_in * s_w[oc] / s_out`` becomes ``(mult, shift)`` via ``qmath.quantize_multiplier``;
+* the output is ``clamp(requantize(acc, mult, shift) + zp_out, act_min, act_max)`` with the fused activation in
+  the bounds.
+
+The lowering proves that no int32 partial sum can overflow (``|bias'| + K * 128 * max|w| < 2**31``), so C may
+accumulate in int32 in any order and still equal the reference's exact sum.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, Tensor, TigrisError
+from tigris.ops import qmath
+from tigris.ops.base import f32_bits
+
+INT32_LIMIT = 2**31
+
+
+def optional_input(op: Op, i: int) -> str | None:
+    return op.inputs[i] if len(op.inputs) > i and op.inputs[i] else None
+
+
+def is_int8_op(graph: AnalyzedGraph, op: Op) -> bool:
+    """True for an int8 op (activation in and out int8 with quantization), False for float32; TigrisError otherwise."""
+    x = graph.tensors[op.inputs[0]]
+    y = graph.tensors[op.outputs[0]]
+    if x.dtype == "float32" and y.dtype == "float32":
+        return False
+    if x.dtype == "int8" and y.dtype == "int8" and x.quant is not None and y.quant is not None:
+        return True
+    raise TigrisError(f"unsupported dtypes {x.dtype} -> {y.dtype} (need float32 -> float32 or quantized int8 -> int8)",
+                      op.name)
+
+
+def positive_scales(t: Tensor) -> np.ndarray:
+    """The tensor's scales as float64, each checked positive and finite (the error names the tensor)."""
+    if t.quant is None:
+        raise TigrisError("tensor has no quantization parameters", t.name)
+    s = np.asarray(t.quant.scale, dtype=np.float64).ravel()
+    bad = ~np.isfinite(s) | (s <= 0)
+    if s.size == 0 or bad.any():
+        val = s[bad][0] if s.size else "none"
+        raise TigrisError(f"quantization scale must be positive and finite, got {val}", t.name)
+    return s
+
+
+def per_tensor(t: Tensor) -> tuple[float, int]:
+    """(scale, zero_point) of a per-tensor quantized activation."""
+    s = positive_scales(t)
+    zp = np.asarray(t.quant.zero_point).ravel()
+    if s.size != 1 or zp.size > 1:
+        raise TigrisError("activation quantization must be per tensor", t.name)
+    z = int(zp[0]) if zp.size else 0
+    if not -128 <= z <= 127:
+        raise TigrisError(f"int8 zero point {z} out of range", t.name)
+    return float(s[0]), z
+
+
+def int8_weights(graph: AnalyzedGraph, name: str, oc: int) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 weights as stored, per-output-channel scales [oc]) of a symmetric int8 weight; axis 0 is the OC axis."""
+    t = graph.tensors[name]
+    w = np.asarray(graph.weights[name])
+    if t.quant is None or w.dtype != np.int8:
+        raise TigrisError(f"int8 op needs int8 quantized weights, got {w.dtype}", name)
+    s = positive_scales(t)
+    if np.any(np.asarray(t.quant.zero_point) != 0):
+        raise TigrisError("weights must be symmetric (zero point 0)", name)
+    if s.size == 1:
+        s = np.full(oc, s[0])
+    elif s.size != oc or (t.quant.axis not in (None, 0)):
+        raise TigrisError(f"weight scales must be per tensor or per output channel (axis 0), got {s.size}", name)
+    return w, s
+
+
+def float_weights(graph: AnalyzedGraph, name: str) -> np.ndarray:
+    """Float32 weights; an int8 weight behind a DequantizeLinear (weight-only quantization) is dequantized here."""
+    t = graph.tensors[name]
+    w = np.asarray(graph.weights[name])
+    if w.dtype == np.float32:
+        return w
+    if t.quant is not None and w.dtype in (np.int8, np.uint8):
+        s = np.asarray(t.quant.scale, dtype=np.float32).ravel()
+        z = np.asarray(t.quant.zero_point, dtype=np.float32).ravel()
+        if s.size > 1:
+            shape = [1] * w.ndim
+            shape[t.quant.axis or 0] = s.size
+            s, z = s.reshape(shape), z.reshape(shape)
+        return ((w.astype(np.float32) - z) * s).astype(np.float32)
+    return w.astype(np.float32)
+
+
+def float_bias(graph: AnalyzedGraph, name: str | None, oc: int) -> np.ndarray:
+    if name is None:
+        return np.zeros(oc, dtype=np.float32)
+    b = float_weights(graph, name).astype(np.float32).ravel()
+    if b.size != oc:
+        raise TigrisError(f"bias has {b.size} values for {oc} output channels", name)
+    return b
+
+
+def int_bias(graph: AnalyzedGraph, name: str | None, acc_scale: np.ndarray) -> np.ndarray:
+    """The bias in the int32 accumulator domain (scale ``s_in * s_w[oc]``) as int64; a float bias is quantized."""
+    oc = acc_scale.size
+    if name is None:
+        return np.zeros(oc, dtype=np.int64)
+    b = np.asarray(graph.weights[name]).ravel()
+    if b.size != oc:
+        raise TigrisError(f"bias has {b.size} values for {oc} output channels", name)
+    if np.issubdtype(b.dtype, np.integer):
+        return b.astype(np.int64)
+    return np.rint(b.astype(np.float64) / acc_scale).astype(np.int64)
+
+
+def requant_params(s_in: float, s_w: np.ndarray, s_out: float, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel Q0.31 (mult, shift) of ``s_in * s_w / s_out``."""
+    eff = s_in * np.asarray(s_w, dtype=np.float64) / s_out
+    return qmath.quantize_multipliers(eff, where)
+
+
+def fold_input_zero_point(bias: np.ndarray, w2d: np.ndarray, zp_in: int, where: str) -> np.ndarray:
+    """``bias - zp_in * sum_k w[oc, k]`` as int32, after proving that no int32 partial sum can overflow.
+
+    ``w2d`` is [OC, K] int8 (every weight feeding output channel oc).
+    """
+    w64 = w2d.astype(np.int64)
+    folded = bias.astype(np.int64) - int(zp_in) * w64.sum(axis=1)
+    k = w2d.shape[1]
+    wmax = np.abs(w64).max(axis=1) if k else np.zeros(len(bias), dtype=np.int64)
+    bound = np.abs(folded) + k * 128 * wmax
+    if np.any(bound >= INT32_LIMIT):
+        raise TigrisError("int32 accumulator could overflow (bias or reduction too large)", where)
+    return folded.astype(np.int32)
+
+
+def act_bounds_int8(fused: str | None, zp_out: int, s_out: float, where: str) -> tuple[int, int]:
+    """int8 clamp bounds of a fused activation (design.md: relu -> [zp, 127], relu6 -> [zp, zp + round(6/s)])."""
+    if fused is None:
+        return -128, 127
+    lo = max(-128, zp_out)
+    if fused == "relu":
+        return lo, 127
+    if fused == "relu6":
+        return lo, max(lo, min(127, zp_out + round(6.0 / s_out)))
+    raise TigrisError(f"unsupported fused activation {fused!r}", where)
+
+
+def act_bounds_f32(fused: str | None, where: str) -> tuple[int, int]:
+    """Float clamp bounds of a fused activation, as f32 bit patterns."""
+    if fused is None:
+        return f32_bits(-math.inf), f32_bits(math.inf)
+    if fused == "relu":
+        return f32_bits(0.0), f32_bits(math.inf)
+    if fused == "relu6":
+        return f32_bits(0.0), f32_bits(6.0)
+    raise TigrisError(f"unsupported fused activation {fused!r}", where)
+
+
+def epilogue_int8(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp_out: int, lo: int, hi: int) -> np.ndarray:
+    """int8 output of int64 accumulators ``[..., OC]`` (bias already included), exactly like the C kernels."""
+    q = qmath.requantize(acc, mult, shift) + int(zp_out)
+    return qmath.saturate(q, lo, hi).astype(np.int8)
+
+
+def epilogue_f32(acc: np.ndarray, lo_bits: int, hi_bits: int) -> np.ndarray:
+    from tigris.ops.base import bits_f32
+
+    return np.clip(acc, bits_f32(lo_bits), bits_f32(hi_bits)).astype(np.float32)

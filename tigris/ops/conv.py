@@ -1,0 +1,151 @@
+"""The ``conv`` kind: regular and grouped 2-D convolution, and Conv1D run as a conv whose L axis is the row axis.
+
+Runtime form (C: ``runtime_c/src/kernels/conv.c``). Activations are NHWC (a 1-D signal is ``{N, L, 1, C}``).
+The convolution is a GEMM per group: output pixels x (KH*KW*ICg patch) times (patch x OCg). The weights are
+prepacked at lowering into *panels* of ``PACK_NR`` output channels so the C micro-kernel streams them in order::
+
+    weight[g][panel][k][j] = W[oc = g*OCg + panel*PACK_NR + j][kh][kw][ic],   k = (kh*KW + kw)*ICg + ic
+
+with output channels beyond OCg zero-filled. Blob shape ``[G, ceil(OCg/NR), K, NR]``. A 1x1 unpadded conv reads its
+patch rows straight from the input; any other conv copies ``CONV_MR`` patches at a time into the planned scratch
+(blocked im2col), so ``scratch_bytes = CONV_MR * K * elem_size`` (mirrors ``tgrs_conv_scratch_size``).
+
+int8: see ``tigris/ops/_mac.py`` (zero point folded into the bias, per-channel Q0.31 requantization, clamp).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.ops import _mac
+from tigris.ops._geometry import Window, padded_band, window_from_attrs, window_patches
+from tigris.ops.base import Lowered, OpKind, TensorView
+
+PACK_NR = 8  # output channels per weight panel; the C kernel checks the `pack_nr` param equals its CONV_NR
+CONV_MR = 4  # output pixels per micro-kernel call (rows of the im2col block); CONV_MR in conv.c
+
+
+def pack_panels(w_g: np.ndarray, nr: int = PACK_NR) -> np.ndarray:
+    """``[G, OCg, K]`` -> ``[G, ceil(OCg/nr), K, nr]`` with zero-filled tail channels."""
+    g, ocg, k = w_g.shape
+    npan = -(-ocg // nr)
+    padded = np.zeros((g, npan * nr, k), dtype=w_g.dtype)
+    padded[:, :ocg] = w_g
+    return np.ascontiguousarray(padded.reshape(g, npan, nr, k).transpose(0, 1, 3, 2))
+
+
+def unpack_panels(blob: np.ndarray, g: int, ocg: int, k: int, nr: int = PACK_NR) -> np.ndarray:
+    """Inverse of :func:`pack_panels`: ``[G, OCg, K]``."""
+    npan = -(-ocg // nr)
+    return blob.reshape(g, npan, k, nr).transpose(0, 1, 3, 2).reshape(g, npan * nr, k)[:, :ocg]
+
+
+def is_direct(win: Window) -> bool:
+    """A 1x1 unpadded conv: each output pixel's patch is one contiguous input pixel, so no im2col is needed."""
+    return win.kh == 1 and win.kw == 1 and win.pt == 0 and win.pl == 0 and win.pb == 0 and win.pr == 0
+
+
+class Conv(OpKind):
+    name = "conv"
+    ir_ops = ("Conv", "Conv1D")
+    PARAMS = (
+        "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "pb", "pr",
+        "group",
+        "act_min", "act_max",  # int8 clamp bounds (fused activation included)
+        "fmin", "fmax",  # float clamp bounds as f32 bits (-inf/inf when no activation)
+        "zp_in", "zp_out",
+        "pack_nr",  # PACK_NR the weights were packed with
+        "patch",  # K = KH*KW*ICg, the patch length of one group
+    )
+    CONSTS = ("weight", "bias", "mult", "shift")
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        one_d = op.op_type == "Conv1D"
+        x = graph.tensors[op.inputs[0]]
+        y = graph.tensors[op.outputs[0]]
+        wname = op.inputs[1]
+        bname = _mac.optional_input(op, 2)
+        win = window_from_attrs(op.attrs, one_d)
+        group = int(op.attrs.get("group", 1))
+        int8 = _mac.is_int8_op(graph, op)
+        w_raw = np.asarray(graph.weights[wname])
+        if one_d:
+            w_raw = w_raw[..., None]  # [OC, ICg, K] -> [OC, ICg, K, 1]: the L axis is the row (H) axis
+        oc, icg, kh, kw = w_raw.shape
+        cin = x.shape[1]
+        if (kh, kw) != (win.kh, win.kw) or group < 1 or cin != icg * group or oc % group:
+            raise TigrisError(f"inconsistent conv shapes: X {x.shape}, W {w_raw.shape}, group {group}", op.name)
+        ocg = oc // group
+        k = kh * kw * icg
+        params = dict(win.params(), group=group, pack_nr=PACK_NR, patch=k)
+        fused = op.attrs.get("fused_activation")
+
+        if int8:
+            w_q, s_w = _mac.int8_weights(graph, wname, oc)
+            if one_d:
+                w_q = w_q[..., None]
+            s_in, zp_in = _mac.per_tensor(x)
+            s_out, zp_out = _mac.per_tensor(y)
+            w2d = w_q.transpose(0, 2, 3, 1).reshape(oc, k)  # OHWI rows: the patch order (kh, kw, ic)
+            bias = _mac.int_bias(graph, bname, s_in * s_w)
+            folded = _mac.fold_input_zero_point(bias, w2d, zp_in, op.name)
+            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}")
+            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name)
+            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out)
+            consts = dict(
+                weight=pack_panels(w2d.reshape(group, ocg, k).astype(np.int8)),
+                bias=folded,
+                mult=mult,
+                shift=shift,
+            )
+        else:
+            w_f = _mac.float_weights(graph, wname)
+            if one_d:
+                w_f = w_f[..., None]
+            w2d = w_f.transpose(0, 2, 3, 1).reshape(oc, k).astype(np.float32)
+            lo, hi = _mac.act_bounds_f32(fused, op.name)
+            params.update(fmin=lo, fmax=hi)
+            consts = dict(weight=pack_panels(w2d.reshape(group, ocg, k)), bias=_mac.float_bias(graph, bname, oc))
+
+        n = x.shape[0]
+        out_pixels = int(np.prod(y.shape)) // oc
+        return Lowered(
+            kind=self.name, op_name=op.name, inputs=[x.name], outputs=[y.name], params=params, consts=consts,
+            macs=int(out_pixels * oc * k) if n else 0,
+        )
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        x = inputs[0]
+        p = low.params
+        win = Window.from_params(p)
+        g = int(p["group"])
+        n, _, ow, oc = out.dims
+        cin = x.dims[3]
+        icg, ocg = cin // g, oc // g
+        k = win.kh * win.kw * icg
+        int8 = out.dtype == "int8"
+        oh0, oh1 = out.row0, out.row0 + out.rows
+        xp = padded_band(x, win, oh0, oh1, int(p.get("zp_in", 0)) if int8 else 0)
+        pt = window_patches(xp, win, out.rows, ow)  # [N, R, OW, KH, KW, C]
+        pt = pt.reshape(n * out.rows * ow, win.kh, win.kw, g, icg).transpose(3, 0, 1, 2, 4)
+        pt = pt.reshape(g, n * out.rows * ow, k)
+        w = unpack_panels(np.asarray(low.consts["weight"]), g, ocg, k, int(p.get("pack_nr", PACK_NR)))
+        # float64 products are exact for int8 (|acc| < 2**31 is proven at lowering), and accurate for float32.
+        acc = np.concatenate([pt[i].astype(np.float64) @ w[i].astype(np.float64).T for i in range(g)], axis=1)
+        if int8:
+            acc = acc.astype(np.int64) + np.asarray(low.consts["bias"], dtype=np.int64)
+            res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],
+                                     p["act_max"])
+        else:
+            acc = acc + np.asarray(low.consts["bias"], dtype=np.float64)
+            res = _mac.epilogue_f32(acc, p["fmin"], p["fmax"])
+        out.data[...] = res.reshape(out.data.shape)
+
+    def scratch_bytes(self, low: Lowered, graph: AnalyzedGraph | None, out_rows: int) -> int:
+        """``CONV_MR`` im2col patches of ``patch`` elements, or 0 for a direct (1x1 unpadded) conv."""
+        if is_direct(Window.from_params(low.params)):
+            return 0
+        elem = np.asarray(low.consts["weight"]).dtype.itemsize
+        return CONV_MR * int(low.params["patch"]) * elem
