@@ -211,9 +211,57 @@
 #define TGRS_P_GAP_HI 3
 #define TGRS_OP_GAP_NCONSTS 0
 
-/* add: parameters not available yet (its module did not import) */
+#define TGRS_OP_ADD_NPARAMS 22
+#define TGRS_P_ADD_K_POS 0
+#define TGRS_P_ADD_A_D0 1
+#define TGRS_P_ADD_A_D1 2
+#define TGRS_P_ADD_A_D2 3
+#define TGRS_P_ADD_A_D3 4
+#define TGRS_P_ADD_B_D0 5
+#define TGRS_P_ADD_B_D1 6
+#define TGRS_P_ADD_B_D2 7
+#define TGRS_P_ADD_B_D3 8
+#define TGRS_P_ADD_SUB 9
+#define TGRS_P_ADD_F_LO 10
+#define TGRS_P_ADD_F_HI 11
+#define TGRS_P_ADD_KZP 12
+#define TGRS_P_ADD_MA 13
+#define TGRS_P_ADD_LA 14
+#define TGRS_P_ADD_MB 15
+#define TGRS_P_ADD_LB 16
+#define TGRS_P_ADD_RS 17
+#define TGRS_P_ADD_MULT 18
+#define TGRS_P_ADD_SHIFT 19
+#define TGRS_P_ADD_LO 20
+#define TGRS_P_ADD_HI 21
+#define TGRS_OP_ADD_NCONSTS 1
+#define TGRS_C_ADD_K 0
 
-/* mul: parameters not available yet (its module did not import) */
+#define TGRS_OP_MUL_NPARAMS 22
+#define TGRS_P_MUL_K_POS 0
+#define TGRS_P_MUL_A_D0 1
+#define TGRS_P_MUL_A_D1 2
+#define TGRS_P_MUL_A_D2 3
+#define TGRS_P_MUL_A_D3 4
+#define TGRS_P_MUL_B_D0 5
+#define TGRS_P_MUL_B_D1 6
+#define TGRS_P_MUL_B_D2 7
+#define TGRS_P_MUL_B_D3 8
+#define TGRS_P_MUL_SUB 9
+#define TGRS_P_MUL_F_LO 10
+#define TGRS_P_MUL_F_HI 11
+#define TGRS_P_MUL_KZP 12
+#define TGRS_P_MUL_MA 13
+#define TGRS_P_MUL_LA 14
+#define TGRS_P_MUL_MB 15
+#define TGRS_P_MUL_LB 16
+#define TGRS_P_MUL_RS 17
+#define TGRS_P_MUL_MULT 18
+#define TGRS_P_MUL_SHIFT 19
+#define TGRS_P_MUL_LO 20
+#define TGRS_P_MUL_HI 21
+#define TGRS_OP_MUL_NCONSTS 1
+#define TGRS_C_MUL_K 0
 
 /* concat: parameters not available yet (its module did not import) */
 
@@ -245,8 +293,8 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_MAXPOOL: return TGRS_OP_MAXPOOL_NPARAMS;
     case TGRS_OP_AVGPOOL: return TGRS_OP_AVGPOOL_NPARAMS;
     case TGRS_OP_GAP: return TGRS_OP_GAP_NPARAMS;
-    case TGRS_OP_ADD: return TGRS_MAX_PARAMS;
-    case TGRS_OP_MUL: return TGRS_MAX_PARAMS;
+    case TGRS_OP_ADD: return TGRS_OP_ADD_NPARAMS;
+    case TGRS_OP_MUL: return TGRS_OP_MUL_NPARAMS;
     case TGRS_OP_CONCAT: return TGRS_MAX_PARAMS;
     case TGRS_OP_RESIZE: return TGRS_MAX_PARAMS;
     case TGRS_OP_UNARY: return TGRS_MAX_PARAMS;
@@ -271,8 +319,8 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_MAXPOOL: return TGRS_OP_MAXPOOL_NCONSTS;
     case TGRS_OP_AVGPOOL: return TGRS_OP_AVGPOOL_NCONSTS;
     case TGRS_OP_GAP: return TGRS_OP_GAP_NCONSTS;
-    case TGRS_OP_ADD: return TGRS_MAX_CONSTS;
-    case TGRS_OP_MUL: return TGRS_MAX_CONSTS;
+    case TGRS_OP_ADD: return TGRS_OP_ADD_NCONSTS;
+    case TGRS_OP_MUL: return TGRS_OP_MUL_NCONSTS;
     case TGRS_OP_CONCAT: return TGRS_MAX_CONSTS;
     case TGRS_OP_RESIZE: return TGRS_MAX_CONSTS;
     case TGRS_OP_UNARY: return TGRS_MAX_CONSTS;

@@ -1,0 +1,173 @@
+"""Add (and Sub), Mul with NumPy broadcasting on physical views, float32 and int8.
+
+Operands: ``A = op.inputs[0]``, ``B = op.inputs[1]``; either (not both) may be a constant, which becomes the const
+blob ``K`` in the output's physical layout with its broadcast dims (``K_POS`` says which operand it is: -1 none, 0 A,
+1 B; ``KZP`` is its zero point). Each operand's physical dims are params ``A_D*``/``B_D*``: every dim equals the output's or is 1 (broadcast by a
+zero stride). An operand with the output's full row count is read band-aware (rows of the output band); an operand
+with one row is read at row 0, so per-channel and scalar operands never need a halo.
+
+int8 Add/Sub (three different scales): with ``ra = sa/so`` and ``rb = sb/so`` as Q0.31 ``(ma, ea)``, ``(mb, eb)``
+(``mb`` negated for Sub), both terms are brought to the common exponent ``emin = min(ea, eb)`` by LEFT shifts, so no
+bit of either product is lost::
+
+    acc = (qa - za) * (ma << (ea - emin)) + (qb - zb) * (mb << (eb - emin))      (exact int64)
+    out = clamp(zo + round(acc / 2**(31 - emin)), LO, HI)                        (ONE rounding, halves away from 0)
+
+The left shifts are limited to 21 bits so ``|acc| < 2**61``; when the exponents differ by more, the smaller
+multiplier is rounded at compile time to the coarser grid (a relative change below 2**-21 of the larger term).
+A divisor exponent of 63 or more gives 0, like qmath.rounding_rshift. ``LO``/``HI`` carry a fused relu/relu6.
+
+int8 Mul: ``out = clamp(zo + requant((qa - za) * (qb - zb), mult, shift), LO, HI)`` with ``mult, shift`` encoding
+``sa * sb / so``. Float: ``a + b`` / ``a - b`` / ``a * b`` then clamp to ``[F_LO, F_HI]`` (fused activation).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.ops._common import (TileError, act_bounds, broadcast_phys_dims, const_to_phys, dtype_kind,
+                                float_act_bounds, operand_phys_dims, per_tensor)
+from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
+from tigris.ops.qmath import quantize_multiplier, requantize, rounding_rshift
+
+PARAMS = ("K_POS", "A_D0", "A_D1", "A_D2", "A_D3", "B_D0", "B_D1", "B_D2", "B_D3", "SUB", "F_LO", "F_HI",
+          "KZP", "MA", "LA", "MB", "LB", "RS", "MULT", "SHIFT", "LO", "HI")
+MAX_ALIGN_SHIFT = 21
+
+
+def add_multipliers(ra: float, rb: float, sub: bool, where: str) -> dict[str, int]:
+    """The int8 Add parameters MA, LA, MB, LB, RS for real ratios ra = sa/so, rb = sb/so (see the module doc)."""
+    ma, ea = quantize_multiplier(ra, where)
+    mb, eb = quantize_multiplier(rb, where)
+    if ea - eb > MAX_ALIGN_SHIFT:  # B is far smaller: round its multiplier onto A's coarser grid
+        mb = int(rounding_rshift(np.int64(mb), ea - MAX_ALIGN_SHIFT - eb))
+        eb = ea - MAX_ALIGN_SHIFT
+    elif eb - ea > MAX_ALIGN_SHIFT:
+        ma = int(rounding_rshift(np.int64(ma), eb - MAX_ALIGN_SHIFT - ea))
+        ea = eb - MAX_ALIGN_SHIFT
+    emin = min(ea, eb)
+    return dict(MA=ma, LA=ea - emin, MB=-mb if sub else mb, LB=eb - emin, RS=31 - emin)
+
+
+def _lower(graph: AnalyzedGraph, op: Op, kname: str) -> Lowered:
+    if len(op.inputs) != 2:
+        raise TigrisError(f"{op.op_type} needs two inputs", op.name)
+    a, b = op.inputs
+    y = graph.tensors[op.outputs[0]]
+    ka, kb = graph.is_const(a), graph.is_const(b)
+    if ka and kb:
+        raise TigrisError(f"{op.op_type} of two constants should have been folded", op.name)
+    int8 = dtype_kind(graph, op) == "int8"
+    params: dict[str, int] = {"K_POS": 0 if ka else (1 if kb else -1), "SUB": int(op.op_type == "Sub")}
+    consts: dict[str, np.ndarray] = {}
+    for slot, name, is_k in (("A", a, ka), ("B", b, kb)):
+        if is_k:
+            w = np.asarray(graph.weights[name])
+            dims = broadcast_phys_dims(w.shape, y)
+            t = graph.tensors.get(name)
+            if int8:
+                if t is None or t.quant is None or w.dtype != np.int8:
+                    raise TigrisError(f"{op.op_type}: int8 op with a constant that is not int8-quantized", name)
+                consts["K"] = const_to_phys(w, y).astype(np.int8)
+            else:
+                if w.dtype.kind != "f":
+                    raise TigrisError(f"{op.op_type}: float op with a non-float constant", name)
+                consts["K"] = const_to_phys(w.astype(np.float32), y)
+        else:
+            dims = operand_phys_dims(graph.tensors[name], y)
+        for i, d in enumerate(dims):
+            params[f"{slot}_D{i}"] = int(d)
+    act = op.attrs.get("fused_activation")
+    lo_f, hi_f = float_act_bounds(act)
+    params["F_LO"], params["F_HI"] = f32_bits(lo_f), f32_bits(hi_f)
+    params["LO"], params["HI"] = -128, 127
+    if int8:
+        sa, _ = per_tensor(graph.tensors[a], "operand A")
+        sb, _ = per_tensor(graph.tensors[b], "operand B")
+        so, zo = per_tensor(y, "output")
+        if kname == "add":
+            params.update(add_multipliers(sa / so, sb / so, op.op_type == "Sub", op.name))
+        else:
+            params["MULT"], params["SHIFT"] = quantize_multiplier(sa * sb / so, op.name)
+        params["LO"], params["HI"] = act_bounds(act, so, zo)
+    inputs = [n for n, k in ((a, ka), (b, kb)) if not k]
+    return Lowered(kname, op.name, inputs, [op.outputs[0]], params=params, consts=consts, macs=y.numel)
+
+
+def _operand(low: Lowered, slot: str, inputs: Sequence[TensorView], out: TensorView):
+    """The operand as an array broadcastable to the output band [N, rows, W, C], and its zero point."""
+    p = low.params
+    dims = tuple(p[f"{slot}_D{i}"] for i in range(4))
+    kpos = p["K_POS"]
+    is_k = (kpos == 0 and slot == "A") or (kpos == 1 and slot == "B")
+    if is_k:
+        data, zp = low.consts["K"].reshape(dims), p["KZP"]
+        if dims[1] > 1:  # whole tensor: take the output band's rows
+            data = data[:, out.row0:out.row0 + out.rows]
+    else:
+        # Lowered.inputs lists the non-constant operands in order (A, B).
+        v = inputs[1 if (slot == "B" and kpos == -1) else 0]
+        zp = v.zero_point
+        banded = dims[1] == out.dims[1] and dims[1] > 1
+        if banded:
+            if v.dims[1] != dims[1]:
+                raise TileError("banded operand's view rows do not match")
+            data = v.data.reshape(dims[0], v.rows, dims[2], dims[3])
+            lo = out.row0 - v.row0
+            if lo < 0 or out.row0 + out.rows > v.row0 + v.rows:
+                raise TileError("operand band misses output rows")
+            data = data[:, lo:lo + out.rows]
+        else:
+            data = v.data.reshape(dims)
+    return data, zp
+
+
+class _Binary(OpKind):
+    PARAMS = PARAMS
+    CONSTS = ("K",)
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        low = _lower(graph, op, self.name)
+        if low.params["K_POS"] >= 0:
+            kname = op.inputs[low.params["K_POS"]]
+            t = graph.tensors.get(kname)
+            # The constant has no view, so its zero point travels as param KZP.
+            low.params["KZP"] = int(t.quant.zero_point.reshape(-1)[0]) if t is not None and t.quant is not None else 0
+        return low
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        p = low.params
+        int8 = out.dtype in ("int8", "uint8")
+        a, za = _operand(low, "A", inputs, out)
+        b, zb = _operand(low, "B", inputs, out)
+        shape = out.data.shape
+        a = np.broadcast_to(a, shape)
+        b = np.broadcast_to(b, shape)
+        if not int8:
+            if self.name == "add":
+                r = a - b if p["SUB"] else a + b
+            else:
+                r = a * b
+            lo, hi = np.float32(bits_f32(p["F_LO"])), np.float32(bits_f32(p["F_HI"]))
+            out.data[...] = np.minimum(np.maximum(r.astype(np.float32), lo), hi)
+            return
+        da = a.astype(np.int64) - za
+        db = b.astype(np.int64) - zb
+        if self.name == "add":
+            acc = da * (np.int64(p["MA"]) << p["LA"]) + db * (np.int64(p["MB"]) << p["LB"])
+            q = rounding_rshift(acc, p["RS"])
+        else:
+            q = requantize(da * db, p["MULT"], p["SHIFT"])
+        out.data[...] = np.clip(q + out.zero_point, p["LO"], p["HI"]).astype(out.data.dtype)
+
+
+class Add(_Binary):
+    name = "add"
+    ir_ops = ("Add", "Sub")
+
+
+class Mul(_Binary):
+    name = "mul"
+    ir_ops = ("Mul",)
