@@ -78,21 +78,23 @@ def _fmt_float(x: float) -> str:
 
 
 def _io_block(prefix: str, kind: str, i: int, io: IoInfo) -> list[str]:
+    """Constants of one input/output, describing the caller's buffer (tigris.h: tgrs_io_info)."""
     m = f"{prefix}_{kind}{i}"
     shape = ", ".join(str(d) for d in io.shape) if io.shape else "1"
     lines = [
-        f"/* {kind.lower()} {i}: {_c_comment(io.name)} - {DTYPE_NAMES.get(io.dtype, '?')} "
-        f"{'x'.join(str(d) for d in io.shape) or 'scalar'}, {F.Layout(io.layout).name.lower()} layout */",
+        f"/* {kind.lower()} {i}: {_c_comment(io.name)} - {DTYPE_NAMES.get(io.decl_dtype, '?')} "
+        f"{'x'.join(str(d) for d in io.shape) or 'scalar'}, stored {F.Layout(io.layout).name.lower()} */",
         f"#define {m}_NAME {_c_string(io.name)}",
-        f"#define {m}_DTYPE {DTYPE_C[io.dtype]}",
-        f"#define {m}_DECL_DTYPE {DTYPE_C[io.decl_dtype]}",
+        f"#define {m}_DTYPE {DTYPE_C[io.decl_dtype]}",
+        f"#define {m}_INTERNAL_DTYPE {DTYPE_C[io.dtype]}",
         f"#define {m}_LAYOUT {LAYOUT_C[io.layout]}",
         f"#define {m}_RANK {len(io.shape)}",
         f"#define {m}_SHAPE {{ {shape} }}",
-        f"#define {m}_BYTES {io.nbytes}u",
+        f"#define {m}_BYTES {io.caller_nbytes}u",
     ]
-    if io.scale is not None:
-        lines += [f"#define {m}_SCALE {_fmt_float(io.scale)}", f"#define {m}_ZERO_POINT {io.zero_point}"]
+    q = io.caller_quant
+    if q is not None:
+        lines += [f"#define {m}_SCALE {_fmt_float(q[0])}", f"#define {m}_ZERO_POINT {q[1]}"]
     return lines
 
 
@@ -107,10 +109,8 @@ def _header(info: PlanInfo, name: str, section: str, slow_section: str) -> str:
         f"weights: {'+'.join(flags)}",
         f" * plan section: {section}; slow arena section: {slow_section}",
         " *",
-        f" * {name}_run() takes and fills buffers in the plan's stored form: dtype {P}_INPUTn_DTYPE,",
-        " * layout {P}_INPUTn_LAYOUT (NHWC for images), {P}_INPUTn_BYTES bytes; the declared ONNX shape is _SHAPE.".replace(
-            "{P}", P
-        ),
+        f" * {name}_run() exchanges buffers in the runtime's caller form (tigris.h): the declared dtype _DTYPE,",
+        f" * the stored layout _LAYOUT (NHWC for images) and _BYTES bytes; _SHAPE is the declared ONNX shape.",
         " */",
         f"#ifndef {guard}",
         f"#define {guard}",
@@ -190,8 +190,9 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
     else:
         lines.append("/* This plan never spills: it needs no slow arena. */")
     slow_ptr = f"{name}_slow_arena" if has_slow else "NULL"
-    slow_len = f"sizeof {name}_slow_arena" if has_slow else "0u"
+    slow_len = f"sizeof {name}_slow_arena" if has_slow else "0u"  # tigris.h: slow may be NULL when unneeded
     lines += [
+        "",
         f"static tgrs_plan {name}_state;",
         f"static int {name}_loaded;",
         "",
@@ -213,12 +214,11 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
         "",
         f"int {name}_run_stats(const void *const inputs[], void *const outputs[], tgrs_stats *stats)",
         "{",
-        "    tgrs_stats local;",
         f"    if (!{name}_loaded) {{",
         "        return TGRS_ERR_STATE;",
         "    }",
         f"    return tgrs_run(&{name}_state, {name}_fast_arena, sizeof {name}_fast_arena, {slow_ptr}, {slow_len},",
-        "                    inputs, outputs, stats != NULL ? stats : &local);",
+        "                    inputs, outputs, stats);",
         "}",
         "",
         f"int {name}_run(const void *const inputs[], void *const outputs[])",

@@ -1,0 +1,132 @@
+"""Build and run TiGrIS firmware on QEMU's Cortex-M boards from Python (used by tests/cortex_m and bench/mcu_cost.py).
+
+    python3 examples/cortex-m/qemu_harness.py PLAN.tgrs --board mps2-an386 --input in0.bin --output out0.bin
+
+The same steps by hand are in docs/deploying.md: ``tigris codegen --format app``, ``make APP=model``, then QEMU with
+semihosting. Every QEMU run is wrapped in ``timeout`` (and a Python-side timeout), so a guest that hangs fails
+instead of hanging CI.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+BOARDS = {"mps2-an386": "Cortex-M4F", "mps3-an547": "Cortex-M55"}
+TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "qemu-system-arm", "make", "timeout")
+
+# Exit codes of the example programs (board.h).
+EXIT_OK, EXIT_USAGE, EXIT_FAULT, EXIT_IO, EXIT_RUNTIME = 0, 2, 3, 4, 5
+
+
+def missing_tools() -> list[str]:
+    return [t for t in TOOLS if shutil.which(t) is None]
+
+
+@dataclass
+class GuestRun:
+    """What one QEMU run produced: exit code, console text, and the "name value" report lines as a dict."""
+
+    returncode: int
+    console: str
+    report: dict[str, int] = field(default_factory=dict)
+
+
+def kernel_stubs(obj_dir: Path) -> list[Path]:
+    """A stub source for kernels that have not landed yet (same rule as the host build), or nothing."""
+    from tigris.host.build import c_sources, find_sources, kernel_stubs_source, missing_kernels
+
+    missing = missing_kernels(c_sources(find_sources()))
+    if not missing:
+        return []
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    stub = obj_dir / "tgrs_kernel_stubs.c"
+    text = kernel_stubs_source(missing)
+    if not stub.exists() or stub.read_text() != text:
+        stub.write_text(text)
+    return [stub]
+
+
+def build(board: str, build_dir: Path, *, app: str = "model", model_c: Path | None = None,
+          obj_dir: Path | None = None, opt: str = "-O2", runtime_srcs: list[Path] | None = None,
+          jobs: int = 2, timeout: float = 600) -> Path:
+    """``make`` the example for ``board``; returns the ELF. Raises CalledProcessError with the compiler output."""
+    build_dir = Path(build_dir)
+    obj_dir = Path(obj_dir) if obj_dir else build_dir / "obj"
+    cmd = ["make", "-s", f"-j{jobs}", "-C", str(HERE), f"BOARD={board}", f"APP={app}", f"BUILD={build_dir}",
+           f"OBJDIR={obj_dir}", f"OPT={opt}"]
+    if model_c is not None:
+        cmd.append(f"MODEL_C={Path(model_c).resolve()}")
+    extra = kernel_stubs(obj_dir) if app == "model" else []
+    if extra:
+        cmd.append("EXTRA_SRCS=" + " ".join(str(p) for p in extra))
+    if runtime_srcs is not None:
+        cmd.append("RUNTIME_SRCS=" + " ".join(str(p) for p in runtime_srcs))
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+    return build_dir / f"{app}.elf"
+
+
+def qemu_command(board: str, elf: Path, args: list[str], timeout_s: int) -> list[str]:
+    """The QEMU command line: -icount shift=0 makes one guest instruction one virtual nanosecond."""
+    sh = ",".join(["enable=on", "target=native", "arg=" + elf.stem] + [f"arg={a}" for a in args])
+    return ["timeout", str(timeout_s), "qemu-system-arm", "-M", board, "-nographic", "-monitor", "none",
+            "-serial", "none", "-icount", "shift=0", "-semihosting-config", sh, "-kernel", str(elf)]
+
+
+def run(board: str, elf: Path, args: list[str] | None = None, cwd: Path | None = None,
+        timeout_s: int = 300) -> GuestRun:
+    """Run ``elf`` under QEMU with semihosting; files named in ``args`` are relative to ``cwd``."""
+    for a in args or []:
+        if " " in a or "," in a:
+            raise ValueError(f"semihosting arguments cannot contain spaces or commas: {a!r}")
+    cmd = qemu_command(board, Path(elf).resolve(), list(args or []), timeout_s)
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout_s + 30)
+    console = res.stdout + res.stderr
+    report: dict[str, int] = {}
+    for line in console.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            report[parts[0]] = int(parts[1])
+    return GuestRun(res.returncode, console, report)
+
+
+def build_plan_app(plan: bytes, board: str, work: Path, obj_dir: Path | None = None, name: str = "model",
+                   opt: str = "-O2") -> Path:
+    """Codegen (--format app) + build for one plan; returns the ELF."""
+    from tigris.codegen import generate_c
+
+    work.mkdir(parents=True, exist_ok=True)
+    c_src, header = generate_c(plan, name, "app")
+    (work / f"{name}.c").write_text(c_src)
+    (work / f"{name}.h").write_text(header)
+    return build(board, work / "build", model_c=work / f"{name}.c", obj_dir=obj_dir, opt=opt)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("plan", type=Path)
+    ap.add_argument("--board", choices=sorted(BOARDS), default="mps2-an386")
+    ap.add_argument("--input", action="append", default=[], help="input file (stored form), one per input")
+    ap.add_argument("--output", action="append", default=[], help="output file, one per output")
+    ap.add_argument("--work", type=Path, default=Path("build") / "qemu")
+    args = ap.parse_args(argv)
+    if missing_tools():
+        print(f"error: missing tools: {', '.join(missing_tools())}", file=sys.stderr)
+        return 2
+    elf = build_plan_app(args.plan.read_bytes(), args.board, args.work)
+    files = [os.path.abspath(p) for p in args.input + args.output]
+    r = run(args.board, elf, files)
+    print(r.console, end="")
+    return r.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
