@@ -47,41 +47,33 @@ static int tgrs_lz4_ext(const uint8_t **ip, const uint8_t *iend, size_t *len, si
     return TGRS_LZ4_OK;
 }
 
-int tgrs_lz4_decode(const void *src, size_t src_len, void *dst, size_t dst_len)
+/*
+ * The decoder proper, on positions rather than pointers so the same code can run without an output buffer
+ * (dst == NULL: validation only, nothing is written; the loader uses it to prove a block good before any run).
+ */
+static int tgrs_lz4_run(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_len)
 {
-    const uint8_t *ip;
-    const uint8_t *iend;
-    uint8_t *const ostart = (uint8_t *)dst;
-    uint8_t *op;
-    uint8_t *oend;
+    const uint8_t *ip = in;
+    const uint8_t *const iend = in + in_len;
+    size_t o = 0; /* bytes produced so far */
 
-    if ((src == NULL && src_len != 0u) || (dst == NULL && dst_len != 0u)) {
-        return TGRS_LZ4_ERR_ARG;
-    }
-    if (src_len == 0u) {
+    if (in_len == 0u) {
         /* Even an empty block holds one token; zero bytes is a truncated block. */
         return TGRS_LZ4_ERR_INPUT;
     }
-    ip = (const uint8_t *)src;
-    iend = ip + src_len;
-    op = ostart;
-    oend = ostart + dst_len;
-
     for (;;) {
         unsigned token;
         size_t lit;
         size_t mlen;
         size_t offset;
-        size_t k;
-        const uint8_t *match;
         int rc;
 
-        /* ip < iend holds here: checked at the loop entry and after every match. */
+        /* ip < iend holds here: checked before the loop and after every match. */
         token = *ip++;
 
         lit = token >> 4;
         if (lit == 15u) {
-            rc = tgrs_lz4_ext(&ip, iend, &lit, (size_t)(oend - op));
+            rc = tgrs_lz4_ext(&ip, iend, &lit, out_len - o);
             if (rc != TGRS_LZ4_OK) {
                 return rc;
             }
@@ -89,18 +81,18 @@ int tgrs_lz4_decode(const void *src, size_t src_len, void *dst, size_t dst_len)
         if (lit > (size_t)(iend - ip)) {
             return TGRS_LZ4_ERR_INPUT;
         }
-        if (lit > (size_t)(oend - op)) {
+        if (lit > out_len - o) {
             return TGRS_LZ4_ERR_OUTPUT;
         }
-        if (lit != 0u) {
-            memcpy(op, ip, lit);
+        if (out != NULL && lit != 0u) {
+            memcpy(out + o, ip, lit);
         }
         ip += lit;
-        op += lit;
+        o += lit;
 
         if (ip == iend) {
             /* Last sequence: literals only. The output must be exactly full. */
-            return op == oend ? TGRS_LZ4_OK : TGRS_LZ4_ERR_SHORT;
+            return o == out_len ? TGRS_LZ4_OK : TGRS_LZ4_ERR_SHORT;
         }
 
         if ((size_t)(iend - ip) < 2u) {
@@ -108,32 +100,56 @@ int tgrs_lz4_decode(const void *src, size_t src_len, void *dst, size_t dst_len)
         }
         offset = (size_t)ip[0] | ((size_t)ip[1] << 8);
         ip += 2;
-        if (offset == 0u || offset > (size_t)(op - ostart)) {
+        if (offset == 0u || offset > o) {
             return TGRS_LZ4_ERR_OFFSET;
         }
 
         mlen = token & 15u;
         if (mlen == 15u) {
-            rc = tgrs_lz4_ext(&ip, iend, &mlen, (size_t)(oend - op));
+            rc = tgrs_lz4_ext(&ip, iend, &mlen, out_len - o);
             if (rc != TGRS_LZ4_OK) {
                 return rc;
             }
         }
         mlen += TGRS_LZ4_MIN_MATCH;
-        if (mlen > (size_t)(oend - op)) {
+        if (mlen > out_len - o) {
             return TGRS_LZ4_ERR_OUTPUT;
         }
-        /* Byte by byte: the source may overlap the bytes being written (a repeated pattern). */
-        match = op - offset;
-        for (k = 0; k < mlen; ++k) {
-            op[k] = match[k];
+        if (out != NULL) {
+            /* Byte by byte: the source may overlap the bytes being written (a repeated pattern). */
+            const uint8_t *match = out + (o - offset);
+            uint8_t *op = out + o;
+            size_t k;
+            for (k = 0; k < mlen; ++k) {
+                op[k] = match[k];
+            }
         }
-        op += mlen;
+        o += mlen;
 
         if (ip == iend) {
-            /* A block never ends on a match: its last sequence holds literals only (possibly zero of them, but the
-             * token must be there). */
+            /* A block never ends on a match: its last sequence holds literals only (possibly none, but the token
+             * must be there). */
             return TGRS_LZ4_ERR_INPUT;
         }
     }
+}
+
+int tgrs_lz4_decode(const void *src, size_t src_len, void *dst, size_t dst_len)
+{
+    if (src == NULL || (dst == NULL && dst_len != 0u)) {
+        return TGRS_LZ4_ERR_ARG;
+    }
+    if (dst == NULL) {
+        /* dst_len == 0: nothing can be written, validation covers it exactly. */
+        return tgrs_lz4_run((const uint8_t *)src, src_len, NULL, 0u);
+    }
+    return tgrs_lz4_run((const uint8_t *)src, src_len, (uint8_t *)dst, dst_len);
+}
+
+int tgrs_lz4_validate(const void *src, size_t src_len, size_t dst_len)
+{
+    if (src == NULL) {
+        return TGRS_LZ4_ERR_ARG;
+    }
+    return tgrs_lz4_run((const uint8_t *)src, src_len, NULL, dst_len);
 }

@@ -17,7 +17,7 @@
 #define TGRS_LZ4_ERR_OUTPUT (-2)  /* a literal run or match would write past the end of the output */
 #define TGRS_LZ4_ERR_OFFSET (-3)  /* match offset 0, or reaching before the start of the output */
 #define TGRS_LZ4_ERR_SHORT (-4)   /* the input ended before the output was filled */
-#define TGRS_LZ4_ERR_ARG (-5)     /* NULL buffer with a nonzero length */
+#define TGRS_LZ4_ERR_ARG (-5)     /* NULL source, or NULL output with a nonzero length */
 
 /*
  * Decode the LZ4 block src[0, src_len) into dst[0, dst_len). Succeeds only if the block decodes to exactly dst_len
@@ -25,5 +25,8 @@
  * On failure dst may hold partially decoded bytes.
  */
 int tgrs_lz4_decode(const void *src, size_t src_len, void *dst, size_t dst_len);
+
+/* Check that src decodes to exactly dst_len bytes, consuming all of src, without writing anything. */
+int tgrs_lz4_validate(const void *src, size_t src_len, size_t dst_len);
 
 #endif /* TGRS_LZ4_H */

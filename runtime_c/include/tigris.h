@@ -1,0 +1,106 @@
+/*
+ * tigris.h - the public API of the TiGrIS runtime.
+ *
+ * Use:
+ *     tgrs_plan plan;
+ *     int rc = tgrs_load(&plan, plan_bytes, plan_len);       validates every byte; nothing is trusted before this
+ *     ... provide a fast arena of tgrs_fast_size(&plan) bytes and a slow arena of tgrs_slow_size(&plan) bytes ...
+ *     rc = tgrs_run(&plan, fast, fast_len, slow, slow_len, inputs, outputs, &stats);
+ *
+ * The runtime allocates nothing and keeps no state between calls: a tgrs_plan is a fixed-size set of validated
+ * offsets into the caller's plan bytes (which must stay alive and unchanged while the plan is used), and everything a
+ * run needs lives in the caller's two arenas. Every function returns TGRS_OK (0) or a negative TGRS_ERR_* code from
+ * tgrs_format.h; tgrs_status_name() names it.
+ *
+ * Inputs and outputs are exchanged in the *stored* form described by tgrs_io_info: physical layout (NHWC for images),
+ * and the declared element type (a declared uint8 boundary is stored internally as int8; the runtime converts by
+ * flipping the top bit, which maps uint8 v to int8 v - 128).
+ */
+#ifndef TIGRIS_H
+#define TIGRIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tgrs_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A validated plan. Treat as opaque: the fields are offsets into `base` that tgrs_load has checked. */
+typedef struct tgrs_plan {
+    const uint8_t *base;                         /* the caller's plan bytes */
+    uint32_t size;                               /* file_size */
+    uint32_t flags;                              /* header flags (TGRS_FLAG_*) */
+    uint32_t sec_off[TGRS_SECTION_COUNT + 1u];   /* by section id (index 0 unused) */
+    uint32_t sec_size[TGRS_SECTION_COUNT + 1u];
+    uint32_t sec_count[TGRS_SECTION_COUNT + 1u];
+    uint32_t fast_arena;                         /* bytes the caller must provide */
+    uint32_t slow_arena;
+    uint32_t n_inputs;
+    uint32_t n_outputs;
+    uint32_t loaded;                             /* TGRS_PLAN_LOADED after a successful tgrs_load */
+} tgrs_plan;
+
+#define TGRS_PLAN_LOADED 0x5447524Cu
+
+/* What one run did. Peaks are the highest end offset of any buffer the runtime touched in each arena. */
+typedef struct tgrs_stats {
+    uint32_t fast_peak;
+    uint32_t slow_peak;
+    uint32_t units;      /* units completed */
+    uint32_t ops;        /* kernel calls completed */
+    int32_t failed_op;   /* OP record index of the kernel that failed, -1 if none */
+    int32_t failed_unit; /* unit index where the run stopped, -1 if none */
+} tgrs_stats;
+
+/* One graph input or output, as the caller exchanges it. */
+typedef struct tgrs_io_info {
+    const char *name;        /* NUL-terminated (inside the plan bytes) */
+    uint32_t name_len;
+    int32_t dtype;           /* TGRS_DT_* of the caller's buffer: the declared dtype (U8 for a uint8 boundary) */
+    int32_t internal_dtype;  /* TGRS_DT_* stored in the arena */
+    int32_t layout;          /* TGRS_LAYOUT_* of the caller's bytes */
+    int32_t rank;            /* declared logical rank */
+    int32_t shape[8];        /* declared logical shape, entries past rank 0 */
+    int32_t tensor_rank;     /* logical rank of the internal tensor */
+    int32_t tensor_shape[8]; /* logical shape of the internal tensor (differs from `shape` only in order) */
+    int32_t dims[4];         /* physical view dims {N, H, W, C} of the caller's bytes */
+    uint32_t nbytes;         /* size of the caller's buffer */
+    uint32_t flags;          /* TGRS_IO_F_* */
+    float scale;             /* internal quantization (QUANT) */
+    int32_t zero_point;
+    float decl_scale;        /* declared quantization (DECL_QUANT) */
+    int32_t decl_zero_point;
+} tgrs_io_info;
+
+/* Validate `len` bytes at `bytes` (aligned to TGRS_PLAN_ALIGN) and fill `plan`. On failure `plan` is unusable. */
+int tgrs_load(tgrs_plan *plan, const void *bytes, size_t len);
+
+/* Arena sizes the plan needs (0 for a plan that is not loaded). */
+uint32_t tgrs_fast_size(const tgrs_plan *plan);
+uint32_t tgrs_slow_size(const tgrs_plan *plan);
+
+/* The interface (-1 for a plan that is not loaded). */
+int32_t tgrs_num_inputs(const tgrs_plan *plan);
+int32_t tgrs_num_outputs(const tgrs_plan *plan);
+int tgrs_input_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info);
+int tgrs_output_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info);
+
+/*
+ * Run one inference. `fast`/`slow` are the arenas (aligned to TGRS_ARENA_ALIGN; `slow` may be NULL when the plan
+ * needs no slow arena); inputs[i] holds tgrs_input_info(i).nbytes bytes, outputs[i] receives
+ * tgrs_output_info(i).nbytes bytes. `stats` may be NULL.
+ */
+int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
+             const void *const *inputs, void *const *outputs, tgrs_stats *stats);
+
+/* The TGRS_* name of a status code ("TGRS_ERR_CRC"), or "TGRS_ERR_UNKNOWN". Never NULL. */
+const char *tgrs_status_name(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIGRIS_H */

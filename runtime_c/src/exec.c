@@ -1,0 +1,353 @@
+/*
+ * exec.c - tgrs_run: execute a validated plan on the caller's arenas (docs/format.md "Executing a plan").
+ *
+ * Per unit: bring the unit's weights into the fast prefix (copy or LZ4-decode; nothing with XIP), then for each tile
+ * (one pass when untiled) reload the tile's input bands from the slow arena, run the unit's ops on views whose rows
+ * come from the plan's per-tile bands, and spill the tile's output bands. Ops are dispatched by kind through a const
+ * table. Everything runs on the caller's memory: the only state is this call's stack frame.
+ *
+ * High-water marks: every buffer the run touches (a unit's weight prefix, a placement an op / reload / spill uses, a
+ * kernel scratch, an interface home, a slow home) raises the peak of its arena to the buffer's end. Placements count
+ * with their full reserved size, which is what the compiler's peaks count, so the two must agree exactly.
+ */
+#include "tgrs_internal.h"
+#include "tgrs_lz4.h"
+#include "tgrs_op.h"
+
+/* Kernel per op kind; designated initializers tie each entry to its TGRS_OP_* number, not to a position. */
+static const tgrs_kernel_fn tgrs_kernel_table[TGRS_OP_COUNT + 1u] = {
+    [TGRS_OP_CONV] = tgrs_kernel_conv,
+    [TGRS_OP_DWCONV] = tgrs_kernel_dwconv,
+    [TGRS_OP_FC] = tgrs_kernel_fc,
+    [TGRS_OP_MAXPOOL] = tgrs_kernel_maxpool,
+    [TGRS_OP_AVGPOOL] = tgrs_kernel_avgpool,
+    [TGRS_OP_GAP] = tgrs_kernel_gap,
+    [TGRS_OP_ADD] = tgrs_kernel_add,
+    [TGRS_OP_MUL] = tgrs_kernel_mul,
+    [TGRS_OP_CONCAT] = tgrs_kernel_concat,
+    [TGRS_OP_RESIZE] = tgrs_kernel_resize,
+    [TGRS_OP_UNARY] = tgrs_kernel_unary,
+    [TGRS_OP_PRELU] = tgrs_kernel_prelu,
+    [TGRS_OP_SOFTMAX] = tgrs_kernel_softmax,
+    [TGRS_OP_PAD] = tgrs_kernel_pad,
+    [TGRS_OP_TRANSPOSE] = tgrs_kernel_transpose,
+    [TGRS_OP_QUANTIZE] = tgrs_kernel_quantize,
+    [TGRS_OP_DEQUANTIZE] = tgrs_kernel_dequantize,
+    [TGRS_OP_COPY] = tgrs_kernel_copy,
+};
+
+/* One run's context, on the stack of tgrs_run. */
+typedef struct tgrs_exec {
+    const tgrs_plan *plan;
+    uint8_t *fast;
+    uint8_t *slow;
+    const uint8_t *weights; /* WEIGHTS section */
+    uint32_t fast_peak;
+    uint32_t slow_peak;
+} tgrs_exec;
+
+/* The unit being run and the tile within it. */
+typedef struct tgrs_at {
+    const uint8_t *unit;
+    uint32_t place_first;
+    uint32_t place_count;
+    uint32_t tile;
+    int tiled;
+} tgrs_at;
+
+static void tgrs_touch(uint32_t *peak, uint32_t off, uint32_t size)
+{
+    /* off + size <= arena size <= UINT32_MAX: proven by the loader. */
+    if (off + size > *peak) {
+        *peak = off + size;
+    }
+}
+
+/* The placement record of root tensor `root` in the current unit (the loader proved it exists). */
+static const uint8_t *tgrs_place_of(const tgrs_exec *ex, const tgrs_at *at, uint32_t root, uint32_t *pidx)
+{
+    uint32_t p = tgrs_find_placement(ex->plan, at->place_first, at->place_count, root);
+    *pidx = p - at->place_first;
+    return tgrs_placement(ex->plan, p);
+}
+
+/* Rows [row0, row0 + rows) of the placement at position pidx of the unit, in the current tile. */
+static void tgrs_band(const tgrs_exec *ex, const tgrs_at *at, const uint8_t *root_rec, uint32_t pidx, int32_t *row0,
+                      int32_t *rows)
+{
+    if (at->tiled) {
+        const uint8_t *r = tgrs_rec(ex->plan, TGRS_SEC_TILE_ROWS,
+                                    tgrs_rd_u32(at->unit + TGRS_UNIT_OFF_ROWS_FIRST) + at->tile * at->place_count + pidx,
+                                    TGRS_TILE_ROW_SIZE);
+        *row0 = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROW0);
+        *rows = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROWS);
+    } else {
+        *row0 = 0;
+        *rows = tgrs_rd_i32(root_rec + TGRS_TENSOR_OFF_DIMS + 4u);
+    }
+}
+
+/* Copy tensor t's band of this tile between its slow home and its fast placement. */
+static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
+{
+    uint32_t root = tgrs_root(ex->plan, t);
+    const uint8_t *rr = tgrs_tensor(ex->plan, root);
+    uint32_t pidx;
+    const uint8_t *pr = tgrs_place_of(ex, at, root, &pidx);
+    uint32_t poff = tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET);
+    uint32_t soff = tgrs_rd_u32(rr + TGRS_TENSOR_OFF_SLOW_OFFSET);
+    uint32_t rb = tgrs_row_bytes(rr);
+    int32_t row0;
+    int32_t rows;
+    size_t n;
+    tgrs_band(ex, at, rr, pidx, &row0, &rows);
+    n = (size_t)rows * rb;
+    if (n != 0u) {
+        uint8_t *f = ex->fast + poff;
+        uint8_t *s = ex->slow + soff + (size_t)row0 * rb;
+        if (to_fast) {
+            memcpy(f, s, n);
+        } else {
+            memcpy(s, f, n);
+        }
+    }
+    tgrs_touch(&ex->fast_peak, poff, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE));
+    tgrs_touch(&ex->slow_peak, soff, tgrs_rd_u32(rr + TGRS_TENSOR_OFF_SLOW_SIZE));
+}
+
+static void tgrs_move_list(tgrs_exec *ex, const tgrs_at *at, int to_fast)
+{
+    uint32_t first = tgrs_rd_u32(at->unit + (to_fast ? TGRS_UNIT_OFF_RELOAD_FIRST : TGRS_UNIT_OFF_SPILL_FIRST));
+    uint32_t count = tgrs_rd_u32(at->unit + (to_fast ? TGRS_UNIT_OFF_RELOAD_COUNT : TGRS_UNIT_OFF_SPILL_COUNT));
+    uint32_t i;
+    for (i = 0; i < count; ++i) {
+        tgrs_move(ex, at, tgrs_index_at(ex->plan, first + i), to_fast);
+    }
+}
+
+/* The view of tensor t in the current tile: its own dims and quantization, its root's buffer and band. */
+static void tgrs_view(tgrs_exec *ex, const tgrs_at *at, uint32_t t, tgrs_tview *v)
+{
+    const uint8_t *tr = tgrs_tensor(ex->plan, t);
+    uint32_t root = tgrs_rd_u32(tr + TGRS_TENSOR_OFF_ROOT);
+    const uint8_t *rr = tgrs_tensor(ex->plan, root);
+    uint32_t pidx;
+    const uint8_t *pr = tgrs_place_of(ex, at, root, &pidx);
+    uint32_t poff = tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET);
+    uint32_t k;
+    v->data = ex->fast + poff;
+    for (k = 0; k < 4u; ++k) {
+        v->dims[k] = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u * k);
+    }
+    tgrs_band(ex, at, rr, pidx, &v->row0, &v->rows);
+    if (!at->tiled) {
+        /* An alias may have other dims than its root (same bytes): the whole tensor in its own rows. */
+        v->rows = v->dims[1];
+    }
+    v->dtype = (int32_t)tgrs_rd_u32(tr + TGRS_TENSOR_OFF_DTYPE);
+    v->zero_point = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_ZERO_POINT);
+    v->scale = tgrs_rd_f32(tr + TGRS_TENSOR_OFF_SCALE);
+    tgrs_touch(&ex->fast_peak, poff, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE));
+}
+
+static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
+{
+    const uint8_t *r = tgrs_op(ex->plan, op_index);
+    uint32_t kind = tgrs_rd_u32(r + TGRS_OP_OFF_KIND);
+    uint32_t n_in = tgrs_rd_u32(r + TGRS_OP_OFF_N_IN);
+    int xip = (ex->plan->flags & TGRS_FLAG_XIP) != 0u;
+    tgrs_tview views[TGRS_MAX_INPUTS];
+    tgrs_tview out;
+    int32_t params[TGRS_MAX_PARAMS];
+    tgrs_op_ctx ctx;
+    uint32_t k;
+
+    tgrs_view(ex, at, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), &out);
+    if (out.rows == 0) {
+        return TGRS_OK; /* this tile computes no row of this tensor */
+    }
+    memset(&ctx, 0, sizeof ctx);
+    for (k = 0; k < n_in; ++k) {
+        tgrs_view(ex, at, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k), &views[k]);
+        ctx.in[k] = &views[k];
+    }
+    for (k = 0; k < (uint32_t)TGRS_MAX_PARAMS; ++k) {
+        params[k] = tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * k);
+    }
+    for (k = 0; k < (uint32_t)TGRS_MAX_CONSTS; ++k) {
+        uint32_t off = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_OFF + 4u * k);
+        uint32_t len = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_LEN + 4u * k);
+        if (len != 0u) {
+            ctx.c[k] = xip ? (const void *)(ex->weights + off) : (const void *)(ex->fast + off);
+            ctx.clen[k] = len;
+        }
+    }
+    ctx.p = params;
+    ctx.n_in = (int32_t)n_in;
+    ctx.out = &out;
+    ctx.scratch_size = tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_SIZE);
+    if (ctx.scratch_size != 0u) {
+        uint32_t soff = tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_OFF);
+        ctx.scratch = ex->fast + soff;
+        tgrs_touch(&ex->fast_peak, soff, ctx.scratch_size);
+    }
+    return tgrs_kernel_table[kind](&ctx);
+}
+
+/* Unit start: the unit's weights into the fast prefix [0, wraw_size). */
+static int tgrs_load_weights(tgrs_exec *ex, const uint8_t *u)
+{
+    uint32_t wb = tgrs_rd_u32(u + TGRS_UNIT_OFF_WEIGHT_BYTES);
+    uint32_t raw = tgrs_rd_u32(u + TGRS_UNIT_OFF_WRAW_SIZE);
+    const uint8_t *blob = ex->weights + tgrs_rd_u32(u + TGRS_UNIT_OFF_WBLOB_OFF);
+    if ((ex->plan->flags & TGRS_FLAG_XIP) != 0u) {
+        return TGRS_OK;
+    }
+    tgrs_touch(&ex->fast_peak, 0u, wb);
+    if (raw == 0u) {
+        return TGRS_OK;
+    }
+    if ((ex->plan->flags & TGRS_FLAG_LZ4) != 0u) {
+        if (tgrs_lz4_decode(blob, tgrs_rd_u32(u + TGRS_UNIT_OFF_WBLOB_SIZE), ex->fast, raw) != TGRS_LZ4_OK) {
+            return TGRS_ERR_LZ4;
+        }
+    } else {
+        memcpy(ex->fast, blob, raw);
+    }
+    return TGRS_OK;
+}
+
+/* Write (input) or read (output) interface record i, converting a declared uint8 boundary to the stored int8. */
+static void tgrs_exchange(tgrs_exec *ex, uint32_t i, const uint8_t *src, uint8_t *dst)
+{
+    const uint8_t *r = tgrs_io(ex->plan, i);
+    uint32_t arena = tgrs_rd_u32(r + TGRS_IO_OFF_ARENA);
+    uint32_t off = tgrs_rd_u32(r + TGRS_IO_OFF_OFFSET);
+    uint32_t n = tgrs_rd_u32(r + TGRS_IO_OFF_NBYTES);
+    int flip = tgrs_rd_u32(r + TGRS_IO_OFF_DECL_DTYPE) != tgrs_rd_u32(r + TGRS_IO_OFF_DTYPE); /* only U8 <-> S8 */
+    uint8_t *home;
+    uint32_t k;
+    if (arena == TGRS_ARENA_SLOW) {
+        const uint8_t *rr = tgrs_tensor(ex->plan, tgrs_root(ex->plan, tgrs_rd_u32(r + TGRS_IO_OFF_TENSOR)));
+        home = ex->slow + off;
+        tgrs_touch(&ex->slow_peak, off, tgrs_rd_u32(rr + TGRS_TENSOR_OFF_SLOW_SIZE));
+    } else {
+        home = ex->fast + off;
+        tgrs_touch(&ex->fast_peak, off, n);
+    }
+    if (src == NULL) {
+        src = home; /* output: home -> dst */
+    } else {
+        dst = home; /* input: src -> home */
+    }
+    if (flip) {
+        /* uint8 v and int8 v - 128 are the same real number under zero points that differ by 128: flip bit 7. */
+        for (k = 0; k < n; ++k) {
+            dst[k] = (uint8_t)(src[k] ^ 0x80u);
+        }
+    } else if (n != 0u) {
+        memcpy(dst, src, n);
+    }
+}
+
+static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
+{
+    tgrs_at at;
+    uint32_t of;
+    uint32_t oc;
+    uint32_t tiles;
+    int rc;
+
+    at.unit = tgrs_unit(ex->plan, ui);
+    at.place_first = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_PLACE_FIRST);
+    at.place_count = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_PLACE_COUNT);
+    at.tiled = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u;
+    of = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_FIRST);
+    oc = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT);
+    tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);
+
+    rc = tgrs_load_weights(ex, at.unit);
+    if (rc != TGRS_OK) {
+        return rc;
+    }
+    for (at.tile = 0; at.tile < tiles; ++at.tile) {
+        uint32_t i;
+        tgrs_move_list(ex, &at, 1);
+        for (i = of; i < of + oc; ++i) {
+            rc = tgrs_run_op(ex, &at, i);
+            if (rc != TGRS_OK) {
+                st->failed_op = (int32_t)i;
+                return rc > 0 ? TGRS_ERR_UNSUPPORTED : rc; /* a kernel returning a positive value is a bug */
+            }
+            st->ops++;
+        }
+        tgrs_move_list(ex, &at, 0);
+    }
+    return TGRS_OK;
+}
+
+int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
+             const void *const *inputs, void *const *outputs, tgrs_stats *stats)
+{
+    tgrs_stats local;
+    tgrs_stats *st = stats != NULL ? stats : &local;
+    tgrs_exec ex;
+    uint32_t i;
+    int rc;
+
+    memset(st, 0, sizeof *st);
+    st->failed_op = -1;
+    st->failed_unit = -1;
+    if (plan == NULL || inputs == NULL || outputs == NULL) {
+        return TGRS_ERR_NULL;
+    }
+    if (plan->loaded != TGRS_PLAN_LOADED) {
+        return TGRS_ERR_STATE;
+    }
+    if ((fast == NULL && plan->fast_arena != 0u) || (slow == NULL && plan->slow_arena != 0u)) {
+        return TGRS_ERR_NULL;
+    }
+    if ((uintptr_t)fast % TGRS_ARENA_ALIGN != 0u || (uintptr_t)slow % TGRS_ARENA_ALIGN != 0u) {
+        return TGRS_ERR_ALIGN;
+    }
+    if (fast_len < plan->fast_arena || slow_len < plan->slow_arena) {
+        return TGRS_ERR_ARENA_SMALL;
+    }
+    for (i = 0; i < plan->n_inputs; ++i) {
+        if (inputs[i] == NULL) {
+            return TGRS_ERR_NULL;
+        }
+    }
+    for (i = 0; i < plan->n_outputs; ++i) {
+        if (outputs[i] == NULL) {
+            return TGRS_ERR_NULL;
+        }
+    }
+    ex.plan = plan;
+    ex.fast = (uint8_t *)fast;
+    ex.slow = (uint8_t *)slow;
+    ex.weights = plan->base + plan->sec_off[TGRS_SEC_WEIGHTS];
+    ex.fast_peak = 0u;
+    ex.slow_peak = 0u;
+
+    for (i = 0; i < plan->n_inputs; ++i) {
+        tgrs_exchange(&ex, i, (const uint8_t *)inputs[i], NULL);
+    }
+    rc = TGRS_OK;
+    for (i = 0; i < plan->sec_count[TGRS_SEC_UNITS]; ++i) {
+        rc = tgrs_run_unit(&ex, i, st);
+        if (rc != TGRS_OK) {
+            st->failed_unit = (int32_t)i;
+            break;
+        }
+        st->units++;
+    }
+    if (rc == TGRS_OK) {
+        for (i = 0; i < plan->n_outputs; ++i) {
+            tgrs_exchange(&ex, plan->n_inputs + i, NULL, (uint8_t *)outputs[i]);
+        }
+    }
+    st->fast_peak = ex.fast_peak;
+    st->slow_peak = ex.slow_peak;
+    return rc;
+}

@@ -1,0 +1,792 @@
+/*
+ * loader.c - tgrs_load: validate a .tgrs plan completely before anything uses it.
+ *
+ * The checks follow docs/format.md "What a reader must check", in its order, so the first failure found is the one
+ * the document (and the Python reader) names. Everything is computed in 64 bits or compared as "size > limit -
+ * offset" so no sum can wrap. After tgrs_load succeeds the executor indexes records without further checks, except
+ * the ones only a run can make (arena sizes and LZ4 output, which the loader also pre-validates).
+ *
+ * Beyond the document (safety the executor relies on):
+ *   - every LZ4 block is decoded once without output (tgrs_lz4_validate), so a malformed block is refused at load;
+ *   - in a tiled unit every tensor an op, reload or spill touches has the same rows as its root, because bands are
+ *     stated per root buffer (TGRS_ERR_TILE_ROWS);
+ *   - the IO record's decl_dtype must equal its dtype, or be U8 on an S8 tensor (the only conversion the runtime
+ *     makes), and a FAST home's placement must hold the whole tensor (TGRS_ERR_IO);
+ *   - op names are string references like any other (TGRS_ERR_STRING).
+ * What the loader cannot prove is liveness (that no two live buffers overlap): plan/check.py proves it at compile
+ * time, and a plan that breaks it still only reads and writes inside the caller's arenas.
+ */
+#include "tgrs_internal.h"
+#include "tgrs_lz4.h"
+
+#define TGRS_DATA_START (TGRS_DIR_OFFSET + TGRS_SECTION_COUNT * TGRS_SECTION_SIZE)
+
+/* ---- CRC-32 (IEEE 802.3, reflected, as zlib): a 16-entry nibble table, small enough for any MCU ---- */
+static uint32_t tgrs_crc32(const uint8_t *p, size_t n)
+{
+    static const uint32_t tbl[16] = {
+        0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu, 0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
+        0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu, 0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu,
+    };
+    uint32_t c = 0xFFFFFFFFu;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        c ^= p[i];
+        c = (c >> 4) ^ tbl[c & 15u];
+        c = (c >> 4) ^ tbl[c & 15u];
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+static int tgrs_dtype_ok(uint32_t dt)
+{
+    return dt == (uint32_t)TGRS_DT_F32 || dt == (uint32_t)TGRS_DT_S8 || dt == (uint32_t)TGRS_DT_U8 ||
+           dt == (uint32_t)TGRS_DT_S32 || dt == (uint32_t)TGRS_DT_S16;
+}
+
+static uint32_t tgrs_dtype_bytes(uint32_t dt)
+{
+    switch (dt) {
+    case (uint32_t)TGRS_DT_F32: return 4u;
+    case (uint32_t)TGRS_DT_S8: return 1u;
+    case (uint32_t)TGRS_DT_U8: return 1u;
+    case (uint32_t)TGRS_DT_S32: return 4u;
+    case (uint32_t)TGRS_DT_S16: return 2u;
+    default: return 0u;
+    }
+}
+
+/* A finite, strictly positive float (NaN fails every comparison). */
+static int tgrs_scale_ok(float s)
+{
+    return s > 0.0f && s <= 3.4028234e38f;
+}
+
+/* [off, off + len) lies inside [0, limit), without overflow. */
+static int tgrs_fits(uint32_t off, uint32_t len, uint32_t limit)
+{
+    return off <= limit && len <= limit - off;
+}
+
+static int tgrs_check_string(const tgrs_plan *plan, uint32_t off, uint32_t len)
+{
+    uint32_t n = plan->sec_size[TGRS_SEC_STRINGS];
+    if (off >= n || len >= n - off) { /* off + len must be < n: the NUL sits there */
+        return TGRS_ERR_STRING;
+    }
+    if (plan->base[plan->sec_off[TGRS_SEC_STRINGS] + off + len] != 0u) {
+        return TGRS_ERR_STRING;
+    }
+    return TGRS_OK;
+}
+
+/* INDEX list (first, count) inside the INDEX section. */
+static int tgrs_check_list(const tgrs_plan *plan, uint32_t first, uint32_t count)
+{
+    return tgrs_fits(first, count, plan->sec_count[TGRS_SEC_INDEX]) ? TGRS_OK : TGRS_ERR_INDEX;
+}
+
+static uint32_t tgrs_rec_size(uint32_t id)
+{
+    switch (id) {
+    case TGRS_SEC_PLAN: return TGRS_PLAN_SIZE;
+    case TGRS_SEC_TENSORS: return TGRS_TENSOR_SIZE;
+    case TGRS_SEC_IO: return TGRS_IO_SIZE;
+    case TGRS_SEC_OPS: return TGRS_OP_SIZE;
+    case TGRS_SEC_UNITS: return TGRS_UNIT_SIZE;
+    case TGRS_SEC_PLACEMENTS: return TGRS_PLACEMENT_SIZE;
+    case TGRS_SEC_TILE_ROWS: return TGRS_TILE_ROW_SIZE;
+    case TGRS_SEC_INDEX: return 4u;
+    case TGRS_SEC_STAGES: return TGRS_STAGE_SIZE;
+    default: return 0u; /* byte sections: STRINGS, WEIGHTS */
+    }
+}
+
+/* Steps 2-9: header, CRC, directory. */
+static int tgrs_check_header(tgrs_plan *plan, const uint8_t *b, size_t len)
+{
+    uint32_t file_size;
+    uint32_t flags;
+    uint32_t prev_end = TGRS_DATA_START;
+    uint32_t i;
+
+    if (len < TGRS_HEADER_SIZE) {
+        return TGRS_ERR_TRUNCATED;
+    }
+    if (b[0] != TGRS_MAGIC0 || b[1] != TGRS_MAGIC1 || b[2] != TGRS_MAGIC2 || b[3] != TGRS_MAGIC3) {
+        return TGRS_ERR_MAGIC;
+    }
+    if (tgrs_rd_u16(b + TGRS_HEADER_OFF_VERSION) != TGRS_FORMAT_VERSION) {
+        return TGRS_ERR_VERSION;
+    }
+    file_size = tgrs_rd_u32(b + TGRS_HEADER_OFF_FILE_SIZE);
+    if ((size_t)file_size > len) {
+        return TGRS_ERR_TRUNCATED;
+    }
+    if ((size_t)file_size < len || file_size < TGRS_DATA_START) {
+        return TGRS_ERR_SIZE;
+    }
+    if (tgrs_crc32(b + TGRS_CRC_START, file_size - TGRS_CRC_START) != tgrs_rd_u32(b + TGRS_HEADER_OFF_CRC32)) {
+        return TGRS_ERR_CRC;
+    }
+    flags = tgrs_rd_u32(b + TGRS_HEADER_OFF_FLAGS);
+    if (tgrs_rd_u16(b + TGRS_HEADER_OFF_HEADER_SIZE) != TGRS_HEADER_SIZE ||
+        tgrs_rd_u32(b + TGRS_HEADER_OFF_SECTION_COUNT) != TGRS_SECTION_COUNT ||
+        tgrs_rd_u32(b + TGRS_HEADER_OFF_DIR_OFFSET) != TGRS_DIR_OFFSET ||
+        tgrs_rd_u32(b + TGRS_HEADER_OFF_RESERVED) != 0u || (flags & ~TGRS_FLAGS_KNOWN) != 0u ||
+        ((flags & TGRS_FLAG_XIP) != 0u && (flags & TGRS_FLAG_LZ4) != 0u)) {
+        return TGRS_ERR_HEADER;
+    }
+    plan->base = b;
+    plan->size = file_size;
+    plan->flags = flags;
+
+    /* Step 8 for every entry, then step 9: a malformed directory is reported before any bound. */
+    for (i = 0; i < TGRS_SECTION_COUNT; ++i) {
+        const uint8_t *e = b + TGRS_DIR_OFFSET + i * TGRS_SECTION_SIZE;
+        uint32_t id = tgrs_rd_u32(e + TGRS_SECTION_OFF_ID);
+        uint32_t size = tgrs_rd_u32(e + TGRS_SECTION_OFF_SIZE);
+        uint32_t count = tgrs_rd_u32(e + TGRS_SECTION_OFF_COUNT);
+        uint32_t rs;
+        if (id != i + 1u) {
+            return TGRS_ERR_SECTION;
+        }
+        rs = tgrs_rec_size(id);
+        if (rs == 0u ? count != size : (uint64_t)count * rs != (uint64_t)size) {
+            return TGRS_ERR_SECTION;
+        }
+        if ((id == TGRS_SEC_PLAN && count != 1u) || (id == TGRS_SEC_UNITS && count == 0u)) {
+            return TGRS_ERR_SECTION;
+        }
+    }
+    for (i = 0; i < TGRS_SECTION_COUNT; ++i) {
+        const uint8_t *e = b + TGRS_DIR_OFFSET + i * TGRS_SECTION_SIZE;
+        uint32_t off = tgrs_rd_u32(e + TGRS_SECTION_OFF_OFFSET);
+        uint32_t size = tgrs_rd_u32(e + TGRS_SECTION_OFF_SIZE);
+        if (off % TGRS_ALIGN != 0u || off < prev_end || !tgrs_fits(off, size, file_size)) {
+            return TGRS_ERR_SECTION_BOUNDS;
+        }
+        prev_end = off + size;
+        plan->sec_off[i + 1u] = off;
+        plan->sec_size[i + 1u] = size;
+        plan->sec_count[i + 1u] = tgrs_rd_u32(e + TGRS_SECTION_OFF_COUNT);
+    }
+    return TGRS_OK;
+}
+
+/* Step 10 (max_prefix is checked with the units, where the largest weight_bytes is known). */
+static int tgrs_check_plan_rec(tgrs_plan *plan)
+{
+    const uint8_t *p = tgrs_rec(plan, TGRS_SEC_PLAN, 0u, TGRS_PLAN_SIZE);
+    uint32_t n_in = tgrs_rd_u32(p + TGRS_PLAN_OFF_N_INPUTS);
+    uint32_t n_out = tgrs_rd_u32(p + TGRS_PLAN_OFF_N_OUTPUTS);
+    plan->fast_arena = tgrs_rd_u32(p + TGRS_PLAN_OFF_FAST_ARENA);
+    plan->slow_arena = tgrs_rd_u32(p + TGRS_PLAN_OFF_SLOW_ARENA);
+    if (n_in == 0u || n_out == 0u || (uint64_t)n_in + n_out != (uint64_t)plan->sec_count[TGRS_SEC_IO] ||
+        tgrs_rd_u32(p + TGRS_PLAN_OFF_MAX_PREFIX) > plan->fast_arena ||
+        tgrs_rd_u32(p + TGRS_PLAN_OFF_WEIGHT_STORED) != plan->sec_size[TGRS_SEC_WEIGHTS]) {
+        return TGRS_ERR_PLAN;
+    }
+    plan->n_inputs = n_in;
+    plan->n_outputs = n_out;
+    return tgrs_check_string(plan, tgrs_rd_u32(p + TGRS_PLAN_OFF_NAME_OFF), tgrs_rd_u32(p + TGRS_PLAN_OFF_NAME_LEN));
+}
+
+/* The physical view dims of (shape, layout), as docs/design.md defines them; 0 when the shape has no view. */
+static int tgrs_view_dims(uint32_t layout, uint32_t rank, const int32_t *shape, int64_t *v)
+{
+    uint32_t i;
+    v[0] = v[1] = v[2] = v[3] = 1;
+    if (layout == TGRS_LAYOUT_NHWC) {
+        if (rank != 4u) {
+            return 0;
+        }
+        v[0] = shape[0];
+        v[1] = shape[2];
+        v[2] = shape[3];
+        v[3] = shape[1];
+        return 1;
+    }
+    if (layout == TGRS_LAYOUT_NWC) {
+        if (rank != 3u) {
+            return 0;
+        }
+        v[0] = shape[0];
+        v[1] = shape[2];
+        v[3] = shape[1];
+        return 1;
+    }
+    /* plain: leading ones; ranks above 4 fold their leading axes into N */
+    if (rank > 4u) {
+        int64_t lead = 1;
+        for (i = 0; i + 3u < rank; ++i) {
+            lead *= shape[i];
+            if (lead > INT32_MAX || lead < 1) {
+                return 0;
+            }
+        }
+        v[0] = lead;
+        v[1] = shape[rank - 3u];
+        v[2] = shape[rank - 2u];
+        v[3] = shape[rank - 1u];
+        return 1;
+    }
+    for (i = 0; i < rank; ++i) {
+        v[4u - rank + i] = shape[i];
+    }
+    return 1;
+}
+
+/* Step 12: every tensor record, then the alias/root rules that need other records. */
+static int tgrs_check_tensors(const tgrs_plan *plan)
+{
+    uint32_t n = plan->sec_count[TGRS_SEC_TENSORS];
+    uint32_t t;
+    const uint32_t known = TGRS_TENSOR_F_INPUT | TGRS_TENSOR_F_OUTPUT | TGRS_TENSOR_F_SLOW | TGRS_TENSOR_F_ALIAS |
+                           TGRS_TENSOR_F_QUANT;
+    for (t = 0; t < n; ++t) {
+        const uint8_t *r = tgrs_tensor(plan, t);
+        uint32_t dtype = tgrs_rd_u32(r + TGRS_TENSOR_OFF_DTYPE);
+        uint32_t layout = tgrs_rd_u32(r + TGRS_TENSOR_OFF_LAYOUT);
+        uint32_t rank = tgrs_rd_u32(r + TGRS_TENSOR_OFF_RANK);
+        uint32_t flags = tgrs_rd_u32(r + TGRS_TENSOR_OFF_FLAGS);
+        int32_t shape[TGRS_MAX_RANK];
+        int64_t view[4];
+        uint64_t prod = 1;
+        uint32_t i;
+        int rc = tgrs_check_string(plan, tgrs_rd_u32(r + TGRS_TENSOR_OFF_NAME_OFF),
+                                   tgrs_rd_u32(r + TGRS_TENSOR_OFF_NAME_LEN));
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+        if (!tgrs_dtype_ok(dtype) || layout > TGRS_LAYOUT_NWC || rank > (uint32_t)TGRS_MAX_RANK ||
+            (flags & ~known) != 0u) {
+            return TGRS_ERR_TENSOR;
+        }
+        for (i = 0; i < (uint32_t)TGRS_MAX_RANK; ++i) {
+            shape[i] = tgrs_rd_i32(r + TGRS_TENSOR_OFF_SHAPE + 4u * i);
+            if (i >= rank && shape[i] != 0) {
+                return TGRS_ERR_TENSOR;
+            }
+            if (i < rank && shape[i] < 1) {
+                return TGRS_ERR_TENSOR;
+            }
+        }
+        if (!tgrs_view_dims(layout, rank, shape, view)) {
+            return TGRS_ERR_TENSOR;
+        }
+        for (i = 0; i < 4u; ++i) {
+            int32_t d = tgrs_rd_i32(r + TGRS_TENSOR_OFF_DIMS + 4u * i);
+            if (d < 1 || (int64_t)d != view[i]) {
+                return TGRS_ERR_TENSOR;
+            }
+            prod *= (uint64_t)d; /* each factor < 2^31 and checked below before the next multiply overflows */
+            if (prod > 0xFFFFFFFFu) {
+                return TGRS_ERR_TENSOR;
+            }
+        }
+        prod *= tgrs_dtype_bytes(dtype);
+        if (prod != (uint64_t)tgrs_rd_u32(r + TGRS_TENSOR_OFF_NBYTES)) {
+            return TGRS_ERR_TENSOR;
+        }
+        if ((flags & TGRS_TENSOR_F_QUANT) != 0u && !tgrs_scale_ok(tgrs_rd_f32(r + TGRS_TENSOR_OFF_SCALE))) {
+            return TGRS_ERR_TENSOR;
+        }
+        if (tgrs_rd_u32(r + TGRS_TENSOR_OFF_ROOT) >= n) {
+            return TGRS_ERR_TENSOR_INDEX;
+        }
+    }
+    for (t = 0; t < n; ++t) {
+        const uint8_t *r = tgrs_tensor(plan, t);
+        uint32_t root = tgrs_rd_u32(r + TGRS_TENSOR_OFF_ROOT);
+        uint32_t flags = tgrs_rd_u32(r + TGRS_TENSOR_OFF_FLAGS);
+        uint32_t slow_off = tgrs_rd_u32(r + TGRS_TENSOR_OFF_SLOW_OFFSET);
+        uint32_t slow_size = tgrs_rd_u32(r + TGRS_TENSOR_OFF_SLOW_SIZE);
+        uint32_t nbytes = tgrs_rd_u32(r + TGRS_TENSOR_OFF_NBYTES);
+        if ((flags & TGRS_TENSOR_F_ALIAS) != 0u) {
+            const uint8_t *rr = tgrs_tensor(plan, root);
+            if (root == t || tgrs_rd_u32(rr + TGRS_TENSOR_OFF_ROOT) != root ||
+                tgrs_rd_u32(rr + TGRS_TENSOR_OFF_NBYTES) != nbytes || (flags & TGRS_TENSOR_F_SLOW) != 0u) {
+                return TGRS_ERR_TENSOR;
+            }
+        } else if (root != t) {
+            return TGRS_ERR_TENSOR;
+        }
+        if ((flags & TGRS_TENSOR_F_SLOW) != 0u) {
+            if (slow_off % TGRS_ALIGN != 0u || slow_size < nbytes) {
+                return TGRS_ERR_TENSOR;
+            }
+            if (!tgrs_fits(slow_off, slow_size, plan->slow_arena)) {
+                return TGRS_ERR_ARENA_BOUNDS;
+            }
+        } else if (slow_off != TGRS_NONE || slow_size != 0u) {
+            return TGRS_ERR_TENSOR;
+        }
+    }
+    return TGRS_OK;
+}
+
+/* Step 13: the interface. Placements are only proven in step 15, so the FAST-home check reads them carefully. */
+static int tgrs_check_io(const tgrs_plan *plan)
+{
+    uint32_t n = plan->sec_count[TGRS_SEC_IO];
+    uint32_t n_units = plan->sec_count[TGRS_SEC_UNITS];
+    uint32_t i;
+    for (i = 0; i < n; ++i) {
+        const uint8_t *r = tgrs_io(plan, i);
+        uint32_t dir = tgrs_rd_u32(r + TGRS_IO_OFF_DIRECTION);
+        uint32_t t = tgrs_rd_u32(r + TGRS_IO_OFF_TENSOR);
+        uint32_t decl = tgrs_rd_u32(r + TGRS_IO_OFF_DECL_DTYPE);
+        uint32_t dtype = tgrs_rd_u32(r + TGRS_IO_OFF_DTYPE);
+        uint32_t rank = tgrs_rd_u32(r + TGRS_IO_OFF_RANK);
+        uint32_t flags = tgrs_rd_u32(r + TGRS_IO_OFF_FLAGS);
+        uint32_t arena = tgrs_rd_u32(r + TGRS_IO_OFF_ARENA);
+        uint32_t off = tgrs_rd_u32(r + TGRS_IO_OFF_OFFSET);
+        uint32_t nbytes = tgrs_rd_u32(r + TGRS_IO_OFF_NBYTES);
+        const uint8_t *tr;
+        const uint8_t *rr;
+        uint32_t root;
+        uint64_t count = 1;
+        uint64_t tcount;
+        uint32_t k;
+        int rc = tgrs_check_string(plan, tgrs_rd_u32(r + TGRS_IO_OFF_NAME_OFF), tgrs_rd_u32(r + TGRS_IO_OFF_NAME_LEN));
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+        if (dir != (i < plan->n_inputs ? TGRS_DIR_INPUT : TGRS_DIR_OUTPUT) || !tgrs_dtype_ok(decl) ||
+            !tgrs_dtype_ok(dtype) || (flags & ~(TGRS_IO_F_DECL_QUANT | TGRS_IO_F_QUANT)) != 0u ||
+            rank > (uint32_t)TGRS_MAX_RANK) {
+            return TGRS_ERR_IO;
+        }
+        /* The runtime converts nothing but uint8 <-> int8 at the boundary. */
+        if (decl != dtype && !(decl == (uint32_t)TGRS_DT_U8 && dtype == (uint32_t)TGRS_DT_S8)) {
+            return TGRS_ERR_IO;
+        }
+        if (t >= plan->sec_count[TGRS_SEC_TENSORS]) {
+            return TGRS_ERR_TENSOR_INDEX;
+        }
+        tr = tgrs_tensor(plan, t);
+        if (dtype != tgrs_rd_u32(tr + TGRS_TENSOR_OFF_DTYPE) || tgrs_rd_u32(r + TGRS_IO_OFF_LAYOUT) !=
+            tgrs_rd_u32(tr + TGRS_TENSOR_OFF_LAYOUT) || nbytes != tgrs_rd_u32(tr + TGRS_TENSOR_OFF_NBYTES)) {
+            return TGRS_ERR_IO;
+        }
+        for (k = 0; k < (uint32_t)TGRS_MAX_RANK; ++k) {
+            int32_t d = tgrs_rd_i32(r + TGRS_IO_OFF_SHAPE + 4u * k);
+            if (k < rank) {
+                if (d < 1) {
+                    return TGRS_ERR_IO;
+                }
+                count *= (uint64_t)d;
+                if (count > 0xFFFFFFFFu) {
+                    return TGRS_ERR_IO;
+                }
+            } else if (d != 0) {
+                return TGRS_ERR_IO;
+            }
+        }
+        tcount = (uint64_t)nbytes / tgrs_dtype_bytes(dtype);
+        if (count != tcount) {
+            return TGRS_ERR_IO;
+        }
+        if ((flags & TGRS_IO_F_DECL_QUANT) != 0u && !tgrs_scale_ok(tgrs_rd_f32(r + TGRS_IO_OFF_DECL_SCALE))) {
+            return TGRS_ERR_IO;
+        }
+        if (arena > TGRS_ARENA_SLOW || off % TGRS_ALIGN != 0u) {
+            return TGRS_ERR_IO;
+        }
+        if ((tgrs_rd_u32(tr + TGRS_TENSOR_OFF_FLAGS) & (dir == TGRS_DIR_INPUT ? TGRS_TENSOR_F_INPUT
+                                                                                 : TGRS_TENSOR_F_OUTPUT)) == 0u) {
+            return TGRS_ERR_IO;
+        }
+        root = tgrs_rd_u32(tr + TGRS_TENSOR_OFF_ROOT);
+        rr = tgrs_tensor(plan, root);
+        if (arena == TGRS_ARENA_SLOW) {
+            if ((tgrs_rd_u32(rr + TGRS_TENSOR_OFF_FLAGS) & TGRS_TENSOR_F_SLOW) == 0u ||
+                off != tgrs_rd_u32(rr + TGRS_TENSOR_OFF_SLOW_OFFSET)) {
+                return TGRS_ERR_IO;
+            }
+        } else {
+            const uint8_t *u = tgrs_unit(plan, dir == TGRS_DIR_INPUT ? 0u : n_units - 1u);
+            uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+            uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+            uint32_t found = TGRS_NONE;
+            uint32_t p;
+            if (!tgrs_fits(pf, pc, plan->sec_count[TGRS_SEC_PLACEMENTS])) {
+                return TGRS_ERR_UNIT;
+            }
+            /* Linear: the order of placements is only proven later. */
+            for (p = pf; p < pf + pc; ++p) {
+                if (tgrs_rd_u32(tgrs_placement(plan, p) + TGRS_PLACEMENT_OFF_TENSOR) == root) {
+                    found = p;
+                    break;
+                }
+            }
+            if (found == TGRS_NONE || tgrs_rd_u32(tgrs_placement(plan, found) + TGRS_PLACEMENT_OFF_OFFSET) != off ||
+                tgrs_rd_u32(tgrs_placement(plan, found) + TGRS_PLACEMENT_OFF_SIZE) < nbytes) {
+                return TGRS_ERR_IO;
+            }
+        }
+        if (!tgrs_fits(off, nbytes, arena == TGRS_ARENA_SLOW ? plan->slow_arena : plan->fast_arena)) {
+            return TGRS_ERR_ARENA_BOUNDS;
+        }
+    }
+    return TGRS_OK;
+}
+
+/* Steps 15-17 for one unit: placements, tile rows, reload and spill lists. */
+static int tgrs_check_unit_buffers(const tgrs_plan *plan, const uint8_t *u)
+{
+    uint32_t tiled = tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED;
+    uint32_t wb = tgrs_rd_u32(u + TGRS_UNIT_OFF_WEIGHT_BYTES);
+    uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+    uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+    uint32_t tiles = tgrs_rd_u32(u + TGRS_UNIT_OFF_TILES);
+    uint32_t rf = tgrs_rd_u32(u + TGRS_UNIT_OFF_ROWS_FIRST);
+    uint32_t p;
+    uint32_t k;
+    uint32_t prev = 0;
+
+    for (p = 0; p < pc; ++p) {
+        const uint8_t *pr = tgrs_placement(plan, pf + p);
+        uint32_t t = tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR);
+        uint32_t off = tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET);
+        uint32_t size = tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE);
+        uint32_t band = tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_BAND_ROWS);
+        const uint8_t *tr;
+        uint32_t h;
+        if (t >= plan->sec_count[TGRS_SEC_TENSORS]) {
+            return TGRS_ERR_TENSOR_INDEX;
+        }
+        if (tgrs_root(plan, t) != t || (p > 0u && t <= prev)) {
+            return TGRS_ERR_PLACEMENT;
+        }
+        prev = t;
+        if (off % TGRS_ALIGN != 0u || off < wb || !tgrs_fits(off, size, plan->fast_arena)) {
+            return TGRS_ERR_ARENA_BOUNDS;
+        }
+        tr = tgrs_tensor(plan, t);
+        h = (uint32_t)tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u);
+        if (band < 1u || band > h || (!tiled && band != h) ||
+            (uint64_t)band * tgrs_row_bytes(tr) > (uint64_t)size) {
+            return TGRS_ERR_TILE_ROWS;
+        }
+    }
+    if (tiled) {
+        uint32_t i;
+        for (i = 0; i < tiles; ++i) {
+            for (p = 0; p < pc; ++p) {
+                const uint8_t *rr = tgrs_rec(plan, TGRS_SEC_TILE_ROWS, rf + i * pc + p, TGRS_TILE_ROW_SIZE);
+                const uint8_t *pr = tgrs_placement(plan, pf + p);
+                int32_t row0 = tgrs_rd_i32(rr + TGRS_TILE_ROW_OFF_ROW0);
+                int32_t rows = tgrs_rd_i32(rr + TGRS_TILE_ROW_OFF_ROWS);
+                int32_t h = tgrs_rd_i32(tgrs_tensor(plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR)) +
+                                        TGRS_TENSOR_OFF_DIMS + 4u);
+                if (row0 < 0 || rows < 0 || (uint32_t)rows > tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_BAND_ROWS) ||
+                    (int64_t)row0 + rows > (int64_t)h) {
+                    return TGRS_ERR_TILE_ROWS;
+                }
+            }
+        }
+    }
+    for (k = 0; k < 2u; ++k) {
+        uint32_t first = tgrs_rd_u32(u + (k == 0u ? TGRS_UNIT_OFF_RELOAD_FIRST : TGRS_UNIT_OFF_SPILL_FIRST));
+        uint32_t count = tgrs_rd_u32(u + (k == 0u ? TGRS_UNIT_OFF_RELOAD_COUNT : TGRS_UNIT_OFF_SPILL_COUNT));
+        uint32_t j;
+        for (j = 0; j < count; ++j) {
+            uint32_t t = tgrs_index_at(plan, first + j);
+            uint32_t root;
+            if (t >= plan->sec_count[TGRS_SEC_TENSORS]) {
+                return TGRS_ERR_TENSOR_INDEX;
+            }
+            root = tgrs_root(plan, t);
+            if ((tgrs_rd_u32(tgrs_tensor(plan, root) + TGRS_TENSOR_OFF_FLAGS) & TGRS_TENSOR_F_SLOW) == 0u) {
+                return TGRS_ERR_TENSOR;
+            }
+            if (tgrs_find_placement(plan, pf, pc, root) == TGRS_NONE) {
+                return TGRS_ERR_PLACEMENT;
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
+/* A tensor an op reads or writes: in range, placed in the unit, and (tiled) banded like its root. */
+static int tgrs_check_op_tensor(const tgrs_plan *plan, const uint8_t *u, uint32_t t)
+{
+    uint32_t root;
+    if (t >= plan->sec_count[TGRS_SEC_TENSORS]) {
+        return TGRS_ERR_TENSOR_INDEX;
+    }
+    root = tgrs_root(plan, t);
+    if (tgrs_find_placement(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST),
+                            tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT), root) == TGRS_NONE) {
+        return TGRS_ERR_PLACEMENT;
+    }
+    if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u && root != t &&
+        tgrs_rd_i32(tgrs_tensor(plan, t) + TGRS_TENSOR_OFF_DIMS + 4u) !=
+            tgrs_rd_i32(tgrs_tensor(plan, root) + TGRS_TENSOR_OFF_DIMS + 4u)) {
+        /* Bands are per root buffer: an alias with other rows has no band in a tile. */
+        return TGRS_ERR_TILE_ROWS;
+    }
+    return TGRS_OK;
+}
+
+/* Step 18 for the ops of one unit. */
+static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
+{
+    uint32_t of = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_FIRST);
+    uint32_t oc = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_COUNT);
+    uint32_t wb = tgrs_rd_u32(u + TGRS_UNIT_OFF_WEIGHT_BYTES);
+    uint32_t wraw = tgrs_rd_u32(u + TGRS_UNIT_OFF_WRAW_SIZE);
+    int xip = (plan->flags & TGRS_FLAG_XIP) != 0u;
+    uint32_t i;
+    for (i = of; i < of + oc; ++i) {
+        const uint8_t *r = tgrs_op(plan, i);
+        uint32_t kind = tgrs_rd_u32(r + TGRS_OP_OFF_KIND);
+        uint32_t n_in = tgrs_rd_u32(r + TGRS_OP_OFF_N_IN);
+        uint32_t s_off = tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_OFF);
+        uint32_t s_size = tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_SIZE);
+        int np;
+        int nc;
+        uint32_t k;
+        int rc;
+        rc = tgrs_check_string(plan, tgrs_rd_u32(r + TGRS_OP_OFF_NAME_OFF), tgrs_rd_u32(r + TGRS_OP_OFF_NAME_LEN));
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+        if (kind < 1u || kind > TGRS_OP_COUNT) {
+            return TGRS_ERR_OP_KIND;
+        }
+        if (n_in < 1u || n_in > (uint32_t)TGRS_MAX_INPUTS) {
+            return TGRS_ERR_OP;
+        }
+        for (k = n_in; k < (uint32_t)TGRS_MAX_INPUTS; ++k) {
+            if (tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k) != TGRS_NONE) {
+                return TGRS_ERR_OP;
+            }
+        }
+        for (k = 0; k < n_in; ++k) {
+            rc = tgrs_check_op_tensor(plan, u, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k));
+            if (rc != TGRS_OK) {
+                return rc;
+            }
+        }
+        rc = tgrs_check_op_tensor(plan, u, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT));
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+        np = tgrs_op_nparams(kind);
+        for (k = (uint32_t)(np < 0 ? 0 : np); k < (uint32_t)TGRS_MAX_PARAMS; ++k) {
+            if (tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * k) != 0) {
+                return TGRS_ERR_BAD_PARAM;
+            }
+        }
+        nc = tgrs_op_nconsts(kind);
+        for (k = 0; k < (uint32_t)TGRS_MAX_CONSTS; ++k) {
+            uint32_t off = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_OFF + 4u * k);
+            uint32_t len = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_LEN + 4u * k);
+            if (len == 0u) {
+                if (off != 0u) {
+                    return TGRS_ERR_CONST;
+                }
+                continue;
+            }
+            if ((int)k >= nc || off % TGRS_ALIGN != 0u ||
+                !tgrs_fits(off, len, xip ? plan->sec_size[TGRS_SEC_WEIGHTS] : wraw)) {
+                return TGRS_ERR_CONST;
+            }
+        }
+        if ((s_size == 0u && s_off != 0u) || s_off % TGRS_ALIGN != 0u || (s_size != 0u && s_off < wb) ||
+            !tgrs_fits(s_off, s_size, plan->fast_arena)) {
+            return TGRS_ERR_ARENA_BOUNDS;
+        }
+    }
+    return TGRS_OK;
+}
+
+/* Step 14 for every unit, then 15-18 per unit. */
+static int tgrs_check_units(const tgrs_plan *plan)
+{
+    uint32_t n = plan->sec_count[TGRS_SEC_UNITS];
+    uint32_t next_op = 0;
+    uint32_t max_wb = 0;
+    int xip = (plan->flags & TGRS_FLAG_XIP) != 0u;
+    int lz4 = (plan->flags & TGRS_FLAG_LZ4) != 0u;
+    uint32_t i;
+    int rc;
+
+    for (i = 0; i < n; ++i) {
+        const uint8_t *u = tgrs_unit(plan, i);
+        uint32_t flags = tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS);
+        uint32_t tiles = tgrs_rd_u32(u + TGRS_UNIT_OFF_TILES);
+        uint32_t of = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_FIRST);
+        uint32_t oc = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_COUNT);
+        uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+        uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+        uint32_t rf = tgrs_rd_u32(u + TGRS_UNIT_OFF_ROWS_FIRST);
+        uint32_t rcnt = tgrs_rd_u32(u + TGRS_UNIT_OFF_ROWS_COUNT);
+        uint32_t wb = tgrs_rd_u32(u + TGRS_UNIT_OFF_WEIGHT_BYTES);
+        uint32_t boff = tgrs_rd_u32(u + TGRS_UNIT_OFF_WBLOB_OFF);
+        uint32_t bsize = tgrs_rd_u32(u + TGRS_UNIT_OFF_WBLOB_SIZE);
+        uint32_t raw = tgrs_rd_u32(u + TGRS_UNIT_OFF_WRAW_SIZE);
+        uint32_t sf = tgrs_rd_u32(u + TGRS_UNIT_OFF_STAGE_FIRST);
+        uint32_t sc = tgrs_rd_u32(u + TGRS_UNIT_OFF_STAGE_COUNT);
+        uint32_t k;
+        if ((flags & ~TGRS_UNIT_F_TILED) != 0u || tgrs_rd_u32(u + TGRS_UNIT_OFF_RESERVED) != 0u || tiles == 0u) {
+            return TGRS_ERR_UNIT;
+        }
+        if ((flags & TGRS_UNIT_F_TILED) == 0u) {
+            if (tiles != 1u || rf != 0u || rcnt != 0u) {
+                return TGRS_ERR_UNIT;
+            }
+        } else if ((uint64_t)tiles * pc != (uint64_t)rcnt) {
+            return TGRS_ERR_UNIT;
+        }
+        if (of != next_op || !tgrs_fits(of, oc, plan->sec_count[TGRS_SEC_OPS]) ||
+            !tgrs_fits(pf, pc, plan->sec_count[TGRS_SEC_PLACEMENTS]) ||
+            !tgrs_fits(rf, rcnt, plan->sec_count[TGRS_SEC_TILE_ROWS]) ||
+            tgrs_rd_u32(u + TGRS_UNIT_OFF_PEAK_BYTES) > plan->fast_arena) {
+            return TGRS_ERR_UNIT;
+        }
+        next_op = of + oc;
+        if (i + 1u == n && next_op != plan->sec_count[TGRS_SEC_OPS]) {
+            return TGRS_ERR_UNIT;
+        }
+        rc = tgrs_check_list(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_RELOAD_FIRST),
+                             tgrs_rd_u32(u + TGRS_UNIT_OFF_RELOAD_COUNT));
+        if (rc == TGRS_OK) {
+            rc = tgrs_check_list(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_SPILL_FIRST),
+                                 tgrs_rd_u32(u + TGRS_UNIT_OFF_SPILL_COUNT));
+        }
+        if (rc == TGRS_OK) {
+            rc = tgrs_check_list(plan, sf, sc);
+        }
+        if (rc == TGRS_OK) {
+            rc = tgrs_check_list(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_IROP_FIRST),
+                                 tgrs_rd_u32(u + TGRS_UNIT_OFF_IROP_COUNT));
+        }
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+        for (k = 0; k < sc; ++k) {
+            if (tgrs_index_at(plan, sf + k) >= plan->sec_count[TGRS_SEC_STAGES]) {
+                return TGRS_ERR_STAGE;
+            }
+        }
+        if (xip) {
+            if (wb != 0u || boff != 0u || bsize != 0u || raw != 0u) {
+                return TGRS_ERR_WEIGHTS;
+            }
+        } else {
+            if (!tgrs_fits(boff, bsize, plan->sec_size[TGRS_SEC_WEIGHTS]) || boff % TGRS_ALIGN != 0u || raw > wb ||
+                wb > plan->fast_arena) {
+                return TGRS_ERR_WEIGHTS;
+            }
+            if (lz4 ? ((bsize == 0u) != (raw == 0u)) : (bsize != raw)) {
+                return TGRS_ERR_WEIGHTS;
+            }
+            if (lz4 && bsize != 0u &&
+                tgrs_lz4_validate(plan->base + plan->sec_off[TGRS_SEC_WEIGHTS] + boff, bsize, raw) != TGRS_LZ4_OK) {
+                return TGRS_ERR_LZ4;
+            }
+        }
+        if (wb > max_wb) {
+            max_wb = wb;
+        }
+    }
+    if (tgrs_rd_u32(tgrs_rec(plan, TGRS_SEC_PLAN, 0u, TGRS_PLAN_SIZE) + TGRS_PLAN_OFF_MAX_PREFIX) != max_wb) {
+        return TGRS_ERR_PLAN;
+    }
+    for (i = 0; i < n; ++i) {
+        rc = tgrs_check_unit_buffers(plan, tgrs_unit(plan, i));
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        rc = tgrs_check_unit_ops(plan, tgrs_unit(plan, i));
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+    }
+    return TGRS_OK;
+}
+
+/* Step 19: stages are for reports, but a reader still refuses a malformed one. */
+static int tgrs_check_stages(const tgrs_plan *plan)
+{
+    uint32_t n = plan->sec_count[TGRS_SEC_STAGES];
+    uint32_t i;
+    for (i = 0; i < n; ++i) {
+        const uint8_t *s = tgrs_rec(plan, TGRS_SEC_STAGES, i, TGRS_STAGE_SIZE);
+        uint32_t k;
+        int rc;
+        if (tgrs_rd_u32(s + TGRS_STAGE_OFF_INDEX) != i ||
+            tgrs_rd_u32(s + TGRS_STAGE_OFF_UNIT) >= plan->sec_count[TGRS_SEC_UNITS] ||
+            (tgrs_rd_u32(s + TGRS_STAGE_OFF_FLAGS) & ~TGRS_STAGE_F_TILED) != 0u ||
+            tgrs_rd_u32(s + TGRS_STAGE_OFF_TILES) == 0u || tgrs_rd_i32(s + TGRS_STAGE_OFF_CHAIN) < -1 ||
+            tgrs_rd_u32(s + TGRS_STAGE_OFF_RESERVED) != 0u) {
+            return TGRS_ERR_STAGE;
+        }
+        rc = tgrs_check_list(plan, tgrs_rd_u32(s + TGRS_STAGE_OFF_OPS_FIRST), tgrs_rd_u32(s + TGRS_STAGE_OFF_OPS_COUNT));
+        if (rc == TGRS_OK) {
+            rc = tgrs_check_list(plan, tgrs_rd_u32(s + TGRS_STAGE_OFF_IN_FIRST), tgrs_rd_u32(s + TGRS_STAGE_OFF_IN_COUNT));
+        }
+        if (rc == TGRS_OK) {
+            rc = tgrs_check_list(plan, tgrs_rd_u32(s + TGRS_STAGE_OFF_OUT_FIRST),
+                                 tgrs_rd_u32(s + TGRS_STAGE_OFF_OUT_COUNT));
+        }
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+        for (k = 0; k < 2u; ++k) {
+            uint32_t first = tgrs_rd_u32(s + (k == 0u ? TGRS_STAGE_OFF_IN_FIRST : TGRS_STAGE_OFF_OUT_FIRST));
+            uint32_t count = tgrs_rd_u32(s + (k == 0u ? TGRS_STAGE_OFF_IN_COUNT : TGRS_STAGE_OFF_OUT_COUNT));
+            uint32_t j;
+            for (j = 0; j < count; ++j) {
+                if (tgrs_index_at(plan, first + j) >= plan->sec_count[TGRS_SEC_TENSORS]) {
+                    return TGRS_ERR_TENSOR_INDEX;
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
+int tgrs_load(tgrs_plan *plan, const void *bytes, size_t len)
+{
+    int rc;
+    if (plan == NULL) {
+        return TGRS_ERR_NULL;
+    }
+    memset(plan, 0, sizeof *plan);
+    if (bytes == NULL) {
+        return TGRS_ERR_NULL;
+    }
+    if (((uintptr_t)bytes % TGRS_PLAN_ALIGN) != 0u) {
+        return TGRS_ERR_ALIGN;
+    }
+    rc = tgrs_check_header(plan, (const uint8_t *)bytes, len);
+    if (rc == TGRS_OK) {
+        rc = tgrs_check_plan_rec(plan);
+    }
+    if (rc == TGRS_OK) {
+        /* Step 11: the strings the later steps reference are checked where they are read. */
+        rc = tgrs_check_tensors(plan);
+    }
+    if (rc == TGRS_OK) {
+        rc = tgrs_check_io(plan);
+    }
+    if (rc == TGRS_OK) {
+        rc = tgrs_check_units(plan);
+    }
+    if (rc == TGRS_OK) {
+        rc = tgrs_check_stages(plan);
+    }
+    if (rc != TGRS_OK) {
+        memset(plan, 0, sizeof *plan);
+        return rc;
+    }
+    plan->loaded = TGRS_PLAN_LOADED;
+    return TGRS_OK;
+}

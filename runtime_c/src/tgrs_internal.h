@@ -1,0 +1,114 @@
+/*
+ * tgrs_internal.h - private helpers shared by the loader, the executor and the query functions.
+ *
+ * Every field of the plan is read through these little-endian readers at the TGRS_<REC>_OFF_<FIELD> offsets of
+ * tgrs_format.h rather than through struct casts: the plan buffer is only guaranteed 4-byte aligned (a u64 field
+ * would need 8 on some targets), and reading bytes keeps the runtime correct on a big-endian host too.
+ */
+#ifndef TGRS_INTERNAL_H
+#define TGRS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tigris.h"
+
+static inline uint32_t tgrs_rd_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint16_t tgrs_rd_u16(const uint8_t *p)
+{
+    return (uint16_t)((uint16_t)p[0] | (uint16_t)((uint16_t)p[1] << 8));
+}
+
+static inline int32_t tgrs_rd_i32(const uint8_t *p)
+{
+    uint32_t u = tgrs_rd_u32(p);
+    int32_t v;
+    memcpy(&v, &u, sizeof v); /* two's complement reinterpretation without implementation-defined conversion */
+    return v;
+}
+
+static inline float tgrs_rd_f32(const uint8_t *p)
+{
+    uint32_t u = tgrs_rd_u32(p);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Record `idx` of section `sec` (the loader proved idx < count wherever this is used). */
+static inline const uint8_t *tgrs_rec(const tgrs_plan *plan, uint32_t sec, uint32_t idx, uint32_t rec_size)
+{
+    return plan->base + plan->sec_off[sec] + (size_t)idx * rec_size;
+}
+
+static inline const uint8_t *tgrs_tensor(const tgrs_plan *plan, uint32_t t)
+{
+    return tgrs_rec(plan, TGRS_SEC_TENSORS, t, TGRS_TENSOR_SIZE);
+}
+
+static inline const uint8_t *tgrs_op(const tgrs_plan *plan, uint32_t i)
+{
+    return tgrs_rec(plan, TGRS_SEC_OPS, i, TGRS_OP_SIZE);
+}
+
+static inline const uint8_t *tgrs_unit(const tgrs_plan *plan, uint32_t u)
+{
+    return tgrs_rec(plan, TGRS_SEC_UNITS, u, TGRS_UNIT_SIZE);
+}
+
+static inline const uint8_t *tgrs_placement(const tgrs_plan *plan, uint32_t p)
+{
+    return tgrs_rec(plan, TGRS_SEC_PLACEMENTS, p, TGRS_PLACEMENT_SIZE);
+}
+
+static inline const uint8_t *tgrs_io(const tgrs_plan *plan, uint32_t i)
+{
+    return tgrs_rec(plan, TGRS_SEC_IO, i, TGRS_IO_SIZE);
+}
+
+static inline uint32_t tgrs_index_at(const tgrs_plan *plan, uint32_t i)
+{
+    return tgrs_rd_u32(tgrs_rec(plan, TGRS_SEC_INDEX, i, 4u));
+}
+
+static inline uint32_t tgrs_root(const tgrs_plan *plan, uint32_t t)
+{
+    return tgrs_rd_u32(tgrs_tensor(plan, t) + TGRS_TENSOR_OFF_ROOT);
+}
+
+/*
+ * Position (absolute PLACEMENT index) of root tensor `t` among the unit's placements, or TGRS_NONE. The loader
+ * proved the unit's placements strictly increasing by tensor, so a binary search is exact.
+ */
+static inline uint32_t tgrs_find_placement(const tgrs_plan *plan, uint32_t first, uint32_t count, uint32_t t)
+{
+    uint32_t lo = 0;
+    uint32_t hi = count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        uint32_t v = tgrs_rd_u32(tgrs_placement(plan, first + mid) + TGRS_PLACEMENT_OFF_TENSOR);
+        if (v == t) {
+            return first + mid;
+        }
+        if (v < t) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return TGRS_NONE;
+}
+
+/* Bytes of one row (axis 1) of tensor record `tr`: nbytes / dims[1] (the loader proved dims[1] >= 1 and exact). */
+static inline uint32_t tgrs_row_bytes(const uint8_t *tr)
+{
+    uint32_t h = (uint32_t)tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u);
+    return tgrs_rd_u32(tr + TGRS_TENSOR_OFF_NBYTES) / h;
+}
+
+#endif /* TGRS_INTERNAL_H */
