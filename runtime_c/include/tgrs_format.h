@@ -267,9 +267,23 @@
 
 /* resize: parameters not available yet (its module did not import) */
 
-/* unary: parameters not available yet (its module did not import) */
+#define TGRS_OP_UNARY_NPARAMS 3
+#define TGRS_P_UNARY_FUNC 0
+#define TGRS_P_UNARY_ALPHA 1
+#define TGRS_P_UNARY_BETA 2
+#define TGRS_OP_UNARY_NCONSTS 1
+#define TGRS_C_UNARY_LUT 0
 
-/* prelu: parameters not available yet (its module did not import) */
+#define TGRS_OP_PRELU_NPARAMS 5
+#define TGRS_P_PRELU_NCH 0
+#define TGRS_P_PRELU_PMULT 1
+#define TGRS_P_PRELU_PSHIFT 2
+#define TGRS_P_PRELU_LO 3
+#define TGRS_P_PRELU_HI 4
+#define TGRS_OP_PRELU_NCONSTS 3
+#define TGRS_C_PRELU_SLOPE 0
+#define TGRS_C_PRELU_NMULT 1
+#define TGRS_C_PRELU_NSHIFT 2
 
 /* softmax: parameters not available yet (its module did not import) */
 
@@ -297,8 +311,8 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_MUL: return TGRS_OP_MUL_NPARAMS;
     case TGRS_OP_CONCAT: return TGRS_MAX_PARAMS;
     case TGRS_OP_RESIZE: return TGRS_MAX_PARAMS;
-    case TGRS_OP_UNARY: return TGRS_MAX_PARAMS;
-    case TGRS_OP_PRELU: return TGRS_MAX_PARAMS;
+    case TGRS_OP_UNARY: return TGRS_OP_UNARY_NPARAMS;
+    case TGRS_OP_PRELU: return TGRS_OP_PRELU_NPARAMS;
     case TGRS_OP_SOFTMAX: return TGRS_MAX_PARAMS;
     case TGRS_OP_PAD: return TGRS_MAX_PARAMS;
     case TGRS_OP_TRANSPOSE: return TGRS_MAX_PARAMS;
@@ -323,8 +337,8 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_MUL: return TGRS_OP_MUL_NCONSTS;
     case TGRS_OP_CONCAT: return TGRS_MAX_CONSTS;
     case TGRS_OP_RESIZE: return TGRS_MAX_CONSTS;
-    case TGRS_OP_UNARY: return TGRS_MAX_CONSTS;
-    case TGRS_OP_PRELU: return TGRS_MAX_CONSTS;
+    case TGRS_OP_UNARY: return TGRS_OP_UNARY_NCONSTS;
+    case TGRS_OP_PRELU: return TGRS_OP_PRELU_NCONSTS;
     case TGRS_OP_SOFTMAX: return TGRS_MAX_CONSTS;
     case TGRS_OP_PAD: return TGRS_MAX_CONSTS;
     case TGRS_OP_TRANSPOSE: return TGRS_MAX_CONSTS;

@@ -1,0 +1,192 @@
+/*
+ * unary.c - elementwise activations (unary) and PRelu on band views, float32 and int8.
+ *
+ * Defined by tigris/ops/unary.py and docs/numerics.md ("Activations"):
+ *   unary float: FUNC 1 relu, 2 relu6, 3 clip(ALPHA, BETA), 4 sigmoid, 5 tanh, 6 hardsigmoid (ALPHA*x + BETA),
+ *                7 hardswish (x * hardsigmoid), 8 leakyrelu (ALPHA); computed in float32
+ *   unary int8 : y = LUT[q + 128] (a 256-entry table built by the compiler)
+ *   prelu float: x >= 0 ? x : SLOPE[c] * x
+ *   prelu int8 : d = q - zp_in; zp_out + requant(d, d >= 0 ? PMULT : NMULT[c], d >= 0 ? PSHIFT : NSHIFT[c])
+ * Output row h reads input row h, so any band works as long as the input band holds the output's rows.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kview.h"
+#include "requant.h"
+#include "tgrs_op.h"
+
+/* Shared checks of an elementwise op: one input with the output's dims, holding the output's rows. */
+static int ewise_check(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    const tgrs_tview *out = ctx->out;
+    if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out) || !tgrs_kv_same_dims(in, out)) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (in->dtype != out->dtype) {
+        return TGRS_ERR_DTYPE;
+    }
+    if (!tgrs_kv_has_rows(in, out->row0, out->row0 + out->rows)) {
+        return TGRS_ERR_TILE;
+    }
+    return TGRS_OK;
+}
+
+static float unary_f32(int32_t func, float x, float alpha, float beta)
+{
+    float t;
+    switch (func) {
+    case 1:
+        return x > 0.0f ? x : 0.0f;
+    case 2:
+        t = x > 0.0f ? x : 0.0f;
+        return t < 6.0f ? t : 6.0f;
+    case 3:
+        t = x > alpha ? x : alpha;
+        return t < beta ? t : beta;
+    case 4:
+        return 1.0f / (1.0f + expf(-x));
+    case 5:
+        return tanhf(x);
+    case 6:
+        t = alpha * x + beta;
+        t = t < 1.0f ? t : 1.0f;
+        return t > 0.0f ? t : 0.0f;
+    case 7:
+        t = alpha * x + beta;
+        t = t < 1.0f ? t : 1.0f;
+        t = t > 0.0f ? t : 0.0f;
+        return x * t;
+    default: /* 8, validated by the caller */
+        return x >= 0.0f ? x : alpha * x;
+    }
+}
+
+int tgrs_kernel_unary(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    int32_t n;
+    size_t i, len;
+    int st = ewise_check(ctx);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    len = (size_t)out->rows * tgrs_kv_row_elems(out);
+    if (out->dtype == TGRS_DT_F32) {
+        int32_t func = ctx->p[TGRS_P_UNARY_FUNC];
+        float alpha = tgrs_p_f32(ctx, TGRS_P_UNARY_ALPHA);
+        float beta = tgrs_p_f32(ctx, TGRS_P_UNARY_BETA);
+        if (func < 1 || func > 8) {
+            return TGRS_ERR_PARAM;
+        }
+        for (n = 0; n < out->dims[0]; ++n) {
+            const float *x = (const float *)in->data + tgrs_kv_row_off(in, n, out->row0);
+            float *y = (float *)out->data + tgrs_kv_row_off(out, n, out->row0);
+            if (func == 1) { /* the common case gets its own tight loop */
+                for (i = 0; i < len; ++i) {
+                    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+                }
+                continue;
+            }
+            for (i = 0; i < len; ++i) {
+                y[i] = unary_f32(func, x[i], alpha, beta);
+            }
+        }
+        return TGRS_OK;
+    }
+    if (out->dtype != TGRS_DT_S8) {
+        return TGRS_ERR_DTYPE;
+    }
+    if (ctx->c[TGRS_C_UNARY_LUT] == NULL || ctx->clen[TGRS_C_UNARY_LUT] != 256u) {
+        return TGRS_ERR_PARAM;
+    }
+    {
+        const int8_t *lut = (const int8_t *)ctx->c[TGRS_C_UNARY_LUT];
+        for (n = 0; n < out->dims[0]; ++n) {
+            const int8_t *x = (const int8_t *)in->data + tgrs_kv_row_off(in, n, out->row0);
+            int8_t *y = (int8_t *)out->data + tgrs_kv_row_off(out, n, out->row0);
+            for (i = 0; i < len; ++i) {
+                y[i] = lut[(int32_t)x[i] + 128];
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
+int tgrs_kernel_prelu(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    int32_t nch = ctx->p[TGRS_P_PRELU_NCH];
+    int32_t n, C;
+    size_t i, pix;
+    int st = ewise_check(ctx);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    C = out->dims[3];
+    if (nch != 1 && nch != C) {
+        return TGRS_ERR_PARAM;
+    }
+    pix = (size_t)out->rows * (size_t)out->dims[2];
+    if (out->dtype == TGRS_DT_F32) {
+        const float *slope = (const float *)ctx->c[TGRS_C_PRELU_SLOPE];
+        if (slope == NULL || ctx->clen[TGRS_C_PRELU_SLOPE] != (uint32_t)nch * 4u) {
+            return TGRS_ERR_PARAM;
+        }
+        for (n = 0; n < out->dims[0]; ++n) {
+            const float *x = (const float *)in->data + tgrs_kv_row_off(in, n, out->row0);
+            float *y = (float *)out->data + tgrs_kv_row_off(out, n, out->row0);
+            for (i = 0; i < pix; ++i) {
+                int32_t c;
+                for (c = 0; c < C; ++c) {
+                    float v = x[i * (size_t)C + (size_t)c];
+                    float s = slope[nch == 1 ? 0 : c];
+                    y[i * (size_t)C + (size_t)c] = v >= 0.0f ? v : v * s;
+                }
+            }
+        }
+        return TGRS_OK;
+    }
+    if (out->dtype != TGRS_DT_S8) {
+        return TGRS_ERR_DTYPE;
+    }
+    {
+        const int32_t *nm = (const int32_t *)ctx->c[TGRS_C_PRELU_NMULT];
+        const int32_t *ns = (const int32_t *)ctx->c[TGRS_C_PRELU_NSHIFT];
+        int32_t pm = ctx->p[TGRS_P_PRELU_PMULT];
+        int32_t ps = ctx->p[TGRS_P_PRELU_PSHIFT];
+        int32_t lo = ctx->p[TGRS_P_PRELU_LO];
+        int32_t hi = ctx->p[TGRS_P_PRELU_HI];
+        int32_t zi = in->zero_point;
+        int32_t zo = out->zero_point;
+        int32_t c;
+        if (nm == NULL || ns == NULL || ctx->clen[TGRS_C_PRELU_NMULT] != (uint32_t)nch * 4u ||
+            ctx->clen[TGRS_C_PRELU_NSHIFT] != (uint32_t)nch * 4u || ps > TGRS_SHIFT_MAX || pm < 0 ||
+            !tgrs_s8_bounds_ok(lo, hi, zo) || zi < -128 || zi > 127) {
+            return TGRS_ERR_PARAM;
+        }
+        for (c = 0; c < nch; ++c) {
+            /* a negative multiplier encodes a negative slope; INT32_MIN could not be negated and is refused */
+            if (ns[c] > TGRS_SHIFT_MAX || nm[c] == INT32_MIN) {
+                return TGRS_ERR_PARAM;
+            }
+        }
+        for (n = 0; n < out->dims[0]; ++n) {
+            const int8_t *x = (const int8_t *)in->data + tgrs_kv_row_off(in, n, out->row0);
+            int8_t *y = (int8_t *)out->data + tgrs_kv_row_off(out, n, out->row0);
+            for (i = 0; i < pix; ++i) {
+                for (c = 0; c < C; ++c) {
+                    int32_t d = (int32_t)x[i * (size_t)C + (size_t)c] - zi;
+                    int32_t k = nch == 1 ? 0 : c;
+                    y[i * (size_t)C + (size_t)c] = d >= 0 ? tgrs_requant_s8(d, pm, ps, zo, lo, hi)
+                                                          : tgrs_requant_s8(d, nm[k], ns[k], zo, lo, hi);
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}

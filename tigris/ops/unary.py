@@ -1,0 +1,166 @@
+"""Elementwise activations (Unary) and PRelu, float32 and int8, band-aware (an output row reads the same input row).
+
+Unary, float: the function selected by ``FUNC`` (see :data:`FUNCS`) computed in float32, with ``ALPHA``/``BETA`` as
+float32 bit patterns (clip bounds, hard-sigmoid/hard-swish slope and offset, leaky-relu slope).
+
+Unary, int8: a 256-entry int8 table ``LUT`` built here: entry ``q + 128`` is ``quantize(f((q - zp_in) * s_in))``
+with ``f`` evaluated in float64 and the quantization of :func:`tigris.ops.qmath.quantize_float` (round half to even
+of ``x / s_out`` in float32, plus ``zp_out``, saturated). The kernel is then a table lookup, bit-identical in C and
+NumPy by construction, and as close to ONNX Runtime's float evaluation as one final rounding allows.
+
+PRelu, float: ``x >= 0 ? x : slope[c] * x`` with a per-channel (last physical axis) or scalar slope ``SLOPE``.
+PRelu, int8: two requantization paths from ``d = q - zp_in``::
+
+    d >= 0:  zp_out + requant(d, PMULT, PSHIFT)          PMULT/PSHIFT encode s_in / s_out
+    d <  0:  zp_out + requant(d, NMULT[c], NSHIFT[c])    NMULT/NSHIFT encode s_in * slope[c] / s_out
+
+where ``slope[c]`` is the real (dequantized) slope; a negative slope is a negated multiplier and a zero slope is
+``(0, 0)``. Both paths clamp to ``[LO, HI]``. One rounding each, halves away from zero (qmath.requantize).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.layout import tensor_view_dims
+from tigris.ops._common import broadcast_phys_dims, dtype_kind, per_tensor, same_rows
+from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
+from tigris.ops.qmath import quantize_float, quantize_multiplier, requantize
+
+# FUNC codes shared with unary.c.
+FUNCS = {"Relu": 1, "Relu6": 2, "Clip": 3, "Sigmoid": 4, "Tanh": 5, "HardSigmoid": 6, "HardSwish": 7, "LeakyRelu": 8}
+
+
+def _alpha_beta(op: Op) -> tuple[float, float]:
+    a = op.attrs
+    if op.op_type == "Clip":
+        lo = a.get("min")
+        hi = a.get("max")
+        return (float("-inf") if lo is None else float(lo)), (float("inf") if hi is None else float(hi))
+    if op.op_type == "HardSigmoid":
+        return float(a.get("alpha", 0.2)), float(a.get("beta", 0.5))
+    if op.op_type == "HardSwish":
+        return 1.0 / 6.0, 0.5
+    if op.op_type == "LeakyRelu":
+        return float(a.get("alpha", 0.01)), 0.0
+    return 0.0, 0.0
+
+
+def float_fn(func: int, alpha: float, beta: float, dtype=np.float32) -> Callable[[np.ndarray], np.ndarray]:
+    """The activation as a NumPy function in ``dtype`` (float32 for the float kernel, float64 for int8 tables)."""
+    al, be = dtype(alpha), dtype(beta)
+    one, zero, six = dtype(1), dtype(0), dtype(6)
+    fns: dict[int, Callable[[np.ndarray], np.ndarray]] = {
+        1: lambda x: np.maximum(x, zero),
+        2: lambda x: np.minimum(np.maximum(x, zero), six),
+        3: lambda x: np.minimum(np.maximum(x, al), be),
+        4: lambda x: one / (one + np.exp(-x)),
+        5: np.tanh,
+        6: lambda x: np.maximum(zero, np.minimum(one, al * x + be)),
+        7: lambda x: x * np.maximum(zero, np.minimum(one, al * x + be)),
+        8: lambda x: np.where(x >= zero, x, al * x),
+    }
+    if func not in fns:
+        raise TigrisError(f"unknown unary function code {func}")
+    f = fns[func]
+    return lambda x: np.asarray(f(np.asarray(x, dtype=dtype)), dtype=dtype)
+
+
+def int8_table(func: int, alpha: float, beta: float, s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
+    """The 256-entry table of an int8 activation (see the module doc): entry i is the output for input code i - 128."""
+    q = np.arange(-128, 128, dtype=np.int64)
+    real = (q - zp_in).astype(np.float64) * float(np.float32(s_in))
+    y = float_fn(func, alpha, beta, np.float64)(real)
+    return quantize_float(y, s_out, zp_out).astype(np.int8)
+
+
+class Unary(OpKind):
+    name = "unary"
+    ir_ops = tuple(FUNCS)
+    PARAMS = ("FUNC", "ALPHA", "BETA")
+    CONSTS = ("LUT",)
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        func = FUNCS[op.op_type]
+        alpha, beta = _alpha_beta(op)
+        params = {"FUNC": func, "ALPHA": f32_bits(alpha), "BETA": f32_bits(beta)}
+        consts = {}
+        if dtype_kind(graph, op) == "int8":
+            s_in, zp_in = per_tensor(x, f"{op.op_type} input")
+            s_out, zp_out = per_tensor(y, f"{op.op_type} output")
+            consts["LUT"] = int8_table(func, alpha, beta, s_in, zp_in, s_out, zp_out)
+        return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, consts=consts,
+                       macs=y.numel)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        x = same_rows(inputs[0], out)
+        if out.dtype == "float32":
+            p = low.params
+            out.data[...] = float_fn(p["FUNC"], bits_f32(p["ALPHA"]), bits_f32(p["BETA"]))(x)
+            return
+        out.data[...] = low.consts["LUT"][x.astype(np.int64) + 128]
+
+
+class PRelu(OpKind):
+    name = "prelu"
+    ir_ops = ("PRelu",)
+    PARAMS = ("NCH", "PMULT", "PSHIFT", "LO", "HI")
+    CONSTS = ("SLOPE", "NMULT", "NSHIFT")
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        xn, sn = op.inputs[0], op.inputs[1]
+        if not graph.is_const(sn):
+            raise TigrisError("PRelu needs a constant slope", op.name)
+        x, y = graph.tensors[xn], graph.tensors[op.outputs[0]]
+        slope = np.asarray(graph.weights[sn])
+        dims = broadcast_phys_dims(slope.shape, x)
+        if dims[:3] != (1, 1, 1):
+            raise TigrisError(f"PRelu slope of shape {list(slope.shape)} is not per channel", op.name)
+        c = tensor_view_dims(x)[3]
+        st = graph.tensors.get(sn)
+        if slope.dtype.kind in "iu":
+            if st is None or st.quant is None:
+                raise TigrisError("integer PRelu slope without quantization", sn)
+            real = (slope.astype(np.float64) - st.quant.zero_point.astype(np.float64)) * st.quant.scale
+        else:
+            real = slope.astype(np.float64)
+        real = real.reshape(-1)
+        if real.size not in (1, c):
+            real = np.broadcast_to(real, (c,))
+        params = {"NCH": int(real.size), "LO": -128, "HI": 127}
+        consts: dict[str, np.ndarray] = {}
+        if dtype_kind(graph, op) == "int8":
+            s_in, _ = per_tensor(x, "PRelu input")
+            s_out, _ = per_tensor(y, "PRelu output")
+            params["PMULT"], params["PSHIFT"] = quantize_multiplier(s_in / s_out, op.name)
+            mults, shifts = [], []
+            for r in real:
+                if r == 0.0:
+                    m, s = 0, 0
+                else:
+                    m, s = quantize_multiplier(abs(s_in * r / s_out), op.name)
+                    m = -m if r < 0 else m
+                mults.append(m)
+                shifts.append(s)
+            consts["NMULT"] = np.array(mults, dtype=np.int32)
+            consts["NSHIFT"] = np.array(shifts, dtype=np.int32)
+        else:
+            consts["SLOPE"] = real.astype(np.float32)
+        return Lowered(self.name, op.name, [xn], [op.outputs[0]], params=params, consts=consts, macs=y.numel)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        xv = inputs[0]
+        x = same_rows(xv, out)
+        p = low.params
+        if out.dtype == "float32":
+            s = low.consts["SLOPE"].astype(np.float32)
+            out.data[...] = np.where(x >= 0, x, x * s)
+            return
+        d = x.astype(np.int64) - xv.zero_point
+        pos = requantize(d, p["PMULT"], p["PSHIFT"])
+        neg = requantize(d, low.consts["NMULT"].astype(np.int64), low.consts["NSHIFT"].astype(np.int64))
+        q = np.where(d >= 0, pos, neg) + out.zero_point
+        out.data[...] = np.clip(q, p["LO"], p["HI"]).astype(out.data.dtype)
