@@ -1,0 +1,132 @@
+"""Small hand-built graphs, lowered ops and memory plans for the writer/reader tests.
+
+The plans are built directly (no planner), so the format tests do not depend on stages 3-6. Parameter and const
+values are arbitrary but distinct, so a round trip that swapped or dropped one would show. Kinds are looked up by
+name and their PARAMS/CONSTS read from the op library, so the plans stay valid as kinds gain parameters.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tigris.ir import AnalyzedGraph, Boundary, Op, QuantParam, Tensor
+from tigris.ops import kind
+from tigris.ops.base import Lowered
+from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan, align_up
+
+
+def _kind_or_skip(name: str):
+    try:
+        return kind(name)
+    except (ImportError, AttributeError) as e:
+        pytest.skip(f"op kind {name} not available yet: {e}")
+
+
+def _lowered(kname: str, op: Op, seed: int, consts: bool = True) -> Lowered:
+    k = _kind_or_skip(kname)
+    rng = np.random.default_rng(seed)
+    params = {p: int(seed * 100 + j + 1) for j, p in enumerate(k.PARAMS)}
+    cs = {}
+    if consts:
+        for j, c in enumerate(k.CONSTS):
+            if j % 2 == 0:
+                cs[c] = rng.standard_normal(5 + 7 * j + seed).astype(np.float32)
+            else:
+                cs[c] = rng.integers(-100, 100, size=3 + j, dtype=np.int32)
+    acts = [i for i in op.inputs if i and not i.startswith("w")]  # weights are consts, not inputs
+    return Lowered(kname, op.name, acts, list(op.outputs), params, cs)
+
+
+def graph(int8: bool = False) -> tuple[AnalyzedGraph, list[Lowered]]:
+    """x -conv-> c1 -maxpool-> p1 -reshape(alias)-> r -gap-> y."""
+    dt = "int8" if int8 else "float32"
+
+    def q(s: float, z: int) -> QuantParam | None:
+        return QuantParam(np.array([s], np.float32), np.array([z], np.int64)) if int8 else None
+
+    tensors = {
+        "x": Tensor("x", (1, 4, 8, 8), dt, q(0.05, -3), "nhwc"),
+        "c1": Tensor("c1", (1, 8, 8, 8), dt, q(0.1, 2), "nhwc"),
+        "p1": Tensor("p1", (1, 8, 4, 4), dt, q(0.1, 2), "nhwc"),
+        "r": Tensor("r", (1, 8, 4, 4), dt, q(0.1, 2), "nhwc"),
+        "y": Tensor("y", (1, 8, 1, 1), dt, q(0.02, 0), "nhwc"),
+    }
+    ops = [
+        Op("conv0", "Conv", ("x", "w0"), ("c1",)),
+        Op("pool0", "MaxPool", ("c1",), ("p1",)),
+        Op("reshape0", "Reshape", ("p1",), ("r",)),
+        Op("gap0", "GlobalAveragePool", ("r",), ("y",)),
+    ]
+    boundary = {}
+    if int8:
+        boundary["x"] = Boundary("x", (1, 4, 8, 8), "uint8", QuantParam(np.array([0.05]), np.array([125])))
+        boundary["y"] = Boundary("y", (1, 8, 1, 1), "float32", None)
+    g = AnalyzedGraph(
+        "handbuilt", tensors, ops, ["x"], ["y"], {"w0": np.zeros((8, 4, 3, 3), np.float32)}, boundary
+    )
+    lowered = [
+        _lowered("conv", ops[0], 1),
+        _lowered("maxpool", ops[1], 2),
+        Lowered("copy", "reshape0", ["p1"], ["r"], alias=True),
+        _lowered("gap", ops[3], 3),
+    ]
+    return g, lowered
+
+
+def _prefix(lowered: list[Lowered], ops: list[int], xip: bool) -> int:
+    if xip:
+        return 0
+    return sum(align_up(int(c.nbytes)) for i in ops for c in lowered[i].consts.values())
+
+
+def single_unit_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan:
+    wb = _prefix(lowered, [0, 1, 2, 3], xip)
+    fast = {
+        "x": Placement("fast", wb, 1024),
+        "c1": Placement("fast", wb + 1024, 2048),
+        "p1": Placement("fast", wb, 512),  # x is dead once conv0 ran
+        "y": Placement("fast", wb + 512, 32),
+    }
+    unit = ExecUnit(
+        stages=[0], ops=[0, 1, 2, 3], reload=[], spill=[], fast=fast,
+        scratch={0: Placement("fast", wb + 3072, 144)}, weight_bytes=wb, peak_bytes=wb + 3216,
+    )
+    stage = StagePlan(0, [0, 1, 2, 3], [], [], peak_bytes=wb + 3216, weight_bytes=wb)
+    return MemoryPlan(
+        fast_budget=64 * 1024, slow_budget=None, xip=xip, stages=[stage], units=[unit], slow={},
+        alias_of={"r": "p1"}, unscheduled_peak=3216, fast_peak=wb + 3216, slow_peak=0,
+    )
+
+
+def two_unit_tiled_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan:
+    """Unit 0 runs conv+maxpool in two row tiles (x reloaded, p1 spilled per tile); unit 1 runs the alias and gap."""
+    wb0 = _prefix(lowered, [0, 1], xip)
+    wb1 = _prefix(lowered, [2, 3], xip)
+    u0 = ExecUnit(
+        stages=[0], ops=[0, 1], reload=["x"], spill=["p1"],
+        fast={
+            "x": Placement("fast", wb0, 5 * 8 * 4 * 4),  # 5-row band of [8 W, 4 C] float
+            "c1": Placement("fast", wb0 + 640, 4 * 8 * 8 * 4),
+            "p1": Placement("fast", wb0 + 1664, 2 * 4 * 8 * 4),
+        },
+        scratch={0: Placement("fast", wb0 + 1920, 144)},
+        weight_bytes=wb0, tiles=2,
+        tile_rows=[{"x": (0, 5), "c1": (0, 4), "p1": (0, 2)}, {"x": (3, 8), "c1": (4, 8), "p1": (2, 4)}],
+        peak_bytes=wb0 + 2064,
+    )
+    u1 = ExecUnit(
+        stages=[1], ops=[2, 3], reload=["p1"], spill=[],
+        fast={"p1": Placement("fast", wb1, 512), "y": Placement("fast", wb1 + 512, 32)},
+        weight_bytes=wb1, peak_bytes=wb1 + 544,
+    )
+    stages = [
+        StagePlan(0, [0, 1], ["x"], ["p1"], wb0 + 2064, wb0, tiled=True, tile_h=2, tiles=2, halo=2, chain=None,
+                  recompute_macs=1234),
+        StagePlan(1, [2, 3], ["p1"], [], wb1 + 544, wb1),
+    ]
+    return MemoryPlan(
+        fast_budget=4096, slow_budget=8192, xip=xip, stages=stages, units=[u0, u1],
+        slow={"x": Placement("slow", 0, 1024), "p1": Placement("slow", 1024, 512)}, alias_of={"r": "p1"},
+        unscheduled_peak=2000, fast_peak=max(wb0 + 2064, wb1 + 544), slow_peak=1536, spill_bytes=512,
+        reload_bytes=1536, recompute_macs=1234,
+    )

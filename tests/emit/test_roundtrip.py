@@ -1,0 +1,167 @@
+"""Writer -> reader round trips on hand-built plans: everything the writer was given comes back (exact equality;
+there is no numeric tolerance because nothing is recomputed), and the bytes are deterministic."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+import _emit_handbuilt as H
+from tigris.emit import check_flash, emit_plan, inspect_plan, read_plan, weight_bytes_per_op
+from tigris.emit import format as F
+from tigris.emit.weights import const_bytes
+from tigris.ir import DoesNotFitError, TigrisError
+from tigris.layout import view_dims
+from tigris.ops import KIND_IDS, kind
+
+VARIANTS = [(False, "none"), (False, "lz4"), (True, "none")]
+PLANS = {"single": H.single_unit_plan, "tiled": H.two_unit_tiled_plan}
+
+
+def _strip_unit_extras(plan):
+    """Fields of ExecUnit the format does not carry (planner diagnostics added after format v1) are dropped before
+    comparing; everything in docs/format.md is compared."""
+    for u in plan.units:
+        for extra in set(vars(u)) - {
+            "stages", "ops", "reload", "spill", "fast", "scratch", "weight_bytes", "tiles", "tile_rows", "peak_bytes"
+        }:
+            delattr(u, extra)
+    return plan
+
+
+@pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.parametrize("which", sorted(PLANS))
+@pytest.mark.parametrize("xip,compression", VARIANTS)
+def test_round_trip_is_lossless(int8: bool, which: str, xip: bool, compression: str) -> None:
+    g, lowered = H.graph(int8)
+    plan = PLANS[which](lowered, xip)
+    data = emit_plan(g, plan, lowered, xip=xip, compression=compression)
+    pf = read_plan(data)
+
+    # The memory plan comes back field for field (aliases resolved to their root in placements, as written).
+    back = pf.to_memory_plan()
+    assert back.stages == plan.stages
+    assert back.slow == plan.slow
+    assert back.alias_of == plan.alias_of
+    for got, want in zip(back.units, plan.units):
+        assert got.fast == want.fast
+        assert got.scratch == want.scratch
+        assert got.tile_rows == want.tile_rows
+        assert (got.stages, got.ops, got.reload, got.spill) == (want.stages, want.ops, want.reload, want.spill)
+        assert (got.weight_bytes, got.tiles, got.peak_bytes) == (want.weight_bytes, want.tiles, want.peak_bytes)
+    for f in ("fast_budget", "slow_budget", "xip", "unscheduled_peak", "fast_peak", "slow_peak", "spill_bytes",
+              "reload_bytes", "recompute_macs"):
+        assert getattr(back, f) == getattr(plan, f), f
+    assert pf.xip == xip and pf.compression == compression
+
+    # Tensors: dtype, layout, logical shape, physical dims, quantization.
+    names = [t.name for t in g.activations()]
+    assert [t.name for t in pf.tensors] == names
+    for t in pf.tensors:
+        src = g.tensors[t.name]
+        assert (t.dtype, t.layout, t.shape) == (src.dtype, src.layout, src.shape)
+        assert t.dims == view_dims(src.shape, src.layout)
+        if src.quant is not None:
+            assert t.scale == np.float32(src.quant.scale[0]) and t.zero_point == int(src.quant.zero_point[0])
+    assert pf.tensors[pf.tensors[names.index("r")].root].name == "p1"
+
+    # Ops: one record per non-alias op, in unit order, with the exact params and const bytes.
+    run = [i for u in plan.units for i in u.ops if not lowered[i].alias]
+    assert [op.ir_index for op in pf.ops] == run
+    for k, op in enumerate(pf.ops):
+        low = lowered[op.ir_index]
+        assert op.kind == low.kind and op.kind_id == KIND_IDS[low.kind]
+        assert list(op.params) == kind(low.kind).param_vector(low)
+        assert [names[i] for i in op.inputs] == low.inputs and names[op.output] == low.outputs[0]
+        for slot, cname in enumerate(kind(low.kind).CONSTS):
+            want = const_bytes(low.consts[cname]) if cname in low.consts else b""
+            assert pf.const(k, slot) == want
+
+    # Interface.
+    assert [io.name for io in pf.inputs] == g.inputs and [io.name for io in pf.outputs] == g.outputs
+    if int8:
+        assert pf.inputs[0].decl_dtype == "uint8" and pf.inputs[0].dtype == "int8"
+        assert pf.inputs[0].decl_quant == (np.float32(0.05), 125)  # stored as f32: exact after rounding to f32
+
+
+@pytest.mark.parametrize("xip,compression", VARIANTS)
+def test_two_emits_identical_sha256(xip: bool, compression: str) -> None:
+    digests = set()
+    for _ in range(2):
+        g, lowered = H.graph(True)
+        digests.add(hashlib.sha256(emit_plan(g, H.two_unit_tiled_plan(lowered, xip), lowered, xip=xip,
+                                             compression=compression)).hexdigest())
+    assert len(digests) == 1
+
+
+def test_placement_dict_order_does_not_change_bytes() -> None:
+    g, lowered = H.graph()
+    plan = H.two_unit_tiled_plan(lowered)
+    a = emit_plan(g, plan, lowered, xip=False)
+    for u in plan.units:
+        u.fast = dict(reversed(list(u.fast.items())))
+        u.tile_rows = [dict(reversed(list(t.items()))) for t in u.tile_rows]
+    assert emit_plan(g, plan, lowered, xip=False) == a
+
+
+def test_lz4_blobs_decode_to_the_raw_prefix_image() -> None:
+    g, lowered = H.graph()
+    # Make the weights compressible so the LZ4 path really shrinks something.
+    lowered[0].consts["weight"] = np.zeros(4096, np.float32)
+    plan = H.two_unit_tiled_plan(lowered)
+    raw = read_plan(emit_plan(g, plan, lowered, xip=False, compression="none"))
+    packed = read_plan(emit_plan(g, plan, lowered, xip=False, compression="lz4"))
+    assert packed.unit_images == raw.unit_images
+    assert packed.weight_stored < raw.weight_stored
+    assert packed.units[0].wblob_size < packed.units[0].wraw_size == raw.units[0].wraw_size
+    info = inspect_plan(emit_plan(g, plan, lowered, xip=False, compression="lz4"))
+    assert info["weights"]["compression_ratio"] > 1.0
+
+
+def test_xip_consts_are_offsets_into_weights_and_shared() -> None:
+    g, lowered = H.graph()
+    lowered[3].consts = {}
+    same = lowered[0].consts["weight"]
+    plan = H.single_unit_plan(lowered, xip=True)
+    pf = read_plan(emit_plan(g, plan, lowered, xip=True))
+    assert pf.units[0].weight_bytes == 0 and pf.max_prefix == 0
+    off, ln = pf.ops[0].consts[0]
+    assert off % F.ALIGN == 0 and pf.weights[off : off + ln] == const_bytes(same)
+    # An identical blob used twice is stored once.
+    lowered[0].consts["mult"] = same.copy()
+    pf2 = read_plan(emit_plan(g, plan, lowered, xip=True))
+    assert pf2.ops[0].consts[0] == pf2.ops[0].consts[2]
+
+
+def test_prefix_too_small_is_refused() -> None:
+    g, lowered = H.graph()
+    plan = H.single_unit_plan(lowered)
+    plan.units[0].weight_bytes -= 16
+    with pytest.raises(TigrisError, match="weight prefix"):
+        emit_plan(g, plan, lowered, xip=False)
+
+
+def test_bad_options_are_refused() -> None:
+    g, lowered = H.graph()
+    with pytest.raises(TigrisError, match="compression"):
+        emit_plan(g, H.single_unit_plan(lowered), lowered, xip=False, compression="zip")
+    with pytest.raises(TigrisError, match="xip"):
+        emit_plan(g, H.single_unit_plan(lowered, xip=True), lowered, xip=True, compression="lz4")
+    with pytest.raises(TigrisError, match="xip"):
+        emit_plan(g, H.single_unit_plan(lowered, xip=True), lowered, xip=False)
+
+
+def test_weight_bytes_per_op_matches_prefix_rule() -> None:
+    g, lowered = H.graph()
+    per_op = weight_bytes_per_op(g, lowered, xip=False)
+    assert per_op[2] == 0  # alias
+    assert per_op[0] == sum(-(-c.nbytes // 16) * 16 for c in lowered[0].consts.values())
+    assert weight_bytes_per_op(g, lowered, xip=True) == [0, 0, 0, 0]
+
+
+def test_flash_budget() -> None:
+    check_flash(1000, None)
+    check_flash(1000, 1000)
+    with pytest.raises(DoesNotFitError, match="1001 bytes, flash budget is 1000"):
+        check_flash(1001, 1000)

@@ -1,0 +1,677 @@
+"""Read and validate a .tgrs plan: the Python twin of the C loader (docs/format.md, "What a reader must check").
+
+``read_plan`` checks every byte the runtime would rely on, in the documented order, and raises
+:class:`PlanFormatError` (a TigrisError, so the CLI prints one line and exits 2) naming the first failure and the
+``TGRS_ERR_*`` code the C loader returns for it. On success it returns a :class:`PlanFile`: a complete, typed view
+of the plan for ``tigris inspect``, for tests, and for tools that compare a plan with the memory plan it came from.
+"""
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from tigris.emit import format as F
+from tigris.emit.weights import decompress_block
+from tigris.ir import DTYPE_SIZE, TigrisError
+from tigris.layout import view_dims
+from tigris.ops import KINDS
+from tigris.ops.base import DTYPE_CODES, MAX_CONSTS, MAX_INPUTS, MAX_PARAMS
+from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan
+
+DTYPE_NAMES = {v: k for k, v in DTYPE_CODES.items()}
+LAYOUT_NAMES = {int(v): k for k, v in F.LAYOUT_CODES.items()}
+
+
+class PlanFormatError(TigrisError):
+    """A plan that fails a reader check. ``status`` is the TGRS_ERR_* name (without the TGRS_ prefix)."""
+
+    def __init__(self, status: str, what: str):
+        self.status = status
+        super().__init__(f"invalid plan: {what} [TGRS_{status}]", "plan")
+
+
+def _fail(status: str, what: str) -> PlanFormatError:
+    assert status in F.STATUS_BY_NAME, status
+    return PlanFormatError(status, what)
+
+
+@lru_cache(maxsize=None)
+def kind_limits() -> tuple[tuple[str, int, int], ...]:
+    """(kind name, params used, consts used) per kind id - 1; MAX_* when the kind's module is not importable yet
+    (the same fallback the generated header uses)."""
+    from tigris.emit.gen_header import _kind_tables
+
+    out = []
+    for name, params, consts in _kind_tables():
+        out.append(
+            (name, MAX_PARAMS if params is None else len(params), MAX_CONSTS if params is None else len(consts or ()))
+        )
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The parsed view
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    index: int
+    name: str
+    dtype: str
+    layout: str
+    dims: tuple[int, int, int, int]
+    shape: tuple[int, ...]
+    root: int
+    scale: float
+    zero_point: int
+    nbytes: int
+    slow: Placement | None
+    flags: int
+
+    @property
+    def is_alias(self) -> bool:
+        return bool(self.flags & F.TensorFlag.ALIAS)
+
+    @property
+    def quantized(self) -> bool:
+        return bool(self.flags & F.TensorFlag.QUANT)
+
+    @property
+    def row_bytes(self) -> int:
+        return self.nbytes // self.dims[1]
+
+
+@dataclass(frozen=True)
+class IoInfo:
+    name: str
+    direction: str  # "input" / "output"
+    tensor: int
+    decl_dtype: str
+    dtype: str
+    layout: str
+    shape: tuple[int, ...]
+    decl_quant: tuple[float, int] | None
+    quant: tuple[float, int] | None
+    arena: str  # "fast" / "slow"
+    offset: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    index: int
+    kind: str
+    kind_id: int
+    inputs: tuple[int, ...]
+    output: int
+    ir_index: int
+    name: str
+    params: tuple[int, ...]
+    consts: tuple[tuple[int, int], ...]  # (offset, length) per const slot
+    scratch: Placement | None
+
+
+@dataclass(frozen=True)
+class PlacementInfo:
+    tensor: int
+    offset: int
+    size: int
+    band_rows: int
+
+
+@dataclass(frozen=True)
+class UnitInfo:
+    index: int
+    tiled: bool
+    op_first: int
+    op_count: int
+    reload: tuple[int, ...]
+    spill: tuple[int, ...]
+    placements: tuple[PlacementInfo, ...]
+    tiles: int
+    tile_rows: tuple[tuple[tuple[int, int], ...], ...]  # [tile][placement] = (row0, rows); empty when untiled
+    stages: tuple[int, ...]
+    ir_ops: tuple[int, ...]
+    weight_bytes: int
+    wblob_off: int
+    wblob_size: int
+    wraw_size: int
+    peak_bytes: int
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    index: int
+    unit: int
+    tiled: bool
+    peak_bytes: int
+    weight_bytes: int
+    tile_h: int
+    tiles: int
+    halo: int
+    chain: int | None
+    ops: tuple[int, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    recompute_macs: int
+
+
+@dataclass
+class PlanFile:
+    version: int
+    flags: int
+    file_size: int
+    crc32: int
+    name: str
+    fast_arena: int
+    slow_arena: int
+    fast_budget: int
+    slow_budget: int | None
+    weight_raw: int
+    weight_stored: int
+    spill_bytes: int
+    reload_bytes: int
+    unscheduled_peak: int
+    max_prefix: int
+    recompute_macs: int
+    tensors: list[TensorInfo]
+    inputs: list[IoInfo]
+    outputs: list[IoInfo]
+    ops: list[OpInfo]
+    units: list[UnitInfo]
+    stages: list[StageInfo]
+    weights: bytes  # the WEIGHTS section as stored
+    unit_images: list[bytes] = field(default_factory=list)  # decoded prefix image per unit (empty with XIP)
+    sections: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (offset, size)
+
+    @property
+    def xip(self) -> bool:
+        return bool(self.flags & F.Flag.XIP)
+
+    @property
+    def compression(self) -> str:
+        return "lz4" if self.flags & F.Flag.LZ4 else "none"
+
+    def tensor(self, name: str) -> TensorInfo:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def unit_of_op(self, op: int) -> int:
+        for u in self.units:
+            if u.op_first <= op < u.op_first + u.op_count:
+                return u.index
+        raise IndexError(op)
+
+    def const(self, op: int, slot: int) -> bytes:
+        """The bytes of one constant of one op (XIP: in WEIGHTS; otherwise in its unit's decoded prefix image)."""
+        off, ln = self.ops[op].consts[slot]
+        src = self.weights if self.xip else self.unit_images[self.unit_of_op(op)]
+        return src[off : off + ln]
+
+    def to_memory_plan(self) -> MemoryPlan:
+        """The memory plan as the writer saw it, by tensor name (figures the format does not store stay default)."""
+        name = [t.name for t in self.tensors]
+        stages = [
+            StagePlan(
+                index=s.index, ops=list(s.ops), inputs=[name[i] for i in s.inputs],
+                outputs=[name[i] for i in s.outputs], peak_bytes=s.peak_bytes, weight_bytes=s.weight_bytes,
+                tiled=s.tiled, tile_h=s.tile_h, tiles=s.tiles, halo=s.halo, chain=s.chain,
+                recompute_macs=s.recompute_macs,
+            )
+            for s in self.stages
+        ]
+        units = []
+        for u in self.units:
+            fast = {name[p.tensor]: Placement("fast", p.offset, p.size) for p in u.placements}
+            scratch = {
+                op.ir_index: op.scratch
+                for op in self.ops[u.op_first : u.op_first + u.op_count]
+                if op.scratch is not None
+            }
+            tile_rows = [
+                {name[p.tensor]: (r0, r0 + n) for p, (r0, n) in zip(u.placements, tile)} for tile in u.tile_rows
+            ]
+            units.append(
+                ExecUnit(
+                    stages=list(u.stages), ops=list(u.ir_ops), reload=[name[i] for i in u.reload],
+                    spill=[name[i] for i in u.spill], fast=fast, scratch=scratch, weight_bytes=u.weight_bytes,
+                    tiles=u.tiles, tile_rows=tile_rows, peak_bytes=u.peak_bytes,
+                )
+            )
+        return MemoryPlan(
+            fast_budget=self.fast_budget, slow_budget=self.slow_budget, xip=self.xip, stages=stages, units=units,
+            slow={t.name: t.slow for t in self.tensors if t.slow is not None},
+            alias_of={t.name: name[t.root] for t in self.tensors if t.is_alias},
+            unscheduled_peak=self.unscheduled_peak, fast_peak=self.fast_arena, slow_peak=self.slow_arena,
+            spill_bytes=self.spill_bytes, reload_bytes=self.reload_bytes, recompute_macs=self.recompute_macs,
+        )
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _finite_pos(x: float) -> bool:
+    return math.isfinite(x) and x > 0.0
+
+
+def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
+    """Parse and fully validate a plan (docs/format.md); raises PlanFormatError on the first failed check."""
+    buf = bytes(data)
+    n = len(buf)
+    # 2-6: header basics, size, CRC
+    if n < F.HEADER.size:
+        raise _fail("ERR_TRUNCATED", f"{n} bytes, shorter than the {F.HEADER.size}-byte header")
+    h = F.HEADER.unpack(buf)
+    if bytes(h["magic"]) != F.MAGIC:  # type: ignore[arg-type]
+        raise _fail("ERR_MAGIC", f"magic {bytes(h['magic'])!r} is not {F.MAGIC!r}")  # type: ignore[arg-type]
+    if h["version"] != F.VERSION:
+        raise _fail("ERR_VERSION", f"format version {h['version']}, this reader knows {F.VERSION}")
+    size = int(h["file_size"])  # type: ignore[arg-type]
+    if size > n:
+        raise _fail("ERR_TRUNCATED", f"file_size {size} but only {n} bytes present")
+    if size != n or size < F.DATA_START:
+        raise _fail("ERR_SIZE", f"file_size {size} does not match the {n}-byte buffer")
+    crc = zlib.crc32(buf[F.CRC_START :]) & 0xFFFFFFFF
+    if crc != h["crc32"]:
+        raise _fail("ERR_CRC", f"CRC-32 is {crc:#010x}, header says {h['crc32']:#010x}")
+    # 7: header fields
+    flags = int(h["flags"])  # type: ignore[arg-type]
+    if (
+        h["header_size"] != F.HEADER.size
+        or h["section_count"] != len(F.SECTIONS)
+        or h["dir_offset"] != F.DIR_OFFSET
+        or h["reserved"] != 0
+        or flags & ~int(F.FLAGS_KNOWN)
+        or (flags & F.Flag.XIP and flags & F.Flag.LZ4)
+    ):
+        raise _fail("ERR_HEADER", "bad header_size, section_count, dir_offset, reserved or flags")
+    xip, lz4 = bool(flags & F.Flag.XIP), bool(flags & F.Flag.LZ4)
+    # 8-9: directory
+    sec: dict[F.SectionId, bytes] = {}
+    counts: dict[F.SectionId, int] = {}
+    where: dict[str, tuple[int, int]] = {}
+    prev_end = F.DATA_START
+    for i, spec in enumerate(F.SECTIONS):
+        e = F.SECTION.unpack(buf, F.DIR_OFFSET + i * F.SECTION.size)
+        sid, off, sz, cnt = (int(e[k]) for k in ("id", "offset", "size", "count"))  # type: ignore[arg-type]
+        if sid != int(spec.id):
+            raise _fail("ERR_SECTION", f"directory entry {i} has id {sid}, expected {int(spec.id)}")
+        recsize = spec.record.size if spec.record else 1
+        if sz != cnt * recsize:
+            raise _fail("ERR_SECTION", f"section {spec.id.name}: size {sz} is not {cnt} x {recsize}")
+        if off % F.ALIGN or off < prev_end or off > size or sz > size - off:
+            raise _fail("ERR_SECTION_BOUNDS", f"section {spec.id.name} at {off}+{sz} is misplaced")
+        prev_end = off + sz
+        sec[spec.id] = buf[off : off + sz]
+        counts[spec.id] = cnt
+        where[spec.id.name] = (off, sz)
+    if counts[F.SectionId.PLAN] != 1:
+        raise _fail("ERR_SECTION", "PLAN must hold exactly one record")
+    if counts[F.SectionId.UNITS] == 0:
+        raise _fail("ERR_SECTION", "UNITS is empty")
+
+    strings = sec[F.SectionId.STRINGS]
+
+    def string(off: int, ln: int, what: str) -> str:
+        if off + ln >= len(strings) or strings[off + ln] != 0:
+            raise _fail("ERR_STRING", f"{what}: string {off}+{ln} outside STRINGS or not NUL-terminated")
+        try:
+            return strings[off : off + ln].decode("utf-8")
+        except UnicodeDecodeError:
+            raise _fail("ERR_STRING", f"{what}: string is not UTF-8") from None
+
+    def records(sid: F.SectionId) -> list[dict]:
+        spec = next(s for s in F.SECTIONS if s.id == sid)
+        assert spec.record is not None
+        return [spec.record.unpack(sec[sid], k * spec.record.size) for k in range(counts[sid])]
+
+    index_vals = struct.unpack(f"<{counts[F.SectionId.INDEX]}I", sec[F.SectionId.INDEX])
+
+    def ilist(first: int, count: int, what: str) -> tuple[int, ...]:
+        if first > len(index_vals) or count > len(index_vals) - first:
+            raise _fail("ERR_INDEX", f"{what}: list {first}+{count} outside INDEX ({len(index_vals)})")
+        return tuple(index_vals[first : first + count])
+
+    # 10: plan record
+    p = records(F.SectionId.PLAN)[0]
+    units_raw = records(F.SectionId.UNITS)
+    io_raw = records(F.SectionId.IO)
+    fast_arena, slow_arena = int(p["fast_arena"]), int(p["slow_arena"])
+    max_prefix = max(int(u["weight_bytes"]) for u in units_raw)
+    if (
+        p["n_inputs"] + p["n_outputs"] != len(io_raw)
+        or p["n_inputs"] == 0
+        or p["n_outputs"] == 0
+        or p["max_prefix"] != max_prefix
+        or max_prefix > fast_arena
+        or p["weight_stored"] != len(sec[F.SectionId.WEIGHTS])
+    ):
+        raise _fail("ERR_PLAN", "PLAN record inconsistent with the sections (io counts, max_prefix, weight_stored)")
+    model_name = string(int(p["name_off"]), int(p["name_len"]), "model name")
+
+    # 12: tensors
+    traw = records(F.SectionId.TENSORS)
+    nt = len(traw)
+    tensors: list[TensorInfo] = []
+    known_tflags = sum(int(f) for f in F.TensorFlag)
+    for i, t in enumerate(traw):
+        what = f"tensor {i}"
+        tname = string(int(t["name_off"]), int(t["name_len"]), what)
+        dims = tuple(int(d) for d in t["dims"])
+        rank = int(t["rank"])
+        if (
+            t["dtype"] not in DTYPE_NAMES
+            or t["layout"] not in LAYOUT_NAMES
+            or any(d < 1 for d in dims)
+            or rank > F.MAX_RANK
+            or any(s != 0 for s in t["shape"][rank:])
+            or int(t["flags"]) & ~known_tflags
+        ):
+            raise _fail("ERR_TENSOR", f"{what} ({tname}): bad dtype, layout, dims, rank or flags")
+        shape = tuple(int(s) for s in t["shape"][:rank])
+        try:
+            want = view_dims(shape, LAYOUT_NAMES[int(t["layout"])]) if all(s >= 1 for s in shape) else None
+        except ValueError:
+            want = None
+        if want != dims:
+            raise _fail("ERR_TENSOR", f"{what} ({tname}): dims {dims} are not the view of shape {shape}")
+        nbytes = dims[0] * dims[1] * dims[2] * dims[3] * DTYPE_SIZE[DTYPE_NAMES[int(t["dtype"])]]
+        if nbytes != t["nbytes"]:
+            raise _fail("ERR_TENSOR", f"{what} ({tname}): nbytes {t['nbytes']} should be {nbytes}")
+        flags_t = int(t["flags"])
+        if flags_t & F.TensorFlag.QUANT and not _finite_pos(float(t["scale"])):
+            raise _fail("ERR_TENSOR", f"{what} ({tname}): quantization scale {t['scale']} is not positive")
+        if int(t["root"]) >= nt:
+            raise _fail("ERR_TENSOR_INDEX", f"{what} ({tname}): root {t['root']} out of range ({nt})")
+        slow = None
+        if flags_t & F.TensorFlag.SLOW:
+            so, ss = int(t["slow_offset"]), int(t["slow_size"])
+            if so % F.ALIGN or ss < nbytes:
+                raise _fail("ERR_TENSOR", f"{what} ({tname}): slow home {so}+{ss} misaligned or too small")
+            if so > slow_arena or ss > slow_arena - so:
+                raise _fail("ERR_ARENA_BOUNDS", f"{what} ({tname}): slow home {so}+{ss} outside {slow_arena}")
+            slow = Placement("slow", so, ss)
+        elif t["slow_offset"] != F.NONE or t["slow_size"] != 0:
+            raise _fail("ERR_TENSOR", f"{what} ({tname}): slow fields set without the SLOW flag")
+        tensors.append(
+            TensorInfo(
+                i, tname, DTYPE_NAMES[int(t["dtype"])], LAYOUT_NAMES[int(t["layout"])], dims, shape,
+                int(t["root"]), float(t["scale"]), int(t["zero_point"]), nbytes, slow, flags_t,
+            )
+        )
+    for t in tensors:
+        r = tensors[t.root]
+        bad = (
+            (t.is_alias and (t.root == t.index or r.root != r.index or r.nbytes != t.nbytes or t.slow is not None))
+            or (not t.is_alias and t.root != t.index)
+        )
+        if bad:
+            raise _fail("ERR_TENSOR", f"tensor {t.index} ({t.name}): inconsistent alias root {t.root}")
+
+    # 14-17: units (placements needed before IO can check fast homes)
+    ops_raw = records(F.SectionId.OPS)
+    place_raw = records(F.SectionId.PLACEMENTS)
+    rows_raw = records(F.SectionId.TILE_ROWS)
+    weights = sec[F.SectionId.WEIGHTS]
+    n_stages = counts[F.SectionId.STAGES]
+    units: list[UnitInfo] = []
+    images: list[bytes] = []
+    next_op = 0
+    for ui, u in enumerate(units_raw):
+        what = f"unit {ui}"
+        uflags, tiles = int(u["flags"]), int(u["tiles"])
+        tiled = bool(uflags & F.UnitFlag.TILED)
+        pf, pc = int(u["place_first"]), int(u["place_count"])
+        rf, rc = int(u["rows_first"]), int(u["rows_count"])
+        of, oc = int(u["op_first"]), int(u["op_count"])
+        if (
+            uflags & ~int(F.UnitFlag.TILED)
+            or u["reserved"] != 0
+            or tiles == 0
+            or (not tiled and (tiles != 1 or rf != 0 or rc != 0))
+            or (tiled and rc != tiles * pc)
+            or of != next_op
+            or oc > len(ops_raw) - of
+            or pf > len(place_raw)
+            or pc > len(place_raw) - pf
+            or rf > len(rows_raw)
+            or rc > len(rows_raw) - rf
+            or u["peak_bytes"] > fast_arena
+        ):
+            raise _fail("ERR_UNIT", f"{what}: bad flags, tiles, op/placement/row ranges or peak")
+        next_op = of + oc
+        reload = ilist(int(u["reload_first"]), int(u["reload_count"]), f"{what} reload")
+        spill = ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
+        stages = ilist(int(u["stage_first"]), int(u["stage_count"]), f"{what} stages")
+        ir_ops = ilist(int(u["irop_first"]), int(u["irop_count"]), f"{what} graph ops")
+        if any(s >= n_stages for s in stages):
+            raise _fail("ERR_STAGE", f"{what}: stage index out of range ({n_stages})")
+        wbytes, wo, ws, wr = (int(u[k]) for k in ("weight_bytes", "wblob_off", "wblob_size", "wraw_size"))
+        if xip:
+            if wbytes or wo or ws or wr:
+                raise _fail("ERR_WEIGHTS", f"{what}: weight prefix fields set in an XIP plan")
+        elif (
+            wo % F.ALIGN
+            or wo > len(weights)
+            or ws > len(weights) - wo
+            or wr > wbytes
+            or wbytes > fast_arena
+            or (not lz4 and ws != wr)
+            or (lz4 and (ws == 0) != (wr == 0))
+        ):
+            raise _fail("ERR_WEIGHTS", f"{what}: weight blob {wo}+{ws} -> {wr} (prefix {wbytes}) is inconsistent")
+        placements: list[PlacementInfo] = []
+        prev = -1
+        for k in range(pf, pf + pc):
+            pl = place_raw[k]
+            ti, off, psz, band = (int(pl[x]) for x in ("tensor", "offset", "size", "band_rows"))
+            if ti >= nt:
+                raise _fail("ERR_TENSOR_INDEX", f"{what}: placement of tensor {ti} out of range ({nt})")
+            if tensors[ti].root != ti or ti <= prev:
+                raise _fail("ERR_PLACEMENT", f"{what}: placement of tensor {ti} is not a root or out of order")
+            prev = ti
+            if off % F.ALIGN or off < wbytes or off > fast_arena or psz > fast_arena - off:
+                raise _fail("ERR_ARENA_BOUNDS", f"{what}: placement {off}+{psz} of {tensors[ti].name} outside fast")
+            t = tensors[ti]
+            if band < 1 or band > t.dims[1] or (not tiled and band != t.dims[1]) or band * t.row_bytes > psz:
+                raise _fail("ERR_TILE_ROWS", f"{what}: {t.name} band of {band} rows does not fit {psz} bytes")
+            placements.append(PlacementInfo(ti, off, psz, band))
+        tile_rows: list[tuple[tuple[int, int], ...]] = []
+        if tiled:
+            for tile in range(tiles):
+                row = []
+                for j, pl in enumerate(placements):
+                    r = rows_raw[rf + tile * pc + j]
+                    r0, nr = int(r["row0"]), int(r["rows"])
+                    t = tensors[pl.tensor]
+                    if r0 < 0 or nr < 0 or nr > pl.band_rows or r0 + nr > t.dims[1]:
+                        raise _fail("ERR_TILE_ROWS", f"{what}: tile {tile} band {r0}+{nr} of {t.name} is invalid")
+                    row.append((r0, nr))
+                tile_rows.append(tuple(row))
+        placed = {pl.tensor for pl in placements}
+        for lst, kind in ((reload, "reload"), (spill, "spill")):
+            for ti in lst:
+                if ti >= nt:
+                    raise _fail("ERR_TENSOR_INDEX", f"{what}: {kind} tensor {ti} out of range ({nt})")
+                rt = tensors[ti].root
+                if tensors[rt].slow is None:
+                    raise _fail("ERR_TENSOR", f"{what}: {kind} tensor {tensors[ti].name} has no slow home")
+                if rt not in placed:
+                    raise _fail("ERR_PLACEMENT", f"{what}: {kind} tensor {tensors[ti].name} has no placement")
+        image = b""
+        if not xip and wr:
+            blob = weights[wo : wo + ws]
+            if lz4:
+                try:
+                    image = decompress_block(blob, wr)
+                except ValueError as e:
+                    raise _fail("ERR_LZ4", f"{what}: {e}") from None
+            else:
+                image = blob
+        images.append(image)
+        units.append(
+            UnitInfo(
+                ui, tiled, of, oc, reload, spill, tuple(placements), tiles, tuple(tile_rows), stages, ir_ops,
+                wbytes, wo, ws, wr, int(u["peak_bytes"]),
+            )
+        )
+    if next_op != len(ops_raw):
+        raise _fail("ERR_UNIT", f"unit op ranges cover {next_op} of {len(ops_raw)} ops")
+
+    # 13: interface
+    n_in = int(p["n_inputs"])
+    first_place = {pl.tensor: pl for pl in units[0].placements}
+    last_place = {pl.tensor: pl for pl in units[-1].placements}
+    ios: list[IoInfo] = []
+    for k, io in enumerate(io_raw):
+        what = f"interface record {k}"
+        direction = F.Direction.INPUT if k < n_in else F.Direction.OUTPUT
+        ioname = string(int(io["name_off"]), int(io["name_len"]), what)
+        ti = int(io["tensor"])
+        if ti >= nt:
+            raise _fail("ERR_TENSOR_INDEX", f"{what} ({ioname}): tensor {ti} out of range ({nt})")
+        t = tensors[ti]
+        rank = int(io["rank"])
+        io_flags = int(io["flags"])
+        need_flag = F.TensorFlag.INPUT if direction == F.Direction.INPUT else F.TensorFlag.OUTPUT
+        declared = tuple(int(s) for s in io["shape"][:rank]) if rank <= F.MAX_RANK else ()
+        numel = 1
+        for s in declared:
+            numel *= s
+        bad = (
+            io["direction"] != direction
+            or io["decl_dtype"] not in DTYPE_NAMES
+            or io["dtype"] != DTYPE_CODES[t.dtype]
+            or io["layout"] != F.LAYOUT_CODES[t.layout]
+            or io["nbytes"] != t.nbytes
+            or rank > F.MAX_RANK
+            or any(s != 0 for s in io["shape"][rank:])
+            or numel * DTYPE_SIZE[t.dtype] != t.nbytes
+            or io_flags & ~(int(F.IoFlag.DECL_QUANT) | int(F.IoFlag.QUANT))
+            or (io_flags & F.IoFlag.DECL_QUANT and not _finite_pos(float(io["decl_scale"])))
+            or io["arena"] not in (int(F.Arena.FAST), int(F.Arena.SLOW))
+            or int(io["offset"]) % F.ALIGN
+            or not t.flags & need_flag
+        )
+        if bad:
+            raise _fail("ERR_IO", f"{what} ({ioname}): fields disagree with tensor {t.name}")
+        off = int(io["offset"])
+        root = tensors[t.root]
+        if io["arena"] == F.Arena.SLOW:
+            if off > slow_arena or t.nbytes > slow_arena - off:
+                raise _fail("ERR_ARENA_BOUNDS", f"{what} ({ioname}): {off}+{t.nbytes} outside the slow arena")
+            if root.slow is None or root.slow.offset != off:
+                raise _fail("ERR_IO", f"{what} ({ioname}): slow offset {off} is not the tensor's slow home")
+        else:
+            if off > fast_arena or t.nbytes > fast_arena - off:
+                raise _fail("ERR_ARENA_BOUNDS", f"{what} ({ioname}): {off}+{t.nbytes} outside the fast arena")
+            home = (first_place if direction == F.Direction.INPUT else last_place).get(root.index)
+            if home is None or home.offset != off:
+                raise _fail("ERR_IO", f"{what} ({ioname}): fast offset {off} is not the tensor's placement")
+        ios.append(
+            IoInfo(
+                ioname, "input" if direction == F.Direction.INPUT else "output", ti,
+                DTYPE_NAMES[int(io["decl_dtype"])], t.dtype, t.layout, declared,
+                (float(io["decl_scale"]), int(io["decl_zero_point"])) if io_flags & F.IoFlag.DECL_QUANT else None,
+                (float(io["scale"]), int(io["zero_point"])) if io_flags & F.IoFlag.QUANT else None,
+                "slow" if io["arena"] == F.Arena.SLOW else "fast", off, t.nbytes,
+            )
+        )
+
+    # 18: ops
+    limits = kind_limits()
+    ops: list[OpInfo] = []
+    for u in units:
+        placed = {pl.tensor for pl in u.placements}
+        for k in range(u.op_first, u.op_first + u.op_count):
+            o = ops_raw[k]
+            what = f"op {k}"
+            kid = int(o["kind"])
+            if not 1 <= kid <= len(KINDS):
+                raise _fail("ERR_OP_KIND", f"{what}: kind {kid} outside 1..{len(KINDS)}")
+            kname, nparams, nconsts = limits[kid - 1]
+            n_in = int(o["n_in"])
+            if not 1 <= n_in <= MAX_INPUTS or any(x != F.NONE for x in o["inputs"][n_in:]):
+                raise _fail("ERR_OP", f"{what}: {n_in} inputs or unused input slots not NONE")
+            tins = tuple(int(x) for x in o["inputs"][:n_in])
+            for x in (*tins, int(o["output"])):
+                if x >= nt:
+                    raise _fail("ERR_TENSOR_INDEX", f"{what}: tensor {x} out of range ({nt})")
+                if tensors[x].root not in placed:
+                    raise _fail("ERR_PLACEMENT", f"{what}: tensor {tensors[x].name} has no placement in unit {u.index}")
+            if any(v != 0 for v in o["params"][nparams:]):
+                raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): parameter past its {nparams} is not zero")
+            limit = len(weights) if xip else u.wraw_size
+            consts = []
+            for s in range(MAX_CONSTS):
+                co, cl = int(o["const_off"][s]), int(o["const_len"][s])
+                if (
+                    (cl == 0 and co != 0)
+                    or (cl and s >= nconsts)
+                    or co % F.ALIGN
+                    or co > limit
+                    or cl > limit - co
+                ):
+                    raise _fail("ERR_CONST", f"{what} ({kname}): const slot {s} at {co}+{cl} outside {limit}")
+                consts.append((co, cl))
+            so, ss = int(o["scratch_off"]), int(o["scratch_size"])
+            if ss == 0:
+                if so != 0:
+                    raise _fail("ERR_ARENA_BOUNDS", f"{what}: scratch offset {so} with size 0")
+                scratch = None
+            else:
+                if so % F.ALIGN or so < u.weight_bytes or so > fast_arena or ss > fast_arena - so:
+                    raise _fail("ERR_ARENA_BOUNDS", f"{what}: scratch {so}+{ss} outside the fast arena")
+                scratch = Placement("fast", so, ss)
+            ops.append(
+                OpInfo(
+                    k, kname, kid, tins, int(o["output"]), int(o["ir_index"]),
+                    string(int(o["name_off"]), int(o["name_len"]), what),
+                    tuple(int(v) for v in o["params"]), tuple(consts), scratch,
+                )
+            )
+
+    # 19: stages
+    stages: list[StageInfo] = []
+    for k, s in enumerate(records(F.SectionId.STAGES)):
+        what = f"stage {k}"
+        if (
+            s["index"] != k
+            or s["unit"] >= len(units)
+            or int(s["flags"]) & ~int(F.StageFlag.TILED)
+            or s["tiles"] == 0
+            or s["chain"] < -1
+            or s["reserved"] != 0
+        ):
+            raise _fail("ERR_STAGE", f"{what}: bad index, unit, flags, tiles or chain")
+        sops = ilist(int(s["ops_first"]), int(s["ops_count"]), f"{what} ops")
+        sin = ilist(int(s["in_first"]), int(s["in_count"]), f"{what} inputs")
+        sout = ilist(int(s["out_first"]), int(s["out_count"]), f"{what} outputs")
+        if any(x >= nt for x in (*sin, *sout)):
+            raise _fail("ERR_TENSOR_INDEX", f"{what}: tensor out of range ({nt})")
+        stages.append(
+            StageInfo(
+                k, int(s["unit"]), bool(int(s["flags"]) & F.StageFlag.TILED), int(s["peak_bytes"]),
+                int(s["weight_bytes"]), int(s["tile_h"]), int(s["tiles"]), int(s["halo"]),
+                None if s["chain"] == -1 else int(s["chain"]), sops, sin, sout, int(s["recompute_macs"]),
+            )
+        )
+
+    return PlanFile(
+        version=int(h["version"]), flags=flags, file_size=size, crc32=int(h["crc32"]), name=model_name,
+        fast_arena=fast_arena, slow_arena=slow_arena, fast_budget=int(p["fast_budget"]),
+        slow_budget=None if p["slow_budget"] == F.NONE else int(p["slow_budget"]),
+        weight_raw=int(p["weight_raw"]), weight_stored=int(p["weight_stored"]), spill_bytes=int(p["spill_bytes"]),
+        reload_bytes=int(p["reload_bytes"]), unscheduled_peak=int(p["unscheduled_peak"]),
+        max_prefix=int(p["max_prefix"]), recompute_macs=int(p["recompute_macs"]), tensors=tensors,
+        inputs=ios[:n_in], outputs=ios[n_in:], ops=ops, units=units, stages=stages, weights=weights,
+        unit_images=images, sections=where,
+    )

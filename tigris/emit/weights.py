@@ -1,0 +1,79 @@
+"""Stage 7 step 3: weight grouping, de-duplication and LZ4 compression.
+
+A *weight group* is the set of constant blobs that live together: the whole plan with ``--xip`` (read in place from
+flash), otherwise one exec unit (copied or LZ4-decoded into the unit's reserved fast prefix before it runs). Inside a
+group every blob starts at a multiple of 16 and identical blobs are stored once, in first-use order, so the layout is
+a pure function of the ops' constants.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import lz4.block
+import numpy as np
+
+from tigris.ops.base import Lowered
+from tigris.plan.types import ALIGN, align_up
+
+
+def const_bytes(arr: np.ndarray) -> bytes:
+    """The bytes a constant is stored as: C order, little-endian, the lowering's dtype unchanged."""
+    a = np.ascontiguousarray(arr)
+    if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and not np.little_endian):
+        a = a.astype(a.dtype.newbyteorder("<"))
+    return a.tobytes()
+
+
+def weight_bytes_per_op(graph, lowered: list[Lowered], xip: bool) -> list[int]:
+    """Fast-prefix bytes each op's constants need when its unit is not XIP (every blob rounded up to 16), 0 with XIP.
+
+    The planner sums these per unit to size the reserved prefix; the writer then lays the unit's constants out within
+    that many bytes (de-duplication can only make the real image smaller). ``graph`` is accepted for symmetry with the
+    planner's callbacks and not needed.
+    """
+    del graph
+    if xip:
+        return [0 for _ in lowered]
+    return [0 if low.alias else sum(align_up(int(np.asarray(c).nbytes)) for c in low.consts.values()) for low in lowered]
+
+
+@dataclass
+class WeightGroup:
+    """Constant blobs laid out at 16-byte boundaries, identical blobs shared."""
+
+    data: bytearray = field(default_factory=bytearray)
+    _seen: dict[bytes, int] = field(default_factory=dict)
+
+    def add(self, blob: bytes) -> int:
+        """Offset of ``blob`` in the group (appending it unless an identical blob is already there)."""
+        if blob in self._seen:
+            return self._seen[blob]
+        off = align_up(len(self.data), ALIGN)
+        self.data.extend(b"\0" * (off - len(self.data)))
+        self.data.extend(blob)
+        self._seen[blob] = off
+        return off
+
+    def image(self) -> bytes:
+        """The group's bytes, padded to a multiple of 16."""
+        return bytes(self.data) + b"\0" * (align_up(len(self.data), ALIGN) - len(self.data))
+
+
+def compress_block(raw: bytes) -> bytes:
+    """One LZ4 block (raw block format: no frame, no size prefix)."""
+    return lz4.block.compress(raw, mode="default", store_size=False) if raw else b""
+
+
+def decompress_block(block: bytes, raw_size: int) -> bytes:
+    """Decode one LZ4 block that must expand to exactly ``raw_size`` bytes; raises ValueError otherwise."""
+    if raw_size == 0:
+        if block:
+            raise ValueError("non-empty LZ4 block for an empty blob")
+        return b""
+    try:
+        out = lz4.block.decompress(block, uncompressed_size=raw_size)
+    except lz4.block.LZ4BlockError as e:
+        raise ValueError(f"malformed LZ4 block: {e}") from None
+    if len(out) != raw_size:
+        raise ValueError(f"LZ4 block decodes to {len(out)} bytes, expected {raw_size}")
+    return out

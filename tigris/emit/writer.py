@@ -1,0 +1,468 @@
+"""Stage 7 step 4: serialize a graph, its memory plan and its lowered ops into .tgrs bytes (docs/format.md).
+
+The writer interprets nothing numeric: parameters and constants come from lowering (steps 1 and 2 of stage 7 happen
+there, see ``emit/layout.py`` and ``emit/quantize.py``), placements and tiles from the memory plan. Its job is to
+number things, lay the bytes out and refuse anything the format cannot say. The result is checked by the reader
+before it is returned, so a plan that leaves ``emit_plan`` is one the C loader accepts.
+
+Determinism: tensors are numbered by first mention in the graph, every other table follows the plan's order, lists
+keyed by tensor are sorted by tensor index, and constant blobs are placed in first-use order. No dict iteration
+order of an input affects the bytes except where that order is itself the plan's order.
+"""
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tigris.emit import format as F
+from tigris.emit.weights import WeightGroup, compress_block, const_bytes
+from tigris.ir import AnalyzedGraph, DoesNotFitError, Tensor, TigrisError
+from tigris.layout import view_dims
+from tigris.ops import KIND_IDS
+from tigris.ops import kind as kind_of
+from tigris.ops import lower as lower_op
+from tigris.ops.base import DTYPE_CODES, MAX_INPUTS, Lowered
+from tigris.plan.types import ALIGN, MemoryPlan, Placement, align_up
+
+COMPRESSIONS = ("none", "lz4")
+
+
+def check_flash(plan_bytes: int, flash_budget: int | None, where: str | None = None) -> None:
+    """Refuse a plan larger than the flash budget (``-f``): DoesNotFitError (exit 1) naming both sizes."""
+    if flash_budget is not None and plan_bytes > flash_budget:
+        raise DoesNotFitError(f"plan is {plan_bytes} bytes, flash budget is {flash_budget} bytes", where)
+
+
+@dataclass
+class _Strings:
+    data: bytearray = field(default_factory=bytearray)
+    _seen: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def add(self, s: str) -> tuple[int, int]:
+        if s not in self._seen:
+            b = s.encode("utf-8")
+            self._seen[s] = (len(self.data), len(b))
+            self.data.extend(b + b"\0")
+        return self._seen[s]
+
+
+@dataclass
+class _Index:
+    values: list[int] = field(default_factory=list)
+
+    def add(self, items: list[int]) -> tuple[int, int]:
+        first = len(self.values)
+        self.values.extend(items)
+        return first, len(items)
+
+
+def _pack(rec: F.Record, values: dict[str, object], where: str) -> bytes:
+    try:
+        return rec.pack(values)
+    except struct.error as e:
+        raise TigrisError(f"value does not fit the plan format's {rec.name} record: {e}", where) from None
+
+
+def _dtype_code(dtype: str, where: str) -> int:
+    if dtype not in DTYPE_CODES:
+        raise TigrisError(f"dtype {dtype} cannot be stored in a plan", where)
+    return DTYPE_CODES[dtype]
+
+
+def _per_tensor(t: Tensor) -> tuple[float, int]:
+    """Per-tensor (scale, zero point) of an activation; the runtime has no per-channel activations."""
+    q = t.quant
+    if q is None:
+        return 1.0, 0
+    if q.scale.size != 1 or q.zero_point.size != 1:
+        raise TigrisError("per-channel quantization of an activation cannot be stored", t.name)
+    s = float(q.scale.reshape(-1)[0])
+    if not math.isfinite(s) or s <= 0.0:
+        raise TigrisError(f"quantization scale must be positive and finite, got {s!r}", t.name)
+    return s, int(q.zero_point.reshape(-1)[0])
+
+
+def _shape_field(shape: tuple[int, ...], where: str) -> tuple[int, list[int]]:
+    if len(shape) > F.MAX_RANK:
+        raise TigrisError(f"rank {len(shape)} exceeds the plan format's {F.MAX_RANK}", where)
+    return len(shape), [int(d) for d in shape]
+
+
+def _roots(plan: MemoryPlan, lowered: list[Lowered]) -> dict[str, str]:
+    """alias tensor -> root tensor, from the plan and from alias ops (the plan's table wins)."""
+    parent: dict[str, str] = {}
+    for low in lowered:
+        if low.alias and low.inputs and low.outputs:
+            parent[low.outputs[0]] = low.inputs[0]
+    parent.update(plan.alias_of)
+    out: dict[str, str] = {}
+    for name in sorted(parent):
+        r, seen = name, {name}
+        while r in parent and parent[r] != r:
+            r = parent[r]
+            if r in seen:
+                raise TigrisError("alias cycle", name)
+            seen.add(r)
+        if r != name:
+            out[name] = r
+    return out
+
+
+def emit_plan(
+    graph: AnalyzedGraph,
+    plan: MemoryPlan,
+    lowered: list[Lowered] | None = None,
+    *,
+    xip: bool,
+    compression: str = "none",
+) -> bytes:
+    """The .tgrs bytes of ``plan`` (see docs/format.md). Raises TigrisError for anything the format cannot hold."""
+    if compression not in COMPRESSIONS:
+        raise TigrisError(f"unknown compression {compression!r}; use one of {', '.join(COMPRESSIONS)}", "-c")
+    if xip and compression != "none":
+        raise TigrisError("--xip reads weights in place, so they cannot be compressed", "-c")
+    if xip != plan.xip:
+        raise TigrisError(f"the memory plan was made for xip={plan.xip}, emitting with xip={xip}", graph.name)
+    if lowered is None:
+        lowered = [lower_op(graph, op) for op in graph.ops]
+    if len(lowered) != len(graph.ops):
+        raise TigrisError(f"{len(lowered)} lowered ops for {len(graph.ops)} graph ops", graph.name)
+    if not plan.units:
+        raise TigrisError("the memory plan has no exec units", graph.name)
+
+    strings = _Strings()
+    index = _Index()
+    root_of = _roots(plan, lowered)
+
+    def root(name: str) -> str:
+        return root_of.get(name, name)
+
+    # ---- tensors ---------------------------------------------------------------------------------------------
+    names = [t.name for t in graph.activations()]
+    tidx = {n: i for i, n in enumerate(names)}
+
+    def ti(name: str, where: str) -> int:
+        if name not in tidx:
+            raise TigrisError(f"tensor {name!r} is not an activation of the graph", where)
+        return tidx[name]
+
+    in_set, out_set = set(graph.inputs), set(graph.outputs)
+    tensor_recs = []
+    for n in names:
+        t = graph.tensors[n]
+        r = root(n)
+        flags = 0
+        if n in in_set:
+            flags |= F.TensorFlag.INPUT
+        if n in out_set:
+            flags |= F.TensorFlag.OUTPUT
+        if r != n:
+            flags |= F.TensorFlag.ALIAS
+        scale, zp = _per_tensor(t)
+        if t.quant is not None:
+            flags |= F.TensorFlag.QUANT
+        slow_off, slow_size = F.NONE, 0
+        if r == n and n in plan.slow:
+            flags |= F.TensorFlag.SLOW
+            slow_off, slow_size = plan.slow[n].offset, plan.slow[n].size
+        if t.layout not in F.LAYOUT_CODES:
+            raise TigrisError(f"unknown layout {t.layout!r}", n)
+        rank, shape = _shape_field(t.shape, n)
+        off, ln = strings.add(n)
+        tensor_recs.append(
+            _pack(
+                F.TENSOR,
+                dict(
+                    name_off=off, name_len=ln, dtype=_dtype_code(t.dtype, n), layout=int(F.LAYOUT_CODES[t.layout]),
+                    dims=view_dims(t.shape, t.layout), rank=rank, shape=shape, root=ti(r, n), scale=scale,
+                    zero_point=zp, nbytes=t.nbytes, slow_offset=slow_off, slow_size=slow_size, flags=int(flags),
+                ),
+                n,
+            )
+        )
+    for n in plan.slow:
+        ti(n, "slow arena")
+
+    # ---- units, placements, tile rows, ops, weights ------------------------------------------------------------
+    unit_of_stage: dict[int, int] = {}
+    for u, unit in enumerate(plan.units):
+        for s in unit.stages:
+            unit_of_stage[s] = u
+    place_recs: list[bytes] = []
+    row_recs: list[bytes] = []
+    op_recs: list[bytes] = []
+    unit_recs: list[bytes] = []
+    first_fast: dict[str, Placement] = {}
+    last_fast: dict[str, Placement] = {}
+    xip_group = WeightGroup()
+    blobs: list[tuple[int, bytes, int]] = []  # (unit, stored bytes, raw size) for non-XIP units
+    weight_raw = 0
+    for u, unit in enumerate(plan.units):
+        where = f"unit {u}"
+        fast: dict[str, Placement] = {}
+        for key in sorted(unit.fast):
+            r, p = root(key), unit.fast[key]
+            if p.arena != "fast":
+                raise TigrisError(f"placement of {key} in unit {u} is in the {p.arena} arena", where)
+            if r in fast and fast[r] != p:
+                raise TigrisError(f"alias {key} placed apart from its root {r}", where)
+            fast[r] = p
+        if u == 0:
+            first_fast = fast
+        if u == len(plan.units) - 1:
+            last_fast = fast
+        tiled = bool(unit.tile_rows)
+        placed = sorted(fast, key=lambda n: ti(n, where))
+        bands: list[list[tuple[int, int]]] = []
+        for tile in unit.tile_rows if tiled else []:
+            by_root: dict[str, tuple[int, int]] = {}
+            for key in sorted(tile):
+                r = root(key)
+                if r not in by_root or key == r:
+                    by_root[r] = tile[key]
+            row = []
+            for n in placed:
+                h = view_dims(graph.tensors[n].shape, graph.tensors[n].layout)[1]
+                a, b = by_root.get(n, (0, h))
+                row.append((int(a), int(b) - int(a)))
+            bands.append(row)
+        place_first = len(place_recs)
+        for j, n in enumerate(placed):
+            p = fast[n]
+            h = view_dims(graph.tensors[n].shape, graph.tensors[n].layout)[1]
+            band_rows = max((b[j][1] for b in bands), default=h) if tiled else h
+            place_recs.append(
+                _pack(F.PLACEMENT, dict(tensor=ti(n, where), offset=p.offset, size=p.size, band_rows=band_rows), where)
+            )
+        rows_first = len(row_recs) if tiled else 0
+        for b in bands:
+            for row0, rows in b:
+                row_recs.append(_pack(F.TILE_ROW, dict(row0=row0, rows=rows), where))
+
+        group = xip_group if xip else WeightGroup()
+        op_first = len(op_recs)
+        for i in unit.ops:
+            low = lowered[i]
+            if low.alias:
+                continue
+            op_recs.append(_op_record(graph, i, low, ti, strings, group, unit.scratch.get(i)))
+        op_count = len(op_recs) - op_first
+
+        wblob_off = wblob_size = wraw_size = 0
+        if not xip:
+            raw = group.image()
+            weight_raw += len(raw)
+            if len(raw) > unit.weight_bytes:
+                raise TigrisError(
+                    f"unit {u} needs {len(raw)} bytes of weight prefix, the plan reserved {unit.weight_bytes}", where
+                )
+            if raw:
+                stored = compress_block(raw) if compression == "lz4" else raw
+                blobs.append((u, stored, len(raw)))
+                wblob_size, wraw_size = len(stored), len(raw)
+        reload_first, reload_count = index.add([ti(n, where) for n in unit.reload])
+        spill_first, spill_count = index.add([ti(n, where) for n in unit.spill])
+        stage_first, stage_count = index.add(list(unit.stages))
+        irop_first, irop_count = index.add(list(unit.ops))
+        unit_recs.append(
+            dict(
+                flags=int(F.UnitFlag.TILED) if tiled else 0, op_first=op_first, op_count=op_count,
+                reload_first=reload_first, reload_count=reload_count, spill_first=spill_first,
+                spill_count=spill_count, place_first=place_first, place_count=len(placed),
+                tiles=len(unit.tile_rows) if tiled else 1, rows_first=rows_first,
+                rows_count=len(bands) * len(placed) if tiled else 0, stage_first=stage_first,
+                stage_count=stage_count, irop_first=irop_first, irop_count=irop_count,
+                weight_bytes=0 if xip else unit.weight_bytes, wblob_off=wblob_off, wblob_size=wblob_size,
+                wraw_size=wraw_size, peak_bytes=unit.peak_bytes,
+            )
+        )
+
+    # WEIGHTS: the XIP group, or the per-unit blobs at 16-byte boundaries.
+    if xip:
+        weights = xip_group.image()
+        weight_raw = len(weights)
+    else:
+        wb = bytearray()
+        for u, stored, _raw in blobs:
+            off = align_up(len(wb), ALIGN)
+            wb.extend(b"\0" * (off - len(wb)))
+            unit_recs[u]["wblob_off"] = off
+            wb.extend(stored)
+        wb.extend(b"\0" * (align_up(len(wb), ALIGN) - len(wb)))
+        weights = bytes(wb)
+    unit_bytes = [_pack(F.UNIT, rec, f"unit {u}") for u, rec in enumerate(unit_recs)]
+
+    # ---- interface ---------------------------------------------------------------------------------------------
+    io_recs = []
+    for direction, io_names, homes in (
+        (F.Direction.INPUT, graph.inputs, first_fast),
+        (F.Direction.OUTPUT, graph.outputs, last_fast),
+    ):
+        for n in io_names:
+            io_recs.append(_io_record(graph, plan, n, direction, root(n), homes, ti, strings))
+
+    # ---- stages ------------------------------------------------------------------------------------------------
+    stage_recs = []
+    for pos, s in enumerate(plan.stages):
+        where = f"stage {s.index}"
+        if s.index != pos:
+            raise TigrisError(f"stage at position {pos} has index {s.index}", where)
+        if pos not in unit_of_stage:
+            raise TigrisError("stage belongs to no exec unit", where)
+        ops_first, ops_count = index.add(list(s.ops))
+        in_first, in_count = index.add([ti(n, where) for n in s.inputs])
+        out_first, out_count = index.add([ti(n, where) for n in s.outputs])
+        stage_recs.append(
+            _pack(
+                F.STAGE,
+                dict(
+                    index=s.index, unit=unit_of_stage[pos], flags=int(F.StageFlag.TILED) if s.tiled else 0,
+                    peak_bytes=s.peak_bytes, weight_bytes=s.weight_bytes, tile_h=s.tile_h, tiles=s.tiles,
+                    halo=s.halo, chain=-1 if s.chain is None else s.chain, ops_first=ops_first, ops_count=ops_count,
+                    in_first=in_first, in_count=in_count, out_first=out_first, out_count=out_count,
+                    recompute_macs=s.recompute_macs,
+                ),
+                where,
+            )
+        )
+
+    # ---- plan record -------------------------------------------------------------------------------------------
+    name_off, name_len = strings.add(graph.name)
+    plan_rec = _pack(
+        F.PLAN,
+        dict(
+            fast_arena=plan.fast_peak, slow_arena=plan.slow_peak, fast_budget=plan.fast_budget,
+            slow_budget=F.NONE if plan.slow_budget is None else plan.slow_budget, weight_raw=weight_raw,
+            weight_stored=len(weights), spill_bytes=plan.spill_bytes, reload_bytes=plan.reload_bytes,
+            unscheduled_peak=plan.unscheduled_peak,
+            max_prefix=0 if xip else max(u.weight_bytes for u in plan.units),
+            n_inputs=len(graph.inputs), n_outputs=len(graph.outputs), name_off=name_off, name_len=name_len,
+            recompute_macs=plan.recompute_macs,
+        ),
+        "plan",
+    )
+
+    sections: dict[F.SectionId, tuple[bytes, int]] = {
+        F.SectionId.PLAN: (plan_rec, 1),
+        F.SectionId.STRINGS: (bytes(strings.data), len(strings.data)),
+        F.SectionId.TENSORS: (b"".join(tensor_recs), len(tensor_recs)),
+        F.SectionId.IO: (b"".join(io_recs), len(io_recs)),
+        F.SectionId.OPS: (b"".join(op_recs), len(op_recs)),
+        F.SectionId.UNITS: (b"".join(unit_bytes), len(unit_bytes)),
+        F.SectionId.PLACEMENTS: (b"".join(place_recs), len(place_recs)),
+        F.SectionId.TILE_ROWS: (b"".join(row_recs), len(row_recs)),
+        F.SectionId.INDEX: (struct.pack(f"<{len(index.values)}I", *index.values), len(index.values)),
+        F.SectionId.STAGES: (b"".join(stage_recs), len(stage_recs)),
+        F.SectionId.WEIGHTS: (weights, len(weights)),
+    }
+    flags = (F.Flag.XIP if xip else 0) | (F.Flag.LZ4 if compression == "lz4" else 0)
+    data = assemble(sections, int(flags))
+
+    from tigris.emit.reader import read_plan  # the self-check: what we return, the loader accepts
+
+    read_plan(data)
+    return data
+
+
+def assemble(sections: dict[F.SectionId, tuple[bytes, int]], flags: int) -> bytes:
+    """Header + directory + sections (each at a multiple of 16) + CRC. Exposed for tests that forge plans."""
+    body = bytearray(F.DATA_START)
+    directory = []
+    for spec in F.SECTIONS:
+        payload, count = sections[spec.id]
+        off = align_up(len(body), ALIGN)
+        body.extend(b"\0" * (off - len(body)))
+        body.extend(payload)
+        directory.append(F.SECTION.pack(dict(id=int(spec.id), offset=off, size=len(payload), count=count)))
+    body.extend(b"\0" * (align_up(len(body), ALIGN) - len(body)))
+    body[F.DIR_OFFSET : F.DATA_START] = b"".join(directory)
+    header = dict(
+        magic=list(F.MAGIC), version=F.VERSION, header_size=F.HEADER.size, crc32=0, file_size=len(body),
+        flags=flags, section_count=len(F.SECTIONS), dir_offset=F.DIR_OFFSET,
+    )
+    body[: F.HEADER.size] = F.HEADER.pack(header)
+    return seal(body)
+
+
+def seal(data: bytes | bytearray) -> bytes:
+    """Recompute the CRC field of a plan (tests use it to forge plans that pass the CRC and fail a later check)."""
+    b = bytearray(data)
+    struct.pack_into("<I", b, F.HEADER.offsets()["crc32"], zlib.crc32(bytes(b[F.CRC_START :])) & 0xFFFFFFFF)
+    return bytes(b)
+
+
+def _op_record(graph, i: int, low: Lowered, ti, strings: _Strings, group: WeightGroup, scratch) -> bytes:
+    where = low.op_name or graph.ops[i].name
+    if low.kind not in KIND_IDS:
+        raise TigrisError(f"unknown op kind {low.kind!r}", where)
+    k = kind_of(low.kind)
+    if len(low.outputs) != 1:
+        raise TigrisError(f"a kernel call writes exactly one tensor, this one {len(low.outputs)}", where)
+    if not 1 <= len(low.inputs) <= MAX_INPUTS:
+        raise TigrisError(f"{len(low.inputs)} inputs; a kernel call takes 1..{MAX_INPUTS}", where)
+    try:
+        params = k.param_vector(low)
+    except ValueError as e:
+        raise TigrisError(str(e), where) from None
+    unknown = set(low.consts) - set(k.CONSTS)
+    if unknown:
+        raise TigrisError(f"{low.kind}: unknown const slots {sorted(unknown)}", where)
+    const_off, const_len = [], []
+    for slot in k.CONSTS:
+        arr = low.consts.get(slot)
+        blob = b"" if arr is None else const_bytes(np.asarray(arr))
+        const_off.append(group.add(blob) if blob else 0)
+        const_len.append(len(blob))
+    off, ln = strings.add(where)
+    inputs = [ti(n, where) for n in low.inputs]
+    return _pack(
+        F.OP,
+        dict(
+            kind=KIND_IDS[low.kind], n_in=len(inputs), inputs=inputs + [F.NONE] * (MAX_INPUTS - len(inputs)),
+            output=ti(low.outputs[0], where), ir_index=i, name_off=off, name_len=ln, params=params,
+            const_off=const_off, const_len=const_len,
+            scratch_off=scratch.offset if scratch and scratch.size else 0,
+            scratch_size=scratch.size if scratch else 0,
+        ),
+        where,
+    )
+
+
+def _io_record(graph, plan: MemoryPlan, n: str, direction: F.Direction, r: str, homes, ti, strings) -> bytes:
+    t = graph.tensors[n]
+    b = graph.boundary.get(n)
+    decl_dtype = b.dtype if b is not None else t.dtype
+    decl_shape = tuple(b.shape) if b is not None else tuple(t.shape)
+    flags = 0
+    decl_scale, decl_zp = 0.0, 0
+    if b is not None and b.quant is not None:
+        flags |= F.IoFlag.DECL_QUANT
+        decl_scale = float(np.asarray(b.quant.scale).reshape(-1)[0])
+        decl_zp = int(np.asarray(b.quant.zero_point).reshape(-1)[0])
+    scale, zp = _per_tensor(t)
+    if t.quant is not None:
+        flags |= F.IoFlag.QUANT
+    if r in plan.slow:
+        arena, offset = F.Arena.SLOW, plan.slow[r].offset
+    elif r in homes:
+        arena, offset = F.Arena.FAST, homes[r].offset
+    else:
+        which = "first" if direction == F.Direction.INPUT else "last"
+        raise TigrisError(f"graph {direction.name.lower()} has no home in the slow arena or the {which} unit", n)
+    rank, shape = _shape_field(decl_shape, n)
+    off, ln = strings.add(n)
+    return _pack(
+        F.IO,
+        dict(
+            name_off=off, name_len=ln, direction=int(direction), tensor=ti(n, n),
+            decl_dtype=_dtype_code(decl_dtype, n), dtype=_dtype_code(t.dtype, n),
+            layout=int(F.LAYOUT_CODES[t.layout]), rank=rank, shape=shape, decl_scale=decl_scale,
+            decl_zero_point=decl_zp, scale=scale, zero_point=zp, flags=int(flags), arena=int(arena), offset=offset,
+            nbytes=t.nbytes,
+        ),
+        n,
+    )
