@@ -1,0 +1,94 @@
+"""Softmax along one physical axis, float32 and int8.
+
+Float: per line, ``e = exp(x - max)`` in float32, ``y = e / sum(e)`` (the sum runs along the line in order).
+
+int8 (TFLite-compatible: the output is normally scale 1/256, zero point -128; any output quantization works).
+Deterministic integer algorithm, identical in NumPy and C:
+
+1. per line, ``m = max(q)`` and ``d = m - q`` in ``[0, 255]``;
+2. ``E[d] = round(exp(-d * s_in) * 2**K)`` from a 256-entry int32 table ``EXP`` built here in float64
+   (``E[0] = 2**K``; ``K`` is chosen below so nothing overflows);
+3. ``S = sum(E[d])`` over the line, exactly (int64);
+4. ``y = clamp(zo + round(E[d] * MULT / (S << (31 - SHIFT))), -128, 127)`` with ONE rounding, halves away from
+   zero, where ``(MULT, SHIFT)`` encode ``1 / s_out`` as a Q0.31 multiplier. For ``s_out = 1/256`` this is exactly
+   ``round(256 * E[d] / S) - 128``, saturating the certain class at 127 like TFLite.
+
+``K = min(20, 62 - (31 - SHIFT) - bitlen(L))`` for a line of ``L`` elements keeps ``S << (31 - SHIFT)`` below
+2**62 and the numerator below 2**51; lowering refuses a K below 8 (an absurd output scale or line length).
+Softmax is structural (untiled) along its axis: the kernel needs whole lines.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.layout import tensor_view_dims
+from tigris.ops._common import TileError, dtype_kind, logical_to_phys_axis, per_tensor
+from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.qmath import quantize_multiplier
+
+K_MAX = 20
+
+
+def exp_table(s_in: float, k: int) -> np.ndarray:
+    d = np.arange(256, dtype=np.float64)
+    return np.rint(np.exp(-d * float(np.float32(s_in))) * float(1 << k)).astype(np.int32)
+
+
+def _div_round_away(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    num = np.asarray(num, dtype=np.int64)
+    den = np.asarray(den, dtype=np.int64)
+    q = (np.abs(num) + den // 2) // den
+    return np.where(num < 0, -q, q)
+
+
+class Softmax(OpKind):
+    name = "softmax"
+    ir_ops = ("Softmax",)
+    PARAMS = ("AXIS", "MULT", "SHIFT")
+    CONSTS = ("EXP",)
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        axis = int(op.attrs.get("axis", len(x.shape) - 1))
+        if axis < 0:
+            axis += len(x.shape)
+        pa = logical_to_phys_axis(x, axis)
+        params = {"AXIS": pa}
+        consts = {}
+        if dtype_kind(graph, op) == "int8":
+            s_in, _ = per_tensor(x, "Softmax input")
+            s_out, _ = per_tensor(y, "Softmax output")
+            mult, shift = quantize_multiplier(1.0 / s_out, op.name)
+            line = tensor_view_dims(x)[pa]
+            k = min(K_MAX, 62 - (31 - shift) - int(line).bit_length())
+            if k < 8:
+                raise TigrisError(f"Softmax: output scale {s_out:g} with {line} classes leaves no precision", op.name)
+            params["MULT"], params["SHIFT"] = mult, shift
+            consts["EXP"] = exp_table(s_in, k)
+        return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, consts=consts,
+                       macs=y.numel * 4)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        xv = inputs[0]
+        a = low.params["AXIS"]
+        if a == 1 and (out.rows != out.dims[1] or xv.rows != xv.dims[1]):
+            raise TileError("Softmax along the row axis needs whole views")
+        lo = out.row0 - xv.row0
+        if lo < 0 or out.row0 + out.rows > xv.row0 + xv.rows:
+            raise TileError("Softmax input band misses output rows")
+        x = xv.data[:, lo:lo + out.rows]
+        if out.dtype == "float32":
+            x = x.astype(np.float32)
+            e = np.exp(x - x.max(axis=a, keepdims=True)).astype(np.float32)
+            out.data[...] = e / e.sum(axis=a, keepdims=True, dtype=np.float32)
+            return
+        table = low.consts["EXP"].astype(np.int64)
+        q = x.astype(np.int64)
+        d = q.max(axis=a, keepdims=True) - q
+        e = table[d]
+        s = e.sum(axis=a, keepdims=True)
+        r = _div_round_away(e * low.params["MULT"], s << (31 - low.params["SHIFT"]))
+        out.data[...] = np.clip(r + out.zero_point, -128, 127).astype(out.data.dtype)
