@@ -32,7 +32,7 @@ def test_greedy_cuts_before_the_op_that_overflows():
 
 def test_single_over_budget_stage_is_tiled():
     graph = residual()
-    plan = plan_memory(graph, 600)
+    plan = plan_memory(graph, 600, strategy="spec")
     assert check_plan(graph, plan) == []
     assert [s.ops for s in plan.stages] == [[0, 1], [2]]
     add = plan.stages[1]
@@ -53,7 +53,7 @@ def three_convs():
 
 def test_chain_of_three_stages_hand_computed():
     graph = three_convs()
-    plan = plan_memory(graph, 500)
+    plan = plan_memory(graph, 500, strategy="spec")
     assert check_plan(graph, plan) == []
     assert [s.ops for s in plan.stages] == [[0], [1], [2]]  # every op alone is 512 > 500
     assert len(plan.units) == 1 and all(s.chain == 0 for s in plan.stages)
@@ -69,6 +69,19 @@ def test_chain_of_three_stages_hand_computed():
     assert plan.reload_bytes == (16 + 6) * 16 and plan.spill_bytes == 256
     # halo recompute: t0 computes 15 + 5 = 20 rows of 16, t1 14 + 4 = 18: (4 + 2) rows x 16 px x 9 MACs
     assert plan.recompute_macs == (4 + 2) * 16 * 9
+
+
+def test_tigris_strategy_tiles_across_the_residual():
+    graph = residual()
+    spec = plan_memory(graph, 600, strategy="spec")
+    plan = plan_memory(graph, 600, strategy="tigris")
+    assert check_plan(graph, plan) == []
+    # one tiled unit for all three ops (x is reloaded per band, only t2 is spilled), reported as two chained stages
+    assert len(plan.units) == 1 and [s.ops for s in plan.stages] == [[0], [1, 2]]
+    assert {s.chain for s in plan.stages} == {0}
+    # tile 0 needs x[0,13) (hull of conv0's [0,12)+1 and the Add's rows), tile 1 x[9,16): 20 rows x 16 B
+    assert plan.reload_bytes == 20 * 16 and plan.spill_bytes == 256
+    assert plan.reload_bytes + plan.spill_bytes < spec.reload_bytes + spec.spill_bytes == 1280
 
 
 def test_single_stage_plan_keeps_io_in_fast():

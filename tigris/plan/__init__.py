@@ -35,7 +35,7 @@ __all__ = [
     "DoesNotFitError",
 ]
 
-STRATEGIES = ("spec",)
+STRATEGIES = ("spec", "tigris")
 
 
 def default_weight_bytes(graph: AnalyzedGraph) -> Callable[[int], int]:
@@ -131,18 +131,24 @@ def _tiled_unit(
 
 
 def _plan_units(
-    graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, infos: list[StageInfo], budget: int
+    graph: AnalyzedGraph,
+    bufs: Buffers,
+    u: Uses,
+    costs: Costs,
+    infos: list[StageInfo],
+    budget: int,
+    groups: list[list[int]],
+    tiled: list[bool],
 ) -> tuple[list[ExecUnit], list[StagePlan]]:
-    groups = form_chains(graph, bufs, u, costs, infos, budget)
-    single = len(groups) == 1 and infos[0].peak <= budget and len(infos) == 1
+    """Plan every unit: ``groups`` are the stage indices of each unit, ``tiled`` whether it runs tile by tile."""
+    single = len(groups) == 1 and not tiled[0]
     units: list[ExecUnit] = []
     stages: list[StagePlan] = []
     chain_id = 0
-    for group in groups:
+    for group, tile in zip(groups, tiled):
         first, last = infos[group[0]], infos[group[-1]]
         ops = range(first.ops.start, last.ops.stop)
-        over = any(infos[s].peak > budget for s in group)
-        if len(group) == 1 and not over:
+        if not tile:
             unit = _untiled_unit(graph, bufs, costs, first, resident=single)
             unit.stages = [group[0]]
             units.append(unit)
@@ -169,13 +175,42 @@ def _plan_units(
             cid, chain_id = chain_id, chain_id + 1
         for s in group:
             stages.append(_stage_plan(graph, costs, s, infos[s], unit, lay, cid))
-    for k, unit in enumerate(units):
+    for unit in units:
         if unit.peak_bytes > budget:
             info = infos[unit.stages[0]]
             raise _does_not_fit(
                 graph, unit.stages[0], info.ops[0], unit.peak_bytes, budget, "arena packing exceeds the budget"
             )
     return units, stages
+
+
+def _spec_partition(
+    graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, budget: int, cut_budget: int
+) -> tuple[list[StageInfo], list[list[int]], list[bool]]:
+    """The spec: greedy stages, then chains of linkable tileable stages; a lone stage is tiled when over budget."""
+    infos = _stage_infos(graph, bufs, u, costs, greedy_stages(graph, bufs, u, costs, cut_budget))
+    groups = form_chains(graph, bufs, u, costs, infos, budget)
+    tiled = [len(g) > 1 or infos[g[0]].peak > budget for g in groups]
+    return infos, groups, tiled
+
+
+def _dp_partition(
+    graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, budget: int, cut_budget: int
+) -> tuple[list[StageInfo], list[list[int]], list[bool]] | None:
+    from tigris.plan.search import dp_units, split_stages
+
+    chosen = dp_units(graph, bufs, u, costs, cut_budget)
+    if chosen is None:
+        return None
+    ranges: list[range] = []
+    groups: list[list[int]] = []
+    tiled: list[bool] = []
+    for r, tile in chosen:
+        parts = split_stages(graph, r, tile)
+        groups.append(list(range(len(ranges), len(ranges) + len(parts))))
+        ranges += parts
+        tiled.append(tile)
+    return _stage_infos(graph, bufs, u, costs, ranges), groups, tiled
 
 
 def _stage_plan(
@@ -197,7 +232,7 @@ def _stage_plan(
         sub = [lt for lt in lay.lives if lt.birth < hi and lt.death >= lo]
         usage = sweep(sub, len(unit.ops), lay.scratch, base=unit.weight_bytes).usage
         sp.peak_bytes = max(usage[lo:hi])
-        out = info.outputs[0]
+        out = graph.ops[info.ops[-1]].outputs[0]
         sp.tiled = True
         sp.tiles = len(lay.tile_rows)
         sp.tile_h = max(b - a for a, b in (t[out] for t in lay.tile_rows))
@@ -256,6 +291,49 @@ def _traffic(graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]) -> tupl
     return spill, reload
 
 
+def _partition_with(graph, bufs, u, costs, budget, how) -> tuple[list[ExecUnit], list[StagePlan]] | None:
+    """Partition with ``how`` and plan the units. The cuts are judged on the timeline peak; arena packing can need a
+    little more on branched graphs, so when a unit overshoots, cut again with a budget lowered by the overshoot (the
+    real budget still judges every unit)."""
+    cut_budget = budget
+    for _attempt in range(8):
+        parts = how(graph, bufs, u, costs, budget, cut_budget)
+        if parts is None:
+            return None
+        infos, groups, tiled = parts
+        try:
+            return _plan_units(graph, bufs, u, costs, infos, budget, groups, tiled)
+        except DoesNotFitError as err:
+            over = getattr(err, "need", 0) - budget
+            if "arena packing" not in str(err) or over <= 0:
+                raise
+            cut_budget -= align_up(over)
+    raise err
+
+
+def _traffic_of(graph, bufs, planned) -> int:
+    return sum(_traffic(graph, bufs, planned[0]))
+
+
+def _partition(graph, bufs, u, costs, budget, strategy) -> tuple[list[ExecUnit], list[StagePlan]]:
+    if strategy == "spec":
+        return _partition_with(graph, bufs, u, costs, budget, _spec_partition)  # type: ignore[return-value]
+    try:
+        spec = _partition_with(graph, bufs, u, costs, budget, _spec_partition)
+        spec_err = None
+    except DoesNotFitError as err:
+        spec, spec_err = None, err
+    try:
+        dp = _partition_with(graph, bufs, u, costs, budget, _dp_partition)
+    except DoesNotFitError:
+        dp = None
+    cands = [p for p in (dp, spec) if p is not None]
+    if not cands:
+        assert spec_err is not None
+        raise spec_err
+    return min(cands, key=lambda p: _traffic_of(graph, bufs, p))
+
+
 def plan_memory(
     graph: AnalyzedGraph,
     fast_budget: int,
@@ -263,9 +341,13 @@ def plan_memory(
     xip: bool = True,
     weight_bytes_of: Callable[[int], int] | None = None,
     scratch_bytes_of: Callable[[int, int], int] | None = None,
-    strategy: str = "spec",
+    strategy: str = "tigris",
 ) -> MemoryPlan:
-    """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring)."""
+    """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring).
+
+    ``strategy="spec"`` is the spec's greedy partition and chain rule exactly; ``"tigris"`` (the default) also tries
+    the traffic-minimizing partition of ``search.py`` and keeps whichever moves fewer bytes through slow memory.
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
     if not graph.ops:
@@ -273,22 +355,7 @@ def plan_memory(
     bufs = buffers(graph)
     u = uses(bufs)
     costs = Costs(weight_bytes_of or default_weight_bytes(graph), scratch_bytes_of or _no_scratch, xip)
-    # The greedy cuts on the timeline peak; arena packing can need a little more on branched graphs, so if a unit
-    # overshoots, cut again with a budget lowered by the overshoot (the real budget still judges every unit).
-    cut_budget = fast_budget
-    for _attempt in range(8):
-        ranges = greedy_stages(graph, bufs, u, costs, cut_budget)
-        infos = _stage_infos(graph, bufs, u, costs, ranges)
-        try:
-            units, stages = _plan_units(graph, bufs, u, costs, infos, fast_budget)
-            break
-        except DoesNotFitError as err:
-            over = getattr(err, "need", 0) - fast_budget
-            if "arena packing" not in str(err) or over <= 0:
-                raise
-            cut_budget -= align_up(over)
-    else:
-        raise err  # noqa: F821 - the last packing failure
+    units, stages = _partition(graph, bufs, u, costs, fast_budget, strategy)
     slow, slow_peak = _slow_arena(graph, bufs, units)
     if slow_budget is not None and slow_peak > slow_budget:
         raise DoesNotFitError(f"slow memory: needs {slow_peak} bytes, budget is {slow_budget}", graph.name)

@@ -1,0 +1,98 @@
+"""The ``tigris`` strategy: choose unit boundaries by dynamic programming instead of the spec's greedy pass.
+
+The spec's greedy pass cuts wherever the budget first overflows, which is often right after an expansion layer, so
+the biggest tensor of a block is the one that crosses to slow memory. Here every unit is a contiguous op range
+``[i, j)`` (the ops are in topological order, so a range's inputs and outputs depend on the range alone) and the cost
+of a plan is the sum of its units' slow-memory traffic. Rules:
+
+1. An *untiled* range is feasible when its stage timeline peak fits the budget. Its cost is the bytes of its inputs
+   (reloaded) plus its outputs (spilled); the whole graph as one range costs 0 (inputs and outputs stay resident).
+   The peak of ``[i, j+1)`` is never below that of ``[i, j)`` (the common steps keep the same live set), so the
+   extension stops at the first overflow.
+2. A *tiled* range is feasible when every op is tileable (``spatial.untileable_reason``), exactly one tensor leaves
+   it, and its bands at one output row per tile fit (estimated on sampled tiles; the unit is later planned and
+   checked on every tile). Unlike the spec, a tiled range may hold several spatial ops: for the report it is split
+   into spec-style stages (one spatial op each) that form one chain. Its cost is the bytes of its inputs plus its
+   output (halo re-reads are ignored by the estimate).
+3. ``best[j] = min over i of best[i] + cost(i, j)``, ties broken by fewer units, then by preferring untiled ranges
+   (no halo recompute).
+
+The driver plans both this and the spec's greedy partition and keeps the one with less traffic, so this strategy never
+fits fewer models than the baseline.
+"""
+from __future__ import annotations
+
+from tigris.ir import AnalyzedGraph
+from tigris.plan.lifetime import Buffers
+from tigris.plan.spatial import plan_bands, untileable_reason
+from tigris.plan.temporal import Costs, Uses, stage_io, stage_timeline, stage_weight_bytes
+
+INF = (float("inf"), 0, 0)
+
+
+def dp_units(
+    graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, budget: int
+) -> list[tuple[range, bool]] | None:
+    """Unit ranges and whether each is tiled, minimizing slow traffic (rules 1-3); None when no partition fits."""
+    n = len(graph.ops)
+    tileable = [untileable_reason(graph, op) is None for op in graph.ops]
+    best: list[tuple[float, int, int]] = [INF] * (n + 1)
+    best[0] = (0, 0, 0)
+    choice: list[tuple[int, bool] | None] = [None] * (n + 1)
+
+    def relax(i: int, j: int, traffic: int, tiled: bool) -> None:
+        cand = (best[i][0] + traffic, best[i][1] + 1, best[i][2] + int(tiled))
+        if cand < best[j]:
+            best[j], choice[j] = cand, (i, tiled)
+
+    for i in range(n):
+        if best[i] == INF:
+            continue
+        for j in range(i + 1, n + 1):  # rule 1
+            if stage_timeline(graph, bufs, u, costs, i, j).peak > budget:
+                break
+            ins, outs = stage_io(bufs, u, i, j)
+            single = i == 0 and j == n
+            relax(i, j, 0 if single else sum(bufs.nbytes[t] for t in ins + outs), False)
+        for j in range(i + 1, n + 1):  # rule 2
+            if not tileable[j - 1]:
+                break
+            ins, outs = stage_io(bufs, u, i, j)
+            if len(outs) != 1:
+                continue
+            ops = range(i, j)
+            lay = plan_bands(
+                graph, bufs, ops, outs[0], 1, stage_weight_bytes(costs, ops), costs.scratch_bytes, sample=True
+            )
+            if lay is None:
+                continue
+            if lay.peak > budget:
+                break
+            relax(i, j, sum(bufs.nbytes[t] for t in ins + outs), True)
+    if best[n] == INF:
+        return None
+    units: list[tuple[range, bool]] = []
+    j = n
+    while j > 0:
+        i, tiled = choice[j]  # type: ignore[misc]
+        units.append((range(i, j), tiled))
+        j = i
+    return units[::-1]
+
+
+def split_stages(graph: AnalyzedGraph, r: range, tiled: bool) -> list[range]:
+    """Report stages of a unit: an untiled unit is one stage; a tiled one starts a stage at each spatial op after
+    its first, so each stage holds one spatial op like the spec's chain stages."""
+    if not tiled:
+        return [r]
+    from tigris.plan.spatial import op_class
+
+    cuts = [r.start]
+    seen_spatial = False
+    for i in r:
+        if op_class(graph.ops[i]) == "spatial":
+            if seen_spatial:
+                cuts.append(i)
+            seen_spatial = True
+    cuts.append(r.stop)
+    return [range(a, b) for a, b in zip(cuts, cuts[1:])]
