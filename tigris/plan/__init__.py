@@ -296,10 +296,11 @@ def _partition_with(graph, bufs, u, costs, budget, how) -> tuple[list[ExecUnit],
     little more on branched graphs, so when a unit overshoots, cut again with a budget lowered by the overshoot (the
     real budget still judges every unit)."""
     cut_budget = budget
+    last: DoesNotFitError | None = None
     for _attempt in range(8):
         parts = how(graph, bufs, u, costs, budget, cut_budget)
         if parts is None:
-            return None
+            break
         infos, groups, tiled = parts
         try:
             return _plan_units(graph, bufs, u, costs, infos, budget, groups, tiled)
@@ -307,8 +308,11 @@ def _partition_with(graph, bufs, u, costs, budget, how) -> tuple[list[ExecUnit],
             over = getattr(err, "need", 0) - budget
             if "arena packing" not in str(err) or over <= 0:
                 raise
+            last = err
             cut_budget -= align_up(over)
-    raise err
+    if last is not None:
+        raise last
+    return None
 
 
 def _traffic_of(graph, bufs, planned) -> int:
