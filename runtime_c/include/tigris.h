@@ -59,8 +59,10 @@ typedef struct tgrs_stats {
 typedef struct tgrs_io_info {
     const char *name;        /* NUL-terminated (inside the plan bytes) */
     uint32_t name_len;
-    int32_t dtype;           /* TGRS_DT_* of the caller's buffer: the declared dtype (U8 for a uint8 boundary) */
+    int32_t dtype;           /* TGRS_DT_* of the caller's buffer: U8 for a declared uint8 boundary stored as int8,
+                                otherwise the stored dtype */
     int32_t internal_dtype;  /* TGRS_DT_* stored in the arena */
+    int32_t decl_dtype;      /* TGRS_DT_* the model declares (a host converts any other difference itself) */
     int32_t layout;          /* TGRS_LAYOUT_* of the caller's bytes */
     int32_t rank;            /* declared logical rank */
     int32_t shape[8];        /* declared logical shape, entries past rank 0 */

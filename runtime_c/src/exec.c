@@ -224,7 +224,9 @@ static void tgrs_exchange(tgrs_exec *ex, uint32_t i, const uint8_t *src, uint8_t
     uint32_t arena = tgrs_rd_u32(r + TGRS_IO_OFF_ARENA);
     uint32_t off = tgrs_rd_u32(r + TGRS_IO_OFF_OFFSET);
     uint32_t n = tgrs_rd_u32(r + TGRS_IO_OFF_NBYTES);
-    int flip = tgrs_rd_u32(r + TGRS_IO_OFF_DECL_DTYPE) != tgrs_rd_u32(r + TGRS_IO_OFF_DTYPE); /* only U8 <-> S8 */
+    /* The only conversion the runtime makes; any other declared dtype is exchanged in the stored dtype. */
+    int flip = tgrs_rd_u32(r + TGRS_IO_OFF_DECL_DTYPE) == (uint32_t)TGRS_DT_U8 &&
+               tgrs_rd_u32(r + TGRS_IO_OFF_DTYPE) == (uint32_t)TGRS_DT_S8;
     uint8_t *home;
     uint32_t k;
     if (arena == TGRS_ARENA_SLOW) {

@@ -39,8 +39,11 @@ static void tgrs_fill_info(const tgrs_plan *plan, uint32_t rec, tgrs_io_info *in
     memset(info, 0, sizeof *info);
     info->name = (const char *)(plan->base + plan->sec_off[TGRS_SEC_STRINGS] + tgrs_rd_u32(r + TGRS_IO_OFF_NAME_OFF));
     info->name_len = tgrs_rd_u32(r + TGRS_IO_OFF_NAME_LEN);
-    info->dtype = (int32_t)tgrs_rd_u32(r + TGRS_IO_OFF_DECL_DTYPE);
     info->internal_dtype = (int32_t)tgrs_rd_u32(r + TGRS_IO_OFF_DTYPE);
+    info->decl_dtype = (int32_t)tgrs_rd_u32(r + TGRS_IO_OFF_DECL_DTYPE);
+    /* The caller exchanges the declared dtype only where the runtime converts (uint8 <-> int8), else the stored. */
+    info->dtype = (info->decl_dtype == TGRS_DT_U8 && info->internal_dtype == TGRS_DT_S8) ? TGRS_DT_U8
+                                                                                       : info->internal_dtype;
     info->layout = (int32_t)tgrs_rd_u32(r + TGRS_IO_OFF_LAYOUT);
     info->rank = (int32_t)tgrs_rd_u32(r + TGRS_IO_OFF_RANK);
     info->tensor_rank = (int32_t)tgrs_rd_u32(tr + TGRS_TENSOR_OFF_RANK);

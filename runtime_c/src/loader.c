@@ -10,8 +10,7 @@
  *   - every LZ4 block is decoded once without output (tgrs_lz4_validate), so a malformed block is refused at load;
  *   - in a tiled unit every tensor an op, reload or spill touches has the same rows as its root, because bands are
  *     stated per root buffer (TGRS_ERR_TILE_ROWS);
- *   - the IO record's decl_dtype must equal its dtype, or be U8 on an S8 tensor (the only conversion the runtime
- *     makes), and a FAST home's placement must hold the whole tensor (TGRS_ERR_IO);
+ *   - a FAST interface home's placement must hold the whole tensor (TGRS_ERR_IO);
  *   - op names are string references like any other (TGRS_ERR_STRING).
  * What the loader cannot prove is liveness (that no two live buffers overlap): plan/check.py proves it at compile
  * time, and a plan that breaks it still only reads and writes inside the caller's arenas.
@@ -356,10 +355,6 @@ static int tgrs_check_io(const tgrs_plan *plan)
         if (dir != (i < plan->n_inputs ? TGRS_DIR_INPUT : TGRS_DIR_OUTPUT) || !tgrs_dtype_ok(decl) ||
             !tgrs_dtype_ok(dtype) || (flags & ~(TGRS_IO_F_DECL_QUANT | TGRS_IO_F_QUANT)) != 0u ||
             rank > (uint32_t)TGRS_MAX_RANK) {
-            return TGRS_ERR_IO;
-        }
-        /* The runtime converts nothing but uint8 <-> int8 at the boundary. */
-        if (decl != dtype && !(decl == (uint32_t)TGRS_DT_U8 && dtype == (uint32_t)TGRS_DT_S8)) {
             return TGRS_ERR_IO;
         }
         if (t >= plan->sec_count[TGRS_SEC_TENSORS]) {

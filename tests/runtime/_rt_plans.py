@@ -1,0 +1,88 @@
+"""Small real plans for the runtime tests, compiled through the real planner, lowering and writer.
+
+The graphs use only op kinds whose C kernels have landed (elementwise Unary, Add/Mul, MaxPool, Conv), so they run
+for real; a kind whose Python module is missing makes the test skip with the reason. Budgets are chosen so the same
+graph is planned untiled (one unit), split into several units (spills/reloads through the slow arena) and tiled.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tigris.ir import AnalyzedGraph, Boundary, Op, QuantParam, Tensor
+from tigris.plan.types import align_up
+
+
+def _lower_all(graph: AnalyzedGraph):
+    from tigris.ops import lower
+
+    try:
+        return [lower(graph, op) for op in graph.ops]
+    except (ImportError, KeyError, AttributeError, NotImplementedError) as e:
+        pytest.skip(f"an op kind of the test graph is not available yet: {e!r}")
+
+
+def compile_graph(graph: AnalyzedGraph, fast: int, *, xip: bool = False, compression: str = "none",
+                  slow: int | None = None) -> tuple[bytes, object]:
+    """(plan bytes, MemoryPlan) for ``graph`` at fast budget ``fast``, like tigris.api.compile_model does it."""
+    from tigris.emit import emit_plan
+    from tigris.ops import kind
+    from tigris.plan import plan_memory
+
+    lowered = _lower_all(graph)
+
+    def weight_bytes_of(i: int) -> int:
+        return 0 if xip else sum(align_up(int(c.nbytes)) for c in lowered[i].consts.values())
+
+    def scratch_bytes_of(i: int, out_rows: int) -> int:
+        low = lowered[i]
+        return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, out_rows))
+
+    plan = plan_memory(graph, fast, slow, xip=xip, weight_bytes_of=weight_bytes_of, scratch_bytes_of=scratch_bytes_of)
+    return emit_plan(graph, plan, lowered, xip=xip, compression=compression), plan
+
+
+def _q(s: float, z: int) -> QuantParam:
+    return QuantParam(np.array([s], np.float32), np.array([z], np.int64))
+
+
+def eltwise_graph(int8: bool = False, h: int = 16, c: int = 8, uint8_io: bool = False) -> AnalyzedGraph:
+    """x -Relu-> a;  (a, x) -Add-> b;  b -Sigmoid-> y.  Pointwise ops only, so the planner can tile any of it."""
+    dt = "int8" if int8 else "float32"
+    q = (lambda s, z: _q(s, z)) if int8 else (lambda s, z: None)
+    shape = (1, c, h, h)
+    tensors = {
+        "x": Tensor("x", shape, dt, q(0.05, -3), "nhwc"),
+        "a": Tensor("a", shape, dt, q(0.05, -3), "nhwc"),
+        "b": Tensor("b", shape, dt, q(0.1, 5), "nhwc"),
+        "y": Tensor("y", shape, dt, q(1.0 / 256, -128), "nhwc"),
+    }
+    ops = [
+        Op("relu0", "Relu", ("x",), ("a",)),
+        Op("add0", "Add", ("a", "x"), ("b",)),
+        Op("sig0", "Sigmoid", ("b",), ("y",)),
+    ]
+    boundary = {}
+    if uint8_io:
+        boundary = {
+            "x": Boundary("x", shape, "uint8", _q(0.05, 125)),
+            "y": Boundary("y", shape, "uint8", _q(1.0 / 256, 0)),
+        }
+    return AnalyzedGraph("eltwise", tensors, ops, ["x"], ["y"], {}, boundary)
+
+
+def random_input(graph: AnalyzedGraph, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for n in graph.inputs:
+        b = graph.boundary.get(n)
+        t = graph.tensors[n]
+        dt = b.dtype if b else t.dtype
+        shape = b.shape if b else t.shape
+        if dt == "uint8":
+            out[n] = rng.integers(0, 256, size=shape, dtype=np.uint8)
+        elif dt == "int8":
+            out[n] = rng.integers(-128, 128, size=shape, dtype=np.int8)
+        else:
+            out[n] = rng.standard_normal(size=shape).astype(np.float32)
+    return out

@@ -1,0 +1,228 @@
+"""Build runtime_c into a Python extension with cffi (API mode), once per version of the C sources.
+
+Why a cache keyed by a hash of the sources: the package is installed editable and the C files change while the
+team works; keying on content means a stale extension is never loaded and an unchanged one is never rebuilt. The
+cache lives in ``$TIGRIS_CACHE_DIR`` or ``~/.cache/tigris``; each version gets ``<cache>/<hash>/``. A build goes into a
+private temporary folder and is renamed into place, so two processes building at once cannot load half a library.
+
+The same source discovery is used by the fuzz driver build (:func:`c_sources`, :func:`kernel_stubs_source`).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+
+# C flags of every host build: strict C99, and no FMA contraction so float results do not depend on whether the
+# compiler fuses a multiply-add (the NumPy reference never does).
+CFLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-fast-math")
+
+# Kernel entry points the executor's dispatch table names (tgrs_op.h). A kernel whose file has not landed yet gets a
+# stub that refuses to run, so the rest of the runtime still builds and plans without that op still run.
+KERNELS = (
+    "conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "mul", "concat", "resize", "unary", "prelu",
+    "softmax", "pad", "transpose", "quantize", "dequantize", "copy",
+)
+
+# The public API as cffi sees it. tgrs_plan is opaque to Python (cffi takes its size from the compiler).
+CDEF = """
+typedef struct { ...; } tgrs_plan;
+typedef struct {
+    uint32_t fast_peak;
+    uint32_t slow_peak;
+    uint32_t units;
+    uint32_t ops;
+    int32_t failed_op;
+    int32_t failed_unit;
+} tgrs_stats;
+typedef struct {
+    const char *name;
+    uint32_t name_len;
+    int32_t dtype;
+    int32_t internal_dtype;
+    int32_t decl_dtype;
+    int32_t layout;
+    int32_t rank;
+    int32_t shape[8];
+    int32_t tensor_rank;
+    int32_t tensor_shape[8];
+    int32_t dims[4];
+    uint32_t nbytes;
+    uint32_t flags;
+    float scale;
+    int32_t zero_point;
+    float decl_scale;
+    int32_t decl_zero_point;
+} tgrs_io_info;
+
+int tgrs_load(tgrs_plan *plan, const void *bytes, size_t len);
+uint32_t tgrs_fast_size(const tgrs_plan *plan);
+uint32_t tgrs_slow_size(const tgrs_plan *plan);
+int32_t tgrs_num_inputs(const tgrs_plan *plan);
+int32_t tgrs_num_outputs(const tgrs_plan *plan);
+int tgrs_input_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info);
+int tgrs_output_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info);
+int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
+             const void *const *inputs, void *const *outputs, tgrs_stats *stats);
+const char *tgrs_status_name(int code);
+int tgrs_lz4_decode(const void *src, size_t src_len, void *dst, size_t dst_len);
+"""
+
+
+@dataclass(frozen=True)
+class RuntimeSources:
+    """Where runtime_c lives: ``root/include`` and ``root/src``."""
+
+    root: Path
+
+    @property
+    def include(self) -> Path:
+        return self.root / "include"
+
+    @property
+    def src(self) -> Path:
+        return self.root / "src"
+
+
+def find_sources() -> RuntimeSources:
+    """``$TIGRIS_RUNTIME_C`` if set (a runtime tree to build instead, e.g. a checkout of another commit), else runtime_c
+    packaged inside the wheel (``tigris/_runtime_c``) if present, else the repository's ``runtime_c/``."""
+    pkg = Path(__file__).resolve().parents[1]
+    env = os.environ.get("TIGRIS_RUNTIME_C")
+    cands = [Path(env)] if env else [pkg / "_runtime_c", pkg.parent / "runtime_c"]
+    for cand in cands:
+        if (cand / "include" / "tigris.h").is_file():
+            return RuntimeSources(cand)
+    raise FileNotFoundError("runtime_c sources not found (looked in tigris/_runtime_c and the repository)")
+
+
+def c_sources(rs: RuntimeSources) -> list[Path]:
+    """Every .c file under src/, sorted so the hash and the link order are stable."""
+    return sorted(p for p in rs.src.rglob("*.c") if p.is_file())
+
+
+def _headers(rs: RuntimeSources) -> list[Path]:
+    return sorted(p for d in (rs.include, rs.src) for p in d.rglob("*.h") if p.is_file())
+
+
+_DEF_RE = r"^\s*int\s+tgrs_kernel_{name}\s*\(\s*const\s+tgrs_op_ctx\s*\*\s*\w*\s*\)\s*$\s*\{{"
+
+
+def missing_kernels(sources: list[Path]) -> list[str]:
+    """Kernel kinds whose ``tgrs_kernel_<kind>`` has no definition in any source file."""
+    text = "\n".join(p.read_text(errors="replace") for p in sources)
+    return [k for k in KERNELS if not re.search(_DEF_RE.format(name=k), text, re.M)]
+
+
+def kernel_stubs_source(missing: list[str]) -> str:
+    """C source defining the missing kernels as stubs that return TGRS_ERR_UNSUPPORTED (the op kind has no kernel)."""
+    lines = ['#include "tgrs_op.h"', ""]
+    for k in missing:
+        lines += [
+            f"int tgrs_kernel_{k}(const tgrs_op_ctx *ctx)",
+            "{",
+            "    (void)ctx;",
+            "    return TGRS_ERR_UNSUPPORTED;",
+            "}",
+            "",
+        ]
+    if not missing:
+        lines.append("typedef int tgrs_no_stubs_needed;")
+    return "\n".join(lines) + "\n"
+
+
+def source_hash(rs: RuntimeSources) -> str:
+    """Hash of everything that determines the built extension: sources, headers, API, flags, Python and cffi."""
+    import cffi
+
+    h = hashlib.sha256()
+    for p in c_sources(rs) + _headers(rs):
+        h.update(str(p.relative_to(rs.root)).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    h.update(CDEF.encode())
+    h.update(" ".join(CFLAGS).encode())
+    h.update(f"{sys.version_info[:2]}{cffi.__version__}{sys.platform}".encode())
+    return h.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    env = os.environ.get("TIGRIS_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path.home() / ".cache" / "tigris"
+
+
+def _module_name(digest: str) -> str:
+    return f"_tigris_rt_{digest}"
+
+
+def _build(rs: RuntimeSources, digest: str, dest: Path) -> None:
+    import cffi
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".build-{digest}-", dir=dest.parent))
+    try:
+        srcs = c_sources(rs)
+        stub = work / "tgrs_kernel_stubs.c"
+        stub.write_text(kernel_stubs_source(missing_kernels(srcs)))
+        ffi = cffi.FFI()
+        ffi.cdef(CDEF)
+        ffi.set_source(
+            _module_name(digest),
+            '#include "tigris.h"\n#include "tgrs_lz4.h"\n',
+            sources=[str(p) for p in srcs] + [str(stub)],
+            include_dirs=[str(rs.include), str(rs.src)],
+            extra_compile_args=list(CFLAGS),
+        )
+        ffi.compile(tmpdir=str(work), verbose=False)
+        built = [p for p in work.iterdir() if p.name.startswith(_module_name(digest)) and p.suffix in (".so", ".pyd")]
+        if not built:
+            raise RuntimeError(f"cffi produced no extension module in {work}")
+        final = work / "out"
+        final.mkdir()
+        shutil.move(str(built[0]), str(final / built[0].name))
+        try:
+            os.replace(final, dest)
+        except OSError:
+            if not dest.is_dir():  # another process won the race: its build is identical
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _load(dest: Path, digest: str) -> ModuleType | None:
+    name = _module_name(digest)
+    for p in dest.glob(name + "*"):
+        spec = importlib.util.spec_from_file_location(name, p)
+        if spec is None or spec.loader is None:
+            continue
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+        return mod
+    return None
+
+
+@lru_cache(maxsize=1)
+def runtime() -> ModuleType:
+    """The compiled runtime (``.ffi`` and ``.lib``), built on first use into the cache."""
+    rs = find_sources()
+    digest = source_hash(rs)
+    dest = cache_root() / digest
+    mod = _load(dest, digest) if dest.is_dir() else None
+    if mod is None:
+        _build(rs, digest, dest)
+        mod = _load(dest, digest)
+    if mod is None:
+        raise RuntimeError(f"could not load the runtime extension from {dest}")
+    return mod

@@ -1,0 +1,167 @@
+"""Run a .tgrs plan on the host build of runtime_c.
+
+``Session(plan_bytes)`` loads (validates) the plan once; ``run(inputs)`` takes and returns tensors in the MODEL's
+declared shapes and dtypes (NCHW images, uint8 where the model says uint8) and converts to and from the runtime's
+stored form: the layout on the Python side (logical <-> physical, tigris.layout), the uint8 <-> int8 boundary in C
+(tigris.h). The result carries the runtime's fast and slow high-water marks.
+
+The plan bytes are copied into a buffer the Session owns, aligned to 16 bytes, because the C plan struct points into
+them for as long as the Session lives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tigris.emit import format as F
+from tigris.host.build import runtime
+from tigris.ir import TigrisError
+from tigris.layout import from_physical, to_physical
+
+# TGRS_DT_* code -> NumPy dtype
+NP_BY_CODE = {1: np.float32, 2: np.int8, 3: np.uint8, 4: np.int32, 5: np.int16}
+NAME_BY_CODE = {1: "float32", 2: "int8", 3: "uint8", 4: "int32", 5: "int16"}
+LAYOUT_BY_CODE = {int(v): k for k, v in F.LAYOUT_CODES.items()}
+_STATUS_BY_CODE = {s.code: s for s in F.STATUS}
+
+
+class PlanError(TigrisError):
+    """runtime_c refused a plan or a run. ``code`` is the TGRS status, ``name`` its TGRS_* name."""
+
+    def __init__(self, code: int, where: str | None = None):
+        s = _STATUS_BY_CODE.get(code)
+        self.code = code
+        self.name = f"TGRS_{s.name}" if s else f"TGRS_ERR_UNKNOWN({code})"
+        message = s.message if s else "unknown status code"
+        super().__init__(f"{self.name}: {message}", where)
+
+
+@dataclass(frozen=True)
+class IOSpec:
+    """One graph input or output as the model declares it, and how the runtime stores it."""
+
+    name: str
+    dtype: str  # declared by the model (what run() takes / returns)
+    shape: tuple[int, ...]  # declared logical shape
+    layout: str  # stored layout: plain / nhwc / nwc
+    stored_dtype: str  # in the arena
+    caller_dtype: str  # what the C API exchanges (uint8 for a uint8 boundary on an int8 tensor)
+    tensor_shape: tuple[int, ...]  # logical shape of the stored tensor (differs from `shape` only in order)
+    nbytes: int
+
+
+@dataclass
+class RunResult:
+    outputs: dict[str, np.ndarray]
+    fast_peak: int
+    slow_peak: int
+
+
+def _spec(info) -> IOSpec:
+    rank = int(info.rank)
+    trank = int(info.tensor_rank)
+    return IOSpec(
+        name=bytes(runtime().ffi.buffer(info.name, info.name_len)).decode("utf-8", "replace"),
+        dtype=NAME_BY_CODE[int(info.decl_dtype)],
+        shape=tuple(int(info.shape[i]) for i in range(rank)),
+        layout=LAYOUT_BY_CODE[int(info.layout)],
+        stored_dtype=NAME_BY_CODE[int(info.internal_dtype)],
+        caller_dtype=NAME_BY_CODE[int(info.dtype)],
+        tensor_shape=tuple(int(info.tensor_shape[i]) for i in range(trank)),
+        nbytes=int(info.nbytes),
+    )
+
+
+def _is_physical(s: IOSpec) -> bool:
+    """The model declares this boundary in our physical order already (a channels-last export whose leading
+    Transpose was removed): its bytes are used as they are."""
+    return s.shape != s.tensor_shape
+
+
+class Session:
+    """A validated plan, ready to run any number of times (each run uses fresh zeroed arenas)."""
+
+    def __init__(self, plan_bytes: bytes | bytearray | memoryview):
+        rt = runtime()
+        self._ffi, self._lib = rt.ffi, rt.lib
+        data = bytes(plan_bytes)
+        # Over-allocate and start at a 16-byte boundary: the loader needs 4, kernels like 16.
+        self._raw = self._ffi.new("uint8_t[]", len(data) + 16)
+        addr = int(self._ffi.cast("uintptr_t", self._raw))
+        self._shift = (-addr) % 16
+        self._ffi.memmove(self._raw + self._shift, data, len(data))
+        self._plan = self._ffi.new("tgrs_plan *")
+        rc = self._lib.tgrs_load(self._plan, self._raw + self._shift, len(data))
+        if rc != 0:
+            raise PlanError(rc, "plan")
+        self.fast_size = int(self._lib.tgrs_fast_size(self._plan))
+        self.slow_size = int(self._lib.tgrs_slow_size(self._plan))
+        info = self._ffi.new("tgrs_io_info *")
+        self.inputs: list[IOSpec] = []
+        self.outputs: list[IOSpec] = []
+        for i in range(self._lib.tgrs_num_inputs(self._plan)):
+            self._check(self._lib.tgrs_input_info(self._plan, i, info))
+            self.inputs.append(_spec(info))
+        for i in range(self._lib.tgrs_num_outputs(self._plan)):
+            self._check(self._lib.tgrs_output_info(self._plan, i, info))
+            self.outputs.append(_spec(info))
+
+    @staticmethod
+    def _check(rc: int, where: str | None = None) -> None:
+        if rc != 0:
+            raise PlanError(rc, where)
+
+    def _to_caller(self, s: IOSpec, arr: np.ndarray) -> bytes:
+        a = np.asarray(arr)
+        if tuple(a.shape) != s.shape:
+            raise TigrisError(f"input has shape {list(a.shape)}, the model declares {list(s.shape)}", s.name)
+        if s.caller_dtype == "uint8" and a.dtype != np.uint8:
+            raise TigrisError(f"input has dtype {a.dtype}, the model declares uint8", s.name)
+        a = a.astype(np.dtype(s.caller_dtype), copy=False)
+        if _is_physical(s):
+            phys = np.ascontiguousarray(a)
+        else:
+            phys = to_physical(a, s.tensor_shape, s.layout)
+        out = np.ascontiguousarray(phys).tobytes()
+        if len(out) != s.nbytes:
+            raise TigrisError(f"input holds {len(out)} bytes, the plan expects {s.nbytes}", s.name)
+        return out
+
+    def _from_caller(self, s: IOSpec, raw: bytes) -> np.ndarray:
+        a = np.frombuffer(raw, dtype=np.dtype(s.caller_dtype)).copy()
+        if _is_physical(s):
+            a = a.reshape(s.shape)
+        else:
+            a = from_physical(a, s.tensor_shape, s.layout).reshape(s.shape)
+        # A declared dtype the runtime does not convert to (e.g. float declared on a stored int8) is a plain cast,
+        # exactly like the reference executor's boundary.
+        return a.astype(np.dtype(s.dtype), copy=False)
+
+    def run(self, inputs: dict[str, np.ndarray]) -> RunResult:
+        missing = [s.name for s in self.inputs if s.name not in inputs]
+        if missing:
+            raise TigrisError(f"missing input(s) {missing}", "inputs")
+        ffi, lib = self._ffi, self._lib
+        keep = []
+        in_ptrs = ffi.new("void *[]", max(1, len(self.inputs)))
+        for i, s in enumerate(self.inputs):
+            buf = ffi.new("uint8_t[]", max(1, s.nbytes))
+            ffi.memmove(buf, self._to_caller(s, inputs[s.name]), s.nbytes)
+            keep.append(buf)
+            in_ptrs[i] = buf
+        out_bufs = [ffi.new("uint8_t[]", max(1, s.nbytes)) for s in self.outputs]
+        out_ptrs = ffi.new("void *[]", max(1, len(self.outputs)))
+        for i, b in enumerate(out_bufs):
+            out_ptrs[i] = b
+        # Arenas: cffi zero-fills and aligns to at least 8 bytes (TGRS_ARENA_ALIGN is 4).
+        fast = ffi.new("uint8_t[]", max(1, self.fast_size))
+        slow = ffi.new("uint8_t[]", max(1, self.slow_size))
+        stats = ffi.new("tgrs_stats *")
+        rc = lib.tgrs_run(self._plan, fast, self.fast_size, slow, self.slow_size,
+                          ffi.cast("const void *const *", in_ptrs), out_ptrs, stats)
+        if rc != 0:
+            where = f"op record {stats.failed_op}" if stats.failed_op >= 0 else "run"
+            raise PlanError(rc, where)
+        outs = {s.name: self._from_caller(s, bytes(ffi.buffer(b, s.nbytes))) for s, b in zip(self.outputs, out_bufs)}
+        return RunResult(outputs=outs, fast_peak=int(stats.fast_peak), slow_peak=int(stats.slow_peak))
