@@ -8,26 +8,14 @@ import numpy as np
 import pytest
 
 import _emit_handbuilt as H
+from _emit_compare import assert_lossless
 from tigris.emit import check_flash, emit_plan, inspect_plan, read_plan, weight_bytes_per_op
 from tigris.emit import format as F
 from tigris.emit.weights import const_bytes
 from tigris.ir import DoesNotFitError, TigrisError
-from tigris.layout import view_dims
-from tigris.ops import KIND_IDS, kind
 
 VARIANTS = [(False, "none"), (False, "lz4"), (True, "none")]
 PLANS = {"single": H.single_unit_plan, "tiled": H.two_unit_tiled_plan}
-
-
-def _strip_unit_extras(plan):
-    """Fields of ExecUnit the format does not carry (planner diagnostics added after format v1) are dropped before
-    comparing; everything in docs/format.md is compared."""
-    for u in plan.units:
-        for extra in set(vars(u)) - {
-            "stages", "ops", "reload", "spill", "fast", "scratch", "weight_bytes", "tiles", "tile_rows", "peak_bytes"
-        }:
-            delattr(u, extra)
-    return plan
 
 
 @pytest.mark.parametrize("int8", [False, True])
@@ -37,46 +25,10 @@ def test_round_trip_is_lossless(int8: bool, which: str, xip: bool, compression: 
     g, lowered = H.graph(int8)
     plan = PLANS[which](lowered, xip)
     data = emit_plan(g, plan, lowered, xip=xip, compression=compression)
-    pf = read_plan(data)
 
-    # The memory plan comes back field for field (aliases resolved to their root in placements, as written).
-    back = pf.to_memory_plan()
-    assert back.stages == plan.stages
-    assert back.slow == plan.slow
-    assert back.alias_of == plan.alias_of
-    for got, want in zip(back.units, plan.units):
-        assert got.fast == want.fast
-        assert got.scratch == want.scratch
-        assert got.tile_rows == want.tile_rows
-        assert (got.stages, got.ops, got.reload, got.spill) == (want.stages, want.ops, want.reload, want.spill)
-        assert (got.weight_bytes, got.tiles, got.peak_bytes) == (want.weight_bytes, want.tiles, want.peak_bytes)
-    for f in ("fast_budget", "slow_budget", "xip", "unscheduled_peak", "fast_peak", "slow_peak", "spill_bytes",
-              "reload_bytes", "recompute_macs"):
-        assert getattr(back, f) == getattr(plan, f), f
-    assert pf.xip == xip and pf.compression == compression
-
-    # Tensors: dtype, layout, logical shape, physical dims, quantization.
-    names = [t.name for t in g.activations()]
-    assert [t.name for t in pf.tensors] == names
-    for t in pf.tensors:
-        src = g.tensors[t.name]
-        assert (t.dtype, t.layout, t.shape) == (src.dtype, src.layout, src.shape)
-        assert t.dims == view_dims(src.shape, src.layout)
-        if src.quant is not None:
-            assert t.scale == np.float32(src.quant.scale[0]) and t.zero_point == int(src.quant.zero_point[0])
+    pf = assert_lossless(g, plan, lowered, data, xip, compression)
+    names = [t.name for t in pf.tensors]
     assert pf.tensors[pf.tensors[names.index("r")].root].name == "p1"
-
-    # Ops: one record per non-alias op, in unit order, with the exact params and const bytes.
-    run = [i for u in plan.units for i in u.ops if not lowered[i].alias]
-    assert [op.ir_index for op in pf.ops] == run
-    for k, op in enumerate(pf.ops):
-        low = lowered[op.ir_index]
-        assert op.kind == low.kind and op.kind_id == KIND_IDS[low.kind]
-        assert list(op.params) == kind(low.kind).param_vector(low)
-        assert [names[i] for i in op.inputs] == low.inputs and names[op.output] == low.outputs[0]
-        for slot, cname in enumerate(kind(low.kind).CONSTS):
-            want = const_bytes(low.consts[cname]) if cname in low.consts else b""
-            assert pf.const(k, slot) == want
 
     # Interface.
     assert [io.name for io in pf.inputs] == g.inputs and [io.name for io in pf.outputs] == g.outputs
