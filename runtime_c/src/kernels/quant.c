@@ -1,0 +1,127 @@
+/*
+ * quant.c - QuantizeLinear (float32 -> int8/uint8) and DequantizeLinear (int8/uint8 -> float32), band-aware.
+ *
+ * Defined by tigris/ops/quant.py and docs/numerics.md ("Quantize, Dequantize"):
+ *   quantize  : q = clamp(rne(x / SCALE) + ZP, QMIN, QMAX)   float32 division, round half to even
+ *   dequantize: x = (float)(q - ZP) * SCALE                   float32
+ * rne is written out here (no libm) so the host and the freestanding build round identically.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kview.h"
+#include "tgrs_op.h"
+
+/* Round half to even of v, for |v| <= 2^16 (the caller clamps first); exact because the fraction is exact. */
+static int32_t rne_small(float v)
+{
+    int32_t t = (int32_t)v; /* toward zero */
+    float f = v - (float)t;
+    if (f > 0.5f) {
+        return t + 1;
+    }
+    if (f < -0.5f) {
+        return t - 1;
+    }
+    if (f == 0.5f) {
+        return (t % 2 != 0) ? t + 1 : t;
+    }
+    if (f == -0.5f) {
+        return (t % 2 != 0) ? t - 1 : t;
+    }
+    return t;
+}
+
+static int elementwise_io(const tgrs_op_ctx *ctx, int32_t in_dt, int32_t out_dt)
+{
+    const tgrs_tview *in = ctx->in[0];
+    const tgrs_tview *out = ctx->out;
+    if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out) || !tgrs_kv_same_dims(in, out)) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (in->dtype != in_dt || out->dtype != out_dt) {
+        return TGRS_ERR_DTYPE;
+    }
+    if (!tgrs_kv_has_rows(in, out->row0, out->row0 + out->rows)) {
+        return TGRS_ERR_TILE;
+    }
+    return TGRS_OK;
+}
+
+int tgrs_kernel_quantize(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    float scale = tgrs_p_f32(ctx, TGRS_P_QUANTIZE_SCALE);
+    int32_t zp = ctx->p[TGRS_P_QUANTIZE_ZP];
+    int32_t lo = ctx->p[TGRS_P_QUANTIZE_QMIN];
+    int32_t hi = ctx->p[TGRS_P_QUANTIZE_QMAX];
+    int u8 = ctx->p[TGRS_P_QUANTIZE_U8] != 0;
+    int32_t n;
+    size_t i, len;
+    int st = elementwise_io(ctx, TGRS_DT_F32, u8 ? TGRS_DT_U8 : TGRS_DT_S8);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    if (!(scale > 0.0f) || lo > hi || (u8 ? (lo < 0 || hi > 255) : (lo < -128 || hi > 127)) || zp < lo ||
+        zp > hi) {
+        return TGRS_ERR_PARAM;
+    }
+    len = (size_t)out->rows * tgrs_kv_row_elems(out);
+    for (n = 0; n < out->dims[0]; ++n) {
+        const float *x = (const float *)in->data + tgrs_kv_row_off(in, n, out->row0);
+        size_t o = tgrs_kv_row_off(out, n, out->row0);
+        for (i = 0; i < len; ++i) {
+            float v = x[i] / scale;
+            int32_t q;
+            if (v != v) { /* NaN: no meaningful code; the zero point is the defined answer */
+                q = zp;
+            } else {
+                v = v > 65536.0f ? 65536.0f : (v < -65536.0f ? -65536.0f : v);
+                q = rne_small(v) + zp;
+                q = q < lo ? lo : (q > hi ? hi : q);
+            }
+            if (u8) {
+                ((uint8_t *)out->data)[o + i] = (uint8_t)q;
+            } else {
+                ((int8_t *)out->data)[o + i] = (int8_t)q;
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
+int tgrs_kernel_dequantize(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    float scale = tgrs_p_f32(ctx, TGRS_P_DEQUANTIZE_SCALE);
+    int32_t zp = ctx->p[TGRS_P_DEQUANTIZE_ZP];
+    int u8 = ctx->p[TGRS_P_DEQUANTIZE_U8] != 0;
+    int32_t n;
+    size_t i, len;
+    int st = elementwise_io(ctx, u8 ? TGRS_DT_U8 : TGRS_DT_S8, TGRS_DT_F32);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    if (u8 ? (zp < 0 || zp > 255) : (zp < -128 || zp > 127)) {
+        return TGRS_ERR_PARAM;
+    }
+    len = (size_t)out->rows * tgrs_kv_row_elems(out);
+    for (n = 0; n < out->dims[0]; ++n) {
+        size_t ioff = tgrs_kv_row_off(in, n, out->row0);
+        float *y = (float *)out->data + tgrs_kv_row_off(out, n, out->row0);
+        if (u8) {
+            const uint8_t *x = (const uint8_t *)in->data + ioff;
+            for (i = 0; i < len; ++i) {
+                y[i] = (float)((int32_t)x[i] - zp) * scale;
+            }
+        } else {
+            const int8_t *x = (const int8_t *)in->data + ioff;
+            for (i = 0; i < len; ++i) {
+                y[i] = (float)((int32_t)x[i] - zp) * scale;
+            }
+        }
+    }
+    return TGRS_OK;
+}
