@@ -87,14 +87,14 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
             items.append((f"scratch[{i}]", p, step, step))
         errs += [f"{where}: {e}" for e in _overlaps(items)]  # rule 3
         if unit.tile_rows:
-            errs += [f"{where}: {e}" for e in _check_tiles(graph, unit)]
+            errs += [f"{where}: {e}" for e in _check_tiles(graph, bufs, unit)]
     errs += _check_slow(bufs, plan)
     if plan.fast_peak > plan.fast_budget:
         errs.append(f"fast peak {plan.fast_peak} exceeds budget {plan.fast_budget}")
     return errs
 
 
-def _check_tiles(graph: AnalyzedGraph, unit) -> list[str]:  # rule 5
+def _check_tiles(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 5
     errs = []
     names = set(unit.fast)
     out = unit.spill[0] if unit.spill else None
@@ -121,7 +121,7 @@ def _check_tiles(graph: AnalyzedGraph, unit) -> list[str]:  # rule 5
                 if not name or graph.is_const(name):
                     continue
                 need = input_rows(graph, op, name, rows[o])
-                have = rows[name]
+                have = rows[bufs.root(name)]
                 if need[0] < need[1] and not (have[0] <= need[0] and need[1] <= have[1]):
                     errs.append(f"tile {t}: {op.name} needs rows {need} of {name}, band holds {have}")
     if covered != h:

@@ -228,7 +228,13 @@ def plan_bands(
             for name in op.inputs:
                 if not name or graph.is_const(name):
                     continue
+                root = bufs.root(name)
+                if root != name:
+                    a_t, r_t = graph.tensors[name], graph.tensors[root]
+                    if (a_t.shape, a_t.layout) != (r_t.shape, r_t.layout):
+                        return None  # bands of a reshaped view are not bands of its buffer
                 lo, hi = input_rows(graph, op, name, r)
+                name = root
                 if name in rows:
                     plo, phi = rows[name]
                     lo, hi = min(lo, plo), max(hi, phi)

@@ -1,0 +1,133 @@
+"""Plan quality over every shared model: does it fit, how much fast memory, how much slow traffic, how much recompute.
+
+Runs the same planning the ``analyze`` command does (load, normalize, lower for the weight and scratch sizes, then
+``plan_memory`` with ``--xip``) at 256K, 128K, 64K and 32K and at the smallest fitting fast budget, for both planning
+strategies: ``spec`` (the spec's greedy partition and chain rule, the baseline) and ``tigris`` (adds the
+traffic-minimizing partition of ``tigris/plan/search.py``). Every plan is proven by ``tigris.plan.check`` before it is
+counted. Writes the table into docs/benchmarks.md between ``<!-- plan_quality:begin -->`` and
+``<!-- plan_quality:end -->``.
+
+    python3 bench/plan_quality.py [--models DIR] [--no-write]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _doc import markdown_table, write_section  # noqa: E402
+
+from tigris.ir import DoesNotFitError, TigrisError  # noqa: E402
+from tigris.plan import min_fast_budget, plan_memory  # noqa: E402
+from tigris.plan.check import check_plan  # noqa: E402
+from tigris.plan.spatial import op_macs  # noqa: E402
+
+BUDGETS = [("256K", 256 * 1024), ("128K", 128 * 1024), ("64K", 64 * 1024), ("32K", 32 * 1024)]
+STRATEGIES = ("spec", "tigris")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def kib(n: int) -> str:
+    return f"{n / 1024:.1f}"
+
+
+def prepare(path: Path):
+    """The analyze pipeline up to planning: normalized graph plus the scratch callback the emitter uses."""
+    from tigris.api import prepare as api_prepare
+    from tigris.ops import kind
+
+    try:
+        prep = api_prepare(path)
+    except TigrisError as err:
+        # Kernel coverage is not the planner's concern: plan the normalized graph without kernel scratch and say so.
+        from tigris.load import load_model
+        from tigris.passes import normalize
+
+        graph, _ = normalize(load_model(path))
+        return graph, None, f"no scratch sizes ({type(err).__name__})"
+    graph, lowered = prep.graph, prep.lowered
+
+    def scratch(i: int, rows: int) -> int:
+        low = lowered[i]
+        return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, rows))
+
+    return graph, scratch, ""
+
+
+def row(model: str, label: str, strategy: str, graph, budget: int, scratch, macs: int) -> list[object]:
+    t0 = time.perf_counter()
+    try:
+        plan = plan_memory(graph, budget, xip=True, scratch_bytes_of=scratch, strategy=strategy)
+    except DoesNotFitError as err:
+        dt = time.perf_counter() - t0
+        need = getattr(err, "need", None)
+        return [model, label, strategy, "no", f"needs {kib(need)} KiB" if need else "-", "", "", "", "", "", f"{dt:.2f}"]
+    dt = time.perf_counter() - t0
+    errs = check_plan(graph, plan)
+    tiles = sum(u.tiles for u in plan.units if u.tile_rows)
+    ratio = max(u.peak_bytes / u.timeline_peak for u in plan.units if u.timeline_peak)
+    return [
+        model,
+        label,
+        strategy,
+        "yes" if not errs else f"CHECK FAILED ({len(errs)})",
+        kib(plan.fast_peak),
+        f"{ratio:.3f}",
+        len(plan.stages),
+        tiles,
+        kib(plan.spill_bytes + plan.reload_bytes),
+        f"{100 * plan.recompute_macs / macs:.1f}" if macs else "0.0",
+        f"{dt:.2f}",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=str(REPO.parent / "shared" / "models"))
+    ap.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    args = ap.parse_args(argv)
+    models = sorted(Path(args.models).rglob("*.onnx"))
+    headers = ["model", "fast budget", "strategy", "fits", "fast peak KiB", "arena/timeline", "stages", "tiles",
+               "spill+reload KiB", "recompute %", "plan s"]  # fmt: skip
+    rows: list[list[object]] = []
+    for path in models:
+        name = str(path.relative_to(args.models)).removesuffix(".onnx")
+        try:
+            graph, scratch, note = prepare(path)
+            if note:
+                name += f" ({note})"
+        except (TigrisError, ImportError, NotImplementedError, KeyError, ValueError) as err:
+            rows.append([name, "-", "-", f"not planned: {type(err).__name__}: {str(err)[:60]}"] + [""] * 7)
+            print(rows[-1], flush=True)
+            continue
+        macs = sum(op_macs(graph, op) for op in graph.ops)
+        for strategy in STRATEGIES:
+            for label, budget in BUDGETS:
+                rows.append(row(name, label, strategy, graph, budget, scratch, macs))
+                print(rows[-1], flush=True)
+            t0 = time.perf_counter()
+            best = min_fast_budget(graph, xip=True, scratch_bytes_of=scratch, strategy=strategy)
+            search_s = time.perf_counter() - t0
+            if best is not None:
+                r = row(name, f"min {kib(best)}K", strategy, graph, best, scratch, macs)
+                r[-1] = f"{r[-1]} (+{search_s:.1f} search)"
+                rows.append(r)
+                print(rows[-1], flush=True)
+    body = (
+        "Planning quality per shared model (`python3 bench/plan_quality.py`, XIP, float32 and int8 as stored). "
+        "`arena/timeline` is the worst unit's offset-assigned peak over its stage-4 timeline peak (1.000 = the "
+        "lower bound is reached). `spill+reload` is slow-memory traffic per inference; `recompute %` is halo "
+        "recompute MACs over the model's conv/gemm MACs; `plan s` is the planning time.\n\n"
+        + markdown_table(headers, rows)
+    )
+    print(body)
+    if not args.no_write:
+        write_section("plan_quality", body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
