@@ -1,1 +1,116 @@
+"""Stage 1: ONNX file -> :class:`~tigris.ir.AnalyzedGraph`.
 
+Steps, in the spec's order:
+1. read and check the file (:mod:`tigris.load.onnx_io`);
+2. bind every graph input to a concrete shape (:mod:`tigris.load.shapes`);
+3. fold the shape subgraph and run ONNX shape inference to a fixed point (:mod:`tigris.load.fold`);
+4. build IR ops and tensors; every activation must now have a static shape, else an error names the tensor;
+5. collect initializers and folded values as weights (:mod:`tigris.load.weights`); ``Constant`` nodes stay ops,
+   normalization pass 1 turns them into weights;
+6. order ops by DFS post-order with reversed child order (:mod:`tigris.load.order`).
+
+Version-dependent semantics are settled here so passes see one form: ``Softmax`` below opset 13 coerces its input to
+2-D at ``axis``; when that equals "softmax over the last axis" the op gets the modern explicit axis, otherwise it is
+marked ``coerce_2d`` and validation reports it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from tigris.ir import AnalyzedGraph, Boundary, Op, Tensor, TigrisError
+from tigris.load.fold import fold_shape_subgraph
+from tigris.load.onnx_io import default_opset, dtype_name, is_static, node_attrs, read_model, value_info_map, vi_shape
+from tigris.load.order import dfs_postorder
+from tigris.load.shapes import bind_input_shapes, real_inputs
+from tigris.load.weights import initializer_arrays
+
+__all__ = ["load_model", "load_onnx_model", "dfs_postorder"]
+
+
+def load_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> AnalyzedGraph:
+    """Load an ONNX file into the IR. Raises :class:`TigrisError` naming the file, input or tensor at fault."""
+    model = read_model(path)
+    name = Path(path).stem
+    try:
+        return load_onnx_model(model, input_shapes, name=name)
+    except TigrisError:
+        raise
+    except Exception as e:  # an internal failure on a strange model still names the file
+        raise TigrisError(f"cannot load model: {type(e).__name__}: {e}", str(path)) from e
+
+
+def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None,
+                    name: str = "model") -> AnalyzedGraph:
+    """Stage 1 on an in-memory model (tests build models with ``onnx.helper``). ``model`` is not modified."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    notes = bind_input_shapes(m, input_shapes)
+    m = fold_shape_subgraph(m)
+    g = m.graph
+    opset = default_opset(m)
+
+    weights_all = initializer_arrays(g)
+    vis = value_info_map(g)
+    inputs = [vi.name for vi in real_inputs(g)]
+    outputs = [o.name for o in g.output]
+
+    raw_ops = [_make_op(n, i) for i, n in enumerate(g.node)]
+    for out in outputs:
+        if out not in {t for op in raw_ops for t in op.outputs} and out not in inputs:
+            raise TigrisError("graph output is not computed by any node", out)
+    ops = dfs_postorder(raw_ops, outputs)
+    dropped = len(raw_ops) - len(ops)
+    if dropped:
+        notes.append(f"{dropped} node(s) from which no graph output is reachable were dropped")
+
+    used = {t for op in ops for t in (*op.inputs, *op.outputs) if t} | set(inputs) | set(outputs)
+    weights = {k: v for k, v in weights_all.items() if k in used and k not in inputs}
+    tensors: dict[str, Tensor] = {}
+    for t in sorted(used):
+        if t in weights:
+            tensors[t] = Tensor(t, tuple(int(d) for d in weights[t].shape), _np_dtype(weights[t]))
+            continue
+        vi = vis.get(t)
+        shp = vi_shape(vi) if vi is not None else None
+        if not is_static(shp):
+            raise TigrisError(f"cannot resolve the shape of tensor (inferred {shp}); give the input shapes with "
+                              f"--input-shape or simplify the model", t)
+        tensors[t] = Tensor(t, tuple(int(d) for d in shp), dtype_name(vi.type.tensor_type.elem_type))
+
+    ops = [_settle_versions(op, tensors, opset) for op in ops]
+    boundary = {t: Boundary(t, tensors[t].shape, tensors[t].dtype) for t in inputs + outputs}
+    return AnalyzedGraph(name=name, tensors=tensors, ops=ops, inputs=inputs, outputs=outputs, weights=weights,
+                         boundary=boundary, notes=notes)
+
+
+def _np_dtype(a: np.ndarray) -> str:
+    return "bool" if a.dtype == np.bool_ else str(a.dtype)
+
+
+def _make_op(node: onnx.NodeProto, index: int) -> Op:
+    name = node.name or f"{node.op_type}_{index}"
+    attrs = node_attrs(node)
+    if node.domain not in ("", "ai.onnx"):
+        attrs["domain"] = node.domain
+    return Op(name, node.op_type, tuple(node.input), tuple(node.output), attrs)
+
+
+def _settle_versions(op: Op, tensors: dict[str, Tensor], opset: int) -> Op:
+    if op.op_type in ("Softmax", "LogSoftmax", "Hardmax"):
+        rank = len(tensors[op.inputs[0]].shape)
+        default = 1 if opset < 13 else -1
+        axis = int(op.attrs.get("axis", default))
+        axis = axis + rank if axis < 0 else axis
+        attrs = dict(op.attrs, axis=axis)
+        if opset < 13 and axis != rank - 1:
+            # Pre-13 Softmax flattens to 2-D at `axis`; equal to last-axis softmax only when axis is the last
+            # non-trivial axis. Check that all dims after axis are 1 is not enough either, so report it.
+            if all(d == 1 for d in tensors[op.inputs[0]].shape[axis + 1:]):
+                attrs["axis"] = axis
+            else:
+                attrs["coerce_2d"] = True
+        return op.with_(attrs=attrs)
+    return op

@@ -1,1 +1,110 @@
+"""Stage 2: normalization. ``PIPELINE`` is the single ordered list of passes; ``normalize`` runs it.
 
+The seventeen passes of the spec run in the spec's order; the extra passes real models need sit where their
+docstrings say they belong (``spec`` is None for them). The layout pass runs last. Every pass is a pure function
+``run(graph) -> PassResult`` (see :mod:`tigris.passes._util`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Callable
+
+from tigris.ir import AnalyzedGraph
+from tigris.passes import (activation_fuse, bias_fold, bn_fold, cleanup, clip_relu6, concat_axis, constant_fold,
+                           conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, hard_activations,
+                           input_transpose, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
+                           qdq_fold, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, strip_operands,
+                           sub_div_const, weight_only_quant)
+from tigris.passes._util import Decline, PassResult
+from tigris.passes.supported import check_supported, unsupported_nodes
+from tigris.passes.verify import IRVerifyError, verify
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    run: Callable[[AnalyzedGraph], PassResult]
+    spec: int | None  # the spec's pass number, None for the extra passes
+    module: ModuleType
+
+
+def _p(mod: ModuleType, spec: int | None) -> Pass:
+    return Pass(mod.NAME, mod.run, spec, mod)
+
+
+PIPELINE: tuple[Pass, ...] = (
+    _p(constant_fold, 1),
+    _p(cleanup, None),  # direct edges for every pattern below
+    _p(explicit_attrs, None),  # ONNX defaults made explicit once
+    _p(weight_only_quant, None),  # before QDQ fold: a float graph's int8 weights become floats
+    _p(qdq_fold, 2),
+    _p(matmul_relabel, 3),
+    _p(bn_fold, 4),
+    _p(bias_fold, 5),
+    _p(silu_decompose, 6),
+    _p(pad_fold, None),  # before the Conv relabels, after QDQ fold (zero points known)
+    _p(depthwise_relabel, 7),
+    _p(conv1d_relabel, 8),
+    _p(clip_relu6, 9),
+    _p(sub_div_const, None),  # turns /6 into *1/6 for the HardSwish patterns
+    _p(hard_activations, None),  # before activation fuse hides Relu6(x+3)
+    _p(prelu_leaky, None),
+    _p(reducemean_gap, 10),
+    _p(shape_op_fold, 11),
+    _p(resize_scales, 12),
+    _p(strip_operands, 13),
+    _p(concat_axis, 14),
+    _p(output_transpose, 15),
+    _p(activation_fuse, 16),
+    _p(drop_constants, 17),
+    _p(input_transpose, None),  # assigns a layout, so right before the layout pass
+    _p(layout, None),
+)
+
+
+def _check_order() -> None:
+    """The spec's passes must appear in spec order; a misordered edit fails at import, not in a model."""
+    nums = [p.spec for p in PIPELINE if p.spec is not None]
+    if nums != sorted(nums) or nums != list(range(1, 18)):
+        raise RuntimeError(f"PIPELINE spec order broken: {nums}")
+    if PIPELINE[-1].name != "layout":
+        raise RuntimeError("the layout pass must run last")
+
+
+_check_order()
+
+
+@dataclass(frozen=True)
+class PassReport:
+    """What one pass did, for ``tigris analyze -v``."""
+
+    name: str
+    spec: int | None
+    rewritten: int
+    declined: tuple[Decline, ...] = ()
+
+    @property
+    def fired(self) -> bool:
+        return self.rewritten > 0
+
+
+def normalize(graph: AnalyzedGraph, check: bool = False,
+              passes: tuple[Pass, ...] = PIPELINE) -> tuple[AnalyzedGraph, list[PassReport]]:
+    """Run every pass in order. With ``check`` the IR verifier runs after each pass and a failure names the pass."""
+    reports: list[PassReport] = []
+    g = graph
+    if check:
+        verify(g, "before normalization")
+    for p in passes:
+        res = p.run(g)
+        g = res.graph
+        reports.append(PassReport(p.name, p.spec, res.rewritten, res.declined))
+        if check:
+            done = ", ".join(r.name for r in reports[:-1])
+            verify(g, f"in pass {p.name}, after [{done}]")
+    return g, reports
+
+
+__all__ = ["PIPELINE", "Pass", "PassReport", "PassResult", "Decline", "normalize", "check_supported",
+           "unsupported_nodes", "verify", "IRVerifyError"]

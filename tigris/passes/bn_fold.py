@@ -1,0 +1,132 @@
+"""Pass 4, BatchNorm fold: ``Conv -> BatchNormalization`` becomes one Conv with scaled weights and a new bias.
+
+With ``f = gamma / sqrt(var + eps)`` per output channel: ``W' = W * f`` and ``b' = (b - mean) * f + beta``.
+
+Rules:
+1. Applies when the BatchNorm's input is a Conv output read by nothing else (and not a graph output), and all four
+   BatchNorm parameters are constants. The Conv then writes the BatchNorm's output tensor (and its quantization).
+2. Float weights are scaled directly.
+3. Int8 weights are folded in float per channel and requantized symmetric per channel (scale = max|w| / 127); the
+   int32 bias is recomputed with scale ``s_in * s_w'``. This needs a per-tensor quantized Conv input; without one
+   the rewrite is declined. The BatchNorm is never simply dropped.
+4. A BatchNorm not preceded by a foldable Conv, on a float rank >= 2 input, becomes ``Mul`` + ``Add`` with per-channel
+   constants (the runtime has both kernels). Otherwise it is declined and validation reports it.
+
+Why here: after QDQ fold (so int8 weights carry their QuantParam) and matrix relabel; before the relabel passes, so
+only the op type ``Conv`` is matched.
+
+Postcondition: no BatchNormalization follows a Conv with constant operands.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
+from tigris.passes._quant import dequantize, quantize, symmetric_per_channel
+from tigris.passes._util import Decline, PassResult, consumers, fresh_name, set_const, tidy
+
+NAME = "bn_fold"
+
+
+def _params(g: AnalyzedGraph, bn: Op) -> tuple[np.ndarray, np.ndarray] | None:
+    if len(bn.inputs) < 5 or not all(t in g.weights for t in bn.inputs[1:5]):
+        return None
+    gamma, beta, mean, var = (g.weights[t].astype(np.float64).reshape(-1) for t in bn.inputs[1:5])
+    eps = float(bn.attrs.get("epsilon", 1e-5))
+    f = gamma / np.sqrt(var + eps)
+    return f, beta - mean * f
+
+
+def run(graph: AnalyzedGraph) -> PassResult:
+    g = graph.replace()
+    declined: list[Decline] = []
+    n = 0
+    while True:
+        target = None
+        for j, bn in enumerate(g.ops):
+            if bn.op_type == "BatchNormalization" and bn.name not in {d.node for d in declined}:
+                target = j
+                break
+        if target is None:
+            break
+        bn = g.ops[target]
+        fs = _params(g, bn)
+        if fs is None:
+            declined.append(Decline(bn.name, "rule 1: its parameters are not constants"))
+            continue
+        f, shift = fs
+        x = bn.inputs[0]
+        pi = next((i for i, o in enumerate(g.ops) if x in o.outputs), None)
+        conv = g.ops[pi] if pi is not None else None
+        ok = conv is not None and conv.op_type == "Conv" and len(consumers(g, x)) == 1 and x not in g.outputs \
+            and conv.inputs[1] in g.weights
+        if ok:
+            why = _fold_into_conv(g, pi, target, f, shift)
+            if why is None:
+                n += 1
+                continue
+            declined.append(Decline(bn.name, why))
+            continue
+        why = _to_mul_add(g, target, f, shift)
+        if why is None:
+            n += 1
+        else:
+            declined.append(Decline(bn.name, why))
+    return PassResult(tidy(g), n, tuple(declined))
+
+
+def _fold_into_conv(g: AnalyzedGraph, pi: int, bi: int, f: np.ndarray, shift: np.ndarray) -> str | None:
+    conv, bn = g.ops[pi], g.ops[bi]
+    wname = conv.inputs[1]
+    w = g.weights[wname]
+    wq = g.tensors[wname].quant
+    oc = w.shape[0]
+    if f.size != oc:
+        return f"rule 1: {f.size} BatchNorm channels for {oc} conv outputs"
+    bname = conv.inputs[2] if len(conv.inputs) > 2 and conv.inputs[2] else None
+    shp = (oc,) + (1,) * (w.ndim - 1)
+    if wq is None:
+        b = g.weights[bname].astype(np.float64) if bname else np.zeros(oc)
+        new_w = (w.astype(np.float64) * f.reshape(shp)).astype(np.float32)
+        new_b = (b * f + shift).astype(np.float32)
+        new_wq = new_bq = None
+    else:
+        xq = g.tensors[conv.inputs[0]].quant
+        if xq is None or xq.per_channel:
+            return "rule 3: int8 weights but the conv input has no per-tensor quantization"
+        wf = dequantize(w, wq).astype(np.float64) * f.reshape(shp)
+        new_w, new_wq = symmetric_per_channel(wf.astype(np.float32), 0)
+        if bname:
+            bq = g.tensors[bname].quant
+            b = dequantize(g.weights[bname], bq).astype(np.float64) if bq is not None else g.weights[bname]
+        else:
+            b = np.zeros(oc)
+        bf = b * f + shift
+        s_b = (xq.scale[0] * new_wq.scale.astype(np.float64)).astype(np.float32)
+        new_bq = QuantParam(s_b, np.zeros(s_b.size, dtype=np.int64), 0 if s_b.size > 1 else None)
+        new_b = quantize(bf.astype(np.float32), new_bq, "int32")
+    wn = fresh_name(g, f"{wname}_bn")
+    set_const(g, wn, new_w, new_wq)
+    bn_name = fresh_name(g, f"{bn.name}_bias", [wn])
+    set_const(g, bn_name, new_b, new_bq)
+    g.ops[pi] = conv.with_(inputs=(conv.inputs[0], wn, bn_name), outputs=(bn.outputs[0],))
+    del g.ops[bi]
+    return None
+
+
+def _to_mul_add(g: AnalyzedGraph, bi: int, f: np.ndarray, shift: np.ndarray) -> str | None:
+    bn = g.ops[bi]
+    x = g.tensors[bn.inputs[0]]
+    if x.dtype != "float32" or len(x.shape) < 2:
+        return "rule 4: not after a foldable Conv, and the input is not a float tensor of rank >= 2"
+    shp = (x.shape[1],) + (1,) * (len(x.shape) - 2)
+    fn = fresh_name(g, f"{bn.name}_scale")
+    set_const(g, fn, f.astype(np.float32).reshape(shp))
+    sn = fresh_name(g, f"{bn.name}_shift", [fn])
+    set_const(g, sn, shift.astype(np.float32).reshape(shp))
+    mid = fresh_name(g, f"{bn.name}_scaled", [fn, sn])
+    g.tensors[mid] = Tensor(mid, x.shape, "float32")
+    mul = Op(fresh_name(g, f"{bn.name}_mul", [fn, sn, mid]), "Mul", (bn.inputs[0], fn), (mid,), {})
+    add = Op(bn.name, "Add", (mid, sn), (bn.outputs[0],), {"fused_activation": None})
+    g.ops[bi:bi + 1] = [mul, add]
+    return None

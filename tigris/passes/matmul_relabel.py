@@ -1,0 +1,93 @@
+"""Pass 3, matrix product relabel: MatMul and Gemm become the runtime's ``Gemm`` (weight [OC, K], i.e. transB=1).
+
+Rules:
+1. ``MatMul(A, W)`` with A of rank 2 and W a constant [K, OC] becomes ``Gemm(A, W^T)``; a per-channel weight
+   quantization axis moves with the transpose (1 -> 0).
+2. ``Gemm`` with ``transB=0`` gets its constant weight transposed the same way; ``alpha`` is folded into the weight
+   (float: the values; int8: the scales, which keeps the int8 values exact) and ``beta`` into the bias (float only).
+3. The bias ``C`` becomes a 1-D [OC] constant (ONNX allows [1, OC] or a scalar broadcast).
+4. Declined: a non-constant B or C (no kernel multiplies two activations), ``transA=1``, A of rank other than 2
+   (no batched kernel), a quantized bias with ``beta != 1`` (its scale must stay ``s_in * s_w``).
+5. The result has exactly the attribute ``fused_activation = None``.
+
+Why here: the BatchNorm, bias and activation passes below match the single op type ``Gemm``.
+
+Postcondition: no MatMul with a constant 2-D weight and rank-2 input remains; every Gemm has a [OC, K] weight.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, QuantParam
+from tigris.passes._util import Decline, PassResult, fresh_name, set_const
+
+NAME = "matmul_relabel"
+
+
+def _tq(q: QuantParam | None) -> QuantParam | None:
+    if q is None or q.axis is None:
+        return q
+    return QuantParam(q.scale, q.zero_point, 1 - q.axis)
+
+
+def run(graph: AnalyzedGraph) -> PassResult:
+    g = graph.replace()
+    declined: list[Decline] = []
+    n = 0
+    for i, op in enumerate(graph.ops):
+        if op.op_type not in ("MatMul", "Gemm") or (op.op_type == "Gemm" and set(op.attrs) == {"fused_activation"}):
+            continue
+        a, w = op.inputs[0], op.inputs[1]
+        if w not in g.weights or g.weights[w].ndim != 2:
+            declined.append(Decline(op.name, "rule 4: the second operand is not a constant matrix"))
+            continue
+        if len(g.tensors[a].shape) != 2:
+            declined.append(Decline(op.name, f"rule 4: input rank {len(g.tensors[a].shape)} is not 2"))
+            continue
+        wq = g.tensors[w].quant
+        wv = g.weights[w]
+        alpha = float(op.attrs.get("alpha", 1.0))
+        beta = float(op.attrs.get("beta", 1.0))
+        if op.op_type == "Gemm" and int(op.attrs.get("transA", 0)):
+            declined.append(Decline(op.name, "rule 4: transA=1"))
+            continue
+        trans_b = op.op_type == "Gemm" and bool(int(op.attrs.get("transB", 0)))
+        bias = op.inputs[2] if op.op_type == "Gemm" and len(op.inputs) > 2 and op.inputs[2] else None
+        if bias is not None and bias not in g.weights:
+            declined.append(Decline(op.name, "rule 4: the bias is not a constant"))
+            continue
+        bq = g.tensors[bias].quant if bias else None
+        if bq is not None and beta != 1.0:
+            declined.append(Decline(op.name, "rule 4: a quantized bias with beta != 1"))
+            continue
+        new_w = wv if trans_b else wv.T
+        new_q = wq if trans_b else _tq(wq)
+        if alpha != 1.0:
+            if new_q is not None:
+                new_q = QuantParam((new_q.scale * alpha).astype(np.float32), new_q.zero_point, new_q.axis)
+            else:
+                new_w = (new_w * alpha).astype(wv.dtype)
+        inputs = [a]
+        if new_w is wv and new_q is wq:
+            inputs.append(w)
+        else:
+            wn = fresh_name(g, f"{w}_oc_k")
+            set_const(g, wn, np.ascontiguousarray(new_w), new_q)
+            inputs.append(wn)
+        oc = new_w.shape[0]
+        if bias:
+            bv = g.weights[bias]
+            if bv.ndim == 1 and bv.shape[0] == oc and beta == 1.0:
+                inputs.append(bias)
+            else:
+                nb = fresh_name(g, f"{bias}_oc")
+                vals = np.broadcast_to(bv.reshape(-1) if bv.size == oc else bv, (oc,)).copy()
+                if beta != 1.0:
+                    vals = (vals * beta).astype(bv.dtype)
+                if bq is not None and bq.axis is not None:
+                    bq = QuantParam(bq.scale, bq.zero_point, 0)
+                set_const(g, nb, vals, bq)
+                inputs.append(nb)
+        g.ops[i] = op.with_(op_type="Gemm", inputs=tuple(inputs), attrs={"fused_activation": None})
+        n += 1
+    return PassResult(g, n, tuple(declined))

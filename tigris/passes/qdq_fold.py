@@ -1,0 +1,174 @@
+"""Pass 2, QDQ fold: QuantizeLinear/DequantizeLinear pairs become QuantParam annotations on int8 tensors.
+
+A QDQ model states an int8 op as ``DQ(x_q) -> float op -> Q -> y_q``. After this pass the op reads ``x_q`` and writes
+``y_q`` directly, both int8 with a QuantParam, and its constant operands are int8/int32 with their own QuantParam.
+
+Rules:
+1. Weights: a ``DequantizeLinear`` of a constant becomes that constant's integer values with a QuantParam
+   (per-channel ``axis`` kept; int32 biases keep their scale, which the quantizer set to ``s_in * s_w``).
+   A ``QuantizeLinear`` of a float constant is evaluated (round half to even, saturate) into an int8 constant.
+2. Activation Q: the op producing the float input now writes the Q's output; the Q is removed. Declined (Q kept)
+   when the float value has other readers or is a graph output, since removing it would change what they read.
+3. Boundary Q: a Q reading a float *graph input* is kept: the model's interface is float, the plan converts at the
+   edge (design.md: ``QuantizeLinear`` at the model boundary only).
+4. Activation DQ: readers of its float output read the int8 input instead; the int8 tensor takes the DQ's QuantParam
+   (how a graph's int8 input learns its scale). Declined when the int8 tensor already carries a different
+   QuantParam (two scales for one tensor cannot both hold).
+5. Boundary DQ: a DQ whose output is a graph output is kept (float output presented by the plan).
+6. Data-movement ops (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, MaxPool, Identity) on int8 carry the
+   QuantParam across, forwards and backwards, so e.g. an int8 input read through a Transpose gets its scale.
+7. uint8 activations are restated as int8 (value - 128, zero point - 128): both denote the same real numbers and the
+   kernels are int8. uint8 constants are restated the same way, stored data included.
+8. The declared dtype of every graph input and output stays in ``graph.boundary`` (with the declared QuantParam, in
+   the declared domain), so the plan presents the interface the model states.
+9. A Q/DQ with a non-constant scale or zero point is declined.
+
+Why second: only pass 1 must run before (scales often come from Constant nodes); every later pass must see int8
+tensors with QuantParams rather than DQ/Q chains (e.g. BatchNorm fold requantizes int8 weights, activation fuse
+checks the intermediate's quantization).
+
+Postcondition: Q only reads graph inputs, DQ only writes graph outputs (except declined nodes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Boundary, Op, QuantParam, Tensor
+from tigris.passes._quant import qparam_of, quantize, restate_uint8, zp_dtype
+from tigris.passes._util import Decline, PassResult, consumers, replace_uses, set_const, tidy
+
+NAME = "qdq_fold"
+_MOVES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "Identity"}
+_INTS = ("int8", "uint8")
+
+
+def run(graph: AnalyzedGraph) -> PassResult:
+    if not any(op.op_type in ("QuantizeLinear", "DequantizeLinear") for op in graph.ops):
+        return PassResult(graph)
+    g = graph.replace()
+    declined: list[Decline] = []
+    n = 0
+    remove: set[str] = set()
+
+    # Rule 1: constants.
+    for op in graph.ops:
+        if op.op_type not in ("QuantizeLinear", "DequantizeLinear") or op.inputs[0] not in graph.weights:
+            continue
+        if op.outputs[0] in graph.outputs:
+            declined.append(Decline(op.name, "rule 1: a constant is a graph output"))
+            continue
+        data = graph.weights[op.inputs[0]]
+        q = qparam_of(graph, op, data.ndim)
+        if isinstance(q, str):
+            declined.append(Decline(op.name, f"rule 9: {q}"))
+            continue
+        if op.op_type == "DequantizeLinear":
+            vals = np.asarray(data)
+        else:
+            vals = quantize(np.asarray(data, dtype=np.float32), q, zp_dtype(graph, op))
+        if vals.dtype == np.uint8:
+            vals, q = (vals.astype(np.int16) - 128).astype(np.int8), restate_uint8(q)
+        set_const(g, op.outputs[0], vals, q)
+        remove.add(op.name)
+        n += 1
+
+    ops = [op for op in g.ops if op.name not in remove]
+    prod = {t: i for i, op in enumerate(ops) for t in op.outputs if t}
+
+    # Rules 2 and 3: activation Q.
+    for op in list(ops):
+        if op.op_type != "QuantizeLinear" or op.name in remove or op.inputs[0] in g.weights:
+            continue
+        x, y = op.inputs[0], op.outputs[0]
+        q = qparam_of(g, op, len(g.tensors[x].shape))
+        if isinstance(q, str):
+            declined.append(Decline(op.name, f"rule 9: {q}"))
+            continue
+        _annotate(g, y, q, zp_dtype(g, op))
+        if x in g.inputs:
+            continue  # rule 3: boundary quantize stays
+        readers = [o for o in ops if x in o.inputs]
+        if len(readers) > 1 or x in g.outputs or x not in prod:
+            declined.append(Decline(op.name, "rule 2: its float input has other readers or is a graph output"))
+            continue
+        pi = next(i for i, o in enumerate(ops) if x in o.outputs)
+        p = ops[pi]
+        ops[pi] = p.with_(outputs=tuple(y if t == x else t for t in p.outputs))
+        remove.add(op.name)
+        n += 1
+    ops = [op for op in ops if op.name not in remove]
+
+    # Rules 4 and 5: activation DQ.
+    for op in list(ops):
+        if op.op_type != "DequantizeLinear" or op.inputs[0] in g.weights:
+            continue
+        x, y = op.inputs[0], op.outputs[0]
+        q = qparam_of(g, op, len(g.tensors[x].shape))
+        if isinstance(q, str):
+            declined.append(Decline(op.name, f"rule 9: {q}"))
+            continue
+        have = g.tensors[x].quant
+        dt = g.tensors[x].dtype
+        want = restate_uint8(q) if dt == "uint8" else q
+        if have is not None and have != want:
+            declined.append(Decline(op.name, f"rule 4: {x} already carries a different quantization"))
+            continue
+        _annotate(g, x, q, dt)
+        if y in g.outputs:
+            continue  # rule 5: boundary dequantize stays
+        ops = replace_uses([o for o in ops if o.name != op.name], y, x)
+        n += 1
+
+    g.ops = ops
+    g = _propagate(g)
+    g = _restate_uint8_activations(g)
+    g = tidy(g)
+    # Rule 8: boundary records the declared interface.
+    for name in g.inputs + g.outputs:
+        t = g.tensors[name]
+        b = graph.boundary.get(name) or Boundary(name, t.shape, t.dtype)
+        qd = t.quant
+        if qd is not None and b.dtype == "uint8":
+            qd = QuantParam(qd.scale, qd.zero_point + 128, qd.axis)
+        if qd is not None:
+            g.boundary[name] = Boundary(b.name, b.shape, b.dtype, qd)
+    return PassResult(g, n, tuple(declined))
+
+
+def _annotate(g: AnalyzedGraph, name: str, q: QuantParam, dtype: str) -> None:
+    """Give tensor ``name`` the QuantParam ``q`` stated in ``dtype`` (restated to int8 when uint8, rule 7)."""
+    t = g.tensors[name]
+    if dtype == "uint8":
+        q = restate_uint8(q)
+        dtype = "int8"
+    g.tensors[name] = Tensor(name, t.shape, dtype if dtype in ("int8", "int32", "int16") else t.dtype, q, t.layout)
+
+
+def _propagate(g: AnalyzedGraph) -> AnalyzedGraph:
+    """Rule 6, to a fixed point."""
+    changed = True
+    while changed:
+        changed = False
+        for op in g.ops:
+            if op.op_type not in _MOVES or not op.inputs or not op.outputs:
+                continue
+            a, b = g.tensors[op.inputs[0]], g.tensors[op.outputs[0]]
+            if a.quant is not None and b.quant is None and b.dtype in _INTS + ("float32",) and a.dtype == "int8" \
+                    and b.dtype != "float32":
+                g.tensors[b.name] = Tensor(b.name, b.shape, "int8", a.quant, b.layout)
+                changed = True
+            elif b.quant is not None and a.quant is None and a.dtype in _INTS and a.name not in g.weights:
+                q = b.quant
+                if a.dtype == "uint8" and b.dtype == "int8":
+                    pass  # b was restated already; a is restated below with the same shift
+                g.tensors[a.name] = Tensor(a.name, a.shape, "int8", q, a.layout)
+                changed = True
+    return g
+
+
+def _restate_uint8_activations(g: AnalyzedGraph) -> AnalyzedGraph:
+    """Rule 7 for int tensors that got their QuantParam through rule 6 while still typed uint8 by ONNX."""
+    for name, t in list(g.tensors.items()):
+        if t.dtype == "uint8" and t.quant is not None and name not in g.weights:
+            g.tensors[name] = Tensor(name, t.shape, "int8", restate_uint8(t.quant), t.layout)
+    return g

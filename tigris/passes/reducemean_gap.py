@@ -1,0 +1,51 @@
+"""Pass 10, ReduceMean to GAP: ``ReduceMean(axes=[2, 3])`` on a rank-4 tensor becomes ``GlobalAveragePool``.
+
+Rules:
+1. The axes (attribute, or constant operand from opset 18) must be exactly the two spatial axes of a rank-4 input
+   (negative axes normalized).
+2. ``keepdims=1`` (the default): GlobalAveragePool writes the output directly.
+3. ``keepdims=0``: GlobalAveragePool writes a new [N, C, 1, 1] tensor and a ``Reshape`` produces the [N, C] output
+   (an alias at run time, since the bytes are the same).
+4. Anything else is left alone (validation reports the ReduceMean).
+
+Why here: exporters (Keras, timm) write global pooling as a mean over H and W; the runtime's GAP kernel does it.
+
+Postcondition: no ReduceMean over exactly the spatial axes of a rank-4 tensor remains.
+"""
+from __future__ import annotations
+
+from tigris.ir import AnalyzedGraph, Op, Tensor
+from tigris.passes._util import Decline, PassResult, fresh_name
+
+NAME = "reducemean_gap"
+
+
+def run(graph: AnalyzedGraph) -> PassResult:
+    g = graph.replace()
+    ops: list[Op] = []
+    n = 0
+    declined: list[Decline] = []
+    for op in graph.ops:
+        if op.op_type != "ReduceMean":
+            ops.append(op)
+            continue
+        x = g.tensors[op.inputs[0]]
+        axes = op.attrs.get("axes")
+        if len(op.inputs) > 1 and op.inputs[1]:
+            axes = g.weights[op.inputs[1]].reshape(-1).tolist() if op.inputs[1] in g.weights else None
+        r = len(x.shape)
+        norm = sorted({int(a) + r if int(a) < 0 else int(a) for a in axes}) if axes is not None else None
+        if r != 4 or norm != [2, 3]:
+            declined.append(Decline(op.name, f"rule 1: axes {axes} on rank {r} are not the spatial axes"))
+            ops.append(op)
+            continue
+        if int(op.attrs.get("keepdims", 1)):
+            ops.append(Op(op.name, "GlobalAveragePool", op.inputs[:1], op.outputs, {}))
+        else:
+            mid = fresh_name(g, f"{op.name}_gap")
+            g.tensors[mid] = Tensor(mid, (x.shape[0], x.shape[1], 1, 1), x.dtype, g.tensors[op.outputs[0]].quant)
+            ops.append(Op(op.name, "GlobalAveragePool", op.inputs[:1], (mid,), {}))
+            ops.append(Op(fresh_name(g, f"{op.name}_squeeze", [mid]), "Reshape", (mid,), op.outputs, {}))
+        n += 1
+    g.ops = ops
+    return PassResult(g, n, tuple(declined))

@@ -1,0 +1,110 @@
+"""Validation after stage 2: which nodes the runtime cannot run, all of them at once.
+
+The supported set is design.md's normalized op vocabulary. A node is unsupported when its op type is not in the
+vocabulary, when an operand that must be constant is not, when an attribute the kernel needs is missing (a pass
+declined to set it), or when its activations mix float and int8 (a float op between a DQ and a Q that no pass
+folded). Each entry names the node, its op type and the reason, so the user sees everything to fix in one run.
+"""
+from __future__ import annotations
+
+from tigris.ir import AnalyzedGraph, Op, UnsupportedModelError
+
+VOCAB = frozenset({
+    "Conv", "DepthwiseConv", "Conv1D", "Gemm", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Mul", "Sub",
+    "Concat", "Resize", "Relu", "Relu6", "Sigmoid", "Tanh", "HardSwish", "Clip", "HardSigmoid", "LeakyRelu",
+    "PRelu", "Softmax", "Pad", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "QuantizeLinear",
+    "DequantizeLinear",
+})
+_CONVS = ("Conv", "DepthwiseConv", "Conv1D")
+_SINGLE_INPUT = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Clip", "Pad", "Resize", "Relu", "Relu6", "Sigmoid",
+                 "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "Softmax", "Transpose", "GlobalAveragePool",
+                 "MaxPool", "AveragePool")
+_POOL_ATTRS = ("kernel_shape", "strides", "pads")
+
+
+def _reason(g: AnalyzedGraph, op: Op) -> str | None:
+    t = op.op_type
+    if t not in VOCAB:
+        return f"no runtime kernel for {t}"
+    ins = [i for i in op.inputs if i]
+    if t in _SINGLE_INPUT and len(ins) != 1:
+        return f"operand(s) {ins[1:]} were not folded into attributes"
+    if t in _CONVS:
+        if len(ins) < 2 or ins[1] not in g.weights or (len(ins) > 2 and ins[2] not in g.weights):
+            return "weight or bias is not a constant"
+        rank = len(g.tensors[ins[0]].shape)
+        if (t == "Conv1D") != (rank == 3) or rank not in (3, 4):
+            return f"{t} on a rank-{rank} input"
+        if any(k not in op.attrs for k in ("kernel_shape", "strides", "dilations", "pads", "group")):
+            return "attributes are not explicit"
+    if t == "Gemm":
+        if len(ins) < 2 or ins[1] not in g.weights or g.weights[ins[1]].ndim != 2 or \
+                (len(ins) > 2 and ins[2] not in g.weights) or "fused_activation" not in op.attrs:
+            return "not a product with a constant [OC, K] weight"
+    if t in ("MaxPool", "AveragePool") and any(k not in op.attrs for k in _POOL_ATTRS):
+        return "attributes are not explicit"
+    if t in ("MaxPool", "AveragePool") and len(g.tensors[ins[0]].shape) != 4:
+        return "only 2-D pooling is supported"
+    if t == "Concat" and not op.attrs.get("axis_physical"):
+        return "axis was not normalized"
+    if t == "Resize" and "scales" not in op.attrs:
+        return "scales were not extracted (non-integer resize)"
+    if t == "Clip" and ("min" not in op.attrs or "max" not in op.attrs):
+        return "bounds are not constants"
+    if t == "Softmax" and op.attrs.get("coerce_2d"):
+        return "pre-opset-13 Softmax over a non-final axis"
+    if t == "Pad" and "pads" not in op.attrs:
+        return "pads are not constant"
+    if t == "PRelu" and (len(ins) != 2 or ins[1] not in g.weights):
+        return "slope is not a constant"
+    if t == "QuantizeLinear":
+        if ins[0] not in g.inputs:
+            return "QuantizeLinear inside the graph (only at a float model input)"
+        return None
+    if t == "DequantizeLinear":
+        if not any(o in g.outputs for o in op.outputs):
+            return "DequantizeLinear inside the graph (only before a float model output)"
+        return None
+    acts = [n for n in (*ins, *op.outputs) if n and n not in g.weights]
+    kinds = set()
+    for n in acts:
+        tt = g.tensors[n]
+        if tt.dtype == "float32" and tt.quant is None:
+            kinds.add("float")
+        elif tt.dtype == "int8" and tt.quant is not None:
+            if tt.quant.per_channel:
+                return f"activation {n} is quantized per channel"
+            kinds.add("int8")
+        else:
+            return f"activation {n} has dtype {tt.dtype}{' with' if tt.quant else ' without'} quantization"
+    if len(kinds) > 1:
+        floats = [n for n in acts if g.tensors[n].dtype == "float32"]
+        return f"mixes int8 and float activations (float {floats[0]} between quantized ops was not folded)"
+    if "int8" in kinds and t in (*_CONVS, "Gemm"):
+        w = g.tensors[ins[1]]
+        if w.dtype != "int8" or w.quant is None:
+            return "int8 op with a non-int8 weight"
+        if len(ins) > 2 and (g.tensors[ins[2]].dtype != "int32" or g.tensors[ins[2]].quant is None):
+            return "int8 op with a non-int32 bias"
+    if "int8" in kinds and t in ("Add", "Mul", "Sub", "PRelu"):
+        for n in ins:
+            if n in g.weights and g.tensors[n].quant is None:
+                return f"int8 {t} with an unquantized constant operand {n}"
+    return None
+
+
+def unsupported_nodes(graph: AnalyzedGraph) -> list[dict[str, str]]:
+    """Every node the runtime cannot run, as ``{"node", "op", "reason"}`` (the analyze --json contract)."""
+    out = []
+    for op in graph.ops:
+        r = _reason(graph, op)
+        if r:
+            out.append({"node": op.name, "op": op.op_type, "reason": r})
+    return out
+
+
+def check_supported(graph: AnalyzedGraph) -> None:
+    """Raise :class:`UnsupportedModelError` listing every unsupported node; return None when all can run."""
+    nodes = unsupported_nodes(graph)
+    if nodes:
+        raise UnsupportedModelError(nodes, graph.name)
