@@ -164,9 +164,43 @@
 #define TGRS_C_CONV_MULT 2
 #define TGRS_C_CONV_SHIFT 3
 
-/* dwconv: parameters not available yet (its module did not import) */
+#define TGRS_OP_DWCONV_NPARAMS 17
+#define TGRS_P_DWCONV_KH 0
+#define TGRS_P_DWCONV_KW 1
+#define TGRS_P_DWCONV_SH 2
+#define TGRS_P_DWCONV_SW 3
+#define TGRS_P_DWCONV_DH 4
+#define TGRS_P_DWCONV_DW 5
+#define TGRS_P_DWCONV_PT 6
+#define TGRS_P_DWCONV_PL 7
+#define TGRS_P_DWCONV_PB 8
+#define TGRS_P_DWCONV_PR 9
+#define TGRS_P_DWCONV_DEPTH_MULT 10
+#define TGRS_P_DWCONV_ACT_MIN 11
+#define TGRS_P_DWCONV_ACT_MAX 12
+#define TGRS_P_DWCONV_FMIN 13
+#define TGRS_P_DWCONV_FMAX 14
+#define TGRS_P_DWCONV_ZP_IN 15
+#define TGRS_P_DWCONV_ZP_OUT 16
+#define TGRS_OP_DWCONV_NCONSTS 4
+#define TGRS_C_DWCONV_WEIGHT 0
+#define TGRS_C_DWCONV_BIAS 1
+#define TGRS_C_DWCONV_MULT 2
+#define TGRS_C_DWCONV_SHIFT 3
 
-/* fc: parameters not available yet (its module did not import) */
+#define TGRS_OP_FC_NPARAMS 7
+#define TGRS_P_FC_ACT_MIN 0
+#define TGRS_P_FC_ACT_MAX 1
+#define TGRS_P_FC_FMIN 2
+#define TGRS_P_FC_FMAX 3
+#define TGRS_P_FC_ZP_IN 4
+#define TGRS_P_FC_ZP_OUT 5
+#define TGRS_P_FC_K 6
+#define TGRS_OP_FC_NCONSTS 4
+#define TGRS_C_FC_WEIGHT 0
+#define TGRS_C_FC_BIAS 1
+#define TGRS_C_FC_MULT 2
+#define TGRS_C_FC_SHIFT 3
 
 #define TGRS_OP_MAXPOOL_NPARAMS 15
 #define TGRS_P_MAXPOOL_KH 0
@@ -317,8 +351,8 @@ static inline int tgrs_op_nparams(uint32_t kind)
 {
     switch (kind) {
     case TGRS_OP_CONV: return TGRS_OP_CONV_NPARAMS;
-    case TGRS_OP_DWCONV: return TGRS_MAX_PARAMS;
-    case TGRS_OP_FC: return TGRS_MAX_PARAMS;
+    case TGRS_OP_DWCONV: return TGRS_OP_DWCONV_NPARAMS;
+    case TGRS_OP_FC: return TGRS_OP_FC_NPARAMS;
     case TGRS_OP_MAXPOOL: return TGRS_OP_MAXPOOL_NPARAMS;
     case TGRS_OP_AVGPOOL: return TGRS_OP_AVGPOOL_NPARAMS;
     case TGRS_OP_GAP: return TGRS_OP_GAP_NPARAMS;
@@ -343,8 +377,8 @@ static inline int tgrs_op_nconsts(uint32_t kind)
 {
     switch (kind) {
     case TGRS_OP_CONV: return TGRS_OP_CONV_NCONSTS;
-    case TGRS_OP_DWCONV: return TGRS_MAX_CONSTS;
-    case TGRS_OP_FC: return TGRS_MAX_CONSTS;
+    case TGRS_OP_DWCONV: return TGRS_OP_DWCONV_NCONSTS;
+    case TGRS_OP_FC: return TGRS_OP_FC_NCONSTS;
     case TGRS_OP_MAXPOOL: return TGRS_OP_MAXPOOL_NCONSTS;
     case TGRS_OP_AVGPOOL: return TGRS_OP_AVGPOOL_NCONSTS;
     case TGRS_OP_GAP: return TGRS_OP_GAP_NCONSTS;

@@ -302,3 +302,38 @@ def split_rows(total: int, bands: int) -> list[tuple[int, int]]:
     """``bands`` consecutive (row0, rows) pieces covering ``[0, total)`` (some may be empty when bands > total)."""
     edges = [round(i * total / bands) for i in range(bands + 1)]
     return [(edges[i], edges[i + 1] - edges[i]) for i in range(bands)]
+
+
+# -- single-op IR graphs and ONNX Runtime, for reference-vs-ORT tests ---------------------------------------------------
+def qparam(scale, zero_point=0, axis: int | None = None):
+    """A QuantParam from scalars or sequences (per-tensor when one value)."""
+    from tigris.ir import QuantParam
+
+    s = np.asarray(scale, dtype=np.float32).ravel()
+    z = np.broadcast_to(np.asarray(zero_point, dtype=np.int64).ravel(), s.shape).copy()
+    return QuantParam(scale=s, zero_point=z, axis=axis if s.size > 1 else None)
+
+
+def single_op_graph(op_type: str, tensors: Sequence, weights: dict, inputs: Sequence[str], outputs: Sequence[str],
+                    attrs: dict | None = None, name: str = "op"):
+    """An AnalyzedGraph holding one normalized op; ``tensors`` are ir.Tensor objects (activations and constants)."""
+    from tigris.ir import AnalyzedGraph, Op
+
+    tmap = {t.name: t for t in tensors}
+    op = Op(name=name, op_type=op_type, inputs=tuple(inputs), outputs=tuple(outputs), attrs=dict(attrs or {}))
+    graph_inputs = [n for n in inputs if n and n not in weights]
+    return AnalyzedGraph(name=name, tensors=tmap, ops=[op], inputs=graph_inputs, outputs=list(outputs),
+                         weights=dict(weights))
+
+
+def ort_run(model, feeds: dict) -> list[np.ndarray]:
+    """Run an onnx ModelProto on ONNX Runtime, one thread, graph optimizations off (so QDQ stays DQ -> op -> Q and
+    nothing is fused behind the test's back)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)

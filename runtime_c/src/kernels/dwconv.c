@@ -1,0 +1,239 @@
+/*
+ * dwconv.c - the dwconv kind: depthwise convolution with depth multiplier m, float32 and int8.
+ *
+ * Layouts (tigris/ops/dwconv.py is the other half of this contract):
+ *   input  NHWC band view [N, rows, W, C], dtype F32 or S8
+ *   output NHWC band view [N, rows, OW, C*m], same dtype; exactly out->rows rows from out->row0
+ *   weight [KH][KW][C*m]: output channel oc reads input channel oc / m
+ *   bias   [C*m] float32, or int32 with zp_in * sum_taps(w) already subtracted (int8)
+ *   mult, shift [C*m] int32 Q0.31 requantization (int8 only)
+ *
+ * Method: per output pixel, channels in blocks of DW_CB accumulate in a small local array over the taps; with m = 1
+ * the block loop has a constant trip count so compilers keep it in vector registers. Interior pixels skip the bounds
+ * tests. For int8, a tap outside the image stands for the input value zp_in (real 0), so it adds zp_in * w: the bias
+ * fold subtracted that for every tap. No scratch.
+ */
+#include <string.h>
+
+#include "requant.h"
+#include "tgrs_op.h"
+#include "window.h"
+
+#define DW_CB 16 /* channels per accumulator block */
+
+typedef struct dw_geom {
+    tgrs_window w;
+    int32_t n, h, wd, c;      /* input dims */
+    int32_t ow, oc, m;        /* output width, channels, depth multiplier */
+    int32_t in_row0, in_rows, out_row0, out_rows;
+} dw_geom;
+
+static int dw_prepare(const tgrs_op_ctx *ctx, dw_geom *dg, size_t elem)
+{
+    const int32_t *p = ctx->p;
+    const tgrs_tview *in = ctx->in[0];
+    const tgrs_tview *out = ctx->out;
+    const int32_t v[10] = {p[TGRS_P_DWCONV_KH], p[TGRS_P_DWCONV_KW], p[TGRS_P_DWCONV_SH], p[TGRS_P_DWCONV_SW],
+                           p[TGRS_P_DWCONV_DH], p[TGRS_P_DWCONV_DW], p[TGRS_P_DWCONV_PT], p[TGRS_P_DWCONV_PL],
+                           p[TGRS_P_DWCONV_PB], p[TGRS_P_DWCONV_PR]};
+    int st;
+    if (!tgrs_window_load(&dg->w, v) || p[TGRS_P_DWCONV_DEPTH_MULT] < 1) {
+        return TGRS_ERR_PARAM;
+    }
+    st = tgrs_window_check(&dg->w, in, out);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    dg->n = in->dims[0];
+    dg->h = in->dims[1];
+    dg->wd = in->dims[2];
+    dg->c = in->dims[3];
+    dg->ow = out->dims[2];
+    dg->oc = out->dims[3];
+    dg->m = p[TGRS_P_DWCONV_DEPTH_MULT];
+    if ((int64_t)dg->c * dg->m != dg->oc) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (ctx->c[TGRS_C_DWCONV_WEIGHT] == NULL ||
+        ctx->clen[TGRS_C_DWCONV_WEIGHT] != (uint64_t)dg->w.kh * (uint64_t)dg->w.kw * (uint64_t)dg->oc * elem ||
+        ctx->c[TGRS_C_DWCONV_BIAS] == NULL || ctx->clen[TGRS_C_DWCONV_BIAS] != (uint64_t)dg->oc * 4u) {
+        return TGRS_ERR_SHAPE;
+    }
+    dg->in_row0 = in->row0;
+    dg->in_rows = in->rows;
+    dg->out_row0 = out->row0;
+    dg->out_rows = out->rows;
+    return TGRS_OK;
+}
+
+/* Whether every tap of output pixel (oh, ow) lies inside the image. */
+static int dw_interior(const dw_geom *dg, int32_t oh, int32_t ow)
+{
+    const tgrs_window *w = &dg->w;
+    const int64_t ih0 = (int64_t)oh * w->sh - w->pt, iw0 = (int64_t)ow * w->sw - w->pl;
+    return ih0 >= 0 && ih0 + (int64_t)(w->kh - 1) * w->dh < dg->h && iw0 >= 0 &&
+           iw0 + (int64_t)(w->kw - 1) * w->dw < dg->wd;
+}
+
+/* ---------------------------------------------------------------------------------------------------- float32 -- */
+
+static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
+{
+    const tgrs_window *w = &dg->w;
+    const float *wt = (const float *)ctx->c[TGRS_C_DWCONV_WEIGHT];
+    const float *bias = (const float *)ctx->c[TGRS_C_DWCONV_BIAS];
+    const float lo = tgrs_p_f32(ctx, TGRS_P_DWCONV_FMIN);
+    const float hi = tgrs_p_f32(ctx, TGRS_P_DWCONV_FMAX);
+    const float *in = (const float *)ctx->in[0]->data;
+    float *out = (float *)ctx->out->data;
+    const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
+    const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
+    int32_t n, r, ow, i, j, c0, cc;
+    for (n = 0; n < dg->n; ++n) {
+        const float *img = in + n * in_img;
+        for (r = 0; r < dg->out_rows; ++r) {
+            const int32_t oh = dg->out_row0 + r;
+            for (ow = 0; ow < dg->ow; ++ow) {
+                float *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
+                const int inner = dw_interior(dg, oh, ow);
+                for (c0 = 0; c0 < dg->oc; c0 += DW_CB) {
+                    const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
+                    float acc[DW_CB];
+                    for (cc = 0; cc < DW_CB; ++cc) {
+                        acc[cc] = 0.0f;
+                    }
+                    for (i = 0; i < w->kh; ++i) {
+                        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                        if (!inner && (ih < 0 || ih >= dg->h)) {
+                            continue; /* padding: real value 0 */
+                        }
+                        for (j = 0; j < w->kw; ++j) {
+                            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                            const float *x;
+                            const float *wk = wt + ((int64_t)i * w->kw + j) * dg->oc + c0;
+                            if (!inner && (iw < 0 || iw >= dg->wd)) {
+                                continue;
+                            }
+                            x = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c;
+                            if (dg->m == 1 && nc == DW_CB) {
+                                x += c0;
+                                for (cc = 0; cc < DW_CB; ++cc) {
+                                    acc[cc] += x[cc] * wk[cc];
+                                }
+                            } else {
+                                for (cc = 0; cc < nc; ++cc) {
+                                    acc[cc] += x[(c0 + cc) / dg->m] * wk[cc];
+                                }
+                            }
+                        }
+                    }
+                    for (cc = 0; cc < nc; ++cc) {
+                        float v = acc[cc] + bias[c0 + cc];
+                        v = (v < lo) ? lo : v;
+                        v = (v > hi) ? hi : v;
+                        o[c0 + cc] = v;
+                    }
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------------- int8 -- */
+
+static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
+{
+    const tgrs_window *w = &dg->w;
+    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_DWCONV_WEIGHT];
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_DWCONV_BIAS];
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_DWCONV_MULT];
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT];
+    const int32_t lo = ctx->p[TGRS_P_DWCONV_ACT_MIN], hi = ctx->p[TGRS_P_DWCONV_ACT_MAX];
+    const int32_t zp_in = ctx->p[TGRS_P_DWCONV_ZP_IN], zp_out = ctx->p[TGRS_P_DWCONV_ZP_OUT];
+    const int8_t *in = (const int8_t *)ctx->in[0]->data;
+    int8_t *out = (int8_t *)ctx->out->data;
+    const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
+    const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
+    int32_t n, r, ow, i, j, c0, cc;
+    if (mult == NULL || shift == NULL || ctx->clen[TGRS_C_DWCONV_MULT] != (uint64_t)dg->oc * 4u ||
+        ctx->clen[TGRS_C_DWCONV_SHIFT] != (uint64_t)dg->oc * 4u) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 ||
+        !tgrs_requant_check(mult, shift, dg->oc)) {
+        return TGRS_ERR_PARAM;
+    }
+    for (n = 0; n < dg->n; ++n) {
+        const int8_t *img = in + n * in_img;
+        for (r = 0; r < dg->out_rows; ++r) {
+            const int32_t oh = dg->out_row0 + r;
+            for (ow = 0; ow < dg->ow; ++ow) {
+                int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
+                const int inner = dw_interior(dg, oh, ow);
+                for (c0 = 0; c0 < dg->oc; c0 += DW_CB) {
+                    const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
+                    /* uint32: wrapping is defined; the lowering proved the true sums fit in int32 */
+                    uint32_t acc[DW_CB];
+                    for (cc = 0; cc < DW_CB; ++cc) {
+                        acc[cc] = 0;
+                    }
+                    for (i = 0; i < w->kh; ++i) {
+                        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                        const int row_in = inner || (ih >= 0 && ih < dg->h);
+                        for (j = 0; j < w->kw; ++j) {
+                            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                            const int8_t *wk = wt + ((int64_t)i * w->kw + j) * dg->oc + c0;
+                            const int8_t *x;
+                            if (!row_in || (!inner && (iw < 0 || iw >= dg->wd))) {
+                                for (cc = 0; cc < nc; ++cc) { /* padded tap: the value zp_in */
+                                    acc[cc] += (uint32_t)(zp_in * (int32_t)wk[cc]);
+                                }
+                                continue;
+                            }
+                            x = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c;
+                            if (dg->m == 1 && nc == DW_CB) {
+                                x += c0;
+                                for (cc = 0; cc < DW_CB; ++cc) {
+                                    acc[cc] += (uint32_t)((int32_t)x[cc] * (int32_t)wk[cc]);
+                                }
+                            } else {
+                                for (cc = 0; cc < nc; ++cc) {
+                                    acc[cc] += (uint32_t)((int32_t)x[(c0 + cc) / dg->m] * (int32_t)wk[cc]);
+                                }
+                            }
+                        }
+                    }
+                    for (cc = 0; cc < nc; ++cc) {
+                        const int32_t ch = c0 + cc;
+                        const int32_t v = tgrs_wrap_add((int32_t)acc[cc], bias[ch]);
+                        o[ch] = tgrs_requant_s8(v, mult[ch], shift[ch], zp_out, lo, hi);
+                    }
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
+int tgrs_kernel_dwconv(const tgrs_op_ctx *ctx)
+{
+    dw_geom dg;
+    int st;
+    int32_t dt;
+    if (ctx->n_in < 1 || ctx->in[0] == NULL || ctx->out == NULL) {
+        return TGRS_ERR_SHAPE;
+    }
+    dt = ctx->in[0]->dtype;
+    if (dt != ctx->out->dtype || (dt != TGRS_DT_F32 && dt != TGRS_DT_S8)) {
+        return TGRS_ERR_DTYPE;
+    }
+    st = dw_prepare(ctx, &dg, dt == TGRS_DT_S8 ? 1u : 4u);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    if (dg.out_rows == 0) {
+        return TGRS_OK;
+    }
+    return (dt == TGRS_DT_S8) ? dw_s8(ctx, &dg) : dw_f32(ctx, &dg);
+}

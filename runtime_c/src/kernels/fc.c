@@ -1,0 +1,158 @@
+/*
+ * fc.c - the fc kind: fully connected, y[n][oc] = act(bias[oc] + sum_k x[n][k] * W[oc * K + k]), float32 and int8.
+ *
+ * Layouts (tigris/ops/fc.py is the other half of this contract):
+ *   input  any untiled view whose element count is a multiple of K (param k): N = count / K rows of K features
+ *   output untiled view of N * OC elements, same dtype
+ *   weight [OC][K]; bias [OC] float32, or int32 with zp_in * sum_k(w) already subtracted (int8)
+ *   mult, shift [OC] int32 Q0.31 requantization (int8 only)
+ *
+ * Method: one dot product per output, with FC_LANES independent partial sums (a fixed summation order, so results
+ * do not depend on the compiler, and the lanes vectorize without reassociating float adds). No scratch.
+ */
+#include "requant.h"
+#include "tgrs_op.h"
+
+#define FC_LANES 8
+
+typedef struct fc_geom {
+    int32_t n, k, oc;
+} fc_geom;
+
+static uint64_t fc_count(const tgrs_tview *v)
+{
+    return (uint64_t)v->dims[0] * (uint64_t)v->dims[1] * (uint64_t)v->dims[2] * (uint64_t)v->dims[3];
+}
+
+static int fc_prepare(const tgrs_op_ctx *ctx, fc_geom *fg, size_t elem)
+{
+    const tgrs_tview *in = ctx->in[0];
+    const tgrs_tview *out = ctx->out;
+    const int32_t k = ctx->p[TGRS_P_FC_K];
+    uint64_t nin, nout, oc;
+    if (k <= 0) {
+        return TGRS_ERR_PARAM;
+    }
+    if (in->dims[0] <= 0 || in->dims[1] <= 0 || in->dims[2] <= 0 || in->dims[3] <= 0 || out->dims[0] <= 0 ||
+        out->dims[1] <= 0 || out->dims[2] <= 0 || out->dims[3] <= 0) {
+        return TGRS_ERR_SHAPE;
+    }
+    /* fc reads and writes whole tensors: a band view would be a planning error */
+    if (in->row0 != 0 || in->rows != in->dims[1] || out->row0 != 0 || out->rows != out->dims[1]) {
+        return TGRS_ERR_TILE;
+    }
+    nin = fc_count(in);
+    nout = fc_count(out);
+    if (ctx->c[TGRS_C_FC_WEIGHT] == NULL || ctx->clen[TGRS_C_FC_WEIGHT] % ((uint64_t)k * elem) != 0) {
+        return TGRS_ERR_SHAPE;
+    }
+    oc = ctx->clen[TGRS_C_FC_WEIGHT] / ((uint64_t)k * elem);
+    if (oc == 0 || nin % (uint64_t)k != 0 || nout != nin / (uint64_t)k * oc || nout > INT32_MAX ||
+        ctx->c[TGRS_C_FC_BIAS] == NULL || ctx->clen[TGRS_C_FC_BIAS] != oc * 4u) {
+        return TGRS_ERR_SHAPE;
+    }
+    fg->k = k;
+    fg->oc = (int32_t)oc;
+    fg->n = (int32_t)(nin / (uint64_t)k);
+    return TGRS_OK;
+}
+
+static float fc_dot_f32(const float *x, const float *w, int32_t k)
+{
+    float lane[FC_LANES];
+    float s;
+    int32_t i, j;
+    for (j = 0; j < FC_LANES; ++j) {
+        lane[j] = 0.0f;
+    }
+    for (i = 0; i + FC_LANES <= k; i += FC_LANES) {
+        for (j = 0; j < FC_LANES; ++j) {
+            lane[j] += x[i + j] * w[i + j];
+        }
+    }
+    for (; i < k; ++i) {
+        lane[0] += x[i] * w[i];
+    }
+    s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    return s;
+}
+
+/* Integer dot product, wrapping in uint32 (defined behaviour; the lowering proved the true sum fits in int32). */
+static int32_t fc_dot_s8(const int8_t *x, const int8_t *w, int32_t k)
+{
+    uint32_t s = 0;
+    int32_t i;
+    for (i = 0; i < k; ++i) {
+        s += (uint32_t)((int32_t)x[i] * (int32_t)w[i]);
+    }
+    return (int32_t)s;
+}
+
+static int fc_f32(const tgrs_op_ctx *ctx, const fc_geom *fg)
+{
+    const float *wt = (const float *)ctx->c[TGRS_C_FC_WEIGHT];
+    const float *bias = (const float *)ctx->c[TGRS_C_FC_BIAS];
+    const float lo = tgrs_p_f32(ctx, TGRS_P_FC_FMIN);
+    const float hi = tgrs_p_f32(ctx, TGRS_P_FC_FMAX);
+    const float *in = (const float *)ctx->in[0]->data;
+    float *out = (float *)ctx->out->data;
+    int32_t n, o;
+    for (n = 0; n < fg->n; ++n) {
+        const float *x = in + (int64_t)n * fg->k;
+        for (o = 0; o < fg->oc; ++o) {
+            float v = fc_dot_f32(x, wt + (int64_t)o * fg->k, fg->k) + bias[o];
+            v = (v < lo) ? lo : v;
+            v = (v > hi) ? hi : v;
+            out[(int64_t)n * fg->oc + o] = v;
+        }
+    }
+    return TGRS_OK;
+}
+
+static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
+{
+    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_FC_WEIGHT];
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_FC_BIAS];
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_FC_MULT];
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_FC_SHIFT];
+    const int32_t lo = ctx->p[TGRS_P_FC_ACT_MIN], hi = ctx->p[TGRS_P_FC_ACT_MAX];
+    const int32_t zp_in = ctx->p[TGRS_P_FC_ZP_IN], zp_out = ctx->p[TGRS_P_FC_ZP_OUT];
+    const int8_t *in = (const int8_t *)ctx->in[0]->data;
+    int8_t *out = (int8_t *)ctx->out->data;
+    int32_t n, o;
+    if (mult == NULL || shift == NULL || ctx->clen[TGRS_C_FC_MULT] != (uint64_t)fg->oc * 4u ||
+        ctx->clen[TGRS_C_FC_SHIFT] != (uint64_t)fg->oc * 4u) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 ||
+        !tgrs_requant_check(mult, shift, fg->oc)) {
+        return TGRS_ERR_PARAM;
+    }
+    for (n = 0; n < fg->n; ++n) {
+        const int8_t *x = in + (int64_t)n * fg->k;
+        for (o = 0; o < fg->oc; ++o) {
+            const int32_t acc = tgrs_wrap_add(fc_dot_s8(x, wt + (int64_t)o * fg->k, fg->k), bias[o]);
+            out[(int64_t)n * fg->oc + o] = tgrs_requant_s8(acc, mult[o], shift[o], zp_out, lo, hi);
+        }
+    }
+    return TGRS_OK;
+}
+
+int tgrs_kernel_fc(const tgrs_op_ctx *ctx)
+{
+    fc_geom fg;
+    int st;
+    int32_t dt;
+    if (ctx->n_in < 1 || ctx->in[0] == NULL || ctx->out == NULL) {
+        return TGRS_ERR_SHAPE;
+    }
+    dt = ctx->in[0]->dtype;
+    if (dt != ctx->out->dtype || (dt != TGRS_DT_F32 && dt != TGRS_DT_S8)) {
+        return TGRS_ERR_DTYPE;
+    }
+    st = fc_prepare(ctx, &fg, dt == TGRS_DT_S8 ? 1u : 4u);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    return (dt == TGRS_DT_S8) ? fc_s8(ctx, &fg) : fc_f32(ctx, &fg);
+}

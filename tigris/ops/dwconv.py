@@ -1,0 +1,99 @@
+"""The ``dwconv`` kind: depthwise convolution (IR ``DepthwiseConv``, ``group == C_in``), depth multiplier allowed.
+
+Runtime form (C: ``runtime_c/src/kernels/dwconv.c``). NHWC activations; weights ``[KH, KW, C*m]`` so that, for one
+tap, the weights of all output channels are contiguous and line up with the input pixel's channels (output channel
+``oc`` reads input channel ``oc // m``). No scratch: each output pixel accumulates channel blocks in registers.
+
+int8: the input zero point is folded into the bias over all taps (``bias' = bias - zp_in * sum_taps w``); a padded tap
+therefore stands for the input value ``zp_in`` (real 0): the reference pads with it and the C kernel adds
+``zp_in * w`` for taps outside the image. See ``tigris/ops/_mac.py`` and docs/numerics.md.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.ops import _mac
+from tigris.ops._geometry import Window, padded_band, window_from_attrs, window_patches
+from tigris.ops.base import Lowered, OpKind, TensorView
+
+
+class DepthwiseConv(OpKind):
+    name = "dwconv"
+    ir_ops = ("DepthwiseConv",)
+    PARAMS = (
+        "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "pb", "pr",
+        "depth_mult",  # m: output channels per input channel
+        "act_min", "act_max",  # int8 clamp bounds (fused activation included)
+        "fmin", "fmax",  # float clamp bounds as f32 bits
+        "zp_in", "zp_out",
+    )
+    CONSTS = ("weight", "bias", "mult", "shift")
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        one_d = len(op.attrs["kernel_shape"]) == 1
+        x = graph.tensors[op.inputs[0]]
+        y = graph.tensors[op.outputs[0]]
+        wname = op.inputs[1]
+        bname = _mac.optional_input(op, 2)
+        win = window_from_attrs(op.attrs, one_d)
+        int8 = _mac.is_int8_op(graph, op)
+        w_raw = np.asarray(graph.weights[wname])
+        if one_d:
+            w_raw = w_raw[..., None]
+        oc, one, kh, kw = w_raw.shape
+        cin = x.shape[1]
+        group = int(op.attrs.get("group", cin))
+        if one != 1 or group != cin or oc % cin or (kh, kw) != (win.kh, win.kw):
+            raise TigrisError(f"not a depthwise conv: X {x.shape}, W {w_raw.shape}, group {group}", op.name)
+        params = dict(win.params(), depth_mult=oc // cin)
+        fused = op.attrs.get("fused_activation")
+        if int8:
+            w_q, s_w = _mac.int8_weights(graph, wname, oc)
+            if one_d:
+                w_q = w_q[..., None]
+            s_in, zp_in = _mac.per_tensor(x)
+            s_out, zp_out = _mac.per_tensor(y)
+            w2d = w_q.reshape(oc, kh * kw)  # every weight feeding output channel oc
+            bias = _mac.int_bias(graph, bname, s_in * s_w)
+            folded = _mac.fold_input_zero_point(bias, w2d, zp_in, op.name)
+            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}")
+            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name)
+            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out)
+            consts = dict(weight=np.ascontiguousarray(w2d.T.reshape(kh, kw, oc).astype(np.int8)), bias=folded,
+                          mult=mult, shift=shift)
+        else:
+            w_f = _mac.float_weights(graph, wname)
+            if one_d:
+                w_f = w_f[..., None]
+            lo, hi = _mac.act_bounds_f32(fused, op.name)
+            params.update(fmin=lo, fmax=hi)
+            consts = dict(weight=np.ascontiguousarray(w_f.reshape(oc, kh * kw).T.reshape(kh, kw, oc), np.float32),
+                          bias=_mac.float_bias(graph, bname, oc))
+        out_pixels = int(np.prod(y.shape)) // oc
+        return Lowered(kind=self.name, op_name=op.name, inputs=[x.name], outputs=[y.name], params=params,
+                       consts=consts, macs=out_pixels * oc * kh * kw)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        x = inputs[0]
+        p = low.params
+        if out.rows == 0:
+            return
+        win = Window.from_params(p)
+        m = int(p["depth_mult"])
+        n, _, ow, oc = out.dims
+        int8 = out.dtype == "int8"
+        xp = padded_band(x, win, out.row0, out.row0 + out.rows, int(p.get("zp_in", 0)) if int8 else 0)
+        pt = window_patches(xp, win, out.rows, ow)[..., np.arange(oc) // m]  # [N, R, OW, KH, KW, OC]
+        w = np.asarray(low.consts["weight"])
+        if int8:
+            acc = np.einsum("nrwijc,ijc->nrwc", pt.astype(np.int64), w.astype(np.int64))
+            acc = acc + np.asarray(low.consts["bias"], dtype=np.int64)
+            res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],
+                                     p["act_max"])
+        else:
+            acc = np.einsum("nrwijc,ijc->nrwc", pt.astype(np.float64), w.astype(np.float64))
+            res = _mac.epilogue_f32(acc + np.asarray(low.consts["bias"], dtype=np.float64), p["fmin"], p["fmax"])
+        out.data[...] = res.reshape(out.data.shape)

@@ -1,0 +1,75 @@
+"""The ``fc`` kind: fully connected (IR ``Gemm`` with the weight as ``[OC, K]``, i.e. ``transB = 1``).
+
+Runtime form (C: ``runtime_c/src/kernels/fc.c``). Input ``[N, K]`` plain, output ``[N, OC]`` plain; the kernel takes
+``N`` as the input's element count over ``K``, so it also reads an aliased NHWC tensor (a Flatten whose Gemm columns
+the layout pass permuted). Weight ``W[oc * K + k]`` (compiler pass 3 guarantees that orientation); bias ``[OC]``.
+int8 conventions as in ``tigris/ops/_mac.py``. No scratch.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.ops import _mac
+from tigris.ops.base import Lowered, OpKind, TensorView
+
+
+class FullyConnected(OpKind):
+    name = "fc"
+    ir_ops = ("Gemm",)
+    PARAMS = (
+        "act_min", "act_max",  # int8 clamp bounds (fused activation included)
+        "fmin", "fmax",  # float clamp bounds as f32 bits
+        "zp_in", "zp_out",
+        "k",  # input features per row
+    )
+    CONSTS = ("weight", "bias", "mult", "shift")
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        x = graph.tensors[op.inputs[0]]
+        y = graph.tensors[op.outputs[0]]
+        wname = op.inputs[1]
+        bname = _mac.optional_input(op, 2)
+        int8 = _mac.is_int8_op(graph, op)
+        w_raw = np.asarray(graph.weights[wname])
+        if w_raw.ndim != 2:
+            raise TigrisError(f"fully connected weight must be [OC, K], got {w_raw.shape}", wname)
+        oc, k = w_raw.shape
+        if x.numel % k or y.numel != x.numel // k * oc:
+            raise TigrisError(f"inconsistent Gemm shapes: A {x.shape}, W {w_raw.shape}, Y {y.shape}", op.name)
+        params: dict[str, int] = dict(k=k)
+        fused = op.attrs.get("fused_activation")
+        if int8:
+            w_q, s_w = _mac.int8_weights(graph, wname, oc)
+            s_in, zp_in = _mac.per_tensor(x)
+            s_out, zp_out = _mac.per_tensor(y)
+            bias = _mac.int_bias(graph, bname, s_in * s_w)
+            folded = _mac.fold_input_zero_point(bias, w_q, zp_in, op.name)
+            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}")
+            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name)
+            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out)
+            consts = dict(weight=np.ascontiguousarray(w_q, np.int8), bias=folded, mult=mult, shift=shift)
+        else:
+            lo, hi = _mac.act_bounds_f32(fused, op.name)
+            params.update(fmin=lo, fmax=hi)
+            consts = dict(weight=np.ascontiguousarray(_mac.float_weights(graph, wname), np.float32),
+                          bias=_mac.float_bias(graph, bname, oc))
+        return Lowered(kind=self.name, op_name=op.name, inputs=[x.name], outputs=[y.name], params=params,
+                       consts=consts, macs=x.numel // k * oc * k)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        p = low.params
+        k = int(p["k"])
+        w = np.asarray(low.consts["weight"])
+        a = np.asarray(inputs[0].data).reshape(-1, k)
+        # float64 products are exact for int8 (|acc| < 2**31 is proven at lowering), and accurate for float32.
+        acc = a.astype(np.float64) @ w.astype(np.float64).T
+        if out.dtype == "int8":
+            acc = acc.astype(np.int64) + np.asarray(low.consts["bias"], dtype=np.int64)
+            res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],
+                                     p["act_max"])
+        else:
+            res = _mac.epilogue_f32(acc + np.asarray(low.consts["bias"], dtype=np.float64), p["fmin"], p["fmax"])
+        out.data[...] = res.reshape(out.data.shape)
