@@ -1,0 +1,122 @@
+"""tgrs_run (runtime_c/src/exec.c) on real plans: untiled, tiled, XIP, LZ4, uint8 boundaries.
+
+Oracles: the NumPy reference executor (tigris.reference) on the same graph, bit-exact for int8 and within
+1e-5 x max(1, max|ref|) for float32; the compiler's own fast and slow peaks for the runtime's high-water marks
+(they must be equal). Plans are compiled at several fast budgets so the same graph runs as one untiled unit and as
+tiled units that reload and spill bands through the slow arena.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import _rt_plans as P
+from tigris.emit import format as F
+from tigris.host import PlanError, Session
+from tigris.host.build import runtime
+from tigris.reference import run_reference
+
+FLOAT_TOL = 1e-5  # x max(1, max|ref|)
+BUDGETS = [1 << 20, 6000, 3000]
+MODES = [(False, "none"), (True, "none"), (False, "lz4")]
+CODES = {s.name: s.code for s in F.STATUS}
+
+
+@pytest.mark.parametrize("fast", BUDGETS)
+@pytest.mark.parametrize("xip,comp", MODES, ids=["copy", "xip", "lz4"])
+@pytest.mark.parametrize("int8,u8", [(False, False), (True, False), (True, True)], ids=["f32", "int8", "uint8io"])
+def test_runs_match_reference_and_peaks_match_plan(fast: int, xip: bool, comp: str, int8: bool, u8: bool) -> None:
+    g = P.eltwise_graph(int8=int8, uint8_io=u8)
+    data, plan = P.compile_graph(g, fast, xip=xip, compression=comp)
+    s = Session(data)
+    assert [i.name for i in s.inputs] == ["x"] and [o.name for o in s.outputs] == ["y"]
+    assert s.inputs[0].dtype == ("uint8" if u8 else g.tensors["x"].dtype)
+    for seed in (0, 1):
+        x = P.random_input(g, seed)
+        res = s.run(x)
+        ref = run_reference(g, x)["y"]
+        got = res.outputs["y"]
+        assert got.shape == ref.shape and got.dtype == ref.dtype
+        if int8:
+            np.testing.assert_array_equal(got, ref)
+        else:
+            tol = FLOAT_TOL * max(1.0, float(np.abs(ref).max()))
+            assert float(np.abs(got - ref).max()) <= tol
+        assert res.fast_peak == plan.fast_peak
+        assert res.slow_peak == plan.slow_peak
+
+
+def test_tiled_plan_is_tiled_and_bit_identical_to_untiled_int8() -> None:
+    g = P.eltwise_graph(int8=True)
+    big, big_plan = P.compile_graph(g, 1 << 20)
+    small, small_plan = P.compile_graph(g, 1500)
+    assert all(u.tiles == 1 for u in big_plan.units)
+    assert any(u.tiles > 1 for u in small_plan.units)  # the small budget really tiles
+    x = P.random_input(g, 7)
+    a = Session(big).run(x)
+    b = Session(small).run(x)
+    np.testing.assert_array_equal(a.outputs["y"], b.outputs["y"])
+    assert b.slow_peak > 0 and b.fast_peak < a.fast_peak
+
+
+def test_input_shape_and_dtype_are_checked() -> None:
+    g = P.eltwise_graph(int8=True, uint8_io=True)
+    s = Session(P.compile_graph(g, 1 << 20)[0])
+    x = P.random_input(g, 0)["x"]
+    with pytest.raises(Exception, match="shape"):
+        s.run({"x": x[:, :, :4]})
+    with pytest.raises(Exception, match="uint8"):
+        s.run({"x": x.astype(np.float32)})
+    with pytest.raises(Exception, match="missing"):
+        s.run({})
+
+
+def _raw_run(data: bytes, fast_len: int | None = None, slow_len: int | None = None, shift: int = 0) -> int:
+    """tgrs_run through the raw API with chosen arena lengths (and a misaligned fast arena when shift != 0)."""
+    rt = runtime()
+    ffi, lib = rt.ffi, rt.lib
+    buf = ffi.new("uint8_t[]", data)
+    plan = ffi.new("tgrs_plan *")
+    assert lib.tgrs_load(plan, buf, len(data)) == 0
+    info = ffi.new("tgrs_io_info *")
+    assert lib.tgrs_input_info(plan, 0, info) == 0
+    inp = ffi.new("uint8_t[]", info.nbytes)
+    assert lib.tgrs_output_info(plan, 0, info) == 0
+    out = ffi.new("uint8_t[]", info.nbytes)
+    fsz = lib.tgrs_fast_size(plan) if fast_len is None else fast_len
+    ssz = lib.tgrs_slow_size(plan) if slow_len is None else slow_len
+    fast = ffi.new("uint8_t[]", fsz + 16)
+    slow = ffi.new("uint8_t[]", ssz + 16)
+    ins = ffi.new("void *[]", [inp])
+    outs = ffi.new("void *[]", [out])
+    return int(lib.tgrs_run(plan, fast + shift, fsz, slow, ssz, ffi.cast("const void *const *", ins), outs,
+                            ffi.NULL))
+
+
+def test_arenas_smaller_than_the_plan_are_refused() -> None:
+    g = P.eltwise_graph(int8=True)
+    data, plan = P.compile_graph(g, 1500)
+    assert plan.slow_peak > 0
+    assert _raw_run(data) == 0
+    assert _raw_run(data, fast_len=plan.fast_peak - 1) == CODES["ERR_ARENA_SMALL"]
+    assert _raw_run(data, slow_len=plan.slow_peak - 1) == CODES["ERR_ARENA_SMALL"]
+    assert _raw_run(data, shift=1) == CODES["ERR_ALIGN"]
+
+
+def test_run_before_load_is_refused() -> None:
+    rt = runtime()
+    ffi, lib = rt.ffi, rt.lib
+    plan = ffi.new("tgrs_plan *")  # zeroed, never loaded
+    ptrs = ffi.new("void *[]", 1)
+    buf = ffi.new("uint8_t[]", 16)
+    assert lib.tgrs_run(plan, buf, 16, buf, 16, ffi.cast("const void *const *", ptrs), ptrs, ffi.NULL) == \
+        CODES["ERR_STATE"]
+    assert lib.tgrs_num_inputs(plan) == -1 and lib.tgrs_fast_size(plan) == 0
+
+
+def test_status_names_match_the_format_table() -> None:
+    rt = runtime()
+    for s in F.STATUS:
+        assert rt.ffi.string(rt.lib.tgrs_status_name(s.code)).decode() == f"TGRS_{s.name}"
+    err = PlanError(CODES["ERR_CRC"], "plan")
+    assert err.name == "TGRS_ERR_CRC" and "CRC" in str(err)
