@@ -297,7 +297,17 @@
 #define TGRS_OP_MUL_NCONSTS 1
 #define TGRS_C_MUL_K 0
 
-/* concat: parameters not available yet (its module did not import) */
+#define TGRS_OP_CONCAT_NPARAMS 9
+#define TGRS_P_CONCAT_AXIS 0
+#define TGRS_P_CONCAT_M0 1
+#define TGRS_P_CONCAT_M1 2
+#define TGRS_P_CONCAT_M2 3
+#define TGRS_P_CONCAT_M3 4
+#define TGRS_P_CONCAT_S0 5
+#define TGRS_P_CONCAT_S1 6
+#define TGRS_P_CONCAT_S2 7
+#define TGRS_P_CONCAT_S3 8
+#define TGRS_OP_CONCAT_NCONSTS 0
 
 /* resize: parameters not available yet (its module did not import) */
 
@@ -358,7 +368,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_GAP: return TGRS_OP_GAP_NPARAMS;
     case TGRS_OP_ADD: return TGRS_OP_ADD_NPARAMS;
     case TGRS_OP_MUL: return TGRS_OP_MUL_NPARAMS;
-    case TGRS_OP_CONCAT: return TGRS_MAX_PARAMS;
+    case TGRS_OP_CONCAT: return TGRS_OP_CONCAT_NPARAMS;
     case TGRS_OP_RESIZE: return TGRS_MAX_PARAMS;
     case TGRS_OP_UNARY: return TGRS_OP_UNARY_NPARAMS;
     case TGRS_OP_PRELU: return TGRS_OP_PRELU_NPARAMS;
@@ -384,7 +394,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_GAP: return TGRS_OP_GAP_NCONSTS;
     case TGRS_OP_ADD: return TGRS_OP_ADD_NCONSTS;
     case TGRS_OP_MUL: return TGRS_OP_MUL_NCONSTS;
-    case TGRS_OP_CONCAT: return TGRS_MAX_CONSTS;
+    case TGRS_OP_CONCAT: return TGRS_OP_CONCAT_NCONSTS;
     case TGRS_OP_RESIZE: return TGRS_MAX_CONSTS;
     case TGRS_OP_UNARY: return TGRS_OP_UNARY_NCONSTS;
     case TGRS_OP_PRELU: return TGRS_OP_PRELU_NCONSTS;

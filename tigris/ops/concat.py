@@ -1,0 +1,98 @@
+"""Concat of up to TGRS_MAX_INPUTS (4) tensors along any axis of the rank-4 physical view, float32 and int8.
+
+``AXIS`` is the axis of the view ``{N, H, W, C}``. The IR's ``axis`` is already physical after pass 14; the pass also
+keeps ``logical_axis``, which lowering prefers (it maps it through the tensor's layout, so every layout agrees with
+``tigris.layout``).
+
+int8: input ``i`` is requantized into the output's quantization, ``zo + requant(q - zi, M_i, S_i)`` with
+``(M_i, S_i)`` encoding ``s_i / s_out`` and saturation to [-128, 127]. When scale and zero point agree this is the
+identity exactly (``M = 2**30, S = 1``), and the C kernel copies bytes.
+
+Band-aware: along W, C or N every input holds the output's rows; along H (the row axis) input ``i`` covers output
+rows ``[off_i, off_i + H_i)`` and supplies the part of the output band that falls there.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.layout import tensor_view_dims
+from tigris.ops._common import TileError, dtype_kind, logical_to_phys_axis, per_tensor
+from tigris.ops.base import MAX_INPUTS, Lowered, OpKind, TensorView
+from tigris.ops.qmath import quantize_multiplier, requantize
+
+# How pass 14 numbers axes of a rank-3 (NWC) tensor when it gives no logical axis: N, L, C = 0, 1, 2.
+_NWC_VIEW_AXIS = {0: 0, 1: 1, 2: 3}
+
+
+def view_axis(graph: AnalyzedGraph, op: Op) -> int:
+    y = graph.tensors[op.outputs[0]]
+    a = op.attrs
+    if "logical_axis" in a:
+        ax = int(a["logical_axis"])
+        return logical_to_phys_axis(y, ax + len(y.shape) if ax < 0 else ax)
+    ax = int(a.get("axis", 0))
+    if ax < 0:
+        raise TigrisError("Concat axis must be non-negative after normalization", op.name)
+    if y.layout == "nhwc":
+        return ax
+    if y.layout == "nwc":
+        return _NWC_VIEW_AXIS[ax]
+    return ax + 4 - len(y.shape)
+
+
+class Concat(OpKind):
+    name = "concat"
+    ir_ops = ("Concat",)
+    PARAMS = ("AXIS",) + tuple(f"M{i}" for i in range(MAX_INPUTS)) + tuple(f"S{i}" for i in range(MAX_INPUTS))
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        ins = [n for n in op.inputs if n]
+        if any(graph.is_const(n) for n in ins):
+            raise TigrisError("Concat of a constant is not supported", op.name)
+        if not 1 <= len(ins) <= MAX_INPUTS:
+            raise TigrisError(f"Concat of {len(ins)} inputs (the runtime takes at most {MAX_INPUTS})", op.name)
+        y = graph.tensors[op.outputs[0]]
+        axis = view_axis(graph, op)
+        yd = tensor_view_dims(y)
+        total = 0
+        for n in ins:
+            d = tensor_view_dims(graph.tensors[n])
+            if any(d[i] != yd[i] for i in range(4) if i != axis):
+                raise TigrisError(f"Concat input {n} dims {d} do not match output {yd}", op.name)
+            total += d[axis]
+        if total != yd[axis]:
+            raise TigrisError("Concat inputs do not add up to the output", op.name)
+        params = {"AXIS": axis}
+        if dtype_kind(graph, op) == "int8":
+            so, _ = per_tensor(y, "Concat output")
+            for i, n in enumerate(ins):
+                si, _ = per_tensor(graph.tensors[n], "Concat input")
+                params[f"M{i}"], params[f"S{i}"] = quantize_multiplier(si / so, op.name)
+        return Lowered(self.name, op.name, ins, [op.outputs[0]], params=params, macs=y.numel)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        axis = low.params["AXIS"]
+        r0, r1 = out.row0, out.row0 + out.rows
+        int8 = out.dtype in ("int8", "uint8")
+        parts = []
+        off = 0
+        for i, v in enumerate(inputs):
+            if axis == 1:
+                a, b = max(r0, off), min(r1, off + v.dims[1])  # output rows this input supplies
+                off += v.dims[1]
+                if b <= a:
+                    continue
+                a, b = a - (off - v.dims[1]), b - (off - v.dims[1])
+            else:
+                a, b = r0, r1
+            if a < v.row0 or b > v.row0 + v.rows:
+                raise TileError(f"Concat input {i} band misses rows [{a},{b})")
+            x = v.data[:, a - v.row0:b - v.row0]
+            if int8:
+                q = requantize(x.astype(np.int64) - v.zero_point, low.params[f"M{i}"], low.params[f"S{i}"])
+                x = np.clip(q + out.zero_point, -128, 127)
+            parts.append(x)
+        out.data[...] = np.concatenate(parts, axis=axis).astype(out.data.dtype)
