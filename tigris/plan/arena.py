@@ -9,12 +9,16 @@ smallest result kept:
 2. *ping-pong*: blocks in birth order, alternately packed against the bottom and against the timeline-peak ceiling.
    On a chain (each buffer overlapping only its neighbours, plus short-lived scratch) this reaches the peak exactly:
    a buffer and its successor sit at opposite ends and never need more than their sum.
-3. *birth-first*: blocks in birth order, lowest offset (the classic linear-scan heuristic).
+3. *birth-first*: blocks in birth order, lowest offset (the classic linear-scan heuristic); the same orders also run
+   with best fit (the smallest free gap that holds the block).
+4. When none of these reaches the timeline peak (skip connections fragment the arena), seeded random perturbations of
+   the orders are tried for a bounded number of rounds. Deterministic: the seed depends on the blocks only.
 
 The planner reports both numbers (timeline peak and arena end) so the gap is visible.
 """
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Hashable, Sequence
 
@@ -52,11 +56,27 @@ def _clear(placed: list[tuple[int, int]], size: int, lo: int, hi: int | None, fr
     return cand if cand >= lo else None
 
 
-def _pack(order: Sequence[Block], base: int, ceiling: int | None, alternate: bool) -> dict[Hashable, int]:
+def _best_gap(placed: list[tuple[int, int]], size: int, lo: int) -> int:
+    """Offset of the smallest free gap that holds ``size`` (best fit); above everything when no gap does."""
+    best, best_len, cand = None, None, lo
+    for s, e in sorted(placed):
+        if s >= cand + size and (best_len is None or s - cand < best_len):
+            best, best_len = cand, s - cand
+        cand = max(cand, align_up(e))
+    return best if best is not None else cand
+
+
+def _pack(
+    order: Sequence[Block], base: int, ceiling: int | None, alternate: bool, best_fit: bool = False
+) -> dict[Hashable, int]:
     offsets: dict[Hashable, int] = {}
     placed: list[Block] = []
     for n, b in enumerate(order):
         busy = [(offsets[p.key], offsets[p.key] + p.size) for p in placed if p.birth <= b.death and b.birth <= p.death]
+        if best_fit:
+            offsets[b.key] = _best_gap(busy, b.size, base)
+            placed.append(b)
+            continue
         off = None
         if alternate and ceiling is not None and n % 2 == 1:
             off = _clear(busy, b.size, base, ceiling, from_top=True)
@@ -82,8 +102,34 @@ def assign_offsets(blocks: Sequence[Block], base: int = 0, peak: int | None = No
         return {}, base
     by_size = sorted(blocks, key=lambda b: (-b.size, b.birth, str(b.key)))
     by_birth = sorted(blocks, key=lambda b: (b.birth, -b.size, str(b.key)))
+    by_area = sorted(blocks, key=lambda b: (-b.size * (b.death - b.birth + 1), b.birth, str(b.key)))
+    by_span = sorted(blocks, key=lambda b: (-(b.death - b.birth), -b.size, str(b.key)))
     tries = [_pack(by_size, base, None, False), _pack(by_birth, base, None, False)]
+    tries += [_pack(o, base, None, False, best_fit=True) for o in (by_size, by_area, by_span, by_birth)]
+    tries += [_pack(o, base, None, False) for o in (by_area, by_span)]
     if peak is not None:
         tries.append(_pack(by_birth, base, align_up(peak), True))
     best = min(tries, key=lambda o: arena_end(blocks, o, base))
-    return best, arena_end(blocks, best, base)
+    best_end = arena_end(blocks, best, base)
+    if peak is not None and best_end > align_up(peak):
+        best, best_end = _search(blocks, base, align_up(peak), best, best_end)
+    return best, best_end
+
+
+def _search(
+    blocks: list[Block], base: int, target: int, best: dict[Hashable, int], best_end: int, rounds: int = 48
+) -> tuple[dict[Hashable, int], int]:
+    """Rule 4: when no fixed order reaches the timeline peak, try seeded random perturbations of the size order
+    (first fit and ping-pong against the peak ceiling) and keep the best; stop as soon as the peak is reached."""
+    rng = random.Random(len(blocks) * 7919 + target)
+    for r in range(rounds):
+        noisy = sorted(blocks, key=lambda b: (-b.size * rng.uniform(0.5, 1.5), str(b.key)))
+        if r % 2:
+            noisy = sorted(noisy, key=lambda b: b.birth + rng.uniform(-2.0, 2.0))
+        o = _pack(noisy, base, target, alternate=bool(r % 2))
+        end = arena_end(blocks, o, base)
+        if end < best_end:
+            best, best_end = o, end
+            if best_end <= target:
+                break
+    return best, best_end
