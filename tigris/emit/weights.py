@@ -59,9 +59,21 @@ class WeightGroup:
         return bytes(self.data) + b"\0" * (align_up(len(self.data), ALIGN) - len(self.data))
 
 
+# LZ4 "high compression" at its top level: the same block format (any LZ4 block decoder reads it), a slower but
+# deterministic encoder, and 5-10% smaller int8 weight blocks than the fast mode on the shared models.
+LZ4_HC_LEVEL = 12
+
+
 def compress_block(raw: bytes) -> bytes:
     """One LZ4 block (raw block format: no frame, no size prefix)."""
-    return lz4.block.compress(raw, mode="default", store_size=False) if raw else b""
+    if not raw:
+        return b""
+    return lz4.block.compress(raw, mode="high_compression", compression=LZ4_HC_LEVEL, store_size=False)
+
+
+def lz4_bound(n: int) -> int:
+    """The LZ4 worst case: a block of ``n`` incompressible bytes is at most this long (LZ4_COMPRESSBOUND)."""
+    return n + n // 255 + 16
 
 
 def decompress_block(block: bytes, raw_size: int) -> bytes:
