@@ -1,0 +1,95 @@
+"""Helpers the analyze report uses to present a plan, or to explain why there is none.
+
+* :func:`stage_table` - one row per stage with the fields of the JSON contract's ``stages`` list.
+* :func:`plan_summary` - the totals of the report (tiling, traffic, recompute, arena vs timeline peak).
+* :func:`diagnose` - plan at a budget; when nothing fits, which stage and op overflow by how many bytes, and the
+  smallest fast budget at which the model would fit (found by search).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tigris.ir import AnalyzedGraph, DoesNotFitError
+from tigris.plan.spatial import op_macs
+from tigris.plan.types import MemoryPlan
+
+
+def stage_table(plan: MemoryPlan, graph: AnalyzedGraph | None = None) -> list[dict[str, Any]]:
+    """Rows: index, ops (count), op_names (when the graph is given), peak_bytes, inputs, outputs, tiled, tile_h,
+    tiles, halo, chain."""
+    rows = []
+    for s in plan.stages:
+        row: dict[str, Any] = {
+            "index": s.index,
+            "ops": len(s.ops),
+            "peak_bytes": s.peak_bytes,
+            "inputs": list(s.inputs),
+            "outputs": list(s.outputs),
+            "tiled": s.tiled,
+            "tile_h": s.tile_h if s.tiled else None,
+            "tiles": s.tiles,
+            "halo": s.halo,
+            "chain": s.chain,
+        }
+        if graph is not None:
+            row["op_names"] = [graph.ops[i].name for i in s.ops]
+        rows.append(row)
+    return rows
+
+
+def plan_summary(plan: MemoryPlan, graph: AnalyzedGraph) -> dict[str, Any]:
+    macs = sum(op_macs(graph, op) for op in graph.ops)
+    timeline = max(u.timeline_peak for u in plan.units)
+    return {
+        "stages": len(plan.stages),
+        "units": len(plan.units),
+        "tiled_stages": sum(1 for s in plan.stages if s.tiled),
+        "tiles": sum(u.tiles for u in plan.units if u.tile_rows),
+        "chains": len({s.chain for s in plan.stages if s.chain is not None}),
+        "unscheduled_peak_bytes": plan.unscheduled_peak,
+        "fast_peak_bytes": plan.fast_peak,
+        "timeline_peak_bytes": timeline,
+        "arena_over_timeline": plan.fast_peak / timeline if timeline else 1.0,
+        "slow_peak_bytes": plan.slow_peak,
+        "spill_bytes": plan.spill_bytes,
+        "reload_bytes": plan.reload_bytes,
+        "recompute_macs": plan.recompute_macs,
+        "recompute_share": plan.recompute_macs / macs if macs else 0.0,
+    }
+
+
+@dataclass
+class Diagnosis:
+    fits: bool
+    plan: MemoryPlan | None
+    stage: int | None = None  # the stage that does not fit
+    op: str | None = None  # the op at that stage's peak
+    op_type: str | None = None
+    need_bytes: int | None = None  # fast bytes that op's stage needs at its best tiling
+    budget: int = 0
+    min_fast_budget: int | None = None  # smallest budget that fits (None: none found)
+    message: str = ""
+
+
+def diagnose(graph: AnalyzedGraph, fast_budget: int, search: bool = True, **plan_kw: Any) -> Diagnosis:
+    """Plan ``graph`` at ``fast_budget``; on failure say where and by how much, and search the smallest fitting
+    budget (``plan_kw`` are passed to ``plan_memory``: slow_budget, xip, weight_bytes_of, scratch_bytes_of, ...)."""
+    from tigris.plan import min_fast_budget, plan_memory
+
+    try:
+        plan = plan_memory(graph, fast_budget, **plan_kw)
+        return Diagnosis(True, plan, budget=fast_budget, message="fits")
+    except DoesNotFitError as err:
+        d = Diagnosis(False, None, budget=fast_budget, message=str(err))
+        d.stage = getattr(err, "stage", None)
+        d.op = getattr(err, "op", None)
+        d.need_bytes = getattr(err, "need", None)
+        if d.op is not None:
+            try:
+                d.op_type = graph.op_by_name(d.op).op_type
+            except KeyError:
+                pass
+        if search:
+            d.min_fast_budget = min_fast_budget(graph, **plan_kw)
+        return d
