@@ -1,0 +1,29 @@
+"""Base plans for the fuzzer: the runtime tests' small graphs in every weight mode and tiling, plus real models
+when the compiler can compile them (so kernels with constants are fuzzed too)."""
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+
+import _rt_plans as P  # noqa: E402
+
+
+@lru_cache(maxsize=1)
+def _cached() -> tuple[bytes, ...]:
+    out: list[bytes] = []
+    for int8, u8 in ((False, False), (True, True)):
+        g = P.eltwise_graph(int8=int8, uint8_io=u8, h=8, c=4)
+        for fast in (1 << 16, 700):
+            for xip, comp in ((False, "none"), (True, "none"), (False, "lz4")):
+                try:
+                    out.append(P.compile_graph(g, fast, xip=xip, compression=comp)[0])
+                except Exception:  # a budget this graph cannot meet: the other budgets still give plans
+                    continue
+    return tuple(out)
+
+
+def base_plans() -> list[bytes]:
+    return list(_cached())
