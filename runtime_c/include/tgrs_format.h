@@ -338,7 +338,12 @@
 
 /* pad: parameters not available yet (its module did not import) */
 
-/* transpose: parameters not available yet (its module did not import) */
+#define TGRS_OP_TRANSPOSE_NPARAMS 4
+#define TGRS_P_TRANSPOSE_P0 0
+#define TGRS_P_TRANSPOSE_P1 1
+#define TGRS_P_TRANSPOSE_P2 2
+#define TGRS_P_TRANSPOSE_P3 3
+#define TGRS_OP_TRANSPOSE_NCONSTS 0
 
 #define TGRS_OP_QUANTIZE_NPARAMS 5
 #define TGRS_P_QUANTIZE_SCALE 0
@@ -354,7 +359,16 @@
 #define TGRS_P_DEQUANTIZE_U8 2
 #define TGRS_OP_DEQUANTIZE_NCONSTS 0
 
-/* copy: parameters not available yet (its module did not import) */
+#define TGRS_OP_COPY_NPARAMS 8
+#define TGRS_P_COPY_S0 0
+#define TGRS_P_COPY_S1 1
+#define TGRS_P_COPY_S2 2
+#define TGRS_P_COPY_S3 3
+#define TGRS_P_COPY_P0 4
+#define TGRS_P_COPY_P1 5
+#define TGRS_P_COPY_P2 6
+#define TGRS_P_COPY_P3 7
+#define TGRS_OP_COPY_NCONSTS 0
 
 /* Parameters a kind uses (slots beyond must be 0), TGRS_MAX_PARAMS when not known, -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
@@ -374,10 +388,10 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_PRELU: return TGRS_OP_PRELU_NPARAMS;
     case TGRS_OP_SOFTMAX: return TGRS_OP_SOFTMAX_NPARAMS;
     case TGRS_OP_PAD: return TGRS_MAX_PARAMS;
-    case TGRS_OP_TRANSPOSE: return TGRS_MAX_PARAMS;
+    case TGRS_OP_TRANSPOSE: return TGRS_OP_TRANSPOSE_NPARAMS;
     case TGRS_OP_QUANTIZE: return TGRS_OP_QUANTIZE_NPARAMS;
     case TGRS_OP_DEQUANTIZE: return TGRS_OP_DEQUANTIZE_NPARAMS;
-    case TGRS_OP_COPY: return TGRS_MAX_PARAMS;
+    case TGRS_OP_COPY: return TGRS_OP_COPY_NPARAMS;
     default: return -1;
     }
 }
@@ -400,10 +414,10 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_PRELU: return TGRS_OP_PRELU_NCONSTS;
     case TGRS_OP_SOFTMAX: return TGRS_OP_SOFTMAX_NCONSTS;
     case TGRS_OP_PAD: return TGRS_MAX_CONSTS;
-    case TGRS_OP_TRANSPOSE: return TGRS_MAX_CONSTS;
+    case TGRS_OP_TRANSPOSE: return TGRS_OP_TRANSPOSE_NCONSTS;
     case TGRS_OP_QUANTIZE: return TGRS_OP_QUANTIZE_NCONSTS;
     case TGRS_OP_DEQUANTIZE: return TGRS_OP_DEQUANTIZE_NCONSTS;
-    case TGRS_OP_COPY: return TGRS_MAX_CONSTS;
+    case TGRS_OP_COPY: return TGRS_OP_COPY_NCONSTS;
     default: return -1;
     }
 }
