@@ -63,5 +63,6 @@ def bind_input_shapes(model: onnx.ModelProto, input_shapes: dict[str, tuple[int,
 def _set_dims(vi: onnx.ValueInfoProto, shape: tuple[int, ...]) -> None:
     tt = vi.type.tensor_type
     tt.ClearField("shape")
+    tt.shape.SetInParent()  # a scalar input keeps an (empty) shape, i.e. rank 0, not "unknown rank"
     for d in shape:
         tt.shape.dim.add().dim_value = int(d)

@@ -27,6 +27,10 @@ _SAME = {"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "PR
          "GlobalAveragePool", "MaxPool", "AveragePool", "Add", "Mul", "Sub"}
 
 
+_MARKERS = {"fused_activation", "alias", "nhwc_order", "axis_physical", "logical_axis", "lifted", "_extracted",
+            "coerce_2d", "domain"}
+
+
 class _Builder:
     def __init__(self, g: AnalyzedGraph):
         self.g = g
@@ -132,12 +136,14 @@ def _emit(b: _Builder, op: Op) -> None:
     elif t == "Concat":
         b.node("Concat", ins, [mid], axis=int(a.get("logical_axis", a["axis"])))
     elif t in _SAME:
-        keep = {k: v for k, v in a.items() if k not in ("fused_activation",) and v is not None}
+        keep = {k: v for k, v in a.items() if k not in _MARKERS and v is not None}
         if t == "AveragePool" and keep.get("dilations") and all(d == 1 for d in keep["dilations"]):
             keep.pop("dilations")
         b.node(t, ins, [mid], **keep)
     else:
-        raise ValueError(f"cannot export {t} ({op.name})")
+        # Not (yet) a normalized op, e.g. mid-pipeline: written back as the ONNX op it still is.
+        keep = {k: v for k, v in a.items() if k not in _MARKERS and v is not None}
+        b.node(t, ins, [mid] + list(op.outputs[1:]), **keep)
     if act:
         _act(b, act, mid, pre)
     b.finish(pre, y)
@@ -153,14 +159,23 @@ def to_onnx(graph: AnalyzedGraph, opset: int = 17) -> onnx.ModelProto:
         t = g.tensors[name]
         bd = g.boundary.get(name)
         declared = bd.shape if bd is not None else t.shape
+        raw, dt, cur = name, t.dtype, name
+        if bd is not None and bd.dtype == "uint8" and t.dtype == "int8":
+            # the caller's uint8 bytes, restated as int8 (v - 128) exactly like the runtime's boundary
+            raw, dt = b.fresh(name), "uint8"
+            mid = b.fresh(name + "_f")
+            b.nodes.insert(0, helper.make_node("QuantizeLinear", [mid, b.const(np.float32(1)), b.const(np.int8(0))],
+                                               [cur]))
+            b.nodes.insert(0, helper.make_node("DequantizeLinear", [raw, b.const(np.float32(1)),
+                                                                    b.const(np.uint8(128))], [mid]))
+            cur = raw
         if declared != t.shape and t.layout in PERM:
-            raw = b.fresh(name)
+            new_raw = b.fresh(name)
             inv = list(np.argsort(PERM[t.layout]))
             # declared bytes are the physical order; logical = physical.transpose(inverse perm)
-            b.nodes.insert(0, helper.make_node("Transpose", [raw], [name], perm=[int(i) for i in inv]))
-            inputs.append((raw, name, declared, t.dtype))
-        else:
-            inputs.append((name, name, t.shape, t.dtype))
+            b.nodes.insert(0, helper.make_node("Transpose", [new_raw], [cur], perm=[int(i) for i in inv]))
+            raw = new_raw
+        inputs.append((raw, name, declared, dt))
     for op in g.ops:
         _emit(b, op)
     outputs = []
@@ -168,12 +183,16 @@ def to_onnx(graph: AnalyzedGraph, opset: int = 17) -> onnx.ModelProto:
         t = g.tensors[name]
         bd = g.boundary.get(name)
         declared = bd.shape if bd is not None else t.shape
+        fin, dt = name, t.dtype
         if declared != t.shape and t.layout in PERM:
             fin = b.fresh(name)
             b.node("Transpose", [name], [fin], perm=list(PERM[t.layout]))
-            outputs.append((fin, name, declared, t.dtype))
-        else:
-            outputs.append((name, name, t.shape, t.dtype))
+        if bd is not None and bd.dtype == "uint8" and t.dtype == "int8":
+            mid, last = b.fresh(name + "_f"), b.fresh(name + "_u8")
+            b.node("DequantizeLinear", [fin, b.const(np.float32(1)), b.const(np.int8(-128))], [mid])
+            b.node("QuantizeLinear", [mid, b.const(np.float32(1)), b.const(np.uint8(0))], [last])
+            fin, dt = last, "uint8"
+        outputs.append((fin, name, declared, dt))
     # Edge tensors that got a Transpose have internal names; doc_string maps them back to the IR's names.
     vi_in = [helper.make_tensor_value_info(raw, _ELEM[dt], list(shp)) for raw, _, shp, dt in inputs]
     vi_out = [helper.make_tensor_value_info(fin, _ELEM[dt], list(shp)) for fin, _, shp, dt in outputs]

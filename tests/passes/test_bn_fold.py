@@ -1,0 +1,66 @@
+"""Pass 4, BatchNorm fold (float and int8 weights)."""
+import numpy as np
+from onnx import helper
+
+from tests.passes._build import F, I8, assert_same_as_ort, load, model, run_pass, upto
+
+RNG = np.random.default_rng(0)
+
+
+def _bn_inits(c):
+    return {"g": RNG.uniform(0.5, 1.5, c).astype(np.float32), "be": RNG.standard_normal(c).astype(np.float32),
+            "mu": RNG.standard_normal(c).astype(np.float32), "var": RNG.uniform(0.5, 2, c).astype(np.float32)}
+
+
+def test_float_fold():
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv"),
+             helper.make_node("BatchNormalization", ["c", "g", "be", "mu", "var"], ["y"], name="bn")]
+    inits = {"w": RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "b": RNG.standard_normal(4).astype(np.float32),
+             **_bn_inits(4)}
+    m = model(nodes, [("x", F, [1, 3, 6, 6])], [("y", F, [1, 4, 4, 4])], inits)
+    r = run_pass(upto(load(m), "bn_fold"), "bn_fold")
+    assert r.rewritten == 1 and [op.op_type for op in r.graph.ops] == ["Conv"]
+    assert r.graph.ops[0].outputs == ("y",)
+    assert_same_as_ort(m, r.graph, tol=1e-5)
+    assert run_pass(r.graph, "bn_fold").rewritten == 0
+
+
+def test_int8_weights_refold_and_requantize():
+    nodes = [helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["x"]),
+             helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["w"], axis=0),
+             helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("BatchNormalization", ["c", "g", "be", "mu", "var"], ["bnout"], name="bn"),
+             helper.make_node("QuantizeLinear", ["bnout", "sy", "zy"], ["y"])]
+    inits = {"sx": np.float32(0.05), "zx": np.int8(0), "wq": RNG.integers(-127, 128, (4, 3, 1, 1)).astype(np.int8),
+             "sw": np.float32([0.01, 0.02, 0.03, 0.04]), "zw": np.zeros(4, np.int8), "sy": np.float32(0.2),
+             "zy": np.int8(0), **_bn_inits(4)}
+    m = model(nodes, [("xq", I8, [1, 3, 4, 4])], [("y", I8, [1, 4, 4, 4])], inits)
+    r = run_pass(upto(load(m), "bn_fold"), "bn_fold")
+    g = r.graph
+    assert r.rewritten == 1 and [op.op_type for op in g.ops] == ["Conv"]
+    w, b = g.tensors[g.ops[0].inputs[1]], g.tensors[g.ops[0].inputs[2]]
+    assert w.dtype == "int8" and w.quant.axis == 0 and b.dtype == "int32"
+    assert np.abs(g.weights[w.name]).max() == 127  # symmetric per-channel requantization uses the full range
+    # requantizing the weight costs at most a rounding step: 1 LSB of the int8 output
+    assert_same_as_ort(m, g, tol=1.0 / 128)
+
+
+def test_standalone_bn_becomes_mul_add():
+    m = model([helper.make_node("BatchNormalization", ["x", "g", "be", "mu", "var"], ["y"], name="bn")],
+              [("x", F, [1, 4, 3, 3])], [("y", F, [1, 4, 3, 3])], _bn_inits(4))
+    r = run_pass(load(m), "bn_fold")
+    assert [op.op_type for op in r.graph.ops] == ["Mul", "Add"]
+    assert_same_as_ort(m, r.graph, tol=1e-6)
+
+
+def test_declined_with_runtime_parameters():
+    m = model([helper.make_node("BatchNormalization", ["x", "g", "be", "mu", "var"], ["y"], name="bn")],
+              [("x", F, [1, 4, 3, 3]), ("g", F, [4])], [("y", F, [1, 4, 3, 3])],
+              {k: v for k, v in _bn_inits(4).items() if k != "g"})
+    r = run_pass(load(m), "bn_fold")
+    assert r.rewritten == 0 and r.declined[0].node == "bn" and "rule 1" in r.declined[0].reason
+
+
+def test_noop():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
+    assert run_pass(load(m), "bn_fold").rewritten == 0

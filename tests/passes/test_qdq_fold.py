@@ -1,0 +1,88 @@
+"""Pass 2, QDQ fold."""
+import numpy as np
+from onnx import TensorProto, helper
+
+from tests.passes._build import F, I8, assert_same_as_ort, load, model, run_pass, upto
+
+U8 = TensorProto.UINT8
+RNG = np.random.default_rng(0)
+
+
+def _conv_model(extra_reader=False):
+    """float x -> Q -> DQ -> Conv(DQ w per-channel, DQ int32 bias) -> Q -> DQ -> float y (ORT static-quant style)."""
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"], name="qx"),
+        helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"], name="dqx"),
+        helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["w"], name="dqw", axis=0),
+        helper.make_node("DequantizeLinear", ["bq", "sb", "zb"], ["b"], name="dqb", axis=0),
+        helper.make_node("Conv", ["xd", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("QuantizeLinear", ["c", "sy", "zy"], ["cq"], name="qy"),
+        helper.make_node("DequantizeLinear", ["cq", "sy", "zy"], ["y"], name="dqy"),
+    ]
+    outs = [("y", F, [1, 4, 5, 5])]
+    if extra_reader:
+        nodes.append(helper.make_node("Relu", ["c"], ["r"], name="relu"))
+        outs.append(("r", F, [1, 4, 5, 5]))
+    sw = np.float32([0.01, 0.02, 0.015, 0.03])
+    inits = {"sx": np.float32(0.05), "zx": np.int8(3), "wq": RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8),
+             "sw": sw, "zw": np.zeros(4, np.int8), "bq": RNG.integers(-500, 500, 4).astype(np.int32),
+             "sb": (0.05 * sw).astype(np.float32), "zb": np.zeros(4, np.int32), "sy": np.float32(0.1),
+             "zy": np.int8(-10)}
+    return model(nodes, [("x", F, [1, 3, 5, 5])], outs, inits)
+
+
+def test_int8_conv_with_float_boundaries():
+    m = _conv_model()
+    r = run_pass(upto(load(m), "qdq_fold"), "qdq_fold")
+    g = r.graph
+    assert [op.op_type for op in g.ops] == ["QuantizeLinear", "Conv", "DequantizeLinear"]
+    conv = g.ops[1]
+    x, w, b = (g.tensors[t] for t in conv.inputs)
+    y = g.tensors[conv.outputs[0]]
+    assert x.dtype == "int8" and x.quant.zero_point.tolist() == [3]
+    assert w.dtype == "int8" and w.quant.axis == 0 and w.quant.scale.size == 4
+    assert b.dtype == "int32" and np.allclose(b.quant.scale, x.quant.scale[0] * w.quant.scale)
+    assert y.dtype == "int8" and y.quant.zero_point.tolist() == [-10]
+    assert g.boundary["x"].dtype == "float32" and g.boundary["y"].dtype == "float32"
+    assert r.rewritten == 4  # dqw, dqb, qy, dqx removed; qx and dqy stay at the boundary
+    assert_same_as_ort(m, g, tol=1e-6)
+
+
+def test_declined_when_float_value_has_other_readers():
+    r = run_pass(upto(load(_conv_model(extra_reader=True)), "qdq_fold"), "qdq_fold")
+    assert any(d.node == "qy" and "rule 2" in d.reason for d in r.declined)
+    assert "QuantizeLinear" in [op.op_type for op in r.graph.ops[1:]]
+
+
+def test_uint8_restated_as_int8():
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xd"]),
+             helper.make_node("AveragePool", ["xd"], ["p"], kernel_shape=[2, 2]),
+             helper.make_node("QuantizeLinear", ["p", "s", "z"], ["y"])]
+    m = model(nodes, [("x", U8, [1, 2, 4, 4])], [("y", U8, [1, 2, 3, 3])],
+              {"s": np.float32(0.1), "z": np.uint8(130)})
+    g = run_pass(upto(load(m), "qdq_fold"), "qdq_fold").graph
+    assert [op.op_type for op in g.ops] == ["AveragePool"]
+    for t in ("x", "y"):
+        assert g.tensors[t].dtype == "int8" and g.tensors[t].quant.zero_point.tolist() == [2]
+        assert g.boundary[t].dtype == "uint8" and g.boundary[t].quant.zero_point.tolist() == [130]
+    assert_same_as_ort(m, g, tol=0.0)
+
+
+def test_int8_input_through_reshape_learns_scale():
+    nodes = [helper.make_node("Reshape", ["x", "shp"], ["xr"]),
+             helper.make_node("DequantizeLinear", ["xr", "s", "z"], ["xd"]),
+             helper.make_node("Relu", ["xd"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"])]
+    m = model(nodes, [("x", I8, [1, 8])], [("y", I8, [1, 2, 4])],
+              {"shp": np.array([1, 2, 4], np.int64), "s": np.float32(0.2), "z": np.int8(-5)})
+    g = run_pass(upto(load(m), "qdq_fold"), "qdq_fold").graph
+    assert g.tensors["x"].quant is not None and g.boundary["x"].quant == g.tensors["x"].quant
+    assert_same_as_ort(m, g, tol=0.0)
+
+
+def test_noop_and_idempotent():
+    m = _conv_model()
+    g = run_pass(upto(load(m), "qdq_fold"), "qdq_fold").graph
+    assert run_pass(g, "qdq_fold").rewritten == 0
+    f = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
+    assert run_pass(load(f), "qdq_fold").rewritten == 0
