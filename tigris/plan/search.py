@@ -48,15 +48,19 @@ def dp_units(
     for i in range(n):
         if best[i] == INF:
             continue
+        untiled_fits_to = i
         for j in range(i + 1, n + 1):  # rule 1
             if stage_timeline(graph, bufs, u, costs, i, j).peak > budget:
                 break
             ins, outs = stage_io(bufs, u, i, j)
             single = i == 0 and j == n
             relax(i, j, 0 if single else sum(bufs.nbytes[t] for t in ins + outs), False)
+            untiled_fits_to = j
         for j in range(i + 1, n + 1):  # rule 2
             if not tileable[j - 1]:
                 break
+            if j <= untiled_fits_to:
+                continue  # the untiled range has the same estimated cost and no recompute: it dominates
             ins, outs = stage_io(bufs, u, i, j)
             if len(outs) != 1:
                 continue
