@@ -175,6 +175,7 @@ def analyze(
     xip: bool = False,
     compression: str = "none",
     emit: bool = True,
+    prepared: Prepared | None = None,
 ) -> Analysis:
     """Stages 1-6 and the figures of the JSON contract (architecture.md). Unsupported models raise
     :class:`UnsupportedModelError` (the caller reports every node)."""
@@ -182,7 +183,7 @@ def analyze(
     slow_b = parse_size(slow)
     flash_b = parse_size(flash)
     assert fast_b is not None
-    prep = prepare(model, input_shapes)
+    prep = prepared if prepared is not None else prepare(model, input_shapes)
     graph = prep.graph
     macs = int(sum(low.macs for low in prep.lowered))
     weight_bytes = int(sum(_const_bytes(low) for low in prep.lowered))
@@ -297,11 +298,13 @@ def compile_model(
     xip: bool = False,
     compression: str = "none",
     input_shapes: dict[str, tuple[int, ...]] | None = None,
+    prepared: Prepared | None = None,
 ) -> Compiled:
-    """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written."""
+    """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written.
+    ``prepared`` reuses stages 1-2 of an earlier call on the same model (tests compile one model many ways)."""
     if compression not in ("none", "lz4"):
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
-    a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression)
+    a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared)
     if not a.fits or a.plan_bytes is None:
         hint = f"; smallest fast budget that fits: {a.min_fast_budget} bytes" if a.min_fast_budget else ""
         raise DoesNotFitError(f"does not fit: {a.reason}{hint}", str(model))
