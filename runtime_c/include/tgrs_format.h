@@ -336,7 +336,17 @@
 #define TGRS_OP_SOFTMAX_NCONSTS 1
 #define TGRS_C_SOFTMAX_EXP 0
 
-/* pad: parameters not available yet (its module did not import) */
+#define TGRS_OP_PAD_NPARAMS 9
+#define TGRS_P_PAD_B0 0
+#define TGRS_P_PAD_B1 1
+#define TGRS_P_PAD_B2 2
+#define TGRS_P_PAD_B3 3
+#define TGRS_P_PAD_E0 4
+#define TGRS_P_PAD_E1 5
+#define TGRS_P_PAD_E2 6
+#define TGRS_P_PAD_E3 7
+#define TGRS_P_PAD_VALUE 8
+#define TGRS_OP_PAD_NCONSTS 0
 
 #define TGRS_OP_TRANSPOSE_NPARAMS 4
 #define TGRS_P_TRANSPOSE_P0 0
@@ -387,7 +397,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_UNARY: return TGRS_OP_UNARY_NPARAMS;
     case TGRS_OP_PRELU: return TGRS_OP_PRELU_NPARAMS;
     case TGRS_OP_SOFTMAX: return TGRS_OP_SOFTMAX_NPARAMS;
-    case TGRS_OP_PAD: return TGRS_MAX_PARAMS;
+    case TGRS_OP_PAD: return TGRS_OP_PAD_NPARAMS;
     case TGRS_OP_TRANSPOSE: return TGRS_OP_TRANSPOSE_NPARAMS;
     case TGRS_OP_QUANTIZE: return TGRS_OP_QUANTIZE_NPARAMS;
     case TGRS_OP_DEQUANTIZE: return TGRS_OP_DEQUANTIZE_NPARAMS;
@@ -413,7 +423,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_UNARY: return TGRS_OP_UNARY_NCONSTS;
     case TGRS_OP_PRELU: return TGRS_OP_PRELU_NCONSTS;
     case TGRS_OP_SOFTMAX: return TGRS_OP_SOFTMAX_NCONSTS;
-    case TGRS_OP_PAD: return TGRS_MAX_CONSTS;
+    case TGRS_OP_PAD: return TGRS_OP_PAD_NCONSTS;
     case TGRS_OP_TRANSPOSE: return TGRS_OP_TRANSPOSE_NCONSTS;
     case TGRS_OP_QUANTIZE: return TGRS_OP_QUANTIZE_NCONSTS;
     case TGRS_OP_DEQUANTIZE: return TGRS_OP_DEQUANTIZE_NCONSTS;

@@ -1,0 +1,99 @@
+"""Pad (constant mode) on every axis, positive and negative pads, float32 and int8, banded.
+
+Tolerance: Pad moves bytes and writes one constant, so C == reference exactly and reference == ORT exactly for
+float; int8 reference vs ORT (QDQ) within 1 LSB (in practice exact).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import helper, numpy_helper
+
+from harness import build_kernels
+from ophelp import (T, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qdq_model, qp, rand_q,
+                    ref_runner, run_op, split_rows, status_error, to_logical, vinfo)
+from tigris.layout import tensor_view_dims
+from tigris.ops import lower
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return build_kernels(["pad.c"], tmp_path_factory.mktemp("pad"))
+
+
+@st.composite
+def case(draw):
+    rank = draw(st.sampled_from([4, 4, 3, 2]))
+    shape = tuple(draw(st.integers(1, 5)) for _ in range(rank))
+    begins = [draw(st.integers(-(d - 1) if d > 1 else 0, 3)) for d in shape]
+    ends = [draw(st.integers(-(d - 1 - max(0, -b)) if d - 1 - max(0, -b) > 0 else 0, 3))
+            for d, b in zip(shape, begins)]
+    out = tuple(d + b + e for d, b, e in zip(shape, begins, ends))
+    value = draw(st.sampled_from([0.0, 1.5, -2.0]))
+    return dict(shape=shape, pads=begins + ends, out=out, value=value)
+
+
+def _node(cs):
+    return lambda i, o: [helper.make_node("Pad", [i[0], "pads", "cval"], [o], mode="constant")]
+
+
+def _inits(cs):
+    return [numpy_helper.from_array(np.array(cs["pads"], np.int64), "pads"),
+            numpy_helper.from_array(np.array(cs["value"], np.float32), "cval")]
+
+
+def _need(low, g):
+    H = tensor_view_dims(g.tensors["x"])[1]
+    b = low.params["B1"]
+
+    def need(r0, r1):
+        a, z = max(r0 - b, 0), min(r1 - b, H)
+        return [(a, z) if z > a else (0, 0)]
+
+    return need
+
+
+@settings(max_examples=60, deadline=None)
+@given(cs=case(), seed=st.integers(0, 2**16))
+def test_float_pad(lib, cs, seed):
+    rng = np.random.default_rng(seed)
+    g = graph1("Pad", [T("x", cs["shape"])], [T("y", cs["out"])], {"pads": cs["pads"], "value": cs["value"]})
+    low = lower(g, g.ops[0])
+    x = rng.standard_normal(cs["shape"]).astype(np.float32)
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    (ort_y,) = ort_run(onnx_model(_node(cs)(["x"], "y"), [vinfo("x", cs["shape"])], [vinfo("y", cs["out"])],
+                                  _inits(cs)), {"x": x})
+    assert np.array_equal(to_logical(g, "y", ref), ort_y)
+    H = tensor_view_dims(g.tensors["y"])[1]
+    bands = split_rows(H, [1, H // 2 + 1, H - 1])
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys, bands, _need(low, g)), ref)
+    assert np.array_equal(run_op(ref_runner, g, low, phys, bands, _need(low, g)), ref)
+
+
+@settings(max_examples=40, deadline=None)
+@given(cs=case(), seed=st.integers(0, 2**16), s=st.floats(0.01, 1.0), zp=st.integers(-128, 127))
+def test_int8_pad(lib, cs, seed, s, zp):
+    rng = np.random.default_rng(seed)
+    s = float(np.float32(s))
+    g = graph1("Pad", [T("x", cs["shape"], "int8", qp(s, zp))], [T("y", cs["out"], "int8", qp(s, zp))],
+               {"pads": cs["pads"], "value": cs["value"]})
+    low = lower(g, g.ops[0])
+    x = rand_q(rng, cs["shape"])
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    H = tensor_view_dims(g.tensors["y"])[1]
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys, split_rows(H, [H // 2]), _need(low, g)), ref)
+    m = qdq_model(_node(cs), [("x", cs["shape"], s, zp)], ("y", cs["out"], s, zp), _inits(cs))
+    (ort_y,) = ort_run(m, {"x": x})
+    assert max_lsb(to_logical(g, "y", ref), ort_y) <= 1
+
+
+def test_pad_short_band_is_a_tile_error(lib):
+    g = graph1("Pad", [T("x", (1, 2, 4, 3))], [T("y", (1, 2, 6, 3))], {"pads": [0, 0, 1, 0, 0, 0, 1, 0]})
+    low = lower(g, g.ops[0])
+    phys = phys_inputs(g, low, {"x": np.ones((1, 2, 4, 3), np.float32)})
+    with pytest.raises(RuntimeError, match=status_error("ERR_TILE")):
+        run_op(c_runner(lib), g, low, phys, [(1, 4)], lambda r0, r1: [(1, 3)])  # needs input rows 0..2

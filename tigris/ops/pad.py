@@ -1,0 +1,80 @@
+"""Pad, constant mode, on rank-4 views; float32 and int8; band-aware along the rows.
+
+The IR ``pads`` are logical ONNX order (all begins, then all ends); lowering maps them onto the view axes
+(``B0..B3`` begins, ``E0..E3`` ends; padding view axes get 0). Output element ``o`` on each axis reads input element
+``o - B``; outside the input it is ``VALUE``. Negative pads crop, by the same formula.
+
+``VALUE`` is the float32 bit pattern for float tensors and the int8 code ``quantize(value)`` for int8 ones (0.0 is
+the zero point); an int8 Pad keeps the input's quantization, so the copied codes need no requantization.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.layout import tensor_view_dims
+from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes
+from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
+from tigris.ops.qmath import quantize_float
+
+
+class Pad(OpKind):
+    name = "pad"
+    ir_ops = ("Pad",)
+    PARAMS = ("B0", "B1", "B2", "B3", "E0", "E1", "E2", "E3", "VALUE")
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        mode = op.attrs.get("mode", "constant")
+        if isinstance(mode, bytes):
+            mode = mode.decode()
+        if mode != "constant":
+            raise TigrisError(f"Pad mode {mode!r} is not supported (constant only)", op.name)
+        r = len(x.shape)
+        pads = [int(p) for p in op.attrs.get("pads", [0] * (2 * r))]
+        if len(pads) != 2 * r:
+            raise TigrisError(f"Pad has {len(pads)} pads for rank {r}", op.name)
+        params: dict[str, int] = {}
+        for j, la in enumerate(phys_axes(x.shape, x.layout)):
+            params[f"B{j}"] = 0 if la is None else pads[la]
+            params[f"E{j}"] = 0 if la is None else pads[r + la]
+        xd, yd = tensor_view_dims(x), tensor_view_dims(y)
+        if any(xd[j] + params[f"B{j}"] + params[f"E{j}"] != yd[j] for j in range(4)):
+            raise TigrisError(f"Pad {pads} does not take {list(x.shape)} to {list(y.shape)}", op.name)
+        value = float(op.attrs.get("value", 0.0) or 0.0)
+        if dtype_kind(graph, op) == "int8":
+            s, zp = per_tensor(x, "Pad input")
+            so, zo = per_tensor(y, "Pad output")
+            if not (np.float32(s) == np.float32(so) and zp == zo):
+                raise TigrisError("an int8 Pad must keep its input's quantization", op.name)
+            params["VALUE"] = int(quantize_float(np.array([value]), s, zp)[0])
+        else:
+            params["VALUE"] = f32_bits(value)
+        return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, macs=y.numel)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        x = inputs[0]
+        p = low.params
+        if out.dtype == "float32":
+            out.data[...] = np.float32(bits_f32(p["VALUE"]))
+        else:
+            out.data[...] = p["VALUE"]
+        src, dst = [], []
+        for j in range(4):
+            b = p[f"B{j}"]
+            lo, hi = max(0, b), min(out.dims[j], b + x.dims[j])
+            if j == 1:
+                lo, hi = max(lo, out.row0), min(hi, out.row0 + out.rows)
+            if hi <= lo:
+                return
+            if j == 1:
+                if lo - b < x.row0 or hi - b > x.row0 + x.rows:
+                    raise TileError("Pad input band misses rows")
+                src.append(slice(lo - b - x.row0, hi - b - x.row0))
+                dst.append(slice(lo - out.row0, hi - out.row0))
+            else:
+                src.append(slice(lo - b, hi - b))
+                dst.append(slice(lo, hi))
+        out.data[tuple(dst)] = x.data[tuple(src)]
