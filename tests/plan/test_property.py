@@ -1,0 +1,58 @@
+"""Property: on random DAGs of conv, depthwise, pool, add and concat at random budgets, every plan the planner accepts
+passes the checker and never exceeds the fast budget; a refusal is always a DoesNotFitError."""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from plan_graphs import G
+
+from tigris.ir import DoesNotFitError
+from tigris.plan import plan_memory
+from tigris.plan.check import check_plan
+
+
+@st.composite
+def dags(draw):
+    g = G(dtype=draw(st.sampled_from(["int8", "float32"])))
+    h = draw(st.integers(6, 20))
+    x = g.input("x", (1, draw(st.integers(1, 4)), h, draw(st.integers(4, 12))))
+    pool = [x]
+    for _ in range(draw(st.integers(1, 9))):
+        kind = draw(st.sampled_from(["conv", "dw", "pool", "add", "concat", "relu"]))
+        a = draw(st.sampled_from(pool))
+        same = [t for t in pool if g.shape(t)[2:] == g.shape(a)[2:]]
+        if kind == "conv":
+            k = draw(st.sampled_from([1, 3, 5]))
+            out = g.conv(a, draw(st.integers(1, 6)), k=k, s=draw(st.sampled_from([1, 1, 2])),
+                         d=draw(st.sampled_from([1, 1, 2])) if k > 1 else 1)
+        elif kind == "dw":
+            out = g.conv(a, 0, k=3, s=draw(st.sampled_from([1, 2])), dw=True)
+        elif kind == "pool" and min(g.shape(a)[2:]) >= 2:
+            out = g.pool(a, kind=draw(st.sampled_from(["MaxPool", "AveragePool"])))
+        elif kind == "add":
+            b = draw(st.sampled_from([t for t in same if g.shape(t) == g.shape(a)]))
+            out = g.add(a, b)
+        elif kind == "concat":
+            out = g.concat([a, draw(st.sampled_from(same))])
+        else:
+            out = g.unary(a)
+        pool.append(out)
+    read = {t for op in g.ops for t in op.inputs}
+    outputs = [t for t in pool[1:] if t not in read] or [pool[-1]]
+    return g.graph(outputs)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=dags(), frac=st.floats(0.05, 1.2), xip=st.booleans(), strategy=st.sampled_from(["spec", "tigris"]))
+def test_accepted_plans_pass_the_checker(graph, frac, xip, strategy):
+    from tigris.plan.timeline import unscheduled_peak
+
+    budget = max(64, int(unscheduled_peak(graph) * frac))
+    try:
+        plan = plan_memory(graph, budget, xip=xip, strategy=strategy)
+    except DoesNotFitError as err:
+        assert getattr(err, "need", 1) > 0
+        return
+    assert check_plan(graph, plan) == []
+    assert plan.fast_peak <= budget
+    assert all(u.peak_bytes >= u.timeline_peak for u in plan.units)
