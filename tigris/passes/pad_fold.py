@@ -113,6 +113,8 @@ def _try_fold(g: AnalyzedGraph, i: int, pads: list[int], value: float) -> str | 
     if c.op_type == "AveragePool" and any(old) and not int(c.attrs.get("count_include_pad", 0)):
         return "rule 4: AveragePool already pads without counting the pad"
     new = [old[k] + pads[2 + k] for k in range(nsp)] + [old[nsp + k] + pads[rank + 2 + k] for k in range(nsp)]
+    if c.op_type == "AveragePool" and any(p >= k for p, k in zip(new, list(c.attrs["kernel_shape"]) * 2)):
+        return "rule 4: the pool's pads would reach its kernel size"
     attrs = {**c.attrs, "pads": new}
     if c.op_type == "AveragePool":
         attrs["count_include_pad"] = 1
