@@ -73,6 +73,10 @@ class Copy(OpKind):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if x.numel != y.numel or x.dtype != y.dtype:
             raise TigrisError(f"{op.op_type} changes the element count or type", op.name)
+        # The layout pass marks every reshape it has made byte-identical (inserted Transposes, or a Flatten feeding
+        # only Gemms whose weight columns it permuted to read the physical order): trust it, never re-permute.
+        if op.attrs.get("alias"):
+            return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], alias=True)
         alias, src, perm = copy_plan(x, y)
         if alias:
             return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], alias=True)
