@@ -84,6 +84,39 @@ def row(model: str, label: str, strategy: str, graph, budget: int, scratch, macs
     ]
 
 
+def _find(rows: list[list[object]], model: str, budget: str, strategy: str = "tigris") -> list[object] | None:
+    for r in rows:
+        if str(r[0]).startswith(model) and r[1] == budget and r[2] == strategy:
+            return r
+    return None
+
+
+def check_targets(rows: list[list[object]]) -> str:
+    """The issue's acceptance targets, judged on the table (default strategy)."""
+
+    def fits(r) -> bool:
+        return r is not None and r[3] == "yes"
+
+    def traffic(r) -> float:
+        return float(r[8]) if fits(r) else float("inf")
+
+    mb = "torchvision/mobilenet_v2_035_96_f32"
+    en = "torchvision/efficientnet_lite0_128_f32"
+    lines = [
+        ("mobilenet_v2_035_96_f32 fits at 32K", fits(_find(rows, mb, "32K"))),
+        ("mobilenet_v2_035_96_f32 spill+reload <= 560 KiB at 128K", traffic(_find(rows, mb, "128K")) <= 560),
+        ("efficientnet_lite0_128_f32 fits at 128K", fits(_find(rows, en, "128K"))),
+        ("efficientnet_lite0_128_f32 spill+reload <= 3.6 MiB at 256K", traffic(_find(rows, en, "256K")) <= 3.6 * 1024),
+        ("efficientnet_lite0_128_f32 plans in < 2 s at 256K", fits(_find(rows, en, "256K"))
+         and float(str(_find(rows, en, "256K")[10]).split()[0]) < 2.0),  # type: ignore[index]
+    ]
+    int8 = [r for r in rows if "int8" in str(r[0]) and r[1] == "64K" and r[2] == "tigris"]
+    lines.append(("every int8 model fits at 64K", bool(int8) and all(fits(r) for r in int8)))
+    return "Targets (XIP, default `tigris` strategy):\n\n" + "\n".join(
+        f"- {'met' if ok else 'NOT met'}: {what}" for what, ok in lines
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=str(REPO.parent / "shared" / "models"))
@@ -116,11 +149,14 @@ def main(argv: list[str] | None = None) -> int:
                 r[-1] = f"{r[-1]} (+{search_s:.1f} search)"
                 rows.append(r)
                 print(rows[-1], flush=True)
+    targets = check_targets(rows)
     body = (
         "Planning quality per shared model (`python3 bench/plan_quality.py`, XIP, float32 and int8 as stored). "
         "`arena/timeline` is the worst unit's offset-assigned peak over its stage-4 timeline peak (1.000 = the "
         "lower bound is reached). `spill+reload` is slow-memory traffic per inference; `recompute %` is halo "
         "recompute MACs over the model's conv/gemm MACs; `plan s` is the planning time.\n\n"
+        + targets
+        + "\n\n"
         + markdown_table(headers, rows)
     )
     print(body)
