@@ -309,7 +309,15 @@
 #define TGRS_P_CONCAT_S3 8
 #define TGRS_OP_CONCAT_NCONSTS 0
 
-/* resize: parameters not available yet (its module did not import) */
+#define TGRS_OP_RESIZE_NPARAMS 3
+#define TGRS_P_RESIZE_MODE 0
+#define TGRS_P_RESIZE_MULT 1
+#define TGRS_P_RESIZE_SHIFT 2
+#define TGRS_OP_RESIZE_NCONSTS 4
+#define TGRS_C_RESIZE_RIDX 0
+#define TGRS_C_RESIZE_CIDX 1
+#define TGRS_C_RESIZE_RW 2
+#define TGRS_C_RESIZE_CW 3
 
 #define TGRS_OP_UNARY_NPARAMS 3
 #define TGRS_P_UNARY_FUNC 0
@@ -393,7 +401,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_ADD: return TGRS_OP_ADD_NPARAMS;
     case TGRS_OP_MUL: return TGRS_OP_MUL_NPARAMS;
     case TGRS_OP_CONCAT: return TGRS_OP_CONCAT_NPARAMS;
-    case TGRS_OP_RESIZE: return TGRS_MAX_PARAMS;
+    case TGRS_OP_RESIZE: return TGRS_OP_RESIZE_NPARAMS;
     case TGRS_OP_UNARY: return TGRS_OP_UNARY_NPARAMS;
     case TGRS_OP_PRELU: return TGRS_OP_PRELU_NPARAMS;
     case TGRS_OP_SOFTMAX: return TGRS_OP_SOFTMAX_NPARAMS;
@@ -419,7 +427,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_ADD: return TGRS_OP_ADD_NCONSTS;
     case TGRS_OP_MUL: return TGRS_OP_MUL_NCONSTS;
     case TGRS_OP_CONCAT: return TGRS_OP_CONCAT_NCONSTS;
-    case TGRS_OP_RESIZE: return TGRS_MAX_CONSTS;
+    case TGRS_OP_RESIZE: return TGRS_OP_RESIZE_NCONSTS;
     case TGRS_OP_UNARY: return TGRS_OP_UNARY_NCONSTS;
     case TGRS_OP_PRELU: return TGRS_OP_PRELU_NCONSTS;
     case TGRS_OP_SOFTMAX: return TGRS_OP_SOFTMAX_NCONSTS;

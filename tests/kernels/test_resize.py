@@ -1,0 +1,107 @@
+"""Resize: nearest (every coordinate mode and nearest mode; float32 and int8) and linear (float32), integer scales.
+
+Tolerances: float reference vs ORT and C vs reference within 1e-5 x max(1, max|ref|) (nearest is exact);
+int8 C vs reference bit-exact; int8 reference vs ORT (QDQ) within 1 LSB.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import helper, numpy_helper
+
+from harness import build_kernels
+from ophelp import (T, assert_float_close, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qdq_model,
+                    qp, rand_q, ref_runner, run_op, split_rows, status_error, to_logical, vinfo)
+from tigris.ops import lower
+
+CTM = ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn"]
+NMODES = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return build_kernels(["resize.c"], tmp_path_factory.mktemp("resize"))
+
+
+@st.composite
+def case(draw):
+    mode = draw(st.sampled_from(["nearest", "linear"]))
+    ctm = draw(st.sampled_from(CTM if mode == "nearest" else CTM[:4]))
+    nm = draw(st.sampled_from(NMODES))
+    c, h, w = draw(st.integers(1, 6)), draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    return dict(mode=mode, ctm=ctm, nm=nm, shape=(1, c, h, w), scales=[1, 1, sh, sw], out=(1, c, h * sh, w * sw))
+
+
+def _attrs(cs):
+    return {"mode": cs["mode"], "coordinate_transformation_mode": cs["ctm"], "nearest_mode": cs["nm"],
+            "scales": cs["scales"]}
+
+
+def _node(cs):
+    return lambda i, o: [helper.make_node("Resize", [i[0], "", "scales"], [o], mode=cs["mode"],
+                                          coordinate_transformation_mode=cs["ctm"], nearest_mode=cs["nm"])]
+
+
+def _inits(cs):
+    return [numpy_helper.from_array(np.array(cs["scales"], np.float32), "scales")]
+
+
+def _need(low):
+    pairs = low.consts["RIDX"].reshape(-1, 2)
+
+    def need(r0, r1):
+        rows = pairs[r0:r1]
+        return [(int(rows.min()), int(rows.max()) + 1)]
+
+    return need
+
+
+@settings(max_examples=80, deadline=None)
+@given(cs=case(), seed=st.integers(0, 2**16))
+def test_float_resize(lib, cs, seed):
+    rng = np.random.default_rng(seed)
+    g = graph1("Resize", [T("x", cs["shape"])], [T("y", cs["out"])], _attrs(cs))
+    low = lower(g, g.ops[0])
+    x = rng.standard_normal(cs["shape"]).astype(np.float32)
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    (ort_y,) = ort_run(onnx_model(_node(cs)(["x"], "y"), [vinfo("x", cs["shape"])], [vinfo("y", cs["out"])],
+                                  _inits(cs), opset=13), {"x": x})
+    assert_float_close(to_logical(g, "y", ref), ort_y)
+    assert_float_close(run_op(c_runner(lib), g, low, phys), ref)
+    H = cs["out"][2]
+    assert_float_close(run_op(c_runner(lib), g, low, phys, split_rows(H, [1, H // 2 + 1]), _need(low)), ref, 0.0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(cs=case(), seed=st.integers(0, 2**16), s_in=st.floats(0.01, 0.5), ratio=st.sampled_from([1.0, 0.7, 2.5]),
+       zi=st.integers(-128, 127), zo=st.integers(-128, 127), same=st.booleans())
+def test_int8_nearest_resize(lib, cs, seed, s_in, ratio, zi, zo, same):
+    cs = dict(cs, mode="nearest")
+    rng = np.random.default_rng(seed)
+    s_in = float(np.float32(s_in))
+    s_out = s_in if same else float(np.float32(s_in * ratio))
+    zo = zi if same else zo
+    g = graph1("Resize", [T("x", cs["shape"], "int8", qp(s_in, zi))], [T("y", cs["out"], "int8", qp(s_out, zo))],
+               _attrs(cs))
+    low = lower(g, g.ops[0])
+    x = rand_q(rng, cs["shape"])
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    H = cs["out"][2]
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys, split_rows(H, [H // 2]), _need(low)), ref)
+    m = qdq_model(_node(cs), [("x", cs["shape"], s_in, zi)], ("y", cs["out"], s_out, zo), _inits(cs), opset=13)
+    (ort_y,) = ort_run(m, {"x": x})
+    assert max_lsb(to_logical(g, "y", ref), ort_y) <= 1
+
+
+def test_resize_short_band_is_a_tile_error(lib):
+    cs = dict(mode="linear", ctm="half_pixel", nm="floor", shape=(1, 2, 4, 3), scales=[1, 1, 2, 2], out=(1, 2, 8, 6))
+    g = graph1("Resize", [T("x", cs["shape"])], [T("y", cs["out"])], _attrs(cs))
+    low = lower(g, g.ops[0])
+    phys = phys_inputs(g, low, {"x": np.ones(cs["shape"], np.float32)})
+    with pytest.raises(RuntimeError, match=status_error("ERR_TILE")):
+        run_op(c_runner(lib), g, low, phys, [(3, 5)], lambda r0, r1: [(2, 3)])  # rows 3..4 also read row 1
