@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,10 @@ EXIT_OK, EXIT_USAGE, EXIT_FAULT, EXIT_IO, EXIT_RUNTIME = 0, 2, 3, 4, 5
 
 def missing_tools() -> list[str]:
     return [t for t in TOOLS if shutil.which(t) is None]
+
+
+class BuildError(RuntimeError):
+    """make failed; the message holds the command and the tail of the compiler output."""
 
 
 @dataclass
@@ -70,7 +75,7 @@ def build(board: str, build_dir: Path, *, app: str = "model", model_c: Path | No
         cmd.append("RUNTIME_SRCS=" + " ".join(str(p) for p in runtime_srcs))
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
-        raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+        raise BuildError(f"{' '.join(cmd)}\nexit {res.returncode}\n{res.stdout[-4000:]}{res.stderr[-4000:]}")
     return build_dir / f"{app}.elf"
 
 
@@ -108,6 +113,77 @@ def build_plan_app(plan: bytes, board: str, work: Path, obj_dir: Path | None = N
     (work / f"{name}.c").write_text(c_src)
     (work / f"{name}.h").write_text(header)
     return build(board, work / "build", model_c=work / f"{name}.c", obj_dir=obj_dir, opt=opt)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Footprint: code size per object from the link map, and the no-malloc check
+# ---------------------------------------------------------------------------------------------------------------
+_MAP_ONE = re.compile(r"^ (\.[^\s]+)\s+0x[0-9a-fA-F]+\s+0x([0-9a-fA-F]+)\s+(\S+\.o)\s*$")
+_MAP_NAME = re.compile(r"^ (\.[^\s]+)\s*$")
+_MAP_REST = re.compile(r"^\s+0x[0-9a-fA-F]+\s+0x([0-9a-fA-F]+)\s+(\S+\.o)\s*$")
+# Symbols whose presence means something in the image can allocate (newlib's allocator and its heap grower).
+ALLOC_SYMBOLS = ("malloc", "_malloc_r", "calloc", "_calloc_r", "realloc", "_realloc_r", "free", "_free_r", "_sbrk",
+                 "_sbrk_r")
+
+
+@dataclass(frozen=True)
+class ObjSize:
+    text: int  # bytes of .text* input sections the link kept
+    rodata: int  # bytes of .rodata* input sections the link kept (tables, string literals)
+
+
+def linked_sizes(map_text: str) -> dict[str, ObjSize]:
+    """Per object file: bytes of code and read-only data kept in the final link (after --gc-sections)."""
+    sizes: dict[str, list[int]] = {}
+    body = map_text.split("Linker script and memory map", 1)[-1]
+    pending: str | None = None
+    for line in body.splitlines():
+        sec = size = obj = None
+        m = _MAP_ONE.match(line)
+        if m:
+            sec, size, obj = m.group(1), int(m.group(2), 16), m.group(3)
+        elif pending is not None and _MAP_REST.match(line):
+            m2 = _MAP_REST.match(line)
+            assert m2 is not None
+            sec, size, obj = pending, int(m2.group(1), 16), m2.group(2)
+        pending = None
+        if sec is None:
+            n = _MAP_NAME.match(line)
+            pending = n.group(1) if n else None
+            continue
+        entry = sizes.setdefault(Path(obj).name, [0, 0])
+        if sec.startswith(".text"):
+            entry[0] += size
+        elif sec.startswith(".rodata"):
+            entry[1] += size
+    return {k: ObjSize(v[0], v[1]) for k, v in sizes.items()}
+
+
+def runtime_size(map_text: str) -> ObjSize:
+    """Code and read-only data of the runtime's own objects (runtime_c/src/**) in a linked image."""
+    objs = linked_sizes(map_text)
+    rt = [v for k, v in objs.items() if k.startswith("runtime_c_src_")]
+    return ObjSize(sum(v.text for v in rt), sum(v.rodata for v in rt))
+
+
+def allocator_symbols(elf: Path) -> list[str]:
+    """Allocator symbols defined or referenced in the linked image (must be empty)."""
+    res = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True)
+    names = {line.split()[-1] for line in res.stdout.splitlines() if line.strip()}
+    return sorted(n for n in ALLOC_SYMBOLS if n in names)
+
+
+def map_mentions_allocator(map_text: str) -> list[str]:
+    """Allocator objects the linker pulled from an archive or kept (the part of the map before the discarded list
+    and the memory map proper; discarded sections are not in the image)."""
+    head, _, rest = map_text.partition("Discarded input sections")
+    kept = rest.split("Linker script and memory map", 1)[-1] if rest else ""
+    found = []
+    for sym in ALLOC_SYMBOLS:
+        pat = re.compile(r"(\(|\.text\.)" + re.escape(sym) + r"\b")
+        if pat.search(head) or pat.search(kept):
+            found.append(sym)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,15 +82,16 @@ def _io_block(prefix: str, kind: str, i: int, io: IoInfo) -> list[str]:
     m = f"{prefix}_{kind}{i}"
     shape = ", ".join(str(d) for d in io.shape) if io.shape else "1"
     lines = [
-        f"/* {kind.lower()} {i}: {_c_comment(io.name)} - {DTYPE_NAMES.get(io.decl_dtype, '?')} "
+        f"/* {kind.lower()} {i}: {_c_comment(io.name)} - {DTYPE_NAMES.get(io.caller_dtype, '?')} "
         f"{'x'.join(str(d) for d in io.shape) or 'scalar'}, stored {F.Layout(io.layout).name.lower()} */",
         f"#define {m}_NAME {_c_string(io.name)}",
-        f"#define {m}_DTYPE {DTYPE_C[io.decl_dtype]}",
+        f"#define {m}_DTYPE {DTYPE_C[io.caller_dtype]}",
         f"#define {m}_INTERNAL_DTYPE {DTYPE_C[io.dtype]}",
+        f"#define {m}_DECL_DTYPE {DTYPE_C[io.decl_dtype]}",
         f"#define {m}_LAYOUT {LAYOUT_C[io.layout]}",
         f"#define {m}_RANK {len(io.shape)}",
         f"#define {m}_SHAPE {{ {shape} }}",
-        f"#define {m}_BYTES {io.caller_nbytes}u",
+        f"#define {m}_BYTES {io.nbytes}u",
     ]
     q = io.caller_quant
     if q is not None:
@@ -109,7 +110,7 @@ def _header(info: PlanInfo, name: str, section: str, slow_section: str) -> str:
         f"weights: {'+'.join(flags)}",
         f" * plan section: {section}; slow arena section: {slow_section}",
         " *",
-        f" * {name}_run() exchanges buffers in the runtime's caller form (tigris.h): the declared dtype _DTYPE,",
+        f" * {name}_run() exchanges buffers in the runtime's caller form (tigris.h): the dtype _DTYPE,",
         f" * the stored layout _LAYOUT (NHWC for images) and _BYTES bytes; _SHAPE is the declared ONNX shape.",
         " */",
         f"#ifndef {guard}",

@@ -18,7 +18,6 @@ from tigris.ops.base import DTYPE_CODES
 DTYPE_NAMES = {code: name for name, code in DTYPE_CODES.items()}
 # C spelling of each dtype code (the TGRS_DT_* macros of tgrs_format.h).
 DTYPE_C = {1: "TGRS_DT_F32", 2: "TGRS_DT_S8", 3: "TGRS_DT_U8", 4: "TGRS_DT_S32", 5: "TGRS_DT_S16"}
-_DT_SIZE = {1: 4, 2: 1, 3: 1, 4: 4, 5: 2}
 LAYOUT_C = {int(v): f"TGRS_LAYOUT_{v.name}" for v in F.Layout}
 
 
@@ -32,24 +31,26 @@ class IoInfo:
     dtype: int  # TGRS_DT_* of the bytes in the arena
     layout: int  # F.Layout of the stored bytes
     shape: tuple[int, ...]  # declared logical (ONNX) shape
-    nbytes: int  # bytes of the stored (internal) tensor
+    nbytes: int  # bytes of the caller's buffer (same element size as the stored tensor)
     scale: float | None  # internal quantization, None when not quantized
     zero_point: int | None
     decl_scale: float | None = None  # declared quantization of the boundary (e.g. a uint8 input), if any
     decl_zero_point: int | None = None
 
     @property
-    def caller_nbytes(self) -> int:
-        """Bytes of the caller's buffer: the stored elements in the declared dtype (tigris.h, tgrs_io_info)."""
-        internal, decl = _DT_SIZE.get(self.dtype, 1), _DT_SIZE.get(self.decl_dtype, 1)
-        return self.nbytes // internal * decl
+    def caller_dtype(self) -> int:
+        """TGRS_DT_* of the caller's buffer (tigris.h): the declared dtype only where the runtime converts
+        (a uint8 boundary on an int8 tensor), else the stored one."""
+        if self.decl_dtype == 3 and self.dtype == 2:
+            return 3
+        return self.dtype
 
     @property
     def caller_quant(self) -> tuple[float, int] | None:
-        """The quantization of the caller's bytes: the declared one, else the internal one when dtypes agree."""
-        if self.decl_scale is not None and self.decl_zero_point is not None:
+        """Quantization of the caller's bytes: the declared one for a converted uint8 boundary, else the internal."""
+        if self.caller_dtype != self.dtype and self.decl_scale is not None and self.decl_zero_point is not None:
             return self.decl_scale, self.decl_zero_point
-        if self.scale is not None and self.zero_point is not None and self.decl_dtype == self.dtype:
+        if self.scale is not None and self.zero_point is not None:
             return self.scale, self.zero_point
         return None
 
