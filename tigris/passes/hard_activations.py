@@ -1,7 +1,8 @@
 """Extra pass, HardSigmoid/HardSwish recognition (MobileNetV3, LCNet exports).
 
-Exporters that predate ONNX's HardSwish write it out of primitives. Patterns (float tensors only; every intermediate
-must be read only inside the pattern and not be a graph output):
+Exporters that predate ONNX's HardSwish write it out of primitives.
+
+Rules (float tensors only; every intermediate must be read only inside the pattern and not be a graph output):
 
 1. ``Mul(Relu6(Add(x, 3)), 1/6)`` -> ``HardSigmoid(x, alpha=1/6, beta=0.5)`` (after pass 9 turned Clip(0,6) into
    Relu6 and the Sub/Div pass turned ``/6`` into ``*1/6``).

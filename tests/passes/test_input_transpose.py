@@ -1,0 +1,31 @@
+"""Extra pass: leading NHWC input Transpose."""
+import numpy as np
+from onnx import helper
+
+from tests.passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+
+
+def _m(perm, extra=False):
+    w = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=perm), helper.make_node("Conv", ["t", "w"], ["y"])]
+    outs = [("y", F, None)]
+    if extra:
+        nodes.append(helper.make_node("Relu", ["x"], ["z"]))
+        outs.append(("z", F, None))
+    return model(nodes, [("x", F, [1, 6, 5, 3])], outs, {"w": w})
+
+
+def test_nhwc_input_transpose_removed():
+    m = _m([0, 3, 1, 2])
+    r = run_pass(upto(load(m), "input_transpose"), "input_transpose")
+    g = r.graph
+    assert r.rewritten == 1 and [op.op_type for op in g.ops] == ["Conv"]
+    assert g.tensors["x"].shape == (1, 3, 6, 5) and g.tensors["x"].layout == "nhwc"
+    assert g.boundary["x"].shape == (1, 6, 5, 3)
+    assert_same_as_ort(m, g, tol=0.0)
+    assert run_pass(g, "input_transpose").rewritten == 0
+
+
+def test_other_perm_or_shared_input_left_alone():
+    assert run_pass(upto(load(_m([0, 3, 2, 1])), "input_transpose"), "input_transpose").rewritten == 0
+    assert run_pass(upto(load(_m([0, 3, 1, 2], extra=True)), "input_transpose"), "input_transpose").rewritten == 0

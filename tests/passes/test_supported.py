@@ -1,0 +1,39 @@
+"""check_supported lists every node the runtime cannot run, at once."""
+import numpy as np
+import pytest
+from onnx import helper
+
+from tests.passes._build import F, I8, load, model
+from tigris.ir import UnsupportedModelError
+from tigris.passes import check_supported, normalize, unsupported_nodes
+
+
+def test_every_unsupported_node_listed():
+    nodes = [helper.make_node("Erf", ["x"], ["a"], name="e1"), helper.make_node("Relu", ["a"], ["b"], name="ok"),
+             helper.make_node("Exp", ["b"], ["c"], name="e2"),
+             helper.make_node("MatMul", ["c", "x2"], ["y"], name="mm")]
+    m = model(nodes, [("x", F, [2, 2]), ("x2", F, [2, 2])], [("y", F, None)])
+    g, _ = normalize(load(m), check=True)
+    bad = unsupported_nodes(g)
+    assert [(b["node"], b["op"]) for b in bad] == [("e1", "Erf"), ("e2", "Exp"), ("mm", "MatMul")]
+    assert all(b["reason"] for b in bad)
+    with pytest.raises(UnsupportedModelError) as e:
+        check_supported(g)
+    assert len(e.value.nodes) == 3 and e.value.exit_code == 2
+
+
+def test_float_op_between_dq_and_q_reported():
+    # Sigmoid reads int8 through DQ but its float output feeds a float graph output consumed by nobody quantized
+    nodes = [helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["x"]),
+             helper.make_node("Sigmoid", ["x"], ["a"], name="sig"),
+             helper.make_node("Erf", ["a"], ["y"], name="erf")]
+    m = model(nodes, [("xq", I8, [1, 4])], [("y", F, None)], {"s": np.float32(0.1), "z": np.int8(0)})
+    g, _ = normalize(load(m), check=True)
+    bad = {b["node"]: b["reason"] for b in unsupported_nodes(g)}
+    assert "mixes int8 and float" in bad["sig"] and "erf" in bad
+
+
+def test_supported_graph_passes():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
+    g, _ = normalize(load(m), check=True)
+    check_supported(g)
