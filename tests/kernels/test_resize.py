@@ -49,6 +49,20 @@ def _inits(cs):
     return [numpy_helper.from_array(np.array(cs["scales"], np.float32), "scales")]
 
 
+def test_unscaled_axis_is_the_identity_in_every_mode(lib):
+    # ORT copies an axis whose scale is 1 even where tf_half_pixel_for_nn's formula would shift it by half a pixel.
+    cs = dict(mode="nearest", ctm="tf_half_pixel_for_nn", nm="round_prefer_ceil", shape=(1, 1, 2, 3),
+              scales=[1, 1, 2, 1], out=(1, 1, 4, 3))
+    g = graph1("Resize", [T("x", cs["shape"])], [T("y", cs["out"])], _attrs(cs))
+    low = lower(g, g.ops[0])
+    x = np.arange(6, dtype=np.float32).reshape(cs["shape"])
+    phys = phys_inputs(g, low, {"x": x})
+    got = to_logical(g, "y", run_op(c_runner(lib), g, low, phys))
+    (ort_y,) = ort_run(onnx_model(_node(cs)(["x"], "y"), [vinfo("x", cs["shape"])], [vinfo("y", cs["out"])],
+                                  _inits(cs), opset=13), {"x": x})
+    assert np.array_equal(got, ort_y)
+
+
 def _need(low):
     pairs = low.consts["RIDX"].reshape(-1, 2)
 

@@ -61,6 +61,10 @@ def axis_tables(n_in: int, n_out: int, scale: float, mode: str, ctm: str, neares
     """(pairs int32 [2*n_out], weights float32 [n_out]) of one axis."""
     idx = np.zeros(2 * n_out, dtype=np.int32)
     wts = np.zeros(n_out, dtype=np.float32)
+    if n_in == n_out and scale == 1.0:
+        # An unscaled axis is the identity (ONNX Runtime's behaviour; tf_half_pixel_for_nn would otherwise shift it).
+        idx[0::2] = idx[1::2] = np.arange(n_out, dtype=np.int32)
+        return idx, wts
     for o in range(n_out):
         x = source_coord(o, scale, n_in, n_out, ctm)
         if mode == "nearest":
