@@ -1,7 +1,7 @@
 """Pass 14, Concat axis normalize."""
 from onnx import helper
 
-from tests.passes._build import F, assert_same_as_ort, load, model, run_pass
+from passes._build import F, assert_same_as_ort, load, model, run_pass
 
 
 def _m(shape, axis):

@@ -3,7 +3,7 @@ import importlib
 
 from onnx import helper
 
-from tests.passes._build import F, load, model
+from passes._build import F, load, model
 from tigris.passes import PIPELINE, normalize
 
 SPEC = ["constant_fold", "qdq_fold", "matmul_relabel", "bn_fold", "bias_fold", "silu_decompose", "depthwise_relabel",

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import TensorProto, helper
 
-from tests.passes._build import F, I8, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, I8, assert_same_as_ort, load, model, run_pass, upto
 
 U8 = TensorProto.UINT8
 RNG = np.random.default_rng(0)

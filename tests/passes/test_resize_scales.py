@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from tests.passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
 
 
 def test_resize_scales_to_attributes():

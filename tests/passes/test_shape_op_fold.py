@@ -2,7 +2,7 @@
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor
-from tests.passes._build import run_pass
+from passes._build import run_pass
 
 
 def _graph():

@@ -1,7 +1,7 @@
 """Pass 6, SiLU decompose."""
 from onnx import helper
 
-from tests.passes._build import F, load, model, run_pass
+from passes._build import F, load, model, run_pass
 
 
 def test_silu_becomes_sigmoid_mul():

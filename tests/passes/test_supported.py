@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from tests.passes._build import F, I8, load, model
+from passes._build import F, I8, load, model
 from tigris.ir import UnsupportedModelError
 from tigris.passes import check_supported, normalize, unsupported_nodes
 

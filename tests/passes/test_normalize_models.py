@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import SHARED_FLOAT, SHARED_INT8, shared_model
-from tests.passes._build import ort_run, random_feeds
+from passes._build import SHARED_FLOAT, SHARED_INT8, ort_run, random_feeds, shared_model
 from tigris.load import load_model
 from tigris.passes import check_supported, normalize, unsupported_nodes
 
