@@ -140,7 +140,7 @@ def test_io_checks() -> None:
     _expect(_set(data, S, R, 0, "tensor", 99), "ERR_TENSOR_INDEX")
     _expect(_set(data, S, R, 0, "tensor", 1), "ERR_IO")  # c1 is not a graph input
     _expect(_set(data, S, R, 0, "offset", 16), "ERR_IO")  # not x's slow home
-    _expect(_set(data, S, R, 0, "offset", 1 << 20), "ERR_ARENA_BOUNDS")
+    _expect(_set(data, S, R, 0, "offset", 1 << 20), "ERR_IO")  # the home check comes before the arena bound
     _expect(_set(data, S, R, 1, "offset", _get(data, S, R, 1, "offset") + 16), "ERR_IO")  # not y's placement
 
 

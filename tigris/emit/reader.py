@@ -340,45 +340,44 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
             raise _fail("ERR_INDEX", f"{what}: list {first}+{count} outside INDEX ({len(index_vals)})")
         return tuple(index_vals[first : first + count])
 
-    # 10: plan record
+    # 10: plan record (max_prefix is compared with the units once they are read, step 13)
     p = records(F.SectionId.PLAN)[0]
     units_raw = records(F.SectionId.UNITS)
     io_raw = records(F.SectionId.IO)
     fast_arena, slow_arena = int(p["fast_arena"]), int(p["slow_arena"])
-    max_prefix = max(int(u["weight_bytes"]) for u in units_raw)
     if (
-        p["n_inputs"] + p["n_outputs"] != len(io_raw)
-        or p["n_inputs"] == 0
+        p["n_inputs"] == 0
         or p["n_outputs"] == 0
-        or p["max_prefix"] != max_prefix
-        or max_prefix > fast_arena
+        or p["n_inputs"] + p["n_outputs"] != len(io_raw)
+        or p["max_prefix"] > fast_arena
         or p["weight_stored"] != len(sec[F.SectionId.WEIGHTS])
     ):
         raise _fail("ERR_PLAN", "PLAN record inconsistent with the sections (io counts, max_prefix, weight_stored)")
     model_name = string(int(p["name_off"]), int(p["name_len"]), "model name")
 
-    # 12: tensors
+    # 12: tensors (record by record, then alias roots and slow homes)
     traw = records(F.SectionId.TENSORS)
     nt = len(traw)
-    tensors: list[TensorInfo] = []
+    tnames: list[str] = []
     known_tflags = sum(int(f) for f in F.TensorFlag)
     for i, t in enumerate(traw):
         what = f"tensor {i}"
         tname = string(int(t["name_off"]), int(t["name_len"]), what)
+        tnames.append(tname)
         dims = tuple(int(d) for d in t["dims"])
         rank = int(t["rank"])
         if (
             t["dtype"] not in DTYPE_NAMES
             or t["layout"] not in LAYOUT_NAMES
-            or any(d < 1 for d in dims)
             or rank > F.MAX_RANK
-            or any(s != 0 for s in t["shape"][rank:])
             or int(t["flags"]) & ~known_tflags
+            or any(s != 0 for s in t["shape"][rank:])
+            or any(s < 1 for s in t["shape"][:rank])
         ):
-            raise _fail("ERR_TENSOR", f"{what} ({tname}): bad dtype, layout, dims, rank or flags")
+            raise _fail("ERR_TENSOR", f"{what} ({tname}): bad dtype, layout, rank, shape or flags")
         shape = tuple(int(s) for s in t["shape"][:rank])
         try:
-            want = view_dims(shape, LAYOUT_NAMES[int(t["layout"])]) if all(s >= 1 for s in shape) else None
+            want = view_dims(shape, LAYOUT_NAMES[int(t["layout"])])
         except ValueError:
             want = None
         if want != dims:
@@ -386,43 +385,111 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
         nbytes = dims[0] * dims[1] * dims[2] * dims[3] * DTYPE_SIZE[DTYPE_NAMES[int(t["dtype"])]]
         if nbytes != t["nbytes"]:
             raise _fail("ERR_TENSOR", f"{what} ({tname}): nbytes {t['nbytes']} should be {nbytes}")
-        flags_t = int(t["flags"])
-        if flags_t & F.TensorFlag.QUANT and not _finite_pos(float(t["scale"])):
+        if int(t["flags"]) & F.TensorFlag.QUANT and not _finite_pos(float(t["scale"])):
             raise _fail("ERR_TENSOR", f"{what} ({tname}): quantization scale {t['scale']} is not positive")
         if int(t["root"]) >= nt:
             raise _fail("ERR_TENSOR_INDEX", f"{what} ({tname}): root {t['root']} out of range ({nt})")
+    tensors: list[TensorInfo] = []
+    for i, t in enumerate(traw):
+        what = f"tensor {i} ({tnames[i]})"
+        flags_t, root_i = int(t["flags"]), int(t["root"])
+        r = traw[root_i]
+        if flags_t & F.TensorFlag.ALIAS:
+            if root_i == i or r["root"] != root_i or r["nbytes"] != t["nbytes"] or flags_t & F.TensorFlag.SLOW:
+                raise _fail("ERR_TENSOR", f"{what}: inconsistent alias root {root_i}")
+        elif root_i != i:
+            raise _fail("ERR_TENSOR", f"{what}: root {root_i} without the ALIAS flag")
         slow = None
+        so, ss = int(t["slow_offset"]), int(t["slow_size"])
         if flags_t & F.TensorFlag.SLOW:
-            so, ss = int(t["slow_offset"]), int(t["slow_size"])
-            if so % F.ALIGN or ss < nbytes:
-                raise _fail("ERR_TENSOR", f"{what} ({tname}): slow home {so}+{ss} misaligned or too small")
+            if so % F.ALIGN or ss < t["nbytes"]:
+                raise _fail("ERR_TENSOR", f"{what}: slow home {so}+{ss} misaligned or too small")
             if so > slow_arena or ss > slow_arena - so:
-                raise _fail("ERR_ARENA_BOUNDS", f"{what} ({tname}): slow home {so}+{ss} outside {slow_arena}")
+                raise _fail("ERR_ARENA_BOUNDS", f"{what}: slow home {so}+{ss} outside {slow_arena}")
             slow = Placement("slow", so, ss)
-        elif t["slow_offset"] != F.NONE or t["slow_size"] != 0:
-            raise _fail("ERR_TENSOR", f"{what} ({tname}): slow fields set without the SLOW flag")
+        elif so != F.NONE or ss != 0:
+            raise _fail("ERR_TENSOR", f"{what}: slow fields set without the SLOW flag")
         tensors.append(
             TensorInfo(
-                i, tname, DTYPE_NAMES[int(t["dtype"])], LAYOUT_NAMES[int(t["layout"])], dims, shape,
-                int(t["root"]), float(t["scale"]), int(t["zero_point"]), nbytes, slow, flags_t,
+                i, tnames[i], DTYPE_NAMES[int(t["dtype"])], LAYOUT_NAMES[int(t["layout"])],
+                tuple(int(d) for d in t["dims"]), tuple(int(x) for x in t["shape"][: int(t["rank"])]), root_i,
+                float(t["scale"]), int(t["zero_point"]), int(t["nbytes"]), slow, flags_t,
             )
         )
-    for t in tensors:
-        r = tensors[t.root]
-        bad = (
-            (t.is_alias and (t.root == t.index or r.root != r.index or r.nbytes != t.nbytes or t.slow is not None))
-            or (not t.is_alias and t.root != t.index)
-        )
-        if bad:
-            raise _fail("ERR_TENSOR", f"tensor {t.index} ({t.name}): inconsistent alias root {t.root}")
 
-    # 14-17: units (placements needed before IO can check fast homes)
-    ops_raw = records(F.SectionId.OPS)
     place_raw = records(F.SectionId.PLACEMENTS)
+
+    # 17 (checked before the units, like the C loader): the interface. Placements are not proven yet, so a FAST
+    # home is looked up with a bounds-checked linear search.
+    n_in = int(p["n_inputs"])
+    ios: list[IoInfo] = []
+    for k, io in enumerate(io_raw):
+        what = f"interface record {k}"
+        ioname = string(int(io["name_off"]), int(io["name_len"]), what)
+        direction = F.Direction.INPUT if k < n_in else F.Direction.OUTPUT
+        io_flags, rank = int(io["flags"]), int(io["rank"])
+        if (
+            io["direction"] != direction
+            or io["decl_dtype"] not in DTYPE_NAMES
+            or io["dtype"] not in DTYPE_NAMES
+            or io_flags & ~(int(F.IoFlag.DECL_QUANT) | int(F.IoFlag.QUANT))
+            or rank > F.MAX_RANK
+        ):
+            raise _fail("ERR_IO", f"{what} ({ioname}): bad direction, dtype codes, flags or rank")
+        ti = int(io["tensor"])
+        if ti >= nt:
+            raise _fail("ERR_TENSOR_INDEX", f"{what} ({ioname}): tensor {ti} out of range ({nt})")
+        t = tensors[ti]
+        declared = tuple(int(s) for s in io["shape"][:rank])
+        numel = 1
+        for s in declared:
+            numel *= s
+        need_flag = F.TensorFlag.INPUT if direction == F.Direction.INPUT else F.TensorFlag.OUTPUT
+        off = int(io["offset"])
+        if (
+            io["dtype"] != DTYPE_CODES[t.dtype]
+            or io["layout"] != F.LAYOUT_CODES[t.layout]
+            or io["nbytes"] != t.nbytes
+            or any(s < 1 for s in declared)
+            or any(s != 0 for s in io["shape"][rank:])
+            or numel * DTYPE_SIZE[t.dtype] != t.nbytes
+            or (io_flags & F.IoFlag.DECL_QUANT and not _finite_pos(float(io["decl_scale"])))
+            or io["arena"] not in (int(F.Arena.FAST), int(F.Arena.SLOW))
+            or off % F.ALIGN
+            or not t.flags & need_flag
+        ):
+            raise _fail("ERR_IO", f"{what} ({ioname}): fields disagree with tensor {t.name}")
+        root = tensors[t.root]
+        if io["arena"] == F.Arena.SLOW:
+            if root.slow is None or root.slow.offset != off:
+                raise _fail("ERR_IO", f"{what} ({ioname}): slow offset {off} is not the tensor's slow home")
+            limit = slow_arena
+        else:
+            u = units_raw[0 if direction == F.Direction.INPUT else -1]
+            pf, pc = int(u["place_first"]), int(u["place_count"])
+            if pf > len(place_raw) or pc > len(place_raw) - pf:
+                raise _fail("ERR_UNIT", f"{what} ({ioname}): the unit's placement range is out of bounds")
+            home = next((place_raw[j] for j in range(pf, pf + pc) if place_raw[j]["tensor"] == root.index), None)
+            if home is None or home["offset"] != off or home["size"] < t.nbytes:
+                raise _fail("ERR_IO", f"{what} ({ioname}): fast offset {off} is not the tensor's placement")
+            limit = fast_arena
+        if off > limit or t.nbytes > limit - off:
+            raise _fail("ERR_ARENA_BOUNDS", f"{what} ({ioname}): {off}+{t.nbytes} outside its arena")
+        ios.append(
+            IoInfo(
+                ioname, "input" if direction == F.Direction.INPUT else "output", ti,
+                DTYPE_NAMES[int(io["decl_dtype"])], t.dtype, t.layout, declared,
+                (float(io["decl_scale"]), int(io["decl_zero_point"])) if io_flags & F.IoFlag.DECL_QUANT else None,
+                (float(io["scale"]), int(io["zero_point"])) if io_flags & F.IoFlag.QUANT else None,
+                "slow" if io["arena"] == F.Arena.SLOW else "fast", off, t.nbytes,
+            )
+        )
+
+    # 13: units (their own fields, lists and weight blobs), then max_prefix
+    ops_raw = records(F.SectionId.OPS)
     rows_raw = records(F.SectionId.TILE_ROWS)
     weights = sec[F.SectionId.WEIGHTS]
     n_stages = counts[F.SectionId.STAGES]
-    units: list[UnitInfo] = []
     images: list[bytes] = []
     next_op = 0
     for ui, u in enumerate(units_raw):
@@ -439,35 +506,58 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
             or (not tiled and (tiles != 1 or rf != 0 or rc != 0))
             or (tiled and rc != tiles * pc)
             or of != next_op
+            or of > len(ops_raw)
             or oc > len(ops_raw) - of
             or pf > len(place_raw)
             or pc > len(place_raw) - pf
             or rf > len(rows_raw)
             or rc > len(rows_raw) - rf
             or u["peak_bytes"] > fast_arena
+            or (ui == len(units_raw) - 1 and of + oc != len(ops_raw))
         ):
             raise _fail("ERR_UNIT", f"{what}: bad flags, tiles, op/placement/row ranges or peak")
         next_op = of + oc
-        reload = ilist(int(u["reload_first"]), int(u["reload_count"]), f"{what} reload")
-        spill = ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
-        stages = ilist(int(u["stage_first"]), int(u["stage_count"]), f"{what} stages")
-        ir_ops = ilist(int(u["irop_first"]), int(u["irop_count"]), f"{what} graph ops")
-        if any(s >= n_stages for s in stages):
+        ilist(int(u["reload_first"]), int(u["reload_count"]), f"{what} reload")
+        ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
+        stages_u = ilist(int(u["stage_first"]), int(u["stage_count"]), f"{what} stages")
+        ilist(int(u["irop_first"]), int(u["irop_count"]), f"{what} graph ops")
+        if any(s >= n_stages for s in stages_u):
             raise _fail("ERR_STAGE", f"{what}: stage index out of range ({n_stages})")
         wbytes, wo, ws, wr = (int(u[k]) for k in ("weight_bytes", "wblob_off", "wblob_size", "wraw_size"))
         if xip:
             if wbytes or wo or ws or wr:
                 raise _fail("ERR_WEIGHTS", f"{what}: weight prefix fields set in an XIP plan")
         elif (
-            wo % F.ALIGN
-            or wo > len(weights)
+            wo > len(weights)
             or ws > len(weights) - wo
+            or wo % F.ALIGN
             or wr > wbytes
             or wbytes > fast_arena
             or (not lz4 and ws != wr)
             or (lz4 and (ws == 0) != (wr == 0))
         ):
             raise _fail("ERR_WEIGHTS", f"{what}: weight blob {wo}+{ws} -> {wr} (prefix {wbytes}) is inconsistent")
+        image = b""
+        if not xip and wr:
+            blob = weights[wo : wo + ws]
+            if lz4:
+                try:
+                    image = decompress_block(blob, wr)
+                except ValueError as e:
+                    raise _fail("ERR_LZ4", f"{what}: {e}") from None
+            else:
+                image = blob
+        images.append(image)
+    if p["max_prefix"] != max(int(u["weight_bytes"]) for u in units_raw):
+        raise _fail("ERR_PLAN", "max_prefix is not the largest unit weight_bytes")
+
+    # 14-16: per unit, placements, tile rows, reload and spill lists
+    units: list[UnitInfo] = []
+    for ui, u in enumerate(units_raw):
+        what = f"unit {ui}"
+        tiled = bool(int(u["flags"]) & F.UnitFlag.TILED)
+        pf, pc, rf, tiles = int(u["place_first"]), int(u["place_count"]), int(u["rows_first"]), int(u["tiles"])
+        wbytes = int(u["weight_bytes"])
         placements: list[PlacementInfo] = []
         prev = -1
         for k in range(pf, pf + pc):
@@ -497,6 +587,8 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
                     row.append((r0, nr))
                 tile_rows.append(tuple(row))
         placed = {pl.tensor for pl in placements}
+        reload = ilist(int(u["reload_first"]), int(u["reload_count"]), f"{what} reload")
+        spill = ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
         for lst, kind in ((reload, "reload"), (spill, "spill")):
             for ti in lst:
                 if ti >= nt:
@@ -506,87 +598,16 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
                     raise _fail("ERR_TENSOR", f"{what}: {kind} tensor {tensors[ti].name} has no slow home")
                 if rt not in placed:
                     raise _fail("ERR_PLACEMENT", f"{what}: {kind} tensor {tensors[ti].name} has no placement")
-        image = b""
-        if not xip and wr:
-            blob = weights[wo : wo + ws]
-            if lz4:
-                try:
-                    image = decompress_block(blob, wr)
-                except ValueError as e:
-                    raise _fail("ERR_LZ4", f"{what}: {e}") from None
-            else:
-                image = blob
-        images.append(image)
         units.append(
             UnitInfo(
-                ui, tiled, of, oc, reload, spill, tuple(placements), tiles, tuple(tile_rows), stages, ir_ops,
-                wbytes, wo, ws, wr, int(u["peak_bytes"]),
-            )
-        )
-    if next_op != len(ops_raw):
-        raise _fail("ERR_UNIT", f"unit op ranges cover {next_op} of {len(ops_raw)} ops")
-
-    # 13: interface
-    n_in = int(p["n_inputs"])
-    first_place = {pl.tensor: pl for pl in units[0].placements}
-    last_place = {pl.tensor: pl for pl in units[-1].placements}
-    ios: list[IoInfo] = []
-    for k, io in enumerate(io_raw):
-        what = f"interface record {k}"
-        direction = F.Direction.INPUT if k < n_in else F.Direction.OUTPUT
-        ioname = string(int(io["name_off"]), int(io["name_len"]), what)
-        ti = int(io["tensor"])
-        if ti >= nt:
-            raise _fail("ERR_TENSOR_INDEX", f"{what} ({ioname}): tensor {ti} out of range ({nt})")
-        t = tensors[ti]
-        rank = int(io["rank"])
-        io_flags = int(io["flags"])
-        need_flag = F.TensorFlag.INPUT if direction == F.Direction.INPUT else F.TensorFlag.OUTPUT
-        declared = tuple(int(s) for s in io["shape"][:rank]) if rank <= F.MAX_RANK else ()
-        numel = 1
-        for s in declared:
-            numel *= s
-        bad = (
-            io["direction"] != direction
-            or io["decl_dtype"] not in DTYPE_NAMES
-            or io["dtype"] != DTYPE_CODES[t.dtype]
-            or io["layout"] != F.LAYOUT_CODES[t.layout]
-            or io["nbytes"] != t.nbytes
-            or rank > F.MAX_RANK
-            or any(s != 0 for s in io["shape"][rank:])
-            or numel * DTYPE_SIZE[t.dtype] != t.nbytes
-            or io_flags & ~(int(F.IoFlag.DECL_QUANT) | int(F.IoFlag.QUANT))
-            or (io_flags & F.IoFlag.DECL_QUANT and not _finite_pos(float(io["decl_scale"])))
-            or io["arena"] not in (int(F.Arena.FAST), int(F.Arena.SLOW))
-            or int(io["offset"]) % F.ALIGN
-            or not t.flags & need_flag
-        )
-        if bad:
-            raise _fail("ERR_IO", f"{what} ({ioname}): fields disagree with tensor {t.name}")
-        off = int(io["offset"])
-        root = tensors[t.root]
-        if io["arena"] == F.Arena.SLOW:
-            if off > slow_arena or t.nbytes > slow_arena - off:
-                raise _fail("ERR_ARENA_BOUNDS", f"{what} ({ioname}): {off}+{t.nbytes} outside the slow arena")
-            if root.slow is None or root.slow.offset != off:
-                raise _fail("ERR_IO", f"{what} ({ioname}): slow offset {off} is not the tensor's slow home")
-        else:
-            if off > fast_arena or t.nbytes > fast_arena - off:
-                raise _fail("ERR_ARENA_BOUNDS", f"{what} ({ioname}): {off}+{t.nbytes} outside the fast arena")
-            home = (first_place if direction == F.Direction.INPUT else last_place).get(root.index)
-            if home is None or home.offset != off:
-                raise _fail("ERR_IO", f"{what} ({ioname}): fast offset {off} is not the tensor's placement")
-        ios.append(
-            IoInfo(
-                ioname, "input" if direction == F.Direction.INPUT else "output", ti,
-                DTYPE_NAMES[int(io["decl_dtype"])], t.dtype, t.layout, declared,
-                (float(io["decl_scale"]), int(io["decl_zero_point"])) if io_flags & F.IoFlag.DECL_QUANT else None,
-                (float(io["scale"]), int(io["zero_point"])) if io_flags & F.IoFlag.QUANT else None,
-                "slow" if io["arena"] == F.Arena.SLOW else "fast", off, t.nbytes,
+                ui, tiled, int(u["op_first"]), int(u["op_count"]), reload, spill, tuple(placements), tiles,
+                tuple(tile_rows), ilist(int(u["stage_first"]), int(u["stage_count"]), what),
+                ilist(int(u["irop_first"]), int(u["irop_count"]), what), wbytes, int(u["wblob_off"]),
+                int(u["wblob_size"]), int(u["wraw_size"]), int(u["peak_bytes"]),
             )
         )
 
-    # 18: ops
+    # 18: ops, unit by unit
     limits = kind_limits()
     ops: list[OpInfo] = []
     for u in units:
@@ -594,47 +615,49 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
         for k in range(u.op_first, u.op_first + u.op_count):
             o = ops_raw[k]
             what = f"op {k}"
+            op_name = string(int(o["name_off"]), int(o["name_len"]), what)
             kid = int(o["kind"])
             if not 1 <= kid <= len(KINDS):
-                raise _fail("ERR_OP_KIND", f"{what}: kind {kid} outside 1..{len(KINDS)}")
+                raise _fail("ERR_OP_KIND", f"{what} ({op_name}): kind {kid} outside 1..{len(KINDS)}")
             kname, nparams, nconsts = limits[kid - 1]
             n_in = int(o["n_in"])
             if not 1 <= n_in <= MAX_INPUTS or any(x != F.NONE for x in o["inputs"][n_in:]):
-                raise _fail("ERR_OP", f"{what}: {n_in} inputs or unused input slots not NONE")
+                raise _fail("ERR_OP", f"{what} ({op_name}): {n_in} inputs or unused input slots not NONE")
             tins = tuple(int(x) for x in o["inputs"][:n_in])
             for x in (*tins, int(o["output"])):
                 if x >= nt:
-                    raise _fail("ERR_TENSOR_INDEX", f"{what}: tensor {x} out of range ({nt})")
-                if tensors[x].root not in placed:
-                    raise _fail("ERR_PLACEMENT", f"{what}: tensor {tensors[x].name} has no placement in unit {u.index}")
+                    raise _fail("ERR_TENSOR_INDEX", f"{what} ({op_name}): tensor {x} out of range ({nt})")
+                rt = tensors[x].root
+                if rt not in placed:
+                    raise _fail("ERR_PLACEMENT", f"{what} ({op_name}): {tensors[x].name} not placed in unit {u.index}")
+                if u.tiled and rt != x and tensors[x].dims[1] != tensors[rt].dims[1]:
+                    # Bands are per root buffer: an alias whose rows differ has no band in a tile.
+                    raise _fail("ERR_TILE_ROWS", f"{what} ({op_name}): alias {tensors[x].name} rows differ from root")
             if any(v != 0 for v in o["params"][nparams:]):
                 raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): parameter past its {nparams} is not zero")
             limit = len(weights) if xip else u.wraw_size
             consts = []
             for s in range(MAX_CONSTS):
                 co, cl = int(o["const_off"][s]), int(o["const_len"][s])
-                if (
-                    (cl == 0 and co != 0)
-                    or (cl and s >= nconsts)
-                    or co % F.ALIGN
-                    or co > limit
-                    or cl > limit - co
-                ):
+                if cl == 0:
+                    if co != 0:
+                        raise _fail("ERR_CONST", f"{what} ({kname}): unused const slot {s} has offset {co}")
+                elif s >= nconsts or co % F.ALIGN or co > limit or cl > limit - co:
                     raise _fail("ERR_CONST", f"{what} ({kname}): const slot {s} at {co}+{cl} outside {limit}")
                 consts.append((co, cl))
             so, ss = int(o["scratch_off"]), int(o["scratch_size"])
-            if ss == 0:
-                if so != 0:
-                    raise _fail("ERR_ARENA_BOUNDS", f"{what}: scratch offset {so} with size 0")
-                scratch = None
-            else:
-                if so % F.ALIGN or so < u.weight_bytes or so > fast_arena or ss > fast_arena - so:
-                    raise _fail("ERR_ARENA_BOUNDS", f"{what}: scratch {so}+{ss} outside the fast arena")
-                scratch = Placement("fast", so, ss)
+            if (
+                (ss == 0 and so != 0)
+                or so % F.ALIGN
+                or (ss and so < u.weight_bytes)
+                or so > fast_arena
+                or ss > fast_arena - so
+            ):
+                raise _fail("ERR_ARENA_BOUNDS", f"{what}: scratch {so}+{ss} outside the fast arena")
+            scratch = Placement("fast", so, ss) if ss else None
             ops.append(
                 OpInfo(
-                    k, kname, kid, tins, int(o["output"]), int(o["ir_index"]),
-                    string(int(o["name_off"]), int(o["name_len"]), what),
+                    k, kname, kid, tins, int(o["output"]), int(o["ir_index"]), op_name,
                     tuple(int(v) for v in o["params"]), tuple(consts), scratch,
                 )
             )
