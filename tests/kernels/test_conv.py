@@ -135,7 +135,7 @@ def test_scratch_is_checked(lib, int8):
     case = MacCase(op_type="Conv", n=1, c=5, h=6, w=6, oc=7, kernel=(3, 3), pads=(1, 1, 1, 1), int8=int8).build()
     low = lowered(case)
     need = kind("conv").scratch_bytes(low, None, 6)
-    assert need == 4 * 3 * 3 * 5 * (1 if int8 else 4)  # CONV_MR patches of KH*KW*C elements
+    assert need == 4 * 3 * 3 * 5 * (2 if int8 else 4)  # CONV_MR patches of KH*KW*C float32 or int16 elements
     assert run_c(lib, case, low, scratch=need - 1)[0] == lib.const["TGRS_ERR_SCRATCH"]
     assert run_c(lib, case, low, scratch=0)[0] == lib.const["TGRS_ERR_SCRATCH"]
     assert run_c(lib, case, low, scratch=need)[0] == lib.const["TGRS_OK"]

@@ -2,13 +2,16 @@
 
 Runtime form (C: ``runtime_c/src/kernels/conv.c``). Activations are NHWC (a 1-D signal is ``{N, L, 1, C}``).
 The convolution is a GEMM per group: output pixels x (KH*KW*ICg patch) times (patch x OCg). The weights are
-prepacked at lowering into *panels* of ``PACK_NR`` output channels so the C micro-kernel streams them in order::
+prepacked at lowering into *panels* of ``NR`` output channels so the C micro-kernel streams them in order::
 
-    weight[g][panel][k][j] = W[oc = g*OCg + panel*PACK_NR + j][kh][kw][ic],   k = (kh*KW + kw)*ICg + ic
+    weight[g][panel][k][j] = W[oc = g*OCg + panel*NR + j][kh][kw][ic],   k = (kh*KW + kw)*ICg + ic
 
-with output channels beyond OCg zero-filled. Blob shape ``[G, ceil(OCg/NR), K, NR]``. A 1x1 unpadded conv reads its
-patch rows straight from the input; any other conv copies ``CONV_MR`` patches at a time into the planned scratch
-(blocked im2col), so ``scratch_bytes = CONV_MR * K * elem_size`` (mirrors ``tgrs_conv_scratch_size``).
+with output channels beyond OCg zero-filled. Blob shape ``[G, ceil(OCg/NR), K, NR]``. Float uses ``NR = 8``
+(``PACK_NR``: the C kernel broadcasts one patch value against 8 weights); int8 uses ``NR = 1`` (``PACK_NR_S8``),
+which is exactly OHWI, because its kernel takes dot products of patch rows with weight rows. Param ``pack_nr``
+records it. A 1x1 unpadded conv reads its patch rows straight from the input; any other float conv copies
+``CONV_MR`` patches at a time into the planned scratch (blocked im2col), ``CONV_MR * K * 4`` bytes; int8 always
+gathers ``CONV_MR`` patches widened to int16, ``CONV_MR * K * 2`` bytes (mirrors ``tgrs_conv_scratch_size``).
 
 int8: see ``tigris/ops/_mac.py`` (zero point folded into the bias, per-channel Q0.31 requantization, clamp).
 """
@@ -23,8 +26,10 @@ from tigris.ops import _mac
 from tigris.ops._geometry import Window, padded_band, window_from_attrs, window_patches
 from tigris.ops.base import Lowered, OpKind, TensorView
 
-PACK_NR = 8  # output channels per weight panel; the C kernel checks the `pack_nr` param equals its CONV_NR
+PACK_NR = 8  # float output channels per weight panel; the C kernel checks the `pack_nr` param equals its CONV_NR
+PACK_NR_S8 = 1  # int8 weights are plain OHWI rows (panels of one channel)
 CONV_MR = 4  # output pixels per micro-kernel call (rows of the im2col block); CONV_MR in conv.c
+CONV_MAX_PATCH = 65536  # keeps every int8 dot product below 2**30 whatever the plan holds; CONV_MAX_PATCH in conv.c
 
 
 def pack_panels(w_g: np.ndarray, nr: int = PACK_NR) -> np.ndarray:
@@ -79,7 +84,9 @@ class Conv(OpKind):
             raise TigrisError(f"inconsistent conv shapes: X {x.shape}, W {w_raw.shape}, group {group}", op.name)
         ocg = oc // group
         k = kh * kw * icg
-        params = dict(win.params(), group=group, pack_nr=PACK_NR, patch=k)
+        if k > CONV_MAX_PATCH:
+            raise TigrisError(f"conv patch of {k} values exceeds the runtime's {CONV_MAX_PATCH}", op.name)
+        params = dict(win.params(), group=group, pack_nr=PACK_NR_S8 if int8 else PACK_NR, patch=k)
         fused = op.attrs.get("fused_activation")
 
         if int8:
@@ -95,7 +102,7 @@ class Conv(OpKind):
             lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name)
             params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out)
             consts = dict(
-                weight=pack_panels(w2d.reshape(group, ocg, k).astype(np.int8)),
+                weight=pack_panels(w2d.reshape(group, ocg, k).astype(np.int8), PACK_NR_S8),
                 bias=folded,
                 mult=mult,
                 shift=shift,
@@ -133,7 +140,7 @@ class Conv(OpKind):
         pt = window_patches(xp, win, out.rows, ow)  # [N, R, OW, KH, KW, C]
         pt = pt.reshape(n * out.rows * ow, win.kh, win.kw, g, icg).transpose(3, 0, 1, 2, 4)
         pt = pt.reshape(g, n * out.rows * ow, k)
-        w = unpack_panels(np.asarray(low.consts["weight"]), g, ocg, k, int(p.get("pack_nr", PACK_NR)))
+        w = unpack_panels(np.asarray(low.consts["weight"]), g, ocg, k, int(p["pack_nr"]))
         # float64 products are exact for int8 (|acc| < 2**31 is proven at lowering), and accurate for float32.
         acc = np.concatenate([pt[i].astype(np.float64) @ w[i].astype(np.float64).T for i in range(g)], axis=1)
         if int8:
@@ -146,8 +153,11 @@ class Conv(OpKind):
         out.data[...] = res.reshape(out.data.shape)
 
     def scratch_bytes(self, low: Lowered, graph: AnalyzedGraph | None, out_rows: int) -> int:
-        """``CONV_MR`` im2col patches of ``patch`` elements, or 0 for a direct (1x1 unpadded) conv."""
+        """``CONV_MR`` patch rows of ``patch`` elements: float32 im2col rows (none for a direct 1x1 unpadded conv),
+        or int16-widened int8 rows (always). Mirrors ``tgrs_conv_scratch_size``."""
+        k = int(low.params["patch"])
+        if np.asarray(low.consts["weight"]).dtype == np.int8:
+            return CONV_MR * k * 2
         if is_direct(Window.from_params(low.params)):
             return 0
-        elem = np.asarray(low.consts["weight"]).dtype.itemsize
-        return CONV_MR * int(low.params["patch"]) * elem
+        return CONV_MR * k * 4

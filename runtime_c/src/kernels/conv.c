@@ -4,14 +4,20 @@
  * Layouts (tigris/ops/conv.py is the other half of this contract):
  *   input  NHWC view of a band of rows, dtype F32 or S8
  *   output NHWC view, same dtype; the kernel computes exactly out->rows rows from out->row0
- *   weight [G][ceil(OCg/CONV_NR)][K][CONV_NR] panels, K = KH*KW*ICg in (kh, kw, ic) order, tail channels zero
+ *   weight float: [G][ceil(OCg/CONV_NR)][K][CONV_NR] panels, K = KH*KW*ICg in (kh, kw, ic) order, tail channels 0
+ *          int8:  [G][OCg][K], i.e. plain OHWI rows (panels of one channel)
  *   bias   [OC] float32 (float) or int32 with the input zero point folded in (int8)
  *   mult, shift [OC] int32 Q0.31 requantization (int8 only; see requant.h)
  *
- * Method: a GEMM per group. Each micro-kernel call multiplies CONV_MR patch rows by one CONV_NR-wide weight panel.
- * A 1x1 unpadded conv ("direct") points the patch rows straight into the input; otherwise CONV_MR patches are
- * gathered into the planned scratch (blocked im2col; padded taps hold 0, or the input zero point for int8, whose
- * real value is 0). Scratch: tgrs_conv_scratch_size, mirrored by Conv.scratch_bytes in Python.
+ * Method: a GEMM per group. float: each micro-kernel call multiplies CONV_MR patch rows by one CONV_NR-wide weight
+ * panel, written out as scalar statements so that compilers' straight-line vectorizers (GCC -O2 included) turn each
+ * row into a few vector multiply-adds. int8: each call takes dot products of CONV_MR patch rows with two weight rows,
+ * in fixed-size chunks widened to int16 so that compilers emit 16-bit multiply-add-pairs (SSE2 pmaddwd, Arm SMLAD
+ * class instructions); integer sums are exact in any order.
+ * float: a 1x1 unpadded conv ("direct") points the patch rows straight into the input; otherwise CONV_MR patches
+ * are gathered into the planned scratch (blocked im2col; padded taps hold 0). int8: CONV_MR patches are always
+ * gathered, widened to int16 (padded taps hold the input zero point, whose real value is 0). Scratch:
+ * tgrs_conv_scratch_size, mirrored by Conv.scratch_bytes in Python.
  */
 #include <string.h>
 
@@ -20,8 +26,11 @@
 #include "window.h"
 
 #define CONV_MR 4 /* output pixels per micro-kernel call: CONV_MR in tigris/ops/conv.py */
-#define CONV_NR 8 /* output channels per weight panel: PACK_NR in tigris/ops/conv.py */
-#define CONV_MAX_PATCH (1 << 24)
+#define CONV_NR 8 /* float output channels per weight panel: PACK_NR in tigris/ops/conv.py (int8 packs 1) */
+#define CONV_KC 16 /* int8 dot-product chunk */
+/* Largest patch: with |x * w| <= 2^14, 2^16 products sum to at most 2^30, so int32 dot products cannot overflow
+ * whatever the plan's bytes hold (CONV_MAX_PATCH in tigris/ops/conv.py). */
+#define CONV_MAX_PATCH 65536
 
 typedef struct conv_geom {
     tgrs_window w;
@@ -53,10 +62,13 @@ uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tg
     int32_t patch = p[TGRS_P_CONV_PATCH];
     (void)out;
     conv_load_window(&w, p, &ok);
-    if (!ok || patch <= 0 || patch > CONV_MAX_PATCH || conv_is_direct(&w)) {
+    if (!ok || patch <= 0 || patch > CONV_MAX_PATCH) {
         return 0;
     }
-    return (uint32_t)CONV_MR * (uint32_t)patch * (in->dtype == TGRS_DT_S8 ? 1u : 4u);
+    if (in->dtype == TGRS_DT_S8) {
+        return (uint32_t)CONV_MR * (uint32_t)patch * 2u; /* int16 patch rows, direct convs included */
+    }
+    return conv_is_direct(&w) ? 0u : (uint32_t)CONV_MR * (uint32_t)patch * 4u;
 }
 
 /* Validate everything the kernel relies on and derive the geometry. */
@@ -69,7 +81,7 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     int st;
     uint64_t wbytes;
     conv_load_window(&cg->w, p, &ok);
-    if (!ok || p[TGRS_P_CONV_PACK_NR] != CONV_NR || p[TGRS_P_CONV_GROUP] < 1) {
+    if (!ok || p[TGRS_P_CONV_PACK_NR] != (elem == 1 ? 1 : CONV_NR) || p[TGRS_P_CONV_GROUP] < 1) {
         return TGRS_ERR_PARAM;
     }
     st = tgrs_window_check(&cg->w, in, out);
@@ -92,8 +104,8 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
         return TGRS_ERR_PARAM;
     }
     cg->k = p[TGRS_P_CONV_PATCH];
-    cg->npan = (cg->ocg + CONV_NR - 1) / CONV_NR;
-    wbytes = (uint64_t)cg->g * (uint64_t)cg->npan * (uint64_t)cg->k * CONV_NR * elem;
+    cg->npan = (elem == 1) ? cg->ocg : (cg->ocg + CONV_NR - 1) / CONV_NR;
+    wbytes = (uint64_t)cg->g * (uint64_t)cg->npan * (uint64_t)cg->k * (elem == 1 ? 1u : CONV_NR) * elem;
     if (ctx->c[TGRS_C_CONV_WEIGHT] == NULL || ctx->clen[TGRS_C_CONV_WEIGHT] != wbytes ||
         ctx->c[TGRS_C_CONV_BIAS] == NULL || ctx->clen[TGRS_C_CONV_BIAS] != (uint64_t)cg->oc * 4u) {
         return TGRS_ERR_SHAPE;
@@ -103,7 +115,8 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     cg->out_row0 = out->row0;
     cg->out_rows = out->rows;
     cg->direct = conv_is_direct(&cg->w);
-    if (!cg->direct && (ctx->scratch == NULL || ctx->scratch_size < tgrs_conv_scratch_size(p, in, out))) {
+    if ((elem == 1 || !cg->direct) &&
+        (ctx->scratch == NULL || ctx->scratch_size < tgrs_conv_scratch_size(p, in, out))) {
         return TGRS_ERR_SCRATCH;
     }
     return TGRS_OK;
@@ -144,35 +157,43 @@ static void conv_im2col_f32(const conv_geom *cg, const float *img, int32_t oh, i
     }
 }
 
-/* acc[i][j] = sum_k a[i][k] * b[k][j] for CONV_MR rows and one CONV_NR panel. */
+/*
+ * acc[i][j] = sum_k a[i][k] * b[k][j] for CONV_MR = 4 rows and one CONV_NR = 8 panel. The 32 accumulators are
+ * scalars on purpose: each CONV_ROW is eight isomorphic statements on adjacent b[], which straight-line (SLP)
+ * vectorizers turn into two 4-wide multiply-adds, with no float reassociation (results equal the scalar order).
+ */
+#define CONV_ROW(c, x)                                                                                               \
+    c##0 += (x) * b0; c##1 += (x) * b1; c##2 += (x) * b2; c##3 += (x) * b3;                                         \
+    c##4 += (x) * b4; c##5 += (x) * b5; c##6 += (x) * b6; c##7 += (x) * b7
+#define CONV_STORE(c, row)                                                                                           \
+    acc[row][0] = c##0; acc[row][1] = c##1; acc[row][2] = c##2; acc[row][3] = c##3;                               \
+    acc[row][4] = c##4; acc[row][5] = c##5; acc[row][6] = c##6; acc[row][7] = c##7
+
 static void conv_mk_f32(int32_t k, const float *const a[CONV_MR], const float *b, float acc[CONV_MR][CONV_NR])
 {
-    float c0[CONV_NR], c1[CONV_NR], c2[CONV_NR], c3[CONV_NR];
+    float c00 = 0, c01 = 0, c02 = 0, c03 = 0, c04 = 0, c05 = 0, c06 = 0, c07 = 0;
+    float c10 = 0, c11 = 0, c12 = 0, c13 = 0, c14 = 0, c15 = 0, c16 = 0, c17 = 0;
+    float c20 = 0, c21 = 0, c22 = 0, c23 = 0, c24 = 0, c25 = 0, c26 = 0, c27 = 0;
+    float c30 = 0, c31 = 0, c32 = 0, c33 = 0, c34 = 0, c35 = 0, c36 = 0, c37 = 0;
     const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
-    int32_t kk, j;
-    for (j = 0; j < CONV_NR; ++j) {
-        c0[j] = 0.0f;
-        c1[j] = 0.0f;
-        c2[j] = 0.0f;
-        c3[j] = 0.0f;
-    }
+    int32_t kk;
     for (kk = 0; kk < k; ++kk) {
+        const float b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3], b4 = b[4], b5 = b[5], b6 = b[6], b7 = b[7];
         const float x0 = a0[kk], x1 = a1[kk], x2 = a2[kk], x3 = a3[kk];
-        for (j = 0; j < CONV_NR; ++j) {
-            c0[j] += x0 * b[j];
-            c1[j] += x1 * b[j];
-            c2[j] += x2 * b[j];
-            c3[j] += x3 * b[j];
-        }
+        CONV_ROW(c0, x0);
+        CONV_ROW(c1, x1);
+        CONV_ROW(c2, x2);
+        CONV_ROW(c3, x3);
         b += CONV_NR;
     }
-    for (j = 0; j < CONV_NR; ++j) {
-        acc[0][j] = c0[j];
-        acc[1][j] = c1[j];
-        acc[2][j] = c2[j];
-        acc[3][j] = c3[j];
-    }
+    CONV_STORE(c0, 0);
+    CONV_STORE(c1, 1);
+    CONV_STORE(c2, 2);
+    CONV_STORE(c3, 3);
 }
+
+#undef CONV_ROW
+#undef CONV_STORE
 
 static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
@@ -232,57 +253,113 @@ static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
 
 /* ------------------------------------------------------------------------------------------------------- int8 -- */
 
-static void conv_im2col_s8(const conv_geom *cg, const int8_t *img, int32_t oh, int32_t ow, int32_t g, int8_t zp,
-                           int8_t *dst)
+/*
+ * int8 patches are widened to int16 once per pixel block, into the scratch (CONV_MR rows of K int16), for direct
+ * convs too: the dot products then only widen the two weight rows they stream.
+ */
+static void conv_rows_s16(const conv_geom *cg, const int8_t *img, int32_t oh, int32_t ow, int32_t g, int32_t zp,
+                          int16_t *restrict dst)
 {
     const tgrs_window *w = &cg->w;
-    int32_t i, j;
+    int32_t i, j, e;
     for (i = 0; i < w->kh; ++i) {
         int32_t ih = oh * w->sh - w->pt + i * w->dh;
         for (j = 0; j < w->kw; ++j) {
             int32_t iw = ow * w->sw - w->pl + j * w->dw;
             if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
-                memcpy(dst, img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, (size_t)cg->icg);
+                const int8_t *restrict src = img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg;
+                for (e = 0; e < cg->icg; ++e) {
+                    dst[e] = src[e];
+                }
             } else {
-                memset(dst, zp, (size_t)cg->icg); /* the zero point encodes real 0; the bias fold expects it */
+                for (e = 0; e < cg->icg; ++e) {
+                    dst[e] = (int16_t)zp; /* the zero point encodes real 0; the bias fold expects it */
+                }
             }
             dst += cg->icg;
         }
     }
 }
 
-/*
- * Accumulation is done in uint32 (wrapping, defined behaviour): the lowering proves the true sum fits in int32, so the
- * result is identical, and a corrupted plan cannot trigger signed-overflow undefined behaviour.
- */
-static void conv_mk_s8(int32_t k, const int8_t *const a[CONV_MR], const int8_t *b, int32_t acc[CONV_MR][CONV_NR])
+/* int8 is a character type and may alias anything: restrict tells the compiler the copy can be vectorized. */
+static void conv_widen(const int8_t *restrict src, int16_t *restrict dst)
 {
-    uint32_t c0[CONV_NR], c1[CONV_NR], c2[CONV_NR], c3[CONV_NR];
-    const int8_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
-    int32_t kk, j;
-    for (j = 0; j < CONV_NR; ++j) {
-        c0[j] = 0;
-        c1[j] = 0;
-        c2[j] = 0;
-        c3[j] = 0;
+    int32_t t;
+    for (t = 0; t < CONV_KC; ++t) {
+        dst[t] = src[t];
     }
-    for (kk = 0; kk < k; ++kk) {
-        const int32_t x0 = a0[kk], x1 = a1[kk], x2 = a2[kk], x3 = a3[kk];
-        for (j = 0; j < CONV_NR; ++j) {
-            const int32_t wv = b[j];
-            c0[j] += (uint32_t)(x0 * wv);
-            c1[j] += (uint32_t)(x1 * wv);
-            c2[j] += (uint32_t)(x2 * wv);
-            c3[j] += (uint32_t)(x3 * wv);
+}
+
+static void conv_widen_half(const int8_t *restrict src, int16_t *restrict dst)
+{
+    int32_t t;
+    for (t = 0; t < CONV_KC / 2; ++t) {
+        dst[t] = src[t];
+    }
+}
+
+/*
+ * acc[i][j] = sum_k a[i][k] * w_j[k] for CONV_MR = 4 int16 patch rows and two int8 weight rows w0, w1. K runs in
+ * chunks of CONV_KC with the weights widened into int16 locals: a fixed-length int16 dot product is the pattern
+ * compilers map to multiply-add-pairs. Exact in int32 whatever the bytes: K <= CONV_MAX_PATCH (checked), so
+ * |sum| <= 2^30.
+ */
+static void conv_mk_s8(int32_t k, const int16_t *const a[CONV_MR], const int8_t *w0, const int8_t *w1,
+                       int32_t acc[CONV_MR][2])
+{
+    int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0, s20 = 0, s21 = 0, s30 = 0, s31 = 0;
+    const int16_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    int32_t kk, t;
+    for (kk = 0; kk + CONV_KC <= k; kk += CONV_KC) {
+        int16_t u[CONV_KC], v[CONV_KC];
+        conv_widen(w0 + kk, u);
+        conv_widen(w1 + kk, v);
+        for (t = 0; t < CONV_KC; ++t) {
+            s00 += a0[kk + t] * u[t];
+            s01 += a0[kk + t] * v[t];
+            s10 += a1[kk + t] * u[t];
+            s11 += a1[kk + t] * v[t];
+            s20 += a2[kk + t] * u[t];
+            s21 += a2[kk + t] * v[t];
+            s30 += a3[kk + t] * u[t];
+            s31 += a3[kk + t] * v[t];
         }
-        b += CONV_NR;
     }
-    for (j = 0; j < CONV_NR; ++j) {
-        acc[0][j] = (int32_t)c0[j];
-        acc[1][j] = (int32_t)c1[j];
-        acc[2][j] = (int32_t)c2[j];
-        acc[3][j] = (int32_t)c3[j];
+    if (kk + CONV_KC / 2 <= k) { /* one half chunk: small channel counts (8, 24, 40, ...) are common */
+        int16_t u[CONV_KC / 2], v[CONV_KC / 2];
+        conv_widen_half(w0 + kk, u);
+        conv_widen_half(w1 + kk, v);
+        for (t = 0; t < CONV_KC / 2; ++t) {
+            s00 += a0[kk + t] * u[t];
+            s01 += a0[kk + t] * v[t];
+            s10 += a1[kk + t] * u[t];
+            s11 += a1[kk + t] * v[t];
+            s20 += a2[kk + t] * u[t];
+            s21 += a2[kk + t] * v[t];
+            s30 += a3[kk + t] * u[t];
+            s31 += a3[kk + t] * v[t];
+        }
+        kk += CONV_KC / 2;
     }
+    for (; kk < k; ++kk) {
+        const int32_t u = w0[kk], v = w1[kk];
+        s00 += a0[kk] * u;
+        s01 += a0[kk] * v;
+        s10 += a1[kk] * u;
+        s11 += a1[kk] * v;
+        s20 += a2[kk] * u;
+        s21 += a2[kk] * v;
+        s30 += a3[kk] * u;
+        s31 += a3[kk] * v;
+    }
+    acc[0][0] = s00;
+    acc[0][1] = s01;
+    acc[1][0] = s10;
+    acc[1][1] = s11;
+    acc[2][0] = s20;
+    acc[2][1] = s21;
+    acc[3][0] = s30;
+    acc[3][1] = s31;
 }
 
 static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
@@ -295,11 +372,11 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
     const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
-    int8_t *scr = (int8_t *)ctx->scratch;
+    int16_t *scr = (int16_t *)ctx->scratch;
     const int64_t npix = (int64_t)cg->out_rows * cg->ow;
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
-    int32_t acc[CONV_MR][CONV_NR];
-    int32_t n, g, i, j, pan;
+    int32_t acc[CONV_MR][2];
+    int32_t n, g, i, j, oc;
     int64_t q0;
     if (mult == NULL || shift == NULL || ctx->clen[TGRS_C_CONV_MULT] != (uint64_t)cg->oc * 4u ||
         ctx->clen[TGRS_C_CONV_SHIFT] != (uint64_t)cg->oc * 4u) {
@@ -314,7 +391,7 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
         int8_t *oimg = out + n * npix * cg->oc;
         for (g = 0; g < cg->g; ++g) {
             for (q0 = 0; q0 < npix; q0 += CONV_MR) {
-                const int8_t *a[CONV_MR];
+                const int16_t *a[CONV_MR];
                 int8_t *o[CONV_MR];
                 const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
                 for (i = 0; i < CONV_MR; ++i) {
@@ -322,24 +399,23 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     const int64_t q = q0 + (i < nv ? i : nv - 1);
                     conv_pixel(cg, q, &oh, &ow);
                     o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
-                    if (cg->direct) {
-                        a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
-                    } else if (i < nv) {
-                        conv_im2col_s8(cg, img, oh, ow, g, (int8_t)zp_in, scr + (int64_t)i * cg->k);
+                    if (i < nv) {
+                        conv_rows_s16(cg, img, oh, ow, g, zp_in, scr + (int64_t)i * cg->k);
                         a[i] = scr + (int64_t)i * cg->k;
                     } else {
                         a[i] = a[nv - 1];
                     }
                 }
-                for (pan = 0; pan < cg->npan; ++pan) {
-                    const int32_t oc0 = pan * CONV_NR;
-                    const int32_t ncol = (cg->ocg - oc0 < CONV_NR) ? cg->ocg - oc0 : CONV_NR;
-                    const int64_t ch = (int64_t)g * cg->ocg + oc0;
-                    conv_mk_s8(cg->k, a, wt + ((int64_t)g * cg->npan + pan) * cg->k * CONV_NR, acc);
+                for (oc = 0; oc < cg->ocg; oc += 2) {
+                    /* an odd last channel pairs with itself; its second column is not stored */
+                    const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
+                    const int64_t ch = (int64_t)g * cg->ocg + oc;
+                    const int8_t *w0 = wt + ch * cg->k;
+                    conv_mk_s8(cg->k, a, w0, (ncol == 2) ? w0 + cg->k : w0, acc);
                     for (i = 0; i < nv; ++i) {
                         for (j = 0; j < ncol; ++j) {
                             const int32_t v = tgrs_wrap_add(acc[i][j], bias[ch + j]);
-                            o[i][oc0 + j] = tgrs_requant_s8(v, mult[ch + j], shift[ch + j], zp_out, lo, hi);
+                            o[i][oc + j] = tgrs_requant_s8(v, mult[ch + j], shift[ch + j], zp_out, lo, hi);
                         }
                     }
                 }

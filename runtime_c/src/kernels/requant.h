@@ -30,7 +30,10 @@
  */
 static inline int64_t tgrs_rounding_rshift64(int64_t x, int32_t n)
 {
-    uint64_t ax;
+    /* Branch-free in the sign of x (random in practice, so a branch would mispredict half the time):
+     * s is all ones for negative x, |x| = (x ^ s) - s, and the same trick restores the sign. */
+    const uint64_t s = (uint64_t)0 - (uint64_t)(x < 0);
+    const uint64_t ax = ((uint64_t)x ^ s) - s;
     uint64_t q;
     if (n <= 0) {
         return x;
@@ -38,9 +41,8 @@ static inline int64_t tgrs_rounding_rshift64(int64_t x, int32_t n)
     if (n >= 63) {
         return 0;
     }
-    ax = (x < 0) ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
     q = (ax + ((uint64_t)1 << (n - 1))) >> n;
-    return (x < 0) ? -(int64_t)q : (int64_t)q;
+    return (int64_t)((q ^ s) - s); /* |q| < 2^62: the conversion back is exact */
 }
 
 /* round(acc * mult * 2^(shift - 31)), not yet offset or clamped. Requires shift <= TGRS_SHIFT_MAX. */
