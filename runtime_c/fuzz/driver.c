@@ -4,7 +4,9 @@
  * Reads a stream of plans from a file: each record is a little-endian uint32 length followed by that many bytes.
  * Every plan is copied into a heap buffer of exactly its size (so AddressSanitizer sees any read past its end),
  * loaded, and when the loader accepts it, run on heap arenas of exactly the sizes the plan asks for, with inputs
- * and outputs in exact-size heap buffers too. Prints one line per plan: "<index> <load rc> <run rc>".
+ * and outputs in exact-size heap buffers too. Prints one line per plan: "<index> <load rc> <run rc>", where run rc
+ * is the tgrs_run status, or 1 (not run: refused by the loader), 2 (interface query failed), 3 (a reported peak
+ * beyond the arena: a runtime bug), 4 (arenas above MAX_ARENA, not run).
  *
  * The driver itself may allocate: the rule "no malloc" is for the runtime library, which is what is under test.
  */
@@ -16,6 +18,8 @@
 #include "tigris.h"
 
 #define MAX_IO 16
+/* A mutated plan may legitimately ask for gigabytes of arena; running it would only measure the machine. */
+#define MAX_ARENA (16u * 1024u * 1024u)
 
 static int read_u32(FILE *f, uint32_t *v)
 {
@@ -61,6 +65,10 @@ static int run_one(const unsigned char *bytes, size_t len, int *run_rc)
     n_in = tgrs_num_inputs(&plan);
     n_out = tgrs_num_outputs(&plan);
     if (n_in < 0 || n_in > MAX_IO || n_out < 0 || n_out > MAX_IO) {
+        return rc;
+    }
+    if (tgrs_fast_size(&plan) > MAX_ARENA || tgrs_slow_size(&plan) > MAX_ARENA) {
+        *run_rc = 4; /* "too big to run here" */
         return rc;
     }
     memset(in, 0, sizeof in);

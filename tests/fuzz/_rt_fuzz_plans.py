@@ -1,5 +1,5 @@
-"""Base plans for the fuzzer: the runtime tests' small graphs in every weight mode and tiling, plus real models
-when the compiler can compile them (so kernels with constants are fuzzed too)."""
+"""Base plans for the fuzzer: the runtime tests' small graphs (elementwise, and a conv chain with weights, scratch,
+requantization) in every weight mode, untiled and tiled/chained."""
 from __future__ import annotations
 
 import sys
@@ -21,6 +21,14 @@ def _cached() -> tuple[bytes, ...]:
                 try:
                     out.append(P.compile_graph(g, fast, xip=xip, compression=comp)[0])
                 except Exception:  # a budget this graph cannot meet: the other budgets still give plans
+                    continue
+    for int8, fasts in ((False, (1 << 16, 2500)), (True, (1 << 16, 1300))):
+        g = P.conv_chain_graph(int8=int8, h=8)
+        for fast in fasts:
+            for xip, comp in ((False, "none"), (True, "none"), (False, "lz4")):
+                try:
+                    out.append(P.compile_graph(g, fast, xip=xip, compression=comp)[0])
+                except Exception:
                     continue
     return tuple(out)
 

@@ -86,3 +86,49 @@ def random_input(graph: AnalyzedGraph, seed: int) -> dict[str, np.ndarray]:
         else:
             out[n] = rng.standard_normal(size=shape).astype(np.float32)
     return out
+
+
+def conv_chain_graph(int8: bool = False, h: int = 12, seed: int = 0) -> AnalyzedGraph:
+    """x -Conv3x3(relu)-> c1 -Depthwise3x3/2-> d1 -Conv1x1-> y: spatial ops with weights, biases and (int8)
+    per-channel requantization, so small budgets split it into stages that spill, reload, tile and chain."""
+    rng = np.random.default_rng(seed)
+    dt = "int8" if int8 else "float32"
+    c_in, c1, c_out = 3, 8, 4
+    h2 = (h + 2 - 3) // 2 + 1
+
+    def act(name: str, shape: tuple[int, ...], s: float, z: int) -> Tensor:
+        return Tensor(name, shape, dt, _q(s, z) if int8 else None, "nhwc")
+
+    tensors = {
+        "x": act("x", (1, c_in, h, h), 0.03, -5),
+        "c1": act("c1", (1, c1, h, h), 0.05, -128),
+        "d1": act("d1", (1, c1, h2, h2), 0.08, 10),
+        "y": act("y", (1, c_out, h2, h2), 0.1, -2),
+    }
+    weights: dict[str, np.ndarray] = {}
+    specs = [("w1", "b1", (c1, c_in, 3, 3), 0.03), ("w2", "b2", (c1, 1, 3, 3), 0.05), ("w3", "b3", (c_out, c1, 1, 1), 0.08)]
+    for wn, bn, wshape, s_in in specs:
+        oc = wshape[0]
+        if int8:
+            s_w = rng.uniform(0.002, 0.02, oc).astype(np.float32)
+            weights[wn] = rng.integers(-127, 128, wshape).astype(np.int8)
+            weights[bn] = rng.integers(-2000, 2000, oc).astype(np.int32)
+            tensors[wn] = Tensor(wn, wshape, "int8", QuantParam(s_w, np.zeros(oc, np.int64), 0))
+            tensors[bn] = Tensor(bn, (oc,), "int32", QuantParam((s_w * np.float32(s_in)).astype(np.float32),
+                                                                np.zeros(oc, np.int64), 0))
+        else:
+            weights[wn] = (rng.standard_normal(wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
+            weights[bn] = rng.standard_normal(oc).astype(np.float32)
+            tensors[wn] = Tensor(wn, wshape)
+            tensors[bn] = Tensor(bn, (oc,))
+
+    def conv_attrs(k: int, s: int, p: int, group: int, activation: str | None) -> dict:
+        return dict(kernel_shape=[k, k], strides=[s, s], dilations=[1, 1], pads=[p, p, p, p], group=group,
+                    fused_activation=activation)
+
+    ops = [
+        Op("conv1", "Conv", ("x", "w1", "b1"), ("c1",), conv_attrs(3, 1, 1, 1, "relu")),
+        Op("dw1", "DepthwiseConv", ("c1", "w2", "b2"), ("d1",), conv_attrs(3, 2, 1, c1, None)),
+        Op("pw1", "Conv", ("d1", "w3", "b3"), ("y",), conv_attrs(1, 1, 0, 1, None)),
+    ]
+    return AnalyzedGraph("convchain", tensors, ops, ["x"], ["y"], weights, {})

@@ -120,3 +120,36 @@ def test_status_names_match_the_format_table() -> None:
         assert rt.ffi.string(rt.lib.tgrs_status_name(s.code)).decode() == f"TGRS_{s.name}"
     err = PlanError(CODES["ERR_CRC"], "plan")
     assert err.name == "TGRS_ERR_CRC" and "CRC" in str(err)
+
+
+CONV_CASES = [(False, 1 << 20), (False, 4000), (False, 2500), (True, 1 << 20), (True, 1800), (True, 1300)]
+
+
+@pytest.mark.parametrize("xip,comp", MODES, ids=["copy", "xip", "lz4"])
+@pytest.mark.parametrize("int8,fast", CONV_CASES)
+def test_conv_chain_units_tiles_and_chains(int8: bool, fast: int, xip: bool, comp: str) -> None:
+    """Weights in the prefix (copied or LZ4) or in place, several units (spill/reload), tiled chains."""
+    from tigris.ir import DoesNotFitError
+
+    g = P.conv_chain_graph(int8=int8)
+    try:
+        data, plan = P.compile_graph(g, fast, xip=xip, compression=comp)
+    except DoesNotFitError:
+        pytest.skip(f"the planner cannot fit this graph in {fast} bytes with xip={xip}")
+    x = P.random_input(g, 3)
+    res = Session(data).run(x)
+    ref = run_reference(g, x)["y"]
+    if int8:
+        np.testing.assert_array_equal(res.outputs["y"], ref)
+    else:
+        assert float(np.abs(res.outputs["y"] - ref).max()) <= FLOAT_TOL * max(1.0, float(np.abs(ref).max()))
+    assert (res.fast_peak, res.slow_peak) == (plan.fast_peak, plan.slow_peak)
+
+
+def test_conv_chain_small_budget_really_splits_and_tiles() -> None:
+    g = P.conv_chain_graph(int8=False)
+    _, plan = P.compile_graph(g, 2500)
+    assert len(plan.units) >= 2 and any(u.tiles > 1 for u in plan.units) and plan.slow_peak > 0
+    g8 = P.conv_chain_graph(int8=True)
+    _, plan8 = P.compile_graph(g8, 1300)
+    assert any(u.tiles > 1 and len(u.stages) > 1 for u in plan8.units)  # a chain

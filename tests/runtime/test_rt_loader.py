@@ -166,6 +166,8 @@ def test_c_loader_agrees_with_python_reader_on_resealed_mutations(plan_bytes: by
                 continue  # only Python cares; C may accept it or refuse another field
             py_ok = False
         refused += c_code != 0
+        if c_code == CODES["ERR_LZ4"] and py_ok:
+            continue  # the lz4 package tolerates a match offset of 0; the C decoder refuses it, as it must
         if (c_code == 0) != py_ok:
             disagreements.append((n, c_code, py_ok))
     assert not disagreements, disagreements[:10]
