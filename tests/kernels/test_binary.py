@@ -201,3 +201,23 @@ def test_short_band_is_a_tile_error(lib):
     phys = phys_inputs(g, low, {"a": np.ones((1, 2, 4, 3), np.float32), "b": np.ones((1, 2, 4, 3), np.float32)})
     with pytest.raises(RuntimeError, match=status_error("ERR_TILE")):
         run_op(c_runner(lib), g, low, phys, [(1, 3)], lambda r0, r1: [(r0, r1 - 1), (r0, r1)])
+
+
+@pytest.mark.parametrize("sa,sb,so", [(1e-6, 10.0, 0.05), (10.0, 1e-6, 0.05), (1e-3, 1e-3, 1e3), (50.0, 40.0, 1e-4),
+                                      (0.02, 0.02, 0.02)])
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul"])
+def test_int8_extreme_scales_bit_exact(lib, sa, sb, so, op):
+    # Exponents far apart exercise the coarsened multiplier and the >= 63 divisor; huge ratios saturate.
+    cs = dict(c=5, h=3, w=2, a=(1, 5, 3, 2), b=(5, 1, 1), const="none", op=op, act=None)
+    rng = np.random.default_rng(11)
+    g, data = _build(cs, True, rng, qp(sa, 7), qp(sb, -9), qp(so, 3))
+    low = lower(g, g.ops[0])
+    phys = phys_inputs(g, low, data)
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    # And within 1 LSB of the exact real-number result (float64), wherever it is not saturated.
+    a = (data["a"].astype(np.float64) - 7) * np.float32(sa)
+    b = (data["b"].astype(np.float64) - (-9)) * np.float32(sb)
+    real = {"Add": a + b, "Sub": a - b, "Mul": a * b}[op] / np.float32(so) + 3
+    exact = np.clip(np.round(real), -128, 127)
+    assert np.max(np.abs(to_logical(g, "y", ref).astype(np.float64) - exact)) <= 1

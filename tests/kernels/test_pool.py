@@ -208,3 +208,12 @@ def test_int8_pool_rejects_bad_params(lib):
     low.params["SHIFT"], low.params["KH"] = 1, 0
     with pytest.raises(RuntimeError, match=status_error("ERR_PARAM")):
         run_op(c_runner(lib), g, low, phys)
+
+
+def test_int8_avgpool_refuses_a_scale_ratio_too_small_for_an_exact_divisor():
+    from tigris.ir import TigrisError
+
+    cs = dict(h=4, w=4, c=2, k=[3, 3], s=[1, 1], pads=[0, 0, 0, 0], ceil=0, cip=0, oh=2, ow=2)
+    g = _pool_graph("AveragePool", cs, "int8", qp(1e-12, 0), qp(1.0, 0))
+    with pytest.raises(TigrisError, match="too small"):
+        lower(g, g.ops[0])
