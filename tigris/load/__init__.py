@@ -78,6 +78,8 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
         if not is_static(shp):
             raise TigrisError(f"cannot resolve the shape of tensor (inferred {shp}); give the input shapes with "
                               f"--input-shape or simplify the model", t)
+        if 0 in shp:
+            raise TigrisError(f"tensor has a zero-size dimension {shp}; zero-size tensors cannot be executed", t)
         tensors[t] = Tensor(t, tuple(int(d) for d in shp), dtype_name(vi.type.tensor_type.elem_type))
 
     ops = [_settle_versions(op, tensors, opset) for op in ops]

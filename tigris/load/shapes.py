@@ -49,6 +49,8 @@ def bind_input_shapes(model: onnx.ModelProto, input_shapes: dict[str, tuple[int,
                 raise TigrisError("graph input has no declared rank; give it with --input-shape", vi.name)
             shape_l = []
             for ax, d in enumerate(declared):
+                if d == 0:
+                    raise TigrisError(f"axis {ax} has size 0; zero-size tensors cannot be executed", vi.name)
                 if isinstance(d, int) and d > 0:
                     shape_l.append(d)
                 else:

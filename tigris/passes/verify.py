@@ -143,7 +143,10 @@ def _conv_out(x: tuple[int, ...], k: list[int], s: list[int], d: list[int], p: l
     for i in range(n):
         eff = (k[i] - 1) * d[i] + 1
         num = x[i] + p[i] + p[i + n] - eff
-        out.append((-(-num // s[i]) if ceil else num // s[i]) + 1)
+        o = (-(-num // s[i]) if ceil else num // s[i]) + 1
+        if ceil and (o - 1) * s[i] >= x[i] + p[i]:
+            o -= 1  # ONNX: with ceil_mode the last window must start inside the input or the begin pad
+        out.append(o)
     return out
 
 
