@@ -43,15 +43,22 @@ class GuestRun:
     report: dict[str, int] = field(default_factory=dict)
 
 
-def kernel_stubs(obj_dir: Path) -> list[Path]:
-    """A stub source for kernels that have not landed yet (same rule as the host build), or nothing."""
-    from tigris.host.build import c_sources, find_sources, kernel_stubs_source, missing_kernels
+def runtime_sources() -> list[Path]:
+    from tigris.host.build import c_sources, find_sources
 
-    missing = missing_kernels(c_sources(find_sources()))
+    return c_sources(find_sources())
+
+
+def kernel_stubs(obj_dir: Path, sources: list[Path] | None = None) -> list[Path]:
+    """A stub source for the kernels none of ``sources`` defines (kernels that have not landed yet, or those left
+    out of a subset build): same rule as the host build, so a plan needing one fails with TGRS_ERR_UNSUPPORTED."""
+    from tigris.host.build import kernel_stubs_source, missing_kernels
+
+    missing = missing_kernels(sources if sources is not None else runtime_sources())
     if not missing:
         return []
     obj_dir.mkdir(parents=True, exist_ok=True)
-    stub = obj_dir / "tgrs_kernel_stubs.c"
+    stub = obj_dir / ("tgrs_kernel_stubs_" + "_".join(missing) + ".c")
     text = kernel_stubs_source(missing)
     if not stub.exists() or stub.read_text() != text:
         stub.write_text(text)
@@ -60,19 +67,22 @@ def kernel_stubs(obj_dir: Path) -> list[Path]:
 
 def build(board: str, build_dir: Path, *, app: str = "model", model_c: Path | None = None,
           obj_dir: Path | None = None, opt: str = "-O2", runtime_srcs: list[Path] | None = None,
-          jobs: int = 2, timeout: float = 600) -> Path:
+          extra_ldflags: str = "", jobs: int = 2, timeout: float = 600) -> Path:
     """``make`` the example for ``board``; returns the ELF. Raises CalledProcessError with the compiler output."""
     build_dir = Path(build_dir)
-    obj_dir = Path(obj_dir) if obj_dir else build_dir / "obj"
+    # Objects depend on the flags: one folder per optimisation level, so -O2 and -Os objects never mix.
+    obj_dir = (Path(obj_dir) if obj_dir else build_dir / "obj") / opt.lstrip("-")
     cmd = ["make", "-s", f"-j{jobs}", "-C", str(HERE), f"BOARD={board}", f"APP={app}", f"BUILD={build_dir}",
            f"OBJDIR={obj_dir}", f"OPT={opt}"]
     if model_c is not None:
         cmd.append(f"MODEL_C={Path(model_c).resolve()}")
-    extra = kernel_stubs(obj_dir) if app == "model" else []
+    extra = kernel_stubs(obj_dir, runtime_srcs) if app == "model" else []
     if extra:
         cmd.append("EXTRA_SRCS=" + " ".join(str(p) for p in extra))
     if runtime_srcs is not None:
         cmd.append("RUNTIME_SRCS=" + " ".join(str(p) for p in runtime_srcs))
+    if extra_ldflags:
+        cmd.append(f"EXTRA_LDFLAGS={extra_ldflags}")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
         raise BuildError(f"{' '.join(cmd)}\nexit {res.returncode}\n{res.stdout[-4000:]}{res.stderr[-4000:]}")
@@ -104,7 +114,7 @@ def run(board: str, elf: Path, args: list[str] | None = None, cwd: Path | None =
 
 
 def build_plan_app(plan: bytes, board: str, work: Path, obj_dir: Path | None = None, name: str = "model",
-                   opt: str = "-O2") -> Path:
+                   opt: str = "-O2", runtime_srcs: list[Path] | None = None) -> Path:
     """Codegen (--format app) + build for one plan; returns the ELF."""
     from tigris.codegen import generate_c
 
@@ -112,7 +122,8 @@ def build_plan_app(plan: bytes, board: str, work: Path, obj_dir: Path | None = N
     c_src, header = generate_c(plan, name, "app")
     (work / f"{name}.c").write_text(c_src)
     (work / f"{name}.h").write_text(header)
-    return build(board, work / "build", model_c=work / f"{name}.c", obj_dir=obj_dir, opt=opt)
+    return build(board, work / "build", model_c=work / f"{name}.c", obj_dir=obj_dir, opt=opt,
+                 runtime_srcs=runtime_srcs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -184,6 +195,25 @@ def map_mentions_allocator(map_text: str) -> list[str]:
         if pat.search(head) or pat.search(kept):
             found.append(sym)
     return found
+
+
+# Kernel kinds an int8 CNN needs (convolutions, pooling, residual add, classifier head, boundary (de)quantize,
+# copies for non-aliasing reshapes). The subset build links only the files defining them; the rest are stubs.
+INT8_CNN_KINDS = ("conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "softmax", "quantize", "dequantize",
+                  "copy")
+
+
+def subset_sources(kinds: tuple[str, ...] = INT8_CNN_KINDS) -> list[Path]:
+    """The runtime core (everything outside kernels/) plus the kernel files that define one of ``kinds``."""
+    out = []
+    for p in runtime_sources():
+        if "kernels" not in p.parts:
+            out.append(p)
+            continue
+        text = p.read_text(errors="replace")
+        if any(re.search(rf"^int\s+tgrs_kernel_{k}\s*\(", text, re.M) for k in kinds):
+            out.append(p)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

