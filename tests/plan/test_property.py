@@ -56,3 +56,21 @@ def test_accepted_plans_pass_the_checker(graph, frac, xip, strategy):
     assert check_plan(graph, plan) == []
     assert plan.fast_peak <= budget
     assert all(u.peak_bytes >= u.timeline_peak for u in plan.units)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=dags())
+def test_incremental_stage_growth_matches_the_sweep(graph):
+    """temporal.grow_stage (used by both partitioners) equals a fresh stage timeline and stage_io for every range."""
+    from tigris.plan.lifetime import buffers
+    from tigris.plan.temporal import Costs, grow_stage, stage_io, stage_timeline, uses
+
+    bufs = buffers(graph)
+    u = uses(bufs)
+    costs = Costs(lambda i: 7 * i, lambda i, rows: 3 * rows if i % 2 else 0, False)
+    n = len(graph.ops)
+    for i in range(n):
+        for stop, peak, traffic in grow_stage(graph, bufs, u, costs, i):
+            ins, outs = stage_io(bufs, u, i, stop)
+            expect = 0 if i == 0 and stop == n else sum(bufs.nbytes[t] for t in ins + outs)
+            assert (peak, traffic) == (stage_timeline(graph, bufs, u, costs, i, stop).peak, expect)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import Buffers
 from tigris.plan.spatial import plan_bands, untileable_reason
-from tigris.plan.temporal import Costs, Uses, stage_io, stage_timeline, stage_weight_bytes
+from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io, stage_weight_bytes
 
 INF = (float("inf"), 0, 0)
 
@@ -49,12 +49,10 @@ def dp_units(
         if best[i] == INF:
             continue
         untiled_fits_to = i
-        for j in range(i + 1, n + 1):  # rule 1
-            if stage_timeline(graph, bufs, u, costs, i, j).peak > budget:
+        for j, peak, traffic in grow_stage(graph, bufs, u, costs, i):  # rule 1
+            if peak > budget:
                 break
-            ins, outs = stage_io(bufs, u, i, j)
-            single = i == 0 and j == n
-            relax(i, j, 0 if single else sum(bufs.nbytes[t] for t in ins + outs), False)
+            relax(i, j, traffic, False)
             untiled_fits_to = j
         for j in range(i + 1, n + 1):  # rule 2
             if not tileable[j - 1]:

@@ -91,10 +91,60 @@ def greedy_stages(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, bu
     """The spec's greedy forward pass (rules 1-4): a list of contiguous op ranges."""
     stages: list[range] = []
     start, n = 0, len(graph.ops)
-    stop = start + 1
     while start < n:
-        while stop < n and stage_timeline(graph, bufs, u, costs, start, stop + 1).peak <= budget:
-            stop += 1
+        stop = start + 1  # rule 3: the first op stays even when it alone overflows
+        for end, peak, _traffic in grow_stage(graph, bufs, u, costs, start):
+            if end > start + 1 and peak > budget:
+                break
+            stop = end
         stages.append(range(start, stop))
-        start, stop = stop, stop + 1
+        start = stop
     return stages
+
+
+def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start: int):
+    """Yield ``(stop, peak, traffic)`` for the stages ``[start, stop)``, stop = start+1, start+2, ..., incrementally.
+
+    Same figures as :func:`stage_timeline` and :func:`stage_io` (``traffic`` = bytes of inputs + outputs), in
+    O(ops) per step instead of re-sweeping the stage. Extending a stage never lowers the usage of its earlier steps:
+    tensors it produces were already kept to its end, and an input read again at the new step only lives longer.
+    So the peak never decreases with ``stop``, and a caller may stop at the first overflow.
+    """
+    n = len(graph.ops)
+    usage: list[int] = []
+    last_read: dict[str, int] = {}  # stage input -> last step reading it so far
+    kept: dict[str, int] = {}  # produced here and needed after the current step -> aligned size
+    kept_bytes = 0  # exact bytes of `kept` (spilled if the stage ended here)
+    in_bytes = 0
+    weights = 0
+    for j in range(start, n):
+        r = j - start
+        usage.append(0)
+        for t in bufs.reads[j]:
+            if u.producer[t] >= start:
+                continue
+            size = bufs.size(t)
+            prev = last_read.get(t)
+            if prev is None:
+                in_bytes += bufs.nbytes[t]
+                prev = -1  # born at step 0: reloaded when the stage starts
+            for s in range(prev + 1, r):
+                usage[s] += size
+            usage[r] += size
+            last_read[t] = r
+        for t, size in list(kept.items()):
+            usage[r] += size
+            if u.last_use.get(t, -1) <= j and t not in u.outputs:
+                del kept[t]
+                kept_bytes -= bufs.nbytes[t]
+        for t in bufs.writes[j]:
+            usage[r] += bufs.size(t)
+            if u.last_use.get(t, -1) > j or t in u.outputs:
+                kept[t] = bufs.size(t)
+                kept_bytes += bufs.nbytes[t]
+        op = graph.ops[j]
+        rows = tensor_rows(graph.tensors[op.outputs[0]]) if op.outputs and op.outputs[0] in graph.tensors else 1
+        usage[r] += align_up(costs.scratch_bytes(j, rows))
+        weights += 0 if costs.xip else costs.weight_bytes(j)
+        traffic = 0 if start == 0 and j + 1 == n else in_bytes + kept_bytes
+        yield j + 1, max(usage) + align_up(weights), traffic
