@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from _emit_compare import assert_lossless
+from tigris.emit import emit_plan
 from tigris.emit.weights import lz4_bound
 from tigris.ir import DoesNotFitError, UnsupportedModelError
 
@@ -32,20 +33,23 @@ def _prepare(rel: str):
         pytest.skip(f"op library cannot run {rel} yet: {e}")
 
 
-# "resident": 8M, one unit holding everything. "partitioned": the smallest of these budgets that fits, so stages,
-# spills and (where the model allows) tiles and chains are exercised.
-PARTITIONED = ("48K", "96K", "192K", "384K")
+def _fitting(api, prep, tier: str, xip: bool):
+    """A memory plan from the real planner (the one ``tigris compile`` uses). "resident": 8M, one unit holding
+    everything. "partitioned": half the unscheduled peak, doubled until a plan exists, so stages, spills and (where
+    the model allows) tiles and chains are exercised."""
+    from tigris.plan import unscheduled_peak
 
-
-def _fitting(api, path, prep, tier: str, xip: bool, compression: str):
-    for fast in ("8M",) if tier == "resident" else PARTITIONED:
+    if tier == "resident":
+        budgets = [8 << 20]
+    else:
+        half = max(16 << 10, unscheduled_peak(prep.graph) // 2 // 1024 * 1024)
+        budgets = [half << k for k in range(6)]
+    for fast in budgets:
         try:
-            a = api.analyze(path, fast, None, None, xip=xip, compression=compression, prepared=prep)
+            return api._plan(prep, fast, None, xip)
         except DoesNotFitError:
             continue
-        if a.plan is not None and a.plan_bytes is not None:
-            return a
-    pytest.skip(f"{path.name} fits none of the {tier} budgets")
+    pytest.skip(f"{prep.graph.name} fits none of the {tier} budgets {budgets}")
 
 
 @pytest.mark.shared
@@ -53,9 +57,13 @@ def _fitting(api, path, prep, tier: str, xip: bool, compression: str):
 @pytest.mark.parametrize("rel", MODELS)
 def test_round_trip_every_variant(rel: str, tier: str) -> None:
     api, path, prep = _prepare(rel)
+    plans = {}
     for xip, compression in ((False, "none"), (False, "lz4"), (True, "none")):
-        a = _fitting(api, path, prep, tier, xip, compression)
-        pf = assert_lossless(prep.graph, a.plan, prep.lowered, a.plan_bytes, xip, compression)
+        if xip not in plans:
+            plans[xip] = _fitting(api, prep, tier, xip)
+        plan = plans[xip]
+        data = emit_plan(prep.graph, plan, prep.lowered, xip=xip, compression=compression)
+        pf = assert_lossless(prep.graph, plan, prep.lowered, data, xip, compression)
         if xip:
             assert pf.max_prefix == 0 and all(u.weight_bytes == 0 for u in pf.units)
         if compression == "lz4":
@@ -74,6 +82,6 @@ def test_two_compiles_identical_sha256(rel: str) -> None:
     digests = set()
     for _ in range(2):
         _api, path, prep = _prepare(rel)  # a fresh load each time: no state shared between the two compiles
-        a = _fitting(api, path, prep, "partitioned", False, "lz4")
-        digests.add(hashlib.sha256(a.plan_bytes).hexdigest())
+        plan = _fitting(api, prep, "partitioned", False)
+        digests.add(hashlib.sha256(emit_plan(prep.graph, plan, prep.lowered, xip=False, compression="lz4")).hexdigest())
     assert len(digests) == 1
