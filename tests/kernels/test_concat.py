@@ -107,8 +107,8 @@ def test_int8_concat(lib, cs, seed, scales, zps, same):
     H = tensor_view_dims(g.tensors["y"])[1]
     bands = split_rows(H, [H // 2])
     assert np.array_equal(run_op(c_runner(lib), g, low, phys, bands, _need(g, low, low.params["AXIS"])), ref)
-    m = qdq_model(_node(cs["axis"], k), [(n, s, scales[i], zps[i]) for i, (n, s) in enumerate(zip(names, cs["shapes"]))],
-                  ("y", cs["out"], scales[4], zps[4]))
+    specs = [(n, s, scales[i], zps[i]) for i, (n, s) in enumerate(zip(names, cs["shapes"]))]
+    m = qdq_model(_node(cs["axis"], k), specs, ("y", cs["out"], scales[4], zps[4]))
     (ort_y,) = ort_run(m, data)
     assert max_lsb(to_logical(g, "y", ref), ort_y) <= 1
     if same:

@@ -39,10 +39,6 @@ CLIP_INITS = [numpy_helper.from_array(np.array(v, np.float32), n)
               for n, v in (("c_lo", 0.0), ("c_hi", 6.0), ("k_lo", -1.5), ("k_hi", 2.25))]
 
 
-def _shape(draw_shape):
-    return draw_shape
-
-
 shapes = st.sampled_from([(1, 3, 5, 4), (1, 1, 1, 1), (1, 17, 3, 7), (1, 40), (1, 6, 9), (2, 3, 2, 2)])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor, TigrisError
-from tigris.layout import tensor_view_dims, view_dims
+from tigris.layout import tensor_view_dims
 from tigris.ops.base import TensorView
 
 # -----------------------------------------------------------------------------------------------------------------
@@ -175,5 +175,4 @@ __all__ = [
     "per_tensor",
     "phys_axes",
     "same_rows",
-    "view_dims",
 ]

@@ -2,8 +2,8 @@
 
 Operands: ``A = op.inputs[0]``, ``B = op.inputs[1]``; either (not both) may be a constant, which becomes the const
 blob ``K`` in the output's physical layout with its broadcast dims (``K_POS`` says which operand it is: -1 none, 0 A,
-1 B; ``KZP`` is its zero point). Each operand's physical dims are params ``A_D*``/``B_D*``: every dim equals the output's or is 1 (broadcast by a
-zero stride). An operand with the output's full row count is read band-aware (rows of the output band); an operand
+1 B; ``KZP`` is its zero point). Each operand's physical dims are params ``A_D*``/``B_D*``: every dim equals the
+output's or is 1 (broadcast by a zero stride). An operand with the output's full row count is read band-aware (rows of the output band); an operand
 with one row is read at row 0, so per-channel and scalar operands never need a halo.
 
 int8 Add/Sub (three different scales): with ``ra = sa/so`` and ``rb = sb/so`` as Q0.31 ``(ma, ea)``, ``(mb, eb)``

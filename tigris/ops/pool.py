@@ -64,7 +64,6 @@ def _lower_window(graph: AnalyzedGraph, op: Op, kind: str) -> Lowered:
                 raise TigrisError(f"AveragePool: scale ratio {s_in / s_out:g} is too small", op.name)
         params["MULT"], params["SHIFT"] = mult, shift
         params["LO"], params["HI"] = act_bounds(op.attrs.get("fused_activation"), s_out, zp_out)
-    oh, ow = tensor_view_dims(y)[1:3]
     return Lowered(kind, op.name, [op.inputs[0]], [op.outputs[0]], params=params,
                    macs=int(np.prod(tensor_view_dims(y))) * g["KH"] * g["KW"])
 

@@ -93,24 +93,81 @@ static size_t operand_off(const operand *o, int32_t n, int32_t h, int32_t w)
     return (size_t)n * o->s_n + hh * o->s_h + (size_t)w * o->s_w;
 }
 
+/* The arithmetic of one op, resolved once per call. */
+typedef struct binop {
+    int is_f32, is_mul, sub;
+    float flo, fhi;
+    int32_t za, zb, zo, lo, hi, rs, mult, shift;
+    int64_t ma, mb; /* MA << LA, MB << LB */
+} binop;
+
+/* One contiguous output span of `count` elements; operand strides are 1 (dense) or 0 (broadcast). The dense/dense
+ * and dense/broadcast cases get their own loops so the compiler can keep them simple. */
+static void span_f32(const binop *op, float *y, const float *x, const float *z, size_t count, size_t sx, size_t sz)
+{
+    size_t i;
+    for (i = 0; i < count; ++i) {
+        float xa = x[i * sx];
+        float xb = z[i * sz];
+        float r = op->is_mul ? xa * xb : (op->sub ? xa - xb : xa + xb);
+        r = r < op->flo ? op->flo : r;
+        y[i] = r > op->fhi ? op->fhi : r;
+    }
+}
+
+static void span_s8(const binop *op, int8_t *y, const int8_t *x, const int8_t *z, size_t count, size_t sx, size_t sz)
+{
+    size_t i;
+    if (op->is_mul) {
+        for (i = 0; i < count; ++i) {
+            int32_t da = (int32_t)x[i * sx] - op->za;
+            int32_t db = (int32_t)z[i * sz] - op->zb;
+            y[i] = tgrs_requant_s8(da * db, op->mult, op->shift, op->zo, op->lo, op->hi);
+        }
+        return;
+    }
+    for (i = 0; i < count; ++i) {
+        int64_t acc = (int64_t)((int32_t)x[i * sx] - op->za) * op->ma + (int64_t)((int32_t)z[i * sz] - op->zb) * op->mb;
+        y[i] = (int8_t)tgrs_clamp64(tgrs_rounding_rshift64(acc, op->rs) + op->zo, op->lo, op->hi);
+    }
+}
+
+static void span(const binop *op, void *y, const void *x, const void *z, size_t count, size_t sx, size_t sz)
+{
+    if (op->is_f32) {
+        if (sx == 1u && sz == 1u) {
+            span_f32(op, (float *)y, (const float *)x, (const float *)z, count, 1u, 1u);
+        } else {
+            span_f32(op, (float *)y, (const float *)x, (const float *)z, count, sx, sz);
+        }
+    } else {
+        if (sx == 1u && sz == 1u) {
+            span_s8(op, (int8_t *)y, (const int8_t *)x, (const int8_t *)z, count, 1u, 1u);
+        } else {
+            span_s8(op, (int8_t *)y, (const int8_t *)x, (const int8_t *)z, count, sx, sz);
+        }
+    }
+}
+
 static int binary_run(const tgrs_op_ctx *ctx, int is_mul)
 {
     const int32_t *p = ctx->p;
     tgrs_tview *out = ctx->out;
     operand a, b;
-    int32_t n, h, w, c, C;
-    int is_f32;
+    binop op;
+    int32_t n, h, w, C, OW;
     size_t esize;
-    int st;
+    int st, rows_dense;
     int32_t kpos = p[TGRS_P_ADD_K_POS];
     if (!tgrs_kv_sane(out) || kpos < -1 || kpos > 1 || ctx->n_in != (kpos == -1 ? 2 : 1)) {
         return TGRS_ERR_SHAPE;
     }
-    is_f32 = out->dtype == TGRS_DT_F32;
-    if (!is_f32 && out->dtype != TGRS_DT_S8) {
+    op.is_f32 = out->dtype == TGRS_DT_F32;
+    op.is_mul = is_mul;
+    if (!op.is_f32 && out->dtype != TGRS_DT_S8) {
         return TGRS_ERR_DTYPE;
     }
-    esize = is_f32 ? 4u : 1u;
+    esize = op.is_f32 ? 4u : 1u;
     st = operand_init(ctx, 0, &a, esize);
     if (st == TGRS_OK) {
         st = operand_init(ctx, 1, &b, esize);
@@ -121,70 +178,52 @@ static int binary_run(const tgrs_op_ctx *ctx, int is_mul)
     if (ctx->in[0]->dtype != out->dtype || (ctx->n_in == 2 && ctx->in[1]->dtype != out->dtype)) {
         return TGRS_ERR_DTYPE;
     }
-    C = out->dims[3];
-    if (is_f32) {
-        float lo = tgrs_p_f32(ctx, TGRS_P_ADD_F_LO);
-        float hi = tgrs_p_f32(ctx, TGRS_P_ADD_F_HI);
-        int sub = p[TGRS_P_ADD_SUB] != 0;
-        for (n = 0; n < out->dims[0]; ++n) {
-            for (h = out->row0; h < out->row0 + out->rows; ++h) {
-                for (w = 0; w < out->dims[2]; ++w) {
-                    const float *x = (const float *)a.data + operand_off(&a, n, h, w);
-                    const float *z = (const float *)b.data + operand_off(&b, n, h, w);
-                    float *y = (float *)out->data + tgrs_kv_row_off(out, n, h) + (size_t)w * (size_t)C;
-                    for (c = 0; c < C; ++c) {
-                        float xa = x[(size_t)c * a.s_c];
-                        float xb = z[(size_t)c * b.s_c];
-                        float r = is_mul ? xa * xb : (sub ? xa - xb : xa + xb);
-                        r = r < lo ? lo : r;
-                        y[c] = r > hi ? hi : r;
-                    }
-                }
-            }
-        }
-        return TGRS_OK;
-    }
-    {
-        int32_t lo = p[TGRS_P_ADD_LO];
-        int32_t hi = p[TGRS_P_ADD_HI];
-        int32_t zo = out->zero_point;
-        int64_t ma = 0, mb = 0;
-        int32_t rs = p[TGRS_P_ADD_RS];
-        int32_t mult = p[TGRS_P_ADD_MULT];
-        int32_t shift = p[TGRS_P_ADD_SHIFT];
-        if (!tgrs_s8_bounds_ok(lo, hi, zo) || a.zp < -128 || a.zp > 127 || b.zp < -128 || b.zp > 127) {
+    op.sub = p[TGRS_P_ADD_SUB] != 0;
+    op.flo = tgrs_p_f32(ctx, TGRS_P_ADD_F_LO);
+    op.fhi = tgrs_p_f32(ctx, TGRS_P_ADD_F_HI);
+    op.za = a.zp;
+    op.zb = b.zp;
+    op.zo = out->zero_point;
+    op.lo = p[TGRS_P_ADD_LO];
+    op.hi = p[TGRS_P_ADD_HI];
+    op.rs = p[TGRS_P_ADD_RS];
+    op.mult = p[TGRS_P_ADD_MULT];
+    op.shift = p[TGRS_P_ADD_SHIFT];
+    op.ma = 0;
+    op.mb = 0;
+    if (!op.is_f32) {
+        if (!tgrs_s8_bounds_ok(op.lo, op.hi, op.zo) || a.zp < -128 || a.zp > 127 || b.zp < -128 || b.zp > 127) {
             return TGRS_ERR_PARAM;
         }
         if (is_mul) {
-            if (shift > TGRS_SHIFT_MAX || mult < 0) {
+            if (op.shift > TGRS_SHIFT_MAX || op.mult < 0) {
                 return TGRS_ERR_PARAM;
             }
         } else {
             int32_t la = p[TGRS_P_ADD_LA];
             int32_t lb = p[TGRS_P_ADD_LB];
-            if (la < 0 || la > 21 || lb < 0 || lb > 21 || rs < 0) {
+            if (la < 0 || la > 21 || lb < 0 || lb > 21 || op.rs < 0) {
                 return TGRS_ERR_PARAM;
             }
-            ma = (int64_t)p[TGRS_P_ADD_MA] * ((int64_t)1 << la);
-            mb = (int64_t)p[TGRS_P_ADD_MB] * ((int64_t)1 << lb);
+            op.ma = (int64_t)p[TGRS_P_ADD_MA] * ((int64_t)1 << la);
+            op.mb = (int64_t)p[TGRS_P_ADD_MB] * ((int64_t)1 << lb);
         }
-        for (n = 0; n < out->dims[0]; ++n) {
-            for (h = out->row0; h < out->row0 + out->rows; ++h) {
-                for (w = 0; w < out->dims[2]; ++w) {
-                    const int8_t *x = (const int8_t *)a.data + operand_off(&a, n, h, w);
-                    const int8_t *z = (const int8_t *)b.data + operand_off(&b, n, h, w);
-                    int8_t *y = (int8_t *)out->data + tgrs_kv_row_off(out, n, h) + (size_t)w * (size_t)C;
-                    for (c = 0; c < C; ++c) {
-                        int32_t da = (int32_t)x[(size_t)c * a.s_c] - a.zp;
-                        int32_t db = (int32_t)z[(size_t)c * b.s_c] - b.zp;
-                        if (is_mul) {
-                            y[c] = tgrs_requant_s8(da * db, mult, shift, zo, lo, hi);
-                        } else {
-                            int64_t acc = (int64_t)da * ma + (int64_t)db * mb;
-                            y[c] = (int8_t)tgrs_clamp64(tgrs_rounding_rshift64(acc, rs) + zo, lo, hi);
-                        }
-                    }
-                }
+    }
+    C = out->dims[3];
+    OW = out->dims[2];
+    /* When both operands are dense along W and C, a whole row is one contiguous span. */
+    rows_dense = a.dims[2] == OW && a.dims[3] == C && b.dims[2] == OW && b.dims[3] == C;
+    for (n = 0; n < out->dims[0]; ++n) {
+        for (h = out->row0; h < out->row0 + out->rows; ++h) {
+            char *yrow = (char *)out->data + tgrs_kv_row_off(out, n, h) * esize;
+            if (rows_dense) {
+                span(&op, yrow, (const char *)a.data + operand_off(&a, n, h, 0) * esize,
+                     (const char *)b.data + operand_off(&b, n, h, 0) * esize, (size_t)OW * (size_t)C, 1u, 1u);
+                continue;
+            }
+            for (w = 0; w < OW; ++w) {
+                span(&op, yrow + (size_t)w * (size_t)C * esize, (const char *)a.data + operand_off(&a, n, h, w) * esize,
+                     (const char *)b.data + operand_off(&b, n, h, w) * esize, (size_t)C, a.s_c, b.s_c);
             }
         }
     }
