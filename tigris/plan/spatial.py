@@ -186,6 +186,13 @@ class TiledLayout:
     computed_rows: dict[str, int] = field(default_factory=dict)  # buffer -> rows computed over all tiles
 
 
+def same_rows(graph: AnalyzedGraph, view: str, root: str) -> bool:
+    """An alias view can be banded like its buffer when both have the same rows of the same bytes (the runtime
+    reads the band from the root's rows and hands the kernel the view's dims)."""
+    a, r = graph.tensors[view], graph.tensors[root]
+    return tensor_rows(a) == tensor_rows(r) and row_bytes(graph, view) == row_bytes(graph, root)
+
+
 def row_bytes(graph: AnalyzedGraph, name: str) -> int:
     t = graph.tensors[name]
     return t.nbytes // max(1, tensor_rows(t))
@@ -229,10 +236,8 @@ def plan_bands(
                 if not name or graph.is_const(name):
                     continue
                 root = bufs.root(name)
-                if root != name:
-                    a_t, r_t = graph.tensors[name], graph.tensors[root]
-                    if (a_t.shape, a_t.layout) != (r_t.shape, r_t.layout):
-                        return None  # bands of a reshaped view are not bands of its buffer
+                if root != name and not same_rows(graph, name, root):
+                    return None  # bands of this reshaped view are not bands of its buffer
                 lo, hi = input_rows(graph, op, name, r)
                 name = root
                 if name in rows:
