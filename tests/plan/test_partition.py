@@ -179,3 +179,24 @@ def test_min_fast_budget_is_tight():
     plan_memory(graph, b)
     with pytest.raises(DoesNotFitError):
         plan_memory(graph, b - 16)
+
+
+def test_slow_budget_is_enforced():
+    graph = three_convs()
+    plan = plan_memory(graph, 500)
+    assert plan.slow_peak == 512  # x and t2 (256 B each) both live in slow memory
+    assert check_plan(graph, plan_memory(graph, 500, slow_budget=512)) == []
+    with pytest.raises(DoesNotFitError, match="slow memory"):
+        plan_memory(graph, 500, slow_budget=511)
+
+
+def test_alias_groups_are_planned_as_one_buffer():
+    g = G()
+    x = g.input("x", (1, 8, 4, 4))
+    y = g.gemm(g.flatten(g.gap(g.conv(x, 8, k=1))), 4)
+    graph = g.graph([y])
+    plan = plan_memory(graph, 4096)
+    assert plan.alias_of == {"t2": "t1"}
+    unit = plan.units[0]
+    assert "t2" not in unit.fast and "t1" in unit.fast
+    assert check_plan(graph, plan) == []
