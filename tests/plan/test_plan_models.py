@@ -78,3 +78,13 @@ def test_tigris_strategy_moves_less_than_the_spec_baseline():
     spec = planned(rel, 128 * KIB, strategy="spec")
     ours = planned(rel, 128 * KIB, strategy="tigris")
     assert ours.spill_bytes + ours.reload_bytes < spec.spill_bytes + spec.reload_bytes
+
+
+@pytest.mark.parametrize("budget_k", [128, 64, 32])
+def test_arena_offsets_reach_the_timeline_peak(budget_k):
+    # vww (MobileNetV1) is a pure chain: the packed arena equals the timeline peak in every unit. mobilenet_v2 has
+    # residual branches: within 5% of it.
+    chain = planned("mlperf_tiny/vww_mbv1_025_96_int8.onnx", budget_k * KIB)
+    assert all(u.peak_bytes == u.timeline_peak for u in chain.units)
+    branched = planned("torchvision/mobilenet_v2_035_96_int8.onnx", budget_k * KIB)
+    assert all(u.peak_bytes <= 1.05 * u.timeline_peak for u in branched.units)
