@@ -12,8 +12,8 @@ of a plan is the sum of its units' slow-memory traffic. Rules:
 2. A *tiled* range is feasible when every op is tileable (``spatial.untileable_reason``), exactly one tensor leaves
    it, and its bands at one output row per tile fit (estimated on sampled tiles; the unit is later planned and
    checked on every tile). Unlike the spec, a tiled range may hold several spatial ops: for the report it is split
-   into spec-style stages (one spatial op each) that form one chain. Its cost is the bytes of its inputs plus its
-   output (halo re-reads are ignored by the estimate).
+   into spec-style stages (one spatial op each) that form one chain. Its cost is its output's bytes plus the input
+   bands it reloads at the largest tile height that fits (halo re-reads included).
 3. ``best[j] = min over i of best[i] + cost(i, j)``, ties broken by fewer units, then by preferring untiled ranges
    (no halo recompute).
 
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import Buffers
-from tigris.plan.spatial import plan_bands, untileable_reason
+from tigris.plan.lifetime import tensor_rows
+from tigris.plan.spatial import TiledLayout, largest_fitting, plan_bands, row_bytes, untileable_reason
 from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io, stage_weight_bytes
 
 INF = (float("inf"), 0, 0)
@@ -70,7 +71,7 @@ def dp_units(
                 continue
             if lay.peak > budget:
                 break
-            relax(i, j, sum(bufs.nbytes[t] for t in ins + outs), True)
+            relax(i, j, tiled_traffic(graph, bufs, costs, ops, ins, outs[0], budget), True)
     if best[n] == INF:
         return None
     units: list[tuple[range, bool]] = []
@@ -80,6 +81,29 @@ def dp_units(
         units.append((range(i, j), tiled))
         j = i
     return units[::-1]
+
+
+def tiled_traffic(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: range, ins: list[str], out: str, budget: int
+) -> int:
+    """Rule 2's cost: bytes a tiled range reloads and spills at the largest tile height that fits (estimated on
+    sampled tiles and scaled to all of them), so halo re-reads of the inputs are counted."""
+    wb = stage_weight_bytes(costs, ops)
+    h = tensor_rows(graph.tensors[out])
+    cache: dict[int, TiledLayout | None] = {}
+
+    def lay(th: int) -> TiledLayout | None:
+        if th not in cache:
+            cache[th] = plan_bands(graph, bufs, ops, out, th, wb, costs.scratch_bytes, sample=True)
+        return cache[th]
+
+    th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), 1, h) or 1
+    layout = lay(th)
+    assert layout is not None
+    tiles = -(-h // th)
+    sampled = len(layout.tile_rows)
+    reload = sum((r[n][1] - r[n][0]) * row_bytes(graph, n) for r in layout.tile_rows for n in ins)
+    return reload * tiles // sampled + bufs.nbytes[out]
 
 
 def split_stages(graph: AnalyzedGraph, r: range, tiled: bool) -> list[range]:
