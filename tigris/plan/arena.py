@@ -8,7 +8,8 @@ smallest result kept:
 1. *size-first*: largest block first, each at the lowest offset clear of every placed block it overlaps in time.
 2. *ping-pong*: blocks in birth order, alternately packed against the bottom and against the timeline-peak ceiling.
    On a chain (each buffer overlapping only its neighbours, plus short-lived scratch) this reaches the peak exactly:
-   a buffer and its successor sit at opposite ends and never need more than their sum.
+   a buffer and its successor sit at opposite ends and never need more than their sum. A variant places the
+   long-lived buffers (skip connections) first and ping-pongs the rest around them.
 3. *birth-first*: blocks in birth order, lowest offset (the classic linear-scan heuristic); the same orders also run
    with best fit (the smallest free gap that holds the block).
 4. When none of these reaches the timeline peak (skip connections fragment the arena), seeded random perturbations of
@@ -109,6 +110,10 @@ def assign_offsets(blocks: Sequence[Block], base: int = 0, peak: int | None = No
     tries += [_pack(o, base, None, False) for o in (by_area, by_span)]
     if peak is not None:
         tries.append(_pack(by_birth, base, align_up(peak), True))
+        # skip connections: place the long-lived buffers first, then ping-pong the short ones around them
+        longs = sorted([b for b in blocks if b.death - b.birth >= 2], key=lambda b: (b.birth, -b.size, str(b.key)))
+        shorts = sorted([b for b in blocks if b.death - b.birth < 2], key=lambda b: (b.birth, -b.size, str(b.key)))
+        tries += [_pack(longs + shorts, base, align_up(peak), alt) for alt in (True, False)]
     best = min(tries, key=lambda o: arena_end(blocks, o, base))
     best_end = arena_end(blocks, best, base)
     if peak is not None and best_end > align_up(peak):
@@ -117,10 +122,13 @@ def assign_offsets(blocks: Sequence[Block], base: int = 0, peak: int | None = No
 
 
 def _search(
-    blocks: list[Block], base: int, target: int, best: dict[Hashable, int], best_end: int, rounds: int = 48
+    blocks: list[Block], base: int, target: int, best: dict[Hashable, int], best_end: int, rounds: int | None = None
 ) -> tuple[dict[Hashable, int], int]:
     """Rule 4: when no fixed order reaches the timeline peak, try seeded random perturbations of the size order
-    (first fit and ping-pong against the peak ceiling) and keep the best; stop as soon as the peak is reached."""
+    (first fit and ping-pong against the peak ceiling) and keep the best; stop as soon as the peak is reached.
+    The number of rounds shrinks with the square of the block count (the cost of one packing)."""
+    if rounds is None:
+        rounds = max(32, min(1000, 100_000 // max(1, len(blocks)) ** 2))
     rng = random.Random(len(blocks) * 7919 + target)
     for r in range(rounds):
         noisy = sorted(blocks, key=lambda b: (-b.size * rng.uniform(0.5, 1.5), str(b.key)))
