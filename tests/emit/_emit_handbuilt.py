@@ -14,6 +14,8 @@ from tigris.ops import kind
 from tigris.ops.base import Lowered
 from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan, align_up
 
+__all__ = ["Lowered", "graph", "single_unit_plan", "two_unit_tiled_plan"]
+
 
 def _kind_or_skip(name: str):
     try:
