@@ -117,3 +117,14 @@ def test_flash_budget() -> None:
     check_flash(1000, 1000)
     with pytest.raises(DoesNotFitError, match="1001 bytes, flash budget is 1000"):
         check_flash(1001, 1000)
+
+
+def test_inconsistent_memory_plan_is_reported_as_such() -> None:
+    """A placement too small for its tensor passes the writer's own checks but not the reader's: emit_plan says the
+    memory plan is at fault instead of returning bytes the loader would refuse."""
+    g, lowered = H.graph()
+    plan = H.single_unit_plan(lowered)
+    p = plan.units[0].fast["c1"]
+    plan.units[0].fast["c1"] = type(p)("fast", p.offset, p.size - 16)
+    with pytest.raises(TigrisError, match=r"memory plan cannot be written.*TGRS_ERR_TILE_ROWS"):
+        emit_plan(g, plan, lowered, xip=False)

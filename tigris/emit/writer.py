@@ -362,9 +362,13 @@ def emit_plan(
     flags = (F.Flag.XIP if xip else 0) | (F.Flag.LZ4 if compression == "lz4" else 0)
     data = assemble(sections, int(flags))
 
-    from tigris.emit.reader import read_plan  # the self-check: what we return, the loader accepts
+    from tigris.emit.reader import PlanFormatError, read_plan  # the self-check: what we return, the loader accepts
 
-    read_plan(data)
+    try:
+        read_plan(data)
+    except PlanFormatError as e:
+        # Every input check above passed, so the memory plan itself is inconsistent (a planner bug): say so.
+        raise TigrisError(f"the memory plan cannot be written as a valid plan: {e.what}", graph.name) from None
     return data
 
 
