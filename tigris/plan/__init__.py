@@ -5,6 +5,8 @@ The driver, in the order a reader meets the spec:
 1. ``lifetime.buffers``: alias groups become single buffers; constants are excluded (stage 3).
 2. ``temporal.greedy_stages``: the spec's greedy forward pass over the stage timeline (stages 4-5).
 3. ``chain.form_chains``: consecutive tileable stages that may share a tile loop become one unit (stage 6, chains).
+   Steps 2-3 are the ``spec`` strategy; the default ``tigris`` strategy also plans the partition of
+   ``search.dp_units`` (unit boundaries that minimize slow-memory traffic) and keeps the cheaper of the two plans.
 4. Every unit is planned: an untiled stage keeps whole tensors; a stage over budget, or a chain, is tiled along H at
    the largest tile height that fits (``chain.fit_tiles`` on ``spatial.plan_bands``).
 5. ``arena.assign_offsets`` places every buffer of every unit in the fast arena (after the weight prefix when not
@@ -21,7 +23,7 @@ from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
 from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess
 from tigris.plan.lifetime import Buffers, buffers, is_alias, lifetimes, tensor_rows
-from tigris.plan.spatial import TiledLayout, halo, plan_bands, row_bytes, stage_tileable
+from tigris.plan.spatial import TiledLayout, halo, op_macs, plan_bands, row_bytes, stage_tileable
 from tigris.plan.temporal import Costs, Uses, greedy_stages, stage_io, stage_timeline, stage_weight_bytes, uses
 from tigris.plan.timeline import sweep, unscheduled_peak
 from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan, align_up
@@ -242,8 +244,6 @@ def _stage_plan(
 
 
 def _recompute(graph: AnalyzedGraph, ops: range, lay: TiledLayout) -> int:
-    from tigris.plan.spatial import op_macs
-
     extra = 0
     for i in ops:
         out = graph.ops[i].outputs[0]
