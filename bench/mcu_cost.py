@@ -1,0 +1,185 @@
+"""Cost of one inference on an emulated Cortex-M, and the runtime's footprint (issue 7).
+
+For every model: compile at the stated budget, generate ``--format app`` firmware, run it under QEMU with
+``-icount shift=0`` (one guest instruction = one virtual nanosecond) and read the SysTick count the guest prints;
+instructions = ticks x 1e9 / SYSCLK. Also reported: peak stack (the startup paints the stack; the guest scans it
+after the run) and the arenas' high-water marks. Code size is the runtime's kept .text in the -Os link map of the
+Cortex-M4F firmware, with every kernel and with the int8 CNN subset; the allocator check reads the same images.
+
+    python3 bench/mcu_cost.py            # writes the mcu_cost section of docs/benchmarks.md
+    python3 bench/mcu_cost.py --no-write
+
+Needs arm-none-eabi-gcc, qemu-system-arm and ../shared/models.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "examples" / "cortex-m"))
+from _doc import markdown_table, write_section  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import qemu_harness as qh  # noqa: E402
+from tigris import api  # noqa: E402
+from tigris.host import Session  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "models"
+
+# (model, fast budget, xip, compression): the configurations tests/cortex_m/test_models.py runs.
+MODELS = [
+    ("mlperf_tiny/kws_dscnn_int8.onnx", "32K", False, "lz4"),
+    ("mlperf_tiny/vww_mbv1_025_96_int8.onnx", "32K", True, "none"),
+    ("torchvision/mobilenet_v2_035_96_int8.onnx", "32K", True, "none"),
+    ("mlperf_tiny/resnet8_cifar_int8.onnx", "32K", True, "none"),
+    ("tflm/person_detect_int8.onnx", "32K", True, "none"),
+    ("mlperf_tiny/ad_autoencoder_int8.onnx", "32K", True, "none"),
+    ("mlperf_tiny/kws_dscnn_f32.onnx", "48K", True, "none"),
+]
+BOARDS = ("mps2-an386", "mps3-an547")
+
+
+def run_model(rel: str, fast: str, xip: bool, comp: str, work: Path) -> list[object]:
+    path = SHARED / rel
+    prep = api.prepare(str(path))
+    c = api.compile_model(str(path), fast, xip=xip, compression=comp, prepared=prep)
+    j = c.analysis.json
+    s = Session(c.plan_bytes)
+    inputs = api.random_inputs(prep, seed=0)
+    host = s.run(inputs)
+    ins = [f"in{i}.bin" for i in range(len(s.inputs))]
+    outs = [f"out{i}.bin" for i in range(len(s.outputs))]
+    per_board = {}
+    for board in BOARDS:
+        d = work / Path(rel).stem / board
+        elf = qh.build_plan_app(c.plan_bytes, board, d, obj_dir=work / "obj" / board)
+        for name, spec in zip(ins, s.inputs):
+            (d / name).write_bytes(s._to_caller(spec, inputs[spec.name]))
+        r = qh.run(board, elf, ins + outs, cwd=d, timeout_s=900)
+        if r.returncode != 0:
+            raise RuntimeError(f"{rel} on {board}: exit {r.returncode}\n{r.console}")
+        verdicts = [_compare((d / o).read_bytes(), s._to_caller(spec, host.outputs[spec.name]), spec.caller_dtype)
+                     for o, spec in zip(outs, s.outputs)]
+        per_board[board] = (r.report, "bytes" if all(v == "bytes" for v in verdicts) else
+                            ("1e-5" if all(verdicts) else ""))
+    m4, m55 = per_board["mps2-an386"][0], per_board["mps3-an547"][0]
+    mode = "xip" if xip else ("lz4" if comp == "lz4" else "copy")
+    return [
+        Path(rel).stem, f"{fast} {mode}", len(j["stages"]), j["tiling"]["tiles"], j["slow"]["spill_bytes"],
+        f"{m4['instructions']:,}", f"{m55['instructions']:,}", m4["stack_peak"], m4["fast_peak"], m4["slow_peak"],
+        _worst([v[1] for v in per_board.values()]),
+    ]
+
+
+def _compare(guest: bytes, host: bytes, dtype: str) -> str:
+    """"bytes" when identical, "1e-5" when a float output is within 1e-5 relative (the tests' criterion), else ""."""
+    if guest == host:
+        return "bytes"
+    if dtype != "float32" or len(guest) != len(host):
+        return ""
+    g = np.frombuffer(guest, np.float32).astype(np.float64)
+    h = np.frombuffer(host, np.float32).astype(np.float64)
+    return "1e-5" if float(np.max(np.abs(g - h))) <= 1e-5 * max(1.0, float(np.max(np.abs(h)))) else ""
+
+
+def _worst(verdicts: list[str]) -> str:
+    if "" in verdicts:
+        return "**NO**"
+    return "identical bytes" if all(v == "bytes" for v in verdicts) else "within 1e-5 rel."
+
+
+def weight_modes(work: Path, rel: str = "mlperf_tiny/kws_dscnn_int8.onnx", fast: str = "64K") -> str:
+    """The XIP / copy / LZ4 trade-off on one model at one budget, on the Cortex-M4F."""
+    path = SHARED / rel
+    prep = api.prepare(str(path))
+    inputs = api.random_inputs(prep, seed=0)
+    rows = []
+    for label, xip, comp in (("--xip", True, "none"), ("copy (default)", False, "none"), ("-c lz4", False, "lz4")):
+        c = api.compile_model(str(path), fast, xip=xip, compression=comp, prepared=prep)
+        j = c.analysis.json
+        s = Session(c.plan_bytes)
+        d = work / "modes" / label.split()[0].strip("-")
+        elf = qh.build_plan_app(c.plan_bytes, "mps2-an386", d, obj_dir=work / "obj" / "mps2-an386")
+        (d / "in0.bin").write_bytes(s._to_caller(s.inputs[0], inputs[s.inputs[0].name]))
+        r = qh.run("mps2-an386", elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=900)
+        if r.returncode != 0:
+            raise RuntimeError(f"{label}: exit {r.returncode}\n{r.console}")
+        prefix = max((u.weight_bytes for u in c.analysis.plan.units), default=0)
+        rows.append([label, f"{len(c.plan_bytes):,}", f"{prefix:,}", j["fast"]["peak_bytes"], len(j["stages"]),
+                     j["slow"]["spill_bytes"] + j["slow"]["reload_bytes"], f"{r.report['instructions']:,}"])
+    return (f"Weight placement for {Path(rel).stem} at -m {fast} on the Cortex-M4F:\n\n" + markdown_table(
+        ["weights", "plan (flash) B", "weight prefix in fast RAM B", "fast peak B", "stages", "spill+reload B",
+         "instructions"], rows))
+
+
+def footprint(work: Path) -> tuple[str, list[str]]:
+    c = api.compile_model(str(REPO / "tests" / "models" / "kws_dscnn_int8.onnx"), "32K")
+    rows, alloc = [], []
+    for label, srcs, target in (("every kernel", None, 32), ("int8 CNN subset", qh.subset_sources(), 16)):
+        elf = qh.build_plan_app(c.plan_bytes, "mps2-an386", work / f"size-{label.split()[0]}",
+                                obj_dir=work / "obj-size", opt="-Os", runtime_srcs=srcs)
+        map_text = (elf.parent / "model.map").read_text()
+        rt = qh.runtime_size(map_text)
+        kernels = sorted({p.stem for p in (srcs or qh.runtime_sources()) if "kernels" in p.parts})
+        rows.append([label, f"{rt.text:,}", f"{rt.text / 1024:.1f} KiB", f"<= {target} KiB",
+                     "met" if rt.text <= target * 1024 else "**missed**", f"{rt.rodata:,}", ", ".join(kernels)])
+        found = sorted(set(qh.allocator_symbols(elf)) | set(qh.map_mentions_allocator(map_text)))
+        alloc.append(f"{label}: " + ("none" if not found else ", ".join(found)))
+    table = markdown_table(["runtime build (Cortex-M4F, -Os)", ".text (B)", ".text", "target", "", ".rodata (B)",
+                            "kernel files"], rows)
+    return table, alloc
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    if qh.missing_tools():
+        sys.exit(f"error: missing tools: {', '.join(qh.missing_tools())}")
+    with tempfile.TemporaryDirectory(prefix="mcu_cost-") as tmp:
+        work = Path(tmp)
+        rows = []
+        for rel, fast, xip, comp in MODELS:
+            if not (SHARED / rel).exists():
+                print(f"skip {rel}: not in ../shared/models", flush=True)
+                continue
+            rows.append(run_model(rel, fast, xip, comp, work))
+            print(rows[-1], flush=True)
+        size_table, alloc = footprint(work)
+        modes = weight_modes(work)
+    table = markdown_table(
+        ["model", "budget", "stages", "tiles", "spill B", "instructions M4F", "instructions M55", "stack peak B",
+         "fast peak B", "slow peak B", "= host"], rows)
+    body = (
+        "One inference on QEMU `mps2-an386` (Cortex-M4F) and `mps3-an547` (Cortex-M55), firmware from "
+        "`tigris codegen --format app` built with `-O2 -std=c99 -ffp-contract=off`; run `python3 bench/mcu_cost.py`. "
+        "Instructions come from `-icount shift=0` (one instruction per virtual ns) and a SysTick read in the guest "
+        "(ticks x 1e9 / SYSCLK, calibrated by tests/cortex_m/test_board.py to +-2 ticks); QEMU does not model "
+        "pipeline or memory wait states, so these are instruction counts, not cycles on silicon. The count covers "
+        "the whole `tgrs_run`: kernels, reloads/spills, weight copies or LZ4 decompression. Stack peak is the "
+        "painted-stack high water of the whole program (startup, semihosting and the run). "
+        "`= host`: outputs on both boards against the host runtime (int8 must be identical bytes; float within "
+        "1e-5 relative: newlib's and glibc's expf may round the last bit differently).\n\n"
+        + table
+        + "\n\nRuntime code size: the `.text` of `runtime_c/src/**` objects kept in the `--gc-sections` link of the "
+        "kws_dscnn_int8 firmware (Cortex-M4F, `-Os`). The int8 subset links only the kernel files an int8 CNN "
+        "needs; the other kinds are stubs returning TGRS_ERR_UNSUPPORTED. Those files still carry their float "
+        "paths, which is why the subset misses 16 KiB if it does.\n\n"
+        + size_table
+        + "\n\nDynamic allocation (allocator symbols in the image, or allocator objects in the link map): "
+        + "; ".join(alloc) + ".\n\n"
+        + modes
+    )
+    print(body)
+    if not args.no_write:
+        write_section("mcu_cost", body)
+
+
+if __name__ == "__main__":
+    main()
