@@ -65,9 +65,16 @@ def precise_check(model_path: str | Path, graph: AnalyzedGraph, lowered: list[Lo
     difference, in output LSBs, between the reference op fed ONNX Runtime's inputs and ONNX Runtime's output."""
     import onnxruntime as ort
 
-    wanted = {t for low in lowered for t in (*low.inputs, *low.outputs)}
+    wanted = {t for low in lowered for t in (*low.inputs, *low.outputs) if graph.tensors[t].dtype == "int8"}
+    floats = {t for low in lowered for t in (*low.inputs, *low.outputs) if graph.tensors[t].dtype != "int8"}
     model = onnx.load(str(model_path))
     exposed, where = _exposed_model(model, wanted)
+    # A float tensor (model-boundary Quantize/Dequantize) is compared as the very tensor ONNX Runtime computes.
+    existing = {o.name for o in exposed.graph.output} | {i.name for i in exposed.graph.input}
+    for t in sorted(floats):
+        where[t] = t
+        if t not in existing:
+            exposed.graph.output.append(helper.make_empty_tensor_value_info(t))
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     sess = ort.InferenceSession(exposed.SerializeToString(), opts, providers=["CPUExecutionProvider"])
@@ -78,7 +85,7 @@ def precise_check(model_path: str | Path, graph: AnalyzedGraph, lowered: list[Lo
         if low.alias:
             continue
         out_t = graph.tensors[low.outputs[0]]
-        if out_t.dtype != "int8":
+        if out_t.dtype != "int8" and not any(graph.tensors[t].dtype == "int8" for t in low.inputs):
             continue
         tensors = [*low.inputs, low.outputs[0]]
         if any(t not in where or where[t] not in values for t in tensors):
@@ -91,11 +98,20 @@ def precise_check(model_path: str | Path, graph: AnalyzedGraph, lowered: list[Lo
             tt = graph.tensors[t]
             if v.size != tt.numel:
                 break
-            phys[t] = to_physical(v.reshape(tt.shape), tt.shape, tt.layout)
+            if tuple(v.shape) != tuple(tt.shape):
+                # Declared in our physical order already (an NHWC model input whose Transpose was removed).
+                phys[t] = np.ascontiguousarray(v).reshape(tensor_view_dims(tt))
+            else:
+                phys[t] = to_physical(v, tt.shape, tt.layout)
         else:
             in_views = [make_view(graph.tensors[n], phys[n]) for n in low.inputs]
             out = make_view(out_t, np.zeros(tensor_view_dims(out_t), NP_DTYPES[out_t.dtype]))
             kind(low.kind).reference(low, in_views, out)
-            diff = np.abs(out.data.astype(np.int64) - phys[low.outputs[0]].astype(np.int64))
+            want = phys[low.outputs[0]]
+            if out_t.dtype == "int8":
+                diff = np.abs(out.data.astype(np.int64) - want.astype(np.int64))
+            else:  # a Dequantize: the difference in LSBs of its int8 input
+                diff = np.rint(np.abs(out.data.astype(np.float64) - want) / make_view(
+                    graph.tensors[low.inputs[0]], phys[low.inputs[0]]).scale).astype(np.int64)
             checks.append(OpCheck(low.op_name, low.kind, int(diff.max()) if diff.size else 0, int(diff.size)))
     return checks
