@@ -11,7 +11,8 @@
  *   - in a tiled unit every tensor an op, reload or spill touches has the same rows as its root, because bands are
  *     stated per root buffer (TGRS_ERR_TILE_ROWS);
  *   - a FAST interface home's placement must hold the whole tensor (TGRS_ERR_IO);
- *   - op names are string references like any other (TGRS_ERR_STRING).
+ *   - op names are string references like any other (TGRS_ERR_STRING);
+ *   - a tiled unit has at least one placement (TGRS_ERR_UNIT), so its tile count is bounded by the file size.
  * What the loader cannot prove is liveness (that no two live buffers overlap): plan/check.py proves it at compile
  * time, and a plan that breaks it still only reads and writes inside the caller's arenas.
  */
@@ -634,7 +635,8 @@ static int tgrs_check_units(const tgrs_plan *plan)
             if (tiles != 1u || rf != 0u || rcnt != 0u) {
                 return TGRS_ERR_UNIT;
             }
-        } else if ((uint64_t)tiles * pc != (uint64_t)rcnt) {
+        } else if (pc == 0u || (uint64_t)tiles * pc != (uint64_t)rcnt) {
+            /* pc >= 1 ties the tile count to TILE_ROWS records, so no loop over tiles outgrows the file. */
             return TGRS_ERR_UNIT;
         }
         if (of != next_op || !tgrs_fits(of, oc, plan->sec_count[TGRS_SEC_OPS]) ||

@@ -183,3 +183,29 @@ def test_misaligned_plan_buffer_is_refused(plan_bytes: bytes) -> None:
     plan = rt.ffi.new("tgrs_plan *")
     assert rt.lib.tgrs_load(plan, buf + shift, len(plan_bytes)) == CODES["ERR_ALIGN"]
     assert rt.lib.tgrs_load(rt.ffi.NULL, buf, len(plan_bytes)) == CODES["ERR_NULL"]
+
+
+def test_malformed_lz4_block_is_refused_at_load() -> None:
+    """The loader decodes every LZ4 block once without output: a block that does not expand to exactly wraw_size
+    bytes is TGRS_ERR_LZ4 before anything runs."""
+    g = P.conv_chain_graph(int8=True)
+    data, _ = P.compile_graph(g, 1 << 20, compression="lz4")
+    assert _load(data) == 0
+    uoff, _, n_units = _section(data, F.SectionId.UNITS)
+    unit = next(k for k in range(n_units)
+                if struct.unpack_from("<I", data, uoff + k * F.UNIT.size + _field(F.UNIT, "wblob_size"))[0] > 0)
+    raw = struct.unpack_from("<I", data, uoff + unit * F.UNIT.size + _field(F.UNIT, "wraw_size"))[0]
+    assert _load(_forge(data, F.SectionId.UNITS, F.UNIT, unit, "wraw_size", raw - 16)) == CODES["ERR_LZ4"]
+    size = struct.unpack_from("<I", data, uoff + unit * F.UNIT.size + _field(F.UNIT, "wblob_size"))[0]
+    assert _load(_forge(data, F.SectionId.UNITS, F.UNIT, unit, "wblob_size", size - 1)) == CODES["ERR_LZ4"]
+
+
+def test_tiled_unit_without_placements_is_refused(plan_bytes: bytes) -> None:
+    uoff, _, _ = _section(plan_bytes, F.SectionId.UNITS)
+    flags = struct.unpack_from("<I", plan_bytes, uoff + _field(F.UNIT, "flags"))[0]
+    if not flags & int(F.UnitFlag.TILED):
+        pytest.skip("this plan's first unit is not tiled")
+    b = bytearray(plan_bytes)
+    for f in ("place_count", "rows_count"):
+        struct.pack_into("<I", b, uoff + _field(F.UNIT, f), 0)
+    assert _load(seal(b)) == CODES["ERR_UNIT"]
