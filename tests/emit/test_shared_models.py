@@ -85,3 +85,13 @@ def test_two_compiles_identical_sha256(rel: str) -> None:
         plan = _fitting(api, prep, "partitioned", False)
         digests.add(hashlib.sha256(emit_plan(prep.graph, plan, prep.lowered, xip=False, compression="lz4")).hexdigest())
     assert len(digests) == 1
+
+
+@pytest.mark.shared
+def test_emit_lowers_by_itself_when_not_given_lowered_ops() -> None:
+    """emit_plan(graph, plan) lowers every op itself; the bytes equal those from the pipeline's own lowering."""
+    from tigris import api
+
+    _api, _path, prep = _prepare("mlperf_tiny/kws_dscnn_int8.onnx")
+    plan = _fitting(api, prep, "partitioned", False)
+    assert emit_plan(prep.graph, plan, xip=False) == emit_plan(prep.graph, plan, prep.lowered, xip=False)
