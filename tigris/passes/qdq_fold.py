@@ -27,7 +27,8 @@ Why second: only pass 1 must run before (scales often come from Constant nodes);
 tensors with QuantParams rather than DQ/Q chains (e.g. BatchNorm fold requantizes int8 weights, activation fuse
 checks the intermediate's quantization).
 
-Postcondition: Q only reads graph inputs, DQ only writes graph outputs (except declined nodes).
+Postcondition: Q only reads graph inputs, DQ only writes graph outputs (except declined nodes); both keep only their
+data operand (the quantization is on the int8 tensor).
 """
 from __future__ import annotations
 
@@ -86,7 +87,10 @@ def run(graph: AnalyzedGraph) -> PassResult:
             continue
         _annotate(g, y, q, zp_dtype(g, op))
         if x in g.inputs:
-            continue  # rule 3: boundary quantize stays
+            # rule 3: boundary quantize stays; its scale/zero point now live on the output tensor
+            if len(op.inputs) > 1:
+                ops = [o.with_(inputs=o.inputs[:1]) if o.name == op.name else o for o in ops]
+            continue
         readers = [o for o in ops if x in o.inputs]
         if len(readers) > 1 or x in g.outputs or x not in prod:
             declined.append(Decline(op.name, "rule 2: its float input has other readers or is a graph output"))
@@ -115,7 +119,10 @@ def run(graph: AnalyzedGraph) -> PassResult:
             continue
         _annotate(g, x, q, dt)
         if y in g.outputs:
-            continue  # rule 5: boundary dequantize stays
+            # rule 5: boundary dequantize stays; its scale/zero point now live on the input tensor
+            if len(op.inputs) > 1:
+                ops = [o.with_(inputs=o.inputs[:1]) if o.name == op.name else o for o in ops]
+            continue
         ops = replace_uses([o for o in ops if o.name != op.name], y, x)
         n += 1
 

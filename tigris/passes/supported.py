@@ -57,13 +57,17 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
         return "pads are not constant"
     if t == "PRelu" and (len(ins) != 2 or ins[1] not in g.weights):
         return "slope is not a constant"
-    if t == "QuantizeLinear":
-        if ins[0] not in g.inputs:
+    if t in ("QuantizeLinear", "DequantizeLinear"):
+        f, q = (ins[0], op.outputs[0]) if t == "QuantizeLinear" else (op.outputs[0], ins[0])
+        if t == "QuantizeLinear" and ins[0] not in g.inputs:
             return "QuantizeLinear inside the graph (only at a float model input)"
-        return None
-    if t == "DequantizeLinear":
-        if not any(o in g.outputs for o in op.outputs):
+        if t == "DequantizeLinear" and op.outputs[0] not in g.outputs:
             return "DequantizeLinear inside the graph (only before a float model output)"
+        if len(ins) != 1:
+            return "its scale or zero point is not a constant"
+        qt, ft = g.tensors[q], g.tensors[f]
+        if ft.dtype != "float32" or qt.dtype != "int8" or qt.quant is None or qt.quant.per_channel:
+            return f"only float32 <-> per-tensor int8 is supported ({ft.dtype}, {qt.dtype})"
         return None
     acts = [n for n in (*ins, *op.outputs) if n and n not in g.weights]
     kinds = set()

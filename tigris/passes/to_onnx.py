@@ -149,7 +149,7 @@ def _emit(b: _Builder, op: Op) -> None:
     b.finish(pre, y)
 
 
-def to_onnx(graph: AnalyzedGraph, opset: int = 17) -> onnx.ModelProto:
+def to_onnx(graph: AnalyzedGraph, opset: int = 19) -> onnx.ModelProto:
     b = _Builder(graph)
     g = graph
     for name, arr in g.weights.items():
