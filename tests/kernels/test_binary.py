@@ -116,7 +116,7 @@ def _need(g, low):
     return need
 
 
-@settings(max_examples=60, deadline=None)
+@settings(database=None, max_examples=60, deadline=None)
 @given(cs=case(), seed=st.integers(0, 2**16))
 def test_float_binary(lib, cs, seed):
     rng = np.random.default_rng(seed)
@@ -132,7 +132,7 @@ def test_float_binary(lib, cs, seed):
     assert_float_close(run_op(c_runner(lib), g, low, phys, bands, _need(g, low)), ref, rtol=0.0)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(database=None, max_examples=80, deadline=None)
 @given(cs=case(), seed=st.integers(0, 2**16), sa=st.floats(1e-3, 1.0), ra=st.floats(0.01, 100.0),
        ro=st.floats(0.2, 5.0), zs=st.lists(st.integers(-128, 127), min_size=3, max_size=3))
 def test_int8_binary(lib, cs, seed, sa, ra, ro, zs):

@@ -68,7 +68,7 @@ def _node(axis, k):
     return lambda i, o: [helper.make_node("Concat", i, [o], axis=axis)]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(database=None, max_examples=60, deadline=None)
 @given(cs=case(), seed=st.integers(0, 2**16))
 def test_float_concat(lib, cs, seed):
     rng = np.random.default_rng(seed)
@@ -88,7 +88,7 @@ def test_float_concat(lib, cs, seed):
     assert_float_close(got, ref, 0.0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(database=None, max_examples=60, deadline=None)
 @given(cs=case(), seed=st.integers(0, 2**16), scales=st.lists(st.floats(0.002, 0.5), min_size=5, max_size=5),
        zps=st.lists(st.integers(-128, 127), min_size=5, max_size=5), same=st.booleans())
 def test_int8_concat(lib, cs, seed, scales, zps, same):

@@ -55,7 +55,7 @@ def _need(low, g):
     return need
 
 
-@settings(max_examples=60, deadline=None)
+@settings(database=None, max_examples=60, deadline=None)
 @given(cs=case(), seed=st.integers(0, 2**16))
 def test_float_pad(lib, cs, seed):
     rng = np.random.default_rng(seed)
@@ -73,7 +73,7 @@ def test_float_pad(lib, cs, seed):
     assert np.array_equal(run_op(ref_runner, g, low, phys, bands, _need(low, g)), ref)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(database=None, max_examples=40, deadline=None)
 @given(cs=case(), seed=st.integers(0, 2**16), s=st.floats(0.01, 1.0), zp=st.integers(-128, 127))
 def test_int8_pad(lib, cs, seed, s, zp):
     rng = np.random.default_rng(seed)

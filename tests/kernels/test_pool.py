@@ -80,7 +80,7 @@ def _need(low, g):
 
 
 @pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
-@settings(max_examples=30, deadline=None)
+@settings(database=None, max_examples=30, deadline=None)
 @given(cs=window_case(), seed=st.integers(0, 2**16))
 def test_float_window_matches_ort_and_c(lib, op_type, cs, seed):
     if cs["oh"] == 0:
@@ -103,7 +103,7 @@ def test_float_window_matches_ort_and_c(lib, op_type, cs, seed):
 
 
 @pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
-@settings(max_examples=30, deadline=None)
+@settings(database=None, max_examples=30, deadline=None)
 @given(cs=window_case(), seed=st.integers(0, 2**16), s_in=st.floats(0.005, 0.5), ratio=st.floats(0.25, 4.0),
        zi=st.integers(-128, 127), zo=st.integers(-128, 127))
 def test_int8_window_bit_exact_and_within_one_lsb_of_ort(lib, op_type, cs, seed, s_in, ratio, zi, zo):
@@ -166,7 +166,7 @@ def test_int8_avgpool_rounds_halves_away_from_zero(lib):
     assert np.array_equal(to_logical(g, "y", run_op(c_runner(lib), g, low, phys)).ravel(), expect)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(database=None, max_examples=25, deadline=None)
 @given(h=st.integers(1, 12), w=st.integers(1, 12), c=st.integers(1, 40), seed=st.integers(0, 2**16),
        s_in=st.floats(0.001, 1.0), ratio=st.floats(0.1, 10.0), zi=st.integers(-128, 127), zo=st.integers(-128, 127))
 def test_gap_float_and_int8(lib, h, w, c, seed, s_in, ratio, zi, zo):

@@ -36,7 +36,7 @@ def _q_model(shape, dtype, s, zp, op):
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
-@settings(max_examples=12, deadline=None)
+@settings(database=None, max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**16), scale=st.floats(1e-4, 10.0), zp_u=st.integers(0, 255), spread=st.floats(0.1, 300))
 def test_quantize(lib, shape, dtype, seed, scale, zp_u, spread):
     rng = np.random.default_rng(seed)
@@ -69,7 +69,7 @@ def test_quantize_ties_round_to_even(lib):
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
-@settings(max_examples=10, deadline=None)
+@settings(database=None, max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**16), scale=st.floats(1e-6, 1e3), zp_u=st.integers(0, 255))
 def test_dequantize(lib, shape, dtype, seed, scale, zp_u):
     rng = np.random.default_rng(seed)

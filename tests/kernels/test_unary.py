@@ -43,7 +43,7 @@ shapes = st.sampled_from([(1, 3, 5, 4), (1, 1, 1, 1), (1, 17, 3, 7), (1, 40), (1
 
 
 @pytest.mark.parametrize("fn", sorted(FUNCS))
-@settings(max_examples=15, deadline=None)
+@settings(database=None, max_examples=15, deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**16))
 def test_float_unary(lib, fn, shape, seed):
     rng = np.random.default_rng(seed)
@@ -63,7 +63,7 @@ def test_float_unary(lib, fn, shape, seed):
 
 
 @pytest.mark.parametrize("fn", sorted(FUNCS))
-@settings(max_examples=15, deadline=None)
+@settings(database=None, max_examples=15, deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**16), s_in=st.floats(0.002, 0.2), s_out=st.floats(0.002, 0.2),
        zi=st.integers(-128, 127), zo=st.integers(-128, 127))
 def test_int8_unary(lib, fn, shape, seed, s_in, s_out, zi, zo):
@@ -92,7 +92,7 @@ def test_int8_table_is_exhaustive_against_ort():
     assert max_lsb(lut.reshape(1, 256), ort_y) <= 1
 
 
-@settings(max_examples=25, deadline=None)
+@settings(database=None, max_examples=25, deadline=None)
 @given(c=st.integers(1, 20), h=st.integers(1, 5), w=st.integers(1, 5), per_channel=st.booleans(),
        seed=st.integers(0, 2**16), s_in=st.floats(0.005, 0.1), s_out=st.floats(0.005, 0.1),
        zi=st.integers(-128, 127), zo=st.integers(-128, 127))
