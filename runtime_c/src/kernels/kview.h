@@ -61,6 +61,20 @@ static inline int64_t tgrs_div_round_away(int64_t num, int64_t den)
     return (num < 0) ? -(int64_t)q : (int64_t)q;
 }
 
+/* num / den for den > 0, rounded to nearest with halves to even, exact in 64 bits (|num| < 2^62). Averages use
+ * it: their ties are common and the ONNX model states them as QuantizeLinear's rounding (docs/numerics.md). */
+static inline int64_t tgrs_div_round_half_even(int64_t num, int64_t den)
+{
+    uint64_t a = (num < 0) ? (uint64_t)0 - (uint64_t)num : (uint64_t)num;
+    uint64_t d = (uint64_t)den;
+    uint64_t q = a / d;
+    uint64_t r2 = (a - q * d) * 2u;
+    if (r2 > d || (r2 == d && (q & 1u) != 0u)) {
+        ++q;
+    }
+    return (num < 0) ? -(int64_t)q : (int64_t)q;
+}
+
 /* Number of bits needed to hold the positive value v (0 for 0). */
 static inline int32_t tgrs_bitlen(uint32_t v)
 {

@@ -3,8 +3,8 @@
  *
  * The arithmetic is defined by tigris/ops/pool.py and docs/numerics.md ("Pooling"):
  *   max  int8: zp_out + requant(max(q) - zp_in, mult, shift), clamped to [lo, hi]
- *   avg  int8: zp_out + round(sum(q - zp_in) * mult / (count << (31 - shift))), one rounding, halves away from zero
- *   gap  int8: zp_out + requant(sum(q - zp_in), mult, shift)   (mult/shift include 1/(H*W))
+ *   avg  int8: zp_out + round(sum(q - zp_in) * mult / (count << (31 - shift))), one rounding, halves to even
+ *   gap  int8: zp_out + round(sum(q - zp_in) * mult / ((H*W) << (31 - shift))), halves to even (mult/shift: s_in/s_out)
  *   float: max of taps; sum of taps (row-major tap order) / (float)count; sum / (float)(H*W).
  * Padding taps never contribute; `count` is the taps inside the padded frame (count_include_pad) or the image.
  */
@@ -205,7 +205,7 @@ static int pool_window(const tgrs_op_ctx *ctx, int avg)
                     if (avg) {
                         int64_t den = (int64_t)(count > 0 ? count : 1) * ((int64_t)1 << (31 - g.shift));
                         for (c = 0; c < nc; ++c) {
-                            int64_t q = tgrs_div_round_away((int64_t)acc[c] * (int64_t)g.mult, den);
+                            int64_t q = tgrs_div_round_half_even((int64_t)acc[c] * (int64_t)g.mult, den);
                             y[c] = (int8_t)tgrs_clamp64(q + out->zero_point, g.lo, g.hi);
                         }
                     } else {
@@ -273,7 +273,8 @@ int tgrs_kernel_gap(const tgrs_op_ctx *ctx)
     if (in->dtype != TGRS_DT_S8 || out->dtype != TGRS_DT_S8) {
         return TGRS_ERR_DTYPE;
     }
-    if (shift > TGRS_SHIFT_MAX || mult < 0 || !tgrs_s8_bounds_ok(lo, hi, out->zero_point) || hw > (1u << 23)) {
+    if (shift > TGRS_SHIFT_MAX || mult < 0 || !tgrs_s8_bounds_ok(lo, hi, out->zero_point) || hw > (1u << 23) ||
+        (31 - shift) + tgrs_bitlen((uint32_t)hw) > 62) {
         return TGRS_ERR_PARAM;
     }
     for (n = 0; n < in->dims[0]; ++n) {
@@ -286,7 +287,12 @@ int tgrs_kernel_gap(const tgrs_op_ctx *ctx)
                 acc += (int32_t)x[i * C + (size_t)c];
             }
             acc -= (int32_t)hw * in->zero_point;
-            y[c] = tgrs_requant_s8(acc, mult, shift, out->zero_point, lo, hi);
+            {
+                int64_t q = tgrs_div_round_half_even((int64_t)acc * (int64_t)mult,
+                                                     (int64_t)hw * ((int64_t)1 << (31 - shift))) +
+                            out->zero_point;
+                y[c] = (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+            }
         }
     }
     return TGRS_OK;
