@@ -112,6 +112,49 @@ def _roots(plan: MemoryPlan, lowered: list[Lowered]) -> dict[str, str]:
     return out
 
 
+@dataclass
+class _Ctx:
+    """What every record builder needs: the inputs, the shared string table and INDEX list, and the numbering
+    (tensor index by name, alias root by name). Built once per emit; the builders below only append to it."""
+
+    graph: AnalyzedGraph
+    plan: MemoryPlan
+    lowered: list[Lowered]
+    xip: bool
+    compression: str
+    tidx: dict[str, int]
+    root_of: dict[str, str]
+    strings: _Strings = field(default_factory=_Strings)
+    index: _Index = field(default_factory=_Index)
+
+    def root(self, name: str) -> str:
+        return self.root_of.get(name, name)
+
+    def ti(self, name: str, where: str) -> int:
+        if name not in self.tidx:
+            raise TigrisError(f"tensor {name!r} is not an activation of the graph", where)
+        return self.tidx[name]
+
+    def rows(self, name: str) -> int:
+        """Length of the row axis (dims[1]) of a tensor."""
+        t = self.graph.tensors[name]
+        return view_dims(t.shape, t.layout)[1]
+
+
+@dataclass
+class _Units:
+    """The unit-level tables, built together because units own contiguous ranges of each."""
+
+    units: list[dict[str, int]] = field(default_factory=list)
+    placements: list[bytes] = field(default_factory=list)
+    tile_rows: list[bytes] = field(default_factory=list)
+    ops: list[bytes] = field(default_factory=list)
+    blobs: list[tuple[int, bytes]] = field(default_factory=list)  # (unit, stored blob) of non-XIP units
+    xip_group: WeightGroup = field(default_factory=WeightGroup)
+    weight_raw: int = 0
+    homes: list[dict[str, Placement]] = field(default_factory=list)  # per unit: root name -> fast placement
+
+
 def emit_plan(
     graph: AnalyzedGraph,
     plan: MemoryPlan,
@@ -134,209 +177,23 @@ def emit_plan(
     if not plan.units:
         raise TigrisError("the memory plan has no exec units", graph.name)
 
-    strings = _Strings()
-    index = _Index()
-    root_of = _roots(plan, lowered)
-
-    def root(name: str) -> str:
-        return root_of.get(name, name)
-
-    # ---- tensors ---------------------------------------------------------------------------------------------
     names = [t.name for t in graph.activations()]
-    tidx = {n: i for i, n in enumerate(names)}
-
-    def ti(name: str, where: str) -> int:
-        if name not in tidx:
-            raise TigrisError(f"tensor {name!r} is not an activation of the graph", where)
-        return tidx[name]
-
-    in_set, out_set = set(graph.inputs), set(graph.outputs)
-    tensor_recs = []
-    for n in names:
-        t = graph.tensors[n]
-        r = root(n)
-        flags = 0
-        if n in in_set:
-            flags |= F.TensorFlag.INPUT
-        if n in out_set:
-            flags |= F.TensorFlag.OUTPUT
-        if r != n:
-            flags |= F.TensorFlag.ALIAS
-        scale, zp = _per_tensor(t)
-        if t.quant is not None:
-            flags |= F.TensorFlag.QUANT
-        slow_off, slow_size = F.NONE, 0
-        if r == n and n in plan.slow:
-            flags |= F.TensorFlag.SLOW
-            slow_off, slow_size = plan.slow[n].offset, plan.slow[n].size
-        if t.layout not in F.LAYOUT_CODES:
-            raise TigrisError(f"unknown layout {t.layout!r}", n)
-        rank, shape = _shape_field(t.shape, n)
-        off, ln = strings.add(n)
-        tensor_recs.append(
-            _pack(
-                F.TENSOR,
-                dict(
-                    name_off=off, name_len=ln, dtype=_dtype_code(t.dtype, n), layout=int(F.LAYOUT_CODES[t.layout]),
-                    dims=view_dims(t.shape, t.layout), rank=rank, shape=shape, root=ti(r, n), scale=scale,
-                    zero_point=zp, nbytes=t.nbytes, slow_offset=slow_off, slow_size=slow_size, flags=int(flags),
-                ),
-                n,
-            )
-        )
+    ctx = _Ctx(graph, plan, lowered, xip, compression, {n: i for i, n in enumerate(names)}, _roots(plan, lowered))
+    tensor_recs = [_tensor_record(ctx, n) for n in names]
     for n in plan.slow:
-        ti(n, "slow arena")
-
-    # ---- units, placements, tile rows, ops, weights ------------------------------------------------------------
-    unit_of_stage: dict[int, int] = {}
-    for u, unit in enumerate(plan.units):
-        for s in unit.stages:
-            unit_of_stage[s] = u
-    place_recs: list[bytes] = []
-    row_recs: list[bytes] = []
-    op_recs: list[bytes] = []
-    unit_recs: list[bytes] = []
-    first_fast: dict[str, Placement] = {}
-    last_fast: dict[str, Placement] = {}
-    xip_group = WeightGroup()
-    blobs: list[tuple[int, bytes, int]] = []  # (unit, stored bytes, raw size) for non-XIP units
-    weight_raw = 0
-    for u, unit in enumerate(plan.units):
-        where = f"unit {u}"
-        fast: dict[str, Placement] = {}
-        for key in sorted(unit.fast):
-            r, p = root(key), unit.fast[key]
-            if p.arena != "fast":
-                raise TigrisError(f"placement of {key} in unit {u} is in the {p.arena} arena", where)
-            if r in fast and fast[r] != p:
-                raise TigrisError(f"alias {key} placed apart from its root {r}", where)
-            fast[r] = p
-        if u == 0:
-            first_fast = fast
-        if u == len(plan.units) - 1:
-            last_fast = fast
-        tiled = bool(unit.tile_rows)
-        placed = sorted(fast, key=lambda n: ti(n, where))
-        bands: list[list[tuple[int, int]]] = []
-        for tile in unit.tile_rows if tiled else []:
-            by_root: dict[str, tuple[int, int]] = {}
-            for key in sorted(tile):
-                r = root(key)
-                if r not in by_root or key == r:
-                    by_root[r] = tile[key]
-            row = []
-            for n in placed:
-                h = view_dims(graph.tensors[n].shape, graph.tensors[n].layout)[1]
-                a, b = by_root.get(n, (0, h))
-                row.append((int(a), int(b) - int(a)))
-            bands.append(row)
-        place_first = len(place_recs)
-        for j, n in enumerate(placed):
-            p = fast[n]
-            h = view_dims(graph.tensors[n].shape, graph.tensors[n].layout)[1]
-            band_rows = max((b[j][1] for b in bands), default=h) if tiled else h
-            place_recs.append(
-                _pack(F.PLACEMENT, dict(tensor=ti(n, where), offset=p.offset, size=p.size, band_rows=band_rows), where)
-            )
-        rows_first = len(row_recs) if tiled else 0
-        for b in bands:
-            for row0, rows in b:
-                row_recs.append(_pack(F.TILE_ROW, dict(row0=row0, rows=rows), where))
-
-        group = xip_group if xip else WeightGroup()
-        op_first = len(op_recs)
-        for i in unit.ops:
-            low = lowered[i]
-            if low.alias:
-                continue
-            op_recs.append(_op_record(graph, i, low, ti, strings, group, unit.scratch.get(i)))
-        op_count = len(op_recs) - op_first
-
-        wblob_off = wblob_size = wraw_size = 0
-        if not xip:
-            raw = group.image()
-            weight_raw += len(raw)
-            if len(raw) > unit.weight_bytes:
-                raise TigrisError(
-                    f"unit {u} needs {len(raw)} bytes of weight prefix, the plan reserved {unit.weight_bytes}", where
-                )
-            if raw:
-                stored = compress_block(raw) if compression == "lz4" else raw
-                blobs.append((u, stored, len(raw)))
-                wblob_size, wraw_size = len(stored), len(raw)
-        reload_first, reload_count = index.add([ti(n, where) for n in unit.reload])
-        spill_first, spill_count = index.add([ti(n, where) for n in unit.spill])
-        stage_first, stage_count = index.add(list(unit.stages))
-        irop_first, irop_count = index.add(list(unit.ops))
-        unit_recs.append(
-            dict(
-                flags=int(F.UnitFlag.TILED) if tiled else 0, op_first=op_first, op_count=op_count,
-                reload_first=reload_first, reload_count=reload_count, spill_first=spill_first,
-                spill_count=spill_count, place_first=place_first, place_count=len(placed),
-                tiles=len(unit.tile_rows) if tiled else 1, rows_first=rows_first,
-                rows_count=len(bands) * len(placed) if tiled else 0, stage_first=stage_first,
-                stage_count=stage_count, irop_first=irop_first, irop_count=irop_count,
-                weight_bytes=0 if xip else unit.weight_bytes, wblob_off=wblob_off, wblob_size=wblob_size,
-                wraw_size=wraw_size, peak_bytes=unit.peak_bytes,
-            )
-        )
-
-    # WEIGHTS: the XIP group, or the per-unit blobs at 16-byte boundaries.
-    if xip:
-        weights = xip_group.image()
-        weight_raw = len(weights)
-    else:
-        wb = bytearray()
-        for u, stored, _raw in blobs:
-            off = align_up(len(wb), ALIGN)
-            wb.extend(b"\0" * (off - len(wb)))
-            unit_recs[u]["wblob_off"] = off
-            wb.extend(stored)
-        wb.extend(b"\0" * (align_up(len(wb), ALIGN) - len(wb)))
-        weights = bytes(wb)
-    unit_bytes = [_pack(F.UNIT, rec, f"unit {u}") for u, rec in enumerate(unit_recs)]
-
-    # ---- interface ---------------------------------------------------------------------------------------------
-    io_recs = []
-    for direction, io_names, homes in (
-        (F.Direction.INPUT, graph.inputs, first_fast),
-        (F.Direction.OUTPUT, graph.outputs, last_fast),
-    ):
-        for n in io_names:
-            io_recs.append(_io_record(graph, plan, n, direction, root(n), homes, ti, strings))
-
-    # ---- stages ------------------------------------------------------------------------------------------------
-    stage_recs = []
-    for pos, s in enumerate(plan.stages):
-        where = f"stage {s.index}"
-        if s.index != pos:
-            raise TigrisError(f"stage at position {pos} has index {s.index}", where)
-        if pos not in unit_of_stage:
-            raise TigrisError("stage belongs to no exec unit", where)
-        ops_first, ops_count = index.add(list(s.ops))
-        in_first, in_count = index.add([ti(n, where) for n in s.inputs])
-        out_first, out_count = index.add([ti(n, where) for n in s.outputs])
-        stage_recs.append(
-            _pack(
-                F.STAGE,
-                dict(
-                    index=s.index, unit=unit_of_stage[pos], flags=int(F.StageFlag.TILED) if s.tiled else 0,
-                    peak_bytes=s.peak_bytes, weight_bytes=s.weight_bytes, tile_h=s.tile_h, tiles=s.tiles,
-                    halo=s.halo, chain=-1 if s.chain is None else s.chain, ops_first=ops_first, ops_count=ops_count,
-                    in_first=in_first, in_count=in_count, out_first=out_first, out_count=out_count,
-                    recompute_macs=s.recompute_macs,
-                ),
-                where,
-            )
-        )
-
-    # ---- plan record -------------------------------------------------------------------------------------------
-    name_off, name_len = strings.add(graph.name)
+        ctx.ti(n, "slow arena")
+    units = _build_units(ctx)
+    weights = _weights_section(ctx, units)
+    unit_recs = [_pack(F.UNIT, rec, f"unit {u}") for u, rec in enumerate(units.units)]
+    io_recs = [_io_record(ctx, n, F.Direction.INPUT, units.homes[0]) for n in graph.inputs]
+    io_recs += [_io_record(ctx, n, F.Direction.OUTPUT, units.homes[-1]) for n in graph.outputs]
+    stage_recs = _stage_records(ctx)
+    name_off, name_len = ctx.strings.add(graph.name)
     plan_rec = _pack(
         F.PLAN,
         dict(
             fast_arena=plan.fast_peak, slow_arena=plan.slow_peak, fast_budget=plan.fast_budget,
-            slow_budget=F.NONE if plan.slow_budget is None else plan.slow_budget, weight_raw=weight_raw,
+            slow_budget=F.NONE if plan.slow_budget is None else plan.slow_budget, weight_raw=units.weight_raw,
             weight_stored=len(weights), spill_bytes=plan.spill_bytes, reload_bytes=plan.reload_bytes,
             unscheduled_peak=plan.unscheduled_peak,
             max_prefix=0 if xip else max(u.weight_bytes for u in plan.units),
@@ -345,17 +202,17 @@ def emit_plan(
         ),
         "plan",
     )
-
+    idx = ctx.index.values
     sections: dict[F.SectionId, tuple[bytes, int]] = {
         F.SectionId.PLAN: (plan_rec, 1),
-        F.SectionId.STRINGS: (bytes(strings.data), len(strings.data)),
+        F.SectionId.STRINGS: (bytes(ctx.strings.data), len(ctx.strings.data)),
         F.SectionId.TENSORS: (b"".join(tensor_recs), len(tensor_recs)),
         F.SectionId.IO: (b"".join(io_recs), len(io_recs)),
-        F.SectionId.OPS: (b"".join(op_recs), len(op_recs)),
-        F.SectionId.UNITS: (b"".join(unit_bytes), len(unit_bytes)),
-        F.SectionId.PLACEMENTS: (b"".join(place_recs), len(place_recs)),
-        F.SectionId.TILE_ROWS: (b"".join(row_recs), len(row_recs)),
-        F.SectionId.INDEX: (struct.pack(f"<{len(index.values)}I", *index.values), len(index.values)),
+        F.SectionId.OPS: (b"".join(units.ops), len(units.ops)),
+        F.SectionId.UNITS: (b"".join(unit_recs), len(unit_recs)),
+        F.SectionId.PLACEMENTS: (b"".join(units.placements), len(units.placements)),
+        F.SectionId.TILE_ROWS: (b"".join(units.tile_rows), len(units.tile_rows)),
+        F.SectionId.INDEX: (struct.pack(f"<{len(idx)}I", *idx), len(idx)),
         F.SectionId.STAGES: (b"".join(stage_recs), len(stage_recs)),
         F.SectionId.WEIGHTS: (weights, len(weights)),
     }
@@ -370,6 +227,248 @@ def emit_plan(
         # Every input check above passed, so the memory plan itself is inconsistent (a planner bug): say so.
         raise TigrisError(f"the memory plan cannot be written as a valid plan: {e.what}", graph.name) from None
     return data
+
+
+def _tensor_record(ctx: _Ctx, n: str) -> bytes:
+    t = ctx.graph.tensors[n]
+    r = ctx.root(n)
+    flags = 0
+    if n in ctx.graph.inputs:
+        flags |= F.TensorFlag.INPUT
+    if n in ctx.graph.outputs:
+        flags |= F.TensorFlag.OUTPUT
+    if r != n:
+        flags |= F.TensorFlag.ALIAS
+    scale, zp = _per_tensor(t)
+    if t.quant is not None:
+        flags |= F.TensorFlag.QUANT
+    slow_off, slow_size = F.NONE, 0
+    if r == n and n in ctx.plan.slow:  # only roots own a slow home; aliases use their root's
+        flags |= F.TensorFlag.SLOW
+        slow_off, slow_size = ctx.plan.slow[n].offset, ctx.plan.slow[n].size
+    if t.layout not in F.LAYOUT_CODES:
+        raise TigrisError(f"unknown layout {t.layout!r}", n)
+    rank, shape = _shape_field(t.shape, n)
+    off, ln = ctx.strings.add(n)
+    return _pack(
+        F.TENSOR,
+        dict(
+            name_off=off, name_len=ln, dtype=_dtype_code(t.dtype, n), layout=int(F.LAYOUT_CODES[t.layout]),
+            dims=view_dims(t.shape, t.layout), rank=rank, shape=shape, root=ctx.ti(r, n), scale=scale,
+            zero_point=zp, nbytes=t.nbytes, slow_offset=slow_off, slow_size=slow_size, flags=int(flags),
+        ),
+        n,
+    )
+
+
+def _fast_by_root(ctx: _Ctx, u: int) -> dict[str, Placement]:
+    """A unit's fast placements keyed by root (the plan may name an alias; it must then agree with its root)."""
+    fast: dict[str, Placement] = {}
+    unit = ctx.plan.units[u]
+    for key in sorted(unit.fast):
+        r, p = ctx.root(key), unit.fast[key]
+        if p.arena != "fast":
+            raise TigrisError(f"placement of {key} in unit {u} is in the {p.arena} arena", f"unit {u}")
+        if r in fast and fast[r] != p:
+            raise TigrisError(f"alias {key} placed apart from its root {r}", f"unit {u}")
+        fast[r] = p
+    return fast
+
+
+def _bands(ctx: _Ctx, u: int, placed: list[str]) -> list[list[tuple[int, int]]]:
+    """(row0, rows) of every placed tensor in every tile of a tiled unit, in placement order. A band the plan names
+    by an alias is its root's; a tensor the plan gives no band for is banded whole."""
+    out = []
+    for tile in ctx.plan.units[u].tile_rows:
+        by_root: dict[str, tuple[int, int]] = {}
+        for key in sorted(tile):
+            r = ctx.root(key)
+            if r not in by_root or key == r:
+                by_root[r] = tile[key]
+        row = []
+        for n in placed:
+            a, b = by_root.get(n, (0, ctx.rows(n)))
+            row.append((int(a), int(b) - int(a)))
+        out.append(row)
+    return out
+
+
+def _build_units(ctx: _Ctx) -> _Units:
+    """UNITS, PLACEMENTS, TILE_ROWS and OPS, unit by unit, with each unit's weight group."""
+    acc = _Units()
+    for u, unit in enumerate(ctx.plan.units):
+        where = f"unit {u}"
+        fast = _fast_by_root(ctx, u)
+        acc.homes.append(fast)
+        tiled = bool(unit.tile_rows)
+        placed = sorted(fast, key=lambda n: ctx.ti(n, where))
+        bands = _bands(ctx, u, placed) if tiled else []
+        place_first = len(acc.placements)
+        for j, n in enumerate(placed):
+            p = fast[n]
+            band_rows = max((b[j][1] for b in bands), default=ctx.rows(n)) if tiled else ctx.rows(n)
+            acc.placements.append(
+                _pack(F.PLACEMENT, dict(tensor=ctx.ti(n, where), offset=p.offset, size=p.size, band_rows=band_rows),
+                      where)
+            )
+        rows_first = len(acc.tile_rows) if tiled else 0
+        for b in bands:
+            acc.tile_rows.extend(_pack(F.TILE_ROW, dict(row0=r0, rows=nr), where) for r0, nr in b)
+
+        group = acc.xip_group if ctx.xip else WeightGroup()
+        op_first = len(acc.ops)
+        for i in unit.ops:
+            if not ctx.lowered[i].alias:
+                acc.ops.append(_op_record(ctx, i, group, unit.scratch.get(i)))
+        wblob_size = wraw_size = 0
+        if not ctx.xip:
+            raw = group.image()
+            acc.weight_raw += len(raw)
+            if len(raw) > unit.weight_bytes:
+                raise TigrisError(
+                    f"unit {u} needs {len(raw)} bytes of weight prefix, the plan reserved {unit.weight_bytes}", where
+                )
+            if raw:
+                stored = compress_block(raw) if ctx.compression == "lz4" else raw
+                acc.blobs.append((u, stored))
+                wblob_size, wraw_size = len(stored), len(raw)
+        reload_first, reload_count = ctx.index.add([ctx.ti(n, where) for n in unit.reload])
+        spill_first, spill_count = ctx.index.add([ctx.ti(n, where) for n in unit.spill])
+        stage_first, stage_count = ctx.index.add(list(unit.stages))
+        irop_first, irop_count = ctx.index.add(list(unit.ops))
+        acc.units.append(
+            dict(
+                flags=int(F.UnitFlag.TILED) if tiled else 0, op_first=op_first, op_count=len(acc.ops) - op_first,
+                reload_first=reload_first, reload_count=reload_count, spill_first=spill_first,
+                spill_count=spill_count, place_first=place_first, place_count=len(placed),
+                tiles=len(unit.tile_rows) if tiled else 1, rows_first=rows_first,
+                rows_count=len(bands) * len(placed), stage_first=stage_first, stage_count=stage_count,
+                irop_first=irop_first, irop_count=irop_count, weight_bytes=0 if ctx.xip else unit.weight_bytes,
+                wblob_off=0, wblob_size=wblob_size, wraw_size=wraw_size, peak_bytes=unit.peak_bytes,
+            )
+        )
+    return acc
+
+
+def _weights_section(ctx: _Ctx, acc: _Units) -> bytes:
+    """WEIGHTS: the XIP group as it is, or the per-unit blobs at 16-byte boundaries (setting each wblob_off)."""
+    if ctx.xip:
+        image = acc.xip_group.image()
+        acc.weight_raw = len(image)
+        return image
+    wb = bytearray()
+    for u, stored in acc.blobs:
+        off = align_up(len(wb), ALIGN)
+        wb.extend(b"\0" * (off - len(wb)))
+        acc.units[u]["wblob_off"] = off
+        wb.extend(stored)
+    wb.extend(b"\0" * (align_up(len(wb), ALIGN) - len(wb)))
+    return bytes(wb)
+
+
+def _stage_records(ctx: _Ctx) -> list[bytes]:
+    unit_of_stage = {s: u for u, unit in enumerate(ctx.plan.units) for s in unit.stages}
+    recs = []
+    for pos, s in enumerate(ctx.plan.stages):
+        where = f"stage {s.index}"
+        if s.index != pos:
+            raise TigrisError(f"stage at position {pos} has index {s.index}", where)
+        if pos not in unit_of_stage:
+            raise TigrisError("stage belongs to no exec unit", where)
+        ops_first, ops_count = ctx.index.add(list(s.ops))
+        in_first, in_count = ctx.index.add([ctx.ti(n, where) for n in s.inputs])
+        out_first, out_count = ctx.index.add([ctx.ti(n, where) for n in s.outputs])
+        recs.append(
+            _pack(
+                F.STAGE,
+                dict(
+                    index=s.index, unit=unit_of_stage[pos], flags=int(F.StageFlag.TILED) if s.tiled else 0,
+                    peak_bytes=s.peak_bytes, weight_bytes=s.weight_bytes, tile_h=s.tile_h, tiles=s.tiles,
+                    halo=s.halo, chain=-1 if s.chain is None else s.chain, ops_first=ops_first, ops_count=ops_count,
+                    in_first=in_first, in_count=in_count, out_first=out_first, out_count=out_count,
+                    recompute_macs=s.recompute_macs,
+                ),
+                where,
+            )
+        )
+    return recs
+
+
+def _op_record(ctx: _Ctx, i: int, group: WeightGroup, scratch: Placement | None) -> bytes:
+    low = ctx.lowered[i]
+    where = low.op_name or ctx.graph.ops[i].name
+    if low.kind not in KIND_IDS:
+        raise TigrisError(f"unknown op kind {low.kind!r}", where)
+    k = kind_of(low.kind)
+    if len(low.outputs) != 1:
+        raise TigrisError(f"a kernel call writes exactly one tensor, this one {len(low.outputs)}", where)
+    if not 1 <= len(low.inputs) <= MAX_INPUTS:
+        raise TigrisError(f"{len(low.inputs)} inputs; a kernel call takes 1..{MAX_INPUTS}", where)
+    try:
+        params = k.param_vector(low)
+    except ValueError as e:
+        raise TigrisError(str(e), where) from None
+    unknown = set(low.consts) - set(k.CONSTS)
+    if unknown:
+        raise TigrisError(f"{low.kind}: unknown const slots {sorted(unknown)}", where)
+    const_off, const_len = [], []
+    for slot in k.CONSTS:
+        arr = low.consts.get(slot)
+        blob = b"" if arr is None else const_bytes(np.asarray(arr))
+        const_off.append(group.add(blob) if blob else 0)
+        const_len.append(len(blob))
+    off, ln = ctx.strings.add(where)
+    inputs = [ctx.ti(n, where) for n in low.inputs]
+    return _pack(
+        F.OP,
+        dict(
+            kind=KIND_IDS[low.kind], n_in=len(inputs), inputs=inputs + [F.NONE] * (MAX_INPUTS - len(inputs)),
+            output=ctx.ti(low.outputs[0], where), ir_index=i, name_off=off, name_len=ln, params=params,
+            const_off=const_off, const_len=const_len,
+            scratch_off=scratch.offset if scratch and scratch.size else 0,
+            scratch_size=scratch.size if scratch else 0,
+        ),
+        where,
+    )
+
+
+def _io_record(ctx: _Ctx, n: str, direction: F.Direction, homes: dict[str, Placement]) -> bytes:
+    """One interface record. The bytes live in the root's slow home when it has one (the caller writes inputs there
+    and reads outputs there); otherwise in the first unit's (inputs) or last unit's (outputs) fast placement."""
+    t = ctx.graph.tensors[n]
+    r = ctx.root(n)
+    b = ctx.graph.boundary.get(n)
+    decl_dtype = b.dtype if b is not None else t.dtype
+    decl_shape = tuple(b.shape) if b is not None else tuple(t.shape)
+    flags = 0
+    decl_scale, decl_zp = 0.0, 0
+    if b is not None and b.quant is not None:
+        flags |= F.IoFlag.DECL_QUANT
+        decl_scale = float(np.asarray(b.quant.scale).reshape(-1)[0])
+        decl_zp = int(np.asarray(b.quant.zero_point).reshape(-1)[0])
+    scale, zp = _per_tensor(t)
+    if t.quant is not None:
+        flags |= F.IoFlag.QUANT
+    if r in ctx.plan.slow:
+        arena, offset = F.Arena.SLOW, ctx.plan.slow[r].offset
+    elif r in homes:
+        arena, offset = F.Arena.FAST, homes[r].offset
+    else:
+        which = "first" if direction == F.Direction.INPUT else "last"
+        raise TigrisError(f"graph {direction.name.lower()} has no home in the slow arena or the {which} unit", n)
+    rank, shape = _shape_field(decl_shape, n)
+    off, ln = ctx.strings.add(n)
+    return _pack(
+        F.IO,
+        dict(
+            name_off=off, name_len=ln, direction=int(direction), tensor=ctx.ti(n, n),
+            decl_dtype=_dtype_code(decl_dtype, n), dtype=_dtype_code(t.dtype, n),
+            layout=int(F.LAYOUT_CODES[t.layout]), rank=rank, shape=shape, decl_scale=decl_scale,
+            decl_zero_point=decl_zp, scale=scale, zero_point=zp, flags=int(flags), arena=int(arena), offset=offset,
+            nbytes=t.nbytes,
+        ),
+        n,
+    )
 
 
 def assemble(sections: dict[F.SectionId, tuple[bytes, int]], flags: int) -> bytes:
@@ -399,74 +498,3 @@ def seal(data: bytes | bytearray) -> bytes:
     return bytes(b)
 
 
-def _op_record(graph, i: int, low: Lowered, ti, strings: _Strings, group: WeightGroup, scratch) -> bytes:
-    where = low.op_name or graph.ops[i].name
-    if low.kind not in KIND_IDS:
-        raise TigrisError(f"unknown op kind {low.kind!r}", where)
-    k = kind_of(low.kind)
-    if len(low.outputs) != 1:
-        raise TigrisError(f"a kernel call writes exactly one tensor, this one {len(low.outputs)}", where)
-    if not 1 <= len(low.inputs) <= MAX_INPUTS:
-        raise TigrisError(f"{len(low.inputs)} inputs; a kernel call takes 1..{MAX_INPUTS}", where)
-    try:
-        params = k.param_vector(low)
-    except ValueError as e:
-        raise TigrisError(str(e), where) from None
-    unknown = set(low.consts) - set(k.CONSTS)
-    if unknown:
-        raise TigrisError(f"{low.kind}: unknown const slots {sorted(unknown)}", where)
-    const_off, const_len = [], []
-    for slot in k.CONSTS:
-        arr = low.consts.get(slot)
-        blob = b"" if arr is None else const_bytes(np.asarray(arr))
-        const_off.append(group.add(blob) if blob else 0)
-        const_len.append(len(blob))
-    off, ln = strings.add(where)
-    inputs = [ti(n, where) for n in low.inputs]
-    return _pack(
-        F.OP,
-        dict(
-            kind=KIND_IDS[low.kind], n_in=len(inputs), inputs=inputs + [F.NONE] * (MAX_INPUTS - len(inputs)),
-            output=ti(low.outputs[0], where), ir_index=i, name_off=off, name_len=ln, params=params,
-            const_off=const_off, const_len=const_len,
-            scratch_off=scratch.offset if scratch and scratch.size else 0,
-            scratch_size=scratch.size if scratch else 0,
-        ),
-        where,
-    )
-
-
-def _io_record(graph, plan: MemoryPlan, n: str, direction: F.Direction, r: str, homes, ti, strings) -> bytes:
-    t = graph.tensors[n]
-    b = graph.boundary.get(n)
-    decl_dtype = b.dtype if b is not None else t.dtype
-    decl_shape = tuple(b.shape) if b is not None else tuple(t.shape)
-    flags = 0
-    decl_scale, decl_zp = 0.0, 0
-    if b is not None and b.quant is not None:
-        flags |= F.IoFlag.DECL_QUANT
-        decl_scale = float(np.asarray(b.quant.scale).reshape(-1)[0])
-        decl_zp = int(np.asarray(b.quant.zero_point).reshape(-1)[0])
-    scale, zp = _per_tensor(t)
-    if t.quant is not None:
-        flags |= F.IoFlag.QUANT
-    if r in plan.slow:
-        arena, offset = F.Arena.SLOW, plan.slow[r].offset
-    elif r in homes:
-        arena, offset = F.Arena.FAST, homes[r].offset
-    else:
-        which = "first" if direction == F.Direction.INPUT else "last"
-        raise TigrisError(f"graph {direction.name.lower()} has no home in the slow arena or the {which} unit", n)
-    rank, shape = _shape_field(decl_shape, n)
-    off, ln = strings.add(n)
-    return _pack(
-        F.IO,
-        dict(
-            name_off=off, name_len=ln, direction=int(direction), tensor=ti(n, n),
-            decl_dtype=_dtype_code(decl_dtype, n), dtype=_dtype_code(t.dtype, n),
-            layout=int(F.LAYOUT_CODES[t.layout]), rank=rank, shape=shape, decl_scale=decl_scale,
-            decl_zero_point=decl_zp, scale=scale, zero_point=zp, flags=int(flags), arena=int(arena), offset=offset,
-            nbytes=t.nbytes,
-        ),
-        n,
-    )
