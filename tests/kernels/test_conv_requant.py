@@ -31,6 +31,8 @@ int64_t t_requant(int32_t acc, int32_t mult, int32_t shift) { return tgrs_requan
 int32_t t_requant_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp, int32_t lo, int32_t hi)
 { return tgrs_requant_s8(acc, mult, shift, zp, lo, hi); }
 int32_t t_wrap_add(int32_t a, int32_t b) { return tgrs_wrap_add(a, b); }
+int32_t t_rq_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp, int32_t lo, int32_t hi)
+{ tgrs_rq r = tgrs_rq_make(mult, shift); return tgrs_rq_s8(&r, acc, zp, lo, hi); }
 """
 
 
@@ -44,7 +46,8 @@ def rq(tmp_path_factory):
     ffi = cffi.FFI()
     ffi.cdef("int64_t t_requant(int32_t, int32_t, int32_t);"
              "int32_t t_requant_s8(int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);"
-             "int32_t t_wrap_add(int32_t, int32_t);")
+             "int32_t t_wrap_add(int32_t, int32_t);"
+             "int32_t t_rq_s8(int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);")
     return ffi.dlopen(str(so))
 
 
@@ -97,6 +100,15 @@ def test_c_requant_s8_equals_python(rq, acc, mult, shift, zp, lo, width):
     hi = min(127, lo + width)
     expect = int(qmath.saturate(qmath.requantize(np.array([acc]), mult, shift) + zp, lo, hi)[0])
     assert rq.t_requant_s8(acc, mult, shift, zp, lo, hi) == expect
+    assert rq.t_rq_s8(acc, mult, shift, zp, lo, hi) == expect  # the per-channel prepared form
+
+
+@settings(**SETTINGS)
+@given(acc=st.integers(-(2**31), 2**31 - 1), mult=st.integers(2**30, 2**31 - 1), shift=st.integers(-(2**31), 31))
+def test_prepared_requant_any_shift(rq, acc, mult, shift):
+    """Shifts far below -31 (tiny scales) and up to 31 (the largest): prepared form == definition, full range."""
+    expect = int(qmath.saturate(qmath.requantize(np.array([acc]), mult, max(shift, -200)) + 0, -128, 127)[0])
+    assert rq.t_rq_s8(acc, mult, shift, 0, -128, 127) == expect
 
 
 @pytest.mark.parametrize("acc, expect", [(3, 2), (-3, -2), (1, 1), (-1, -1), (5, 3), (-5, -3), (2, 1), (0, 0)])
@@ -115,6 +127,9 @@ def test_extreme_shifts(rq):
     assert rq.t_requant(big, big, -(2**31)) == 0  # no overflow computing 31 - shift
     assert rq.t_requant_s8(big, big, 31, 0, -128, 127) == 127  # saturation
     assert rq.t_requant_s8(-big, big, 31, 0, -128, 127) == -128
+    for acc in (big, -big, 3, -3, 1, -1, 0):  # the prepared form at the same extremes
+        for shift in (31, 0, -31, -32, -(2**31)):
+            assert rq.t_rq_s8(acc, big, shift, 5, -128, 127) == rq.t_requant_s8(acc, big, shift, 5, -128, 127)
 
 
 def test_wrap_add_is_twos_complement(rq):

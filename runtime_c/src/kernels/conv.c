@@ -19,6 +19,15 @@
  * gathered, widened to int16 (padded taps hold the input zero point, whose real value is 0). Scratch:
  * tgrs_conv_scratch_size, mirrored by Conv.scratch_bytes in Python.
  */
+/*
+ * Builds that pass -fwrapv (Python extension builds inherit it from CPython's CFLAGS) stop GCC from recognizing the
+ * int16 dot products below as multiply-add-pairs, a 3-4x loss. No signed arithmetic here can overflow (the patch
+ * bound proves it), so the default semantics are restored for this file. Other compilers ignore the guard.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-wrapv")
+#endif
+
 #include <string.h>
 
 #include "requant.h"
@@ -253,12 +262,21 @@ static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
 
 /* ------------------------------------------------------------------------------------------------------- int8 -- */
 
+/* int8 is a character type and may alias anything: restrict tells the compiler the copy can be vectorized. */
+static void conv_widen(const int8_t *restrict src, int16_t *restrict dst)
+{
+    int32_t t;
+    for (t = 0; t < CONV_KC; ++t) {
+        dst[t] = src[t];
+    }
+}
+
 /*
  * int8 patches are widened to int16 once per pixel block, into the scratch (CONV_MR rows of K int16), for direct
  * convs too: the dot products then only widen the two weight rows they stream.
  */
 static void conv_rows_s16(const conv_geom *cg, const int8_t *img, int32_t oh, int32_t ow, int32_t g, int32_t zp,
-                          int16_t *restrict dst)
+                          int16_t *dst)
 {
     const tgrs_window *w = &cg->w;
     int32_t i, j, e;
@@ -267,8 +285,11 @@ static void conv_rows_s16(const conv_geom *cg, const int8_t *img, int32_t oh, in
         for (j = 0; j < w->kw; ++j) {
             int32_t iw = ow * w->sw - w->pl + j * w->dw;
             if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
-                const int8_t *restrict src = img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg;
-                for (e = 0; e < cg->icg; ++e) {
+                const int8_t *src = img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg;
+                for (e = 0; e + CONV_KC <= cg->icg; e += CONV_KC) { /* fixed-size pieces vectorize at -O2 */
+                    conv_widen(src + e, dst + e);
+                }
+                for (; e < cg->icg; ++e) {
                     dst[e] = src[e];
                 }
             } else {
@@ -278,15 +299,6 @@ static void conv_rows_s16(const conv_geom *cg, const int8_t *img, int32_t oh, in
             }
             dst += cg->icg;
         }
-    }
-}
-
-/* int8 is a character type and may alias anything: restrict tells the compiler the copy can be vectorized. */
-static void conv_widen(const int8_t *restrict src, int16_t *restrict dst)
-{
-    int32_t t;
-    for (t = 0; t < CONV_KC; ++t) {
-        dst[t] = src[t];
     }
 }
 
@@ -412,10 +424,11 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     const int64_t ch = (int64_t)g * cg->ocg + oc;
                     const int8_t *w0 = wt + ch * cg->k;
                     conv_mk_s8(cg->k, a, w0, (ncol == 2) ? w0 + cg->k : w0, acc);
-                    for (i = 0; i < nv; ++i) {
-                        for (j = 0; j < ncol; ++j) {
-                            const int32_t v = tgrs_wrap_add(acc[i][j], bias[ch + j]);
-                            o[i][oc + j] = tgrs_requant_s8(v, mult[ch + j], shift[ch + j], zp_out, lo, hi);
+                    for (j = 0; j < ncol; ++j) {
+                        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j]);
+                        const int32_t b = bias[ch + j];
+                        for (i = 0; i < nv; ++i) {
+                            o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), zp_out, lo, hi);
                         }
                     }
                 }

@@ -168,11 +168,16 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
         const int8_t *img = in + n * in_img;
         for (r = 0; r < dg->out_rows; ++r) {
             const int32_t oh = dg->out_row0 + r;
-            for (ow = 0; ow < dg->ow; ++ow) {
-                int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
-                const int inner = dw_interior(dg, oh, ow);
-                for (c0 = 0; c0 < dg->oc; c0 += DW_CB) {
-                    const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
+            /* channel blocks outside the pixel loop: each block's requantization is prepared once per row */
+            for (c0 = 0; c0 < dg->oc; c0 += DW_CB) {
+                const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
+                tgrs_rq rq[DW_CB];
+                for (cc = 0; cc < nc; ++cc) {
+                    rq[cc] = tgrs_rq_make(mult[c0 + cc], shift[c0 + cc]);
+                }
+                for (ow = 0; ow < dg->ow; ++ow) {
+                    int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
+                    const int inner = dw_interior(dg, oh, ow);
                     /* uint32: wrapping is defined; the lowering proved the true sums fit in int32 */
                     uint32_t acc[DW_CB];
                     for (cc = 0; cc < DW_CB; ++cc) {
@@ -205,9 +210,8 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                         }
                     }
                     for (cc = 0; cc < nc; ++cc) {
-                        const int32_t ch = c0 + cc;
-                        const int32_t v = tgrs_wrap_add((int32_t)acc[cc], bias[ch]);
-                        o[ch] = tgrs_requant_s8(v, mult[ch], shift[ch], zp_out, lo, hi);
+                        const int32_t v = tgrs_wrap_add((int32_t)acc[cc], bias[c0 + cc]);
+                        o[c0 + cc] = tgrs_rq_s8(&rq[cc], v, zp_out, lo, hi);
                     }
                 }
             }

@@ -65,16 +65,13 @@ static inline int32_t tgrs_wrap_add(int32_t a, int32_t b)
     return (int32_t)((uint32_t)a + (uint32_t)b);
 }
 
-/* Clamp a 64-bit value into [lo, hi]. */
+/* Clamp a 64-bit value into [lo, hi]. Written as two selects so compilers emit conditional moves: whether an
+ * output clamps is data dependent (about half the outputs of a Relu layer), so a branch would mispredict often. */
 static inline int32_t tgrs_clamp64(int64_t v, int32_t lo, int32_t hi)
 {
-    if (v < (int64_t)lo) {
-        return lo;
-    }
-    if (v > (int64_t)hi) {
-        return hi;
-    }
-    return (int32_t)v;
+    const int64_t a = (v < (int64_t)lo) ? (int64_t)lo : v;
+    const int64_t b = (a > (int64_t)hi) ? (int64_t)hi : a;
+    return (int32_t)b;
 }
 
 /*
@@ -84,6 +81,41 @@ static inline int32_t tgrs_clamp64(int64_t v, int32_t lo, int32_t hi)
 static inline int8_t tgrs_requant_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out, int32_t lo, int32_t hi)
 {
     return (int8_t)tgrs_clamp64(tgrs_requant(acc, mult, shift) + (int64_t)zp_out, lo, hi);
+}
+
+/*
+ * The same requantization prepared once per channel, for inner loops: tgrs_rq_s8(tgrs_rq_make(m, s), acc, ...) equals
+ * tgrs_requant_s8(acc, m, s, ...) for every input (tested). The divisor exponent n = 31 - shift is folded into
+ * n in [0, 62] and the rounding half, and shift <= -32 (quotient always 0) into mult = 0, so the per-element path
+ * has no branches. Requires shift <= TGRS_SHIFT_MAX and mult >= 0 (tgrs_requant_check).
+ */
+typedef struct tgrs_rq {
+    int64_t mult;
+    uint64_t half;
+    int32_t n;
+} tgrs_rq;
+
+static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift)
+{
+    tgrs_rq r;
+    if (shift <= -32) {
+        r.mult = 0;
+        r.n = 0;
+    } else {
+        r.mult = mult;
+        r.n = 31 - shift;
+    }
+    r.half = (r.n > 0) ? ((uint64_t)1 << (r.n - 1)) : 0;
+    return r;
+}
+
+static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t zp_out, int32_t lo, int32_t hi)
+{
+    const int64_t prod = (int64_t)acc * r->mult;
+    const uint64_t s = (uint64_t)0 - (uint64_t)(prod < 0);
+    const uint64_t ax = ((uint64_t)prod ^ s) - s;
+    const int64_t q = (int64_t)((((ax + r->half) >> r->n) ^ s) - s);
+    return (int8_t)tgrs_clamp64(q + (int64_t)zp_out, lo, hi);
 }
 
 /*
