@@ -21,8 +21,8 @@ extern uint32_t _sidata[], _sdata[], _edata[], _sbss[], _ebss[], _sstack[], _est
 int main(int argc, char **argv);
 
 #define STACK_PAINT 0xC5C5C5C5u
-#define MAX_ARGS 8
-#define CMDLINE_BYTES 512
+#define MAX_ARGS 32
+#define CMDLINE_BYTES 1024
 
 /* System control registers (ARMv7-M / ARMv8-M architecture manuals, System Control Space). */
 #define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
@@ -121,6 +121,11 @@ void board_start(void)
         }
     }
     argv[argc] = 0;
+    if (*c != '\0') {
+        /* More words than MAX_ARGS: refuse rather than silently running with default file names. */
+        sh_puts("error: too many arguments\n");
+        sh_exit(BOARD_EXIT_USAGE);
+    }
 
     sh_exit(main(argc, argv));
 }
