@@ -17,7 +17,8 @@ from tigris.emit import format as F
 from tigris.ir import TigrisError
 
 
-def synthetic_plan(fast: int = 4096, slow: int = 1024, flags: int = 0, name: str = "tiny") -> bytes:
+def synthetic_plan(fast: int = 4096, slow: int = 1024, flags: int = 0, name: str = "tiny",
+                   uint8_input: bool = False) -> bytes:
     """A structurally valid v1 plan: header, full directory, PLAN + STRINGS + IO filled, other sections empty."""
     strings = bytearray()
 
@@ -33,11 +34,15 @@ def synthetic_plan(fast: int = 4096, slow: int = 1024, flags: int = 0, name: str
         (F.Direction.OUTPUT, "logits", (1, 10), 1, 40, None),
     ):
         o, ln = s(nm)
+        # A uint8 boundary on an int8 tensor: declared (scale, zp + 128), stored int8 (tigris.h converts).
+        decl_u8 = uint8_input and direction == F.Direction.INPUT
         io_recs.append(F.IO.pack({
-            "name_off": o, "name_len": ln, "direction": direction, "tensor": len(io_recs), "decl_dtype": dt,
-            "dtype": dt, "layout": F.Layout.NHWC if len(shape) == 4 else F.Layout.PLAIN, "rank": len(shape),
+            "name_off": o, "name_len": ln, "direction": direction, "tensor": len(io_recs),
+            "decl_dtype": 3 if decl_u8 else dt, "dtype": dt,
+            "layout": F.Layout.NHWC if len(shape) == 4 else F.Layout.PLAIN, "rank": len(shape),
             "shape": shape, "scale": quant[0] if quant else 1.0, "zero_point": quant[1] if quant else 0,
-            "flags": F.IoFlag.QUANT if quant else 0, "nbytes": nbytes,
+            "decl_scale": quant[0] if decl_u8 else 0.0, "decl_zero_point": quant[1] + 128 if decl_u8 else 0,
+            "flags": (F.IoFlag.QUANT if quant else 0) | (F.IoFlag.DECL_QUANT if decl_u8 else 0), "nbytes": nbytes,
         }))
     plan_rec = F.PLAN.pack({"fast_arena": fast, "slow_arena": slow, "fast_budget": fast, "slow_budget": F.NONE,
                             "n_inputs": 1, "n_outputs": 1, "name_off": n_off, "name_len": n_len})
@@ -82,6 +87,14 @@ def test_header_constants_match_the_plan():
     # The .c repeats the header verbatim (see cgen docstring) and defines the functions.
     assert header.rstrip("\n") in c_src
     assert re.search(r"^int kws_init\(void\)$", c_src, re.M) and "int main(" not in c_src
+
+
+def test_uint8_boundary_is_exchanged_as_uint8_with_the_declared_quantization():
+    _, header = generate_c(synthetic_plan(uint8_input=True), "m")
+    assert "#define M_INPUT0_DTYPE TGRS_DT_U8" in header  # what the caller passes (the runtime flips bit 7)
+    assert "#define M_INPUT0_INTERNAL_DTYPE TGRS_DT_S8" in header
+    assert "#define M_INPUT0_ZERO_POINT 125" in header and "#define M_INPUT0_SCALE 0.5f" in header
+    assert "#define M_INPUT0_BYTES 48u" in header
 
 
 def test_plan_bytes_embedded_exactly_in_the_named_section():
