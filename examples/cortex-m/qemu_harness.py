@@ -177,6 +177,19 @@ def runtime_size(map_text: str) -> ObjSize:
     return ObjSize(sum(v.text for v in rt), sum(v.rodata for v in rt))
 
 
+def size_text(paths: list[Path]) -> int:
+    """Sum of arm-none-eabi-size's Berkeley "text" column (code + read-only data) over object files."""
+    if not paths:
+        return 0
+    res = subprocess.run(["arm-none-eabi-size", "-B", *map(str, paths)], capture_output=True, text=True, check=True)
+    return sum(int(line.split()[0]) for line in res.stdout.splitlines()[1:] if line.strip())
+
+
+def runtime_objects(obj_dir: Path, sources: list[Path]) -> list[Path]:
+    """The object files the Makefile produced for ``sources`` in ``obj_dir`` (its naming rule: repo path, '/' -> '_')."""
+    return [obj_dir / (str(p.resolve().relative_to(REPO)).replace("/", "_") + ".o") for p in sources]
+
+
 def allocator_symbols(elf: Path) -> list[str]:
     """Allocator symbols defined or referenced in the linked image (must be empty)."""
     res = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True)
