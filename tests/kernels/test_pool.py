@@ -105,11 +105,13 @@ def test_float_window_matches_ort_and_c(lib, op_type, cs, seed):
 @pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
 @settings(database=None, max_examples=30, deadline=None)
 @given(cs=window_case(), seed=st.integers(0, 2**16), s_in=st.floats(0.005, 0.5), ratio=st.floats(0.25, 4.0),
-       zi=st.integers(-128, 127), zo=st.integers(-128, 127))
-def test_int8_window_bit_exact_and_within_one_lsb_of_ort(lib, op_type, cs, seed, s_in, ratio, zi, zo):
+       zi=st.integers(-128, 127), zo=st.integers(-128, 127), same=st.booleans())
+def test_int8_window_bit_exact_and_within_one_lsb_of_ort(lib, op_type, cs, seed, s_in, ratio, zi, zo, same):
     if cs["oh"] == 0:
         return
     rng = np.random.default_rng(seed)
+    if same:  # equal scales: the identity multiplier (C's 32-bit division path for averages)
+        ratio = 1.0
     s_out = float(np.float32(s_in * ratio))
     s_in = float(np.float32(s_in))
     g = _pool_graph(op_type, cs, "int8", qp(s_in, zi), qp(s_out, zo))

@@ -75,6 +75,19 @@ static inline int64_t tgrs_div_round_half_even(int64_t num, int64_t den)
     return (num < 0) ? -(int64_t)q : (int64_t)q;
 }
 
+/* The 32-bit twin of tgrs_div_round_half_even (den > 0): a hardware divide on Cortex-M, not a library call. */
+static inline int32_t tgrs_div_round_half_even32(int32_t num, int32_t den)
+{
+    uint32_t a = (num < 0) ? 0u - (uint32_t)num : (uint32_t)num;
+    uint32_t d = (uint32_t)den;
+    uint32_t q = a / d;
+    uint32_t r2 = (a - q * d) * 2u;
+    if (r2 > d || (r2 == d && (q & 1u) != 0u)) {
+        ++q;
+    }
+    return (num < 0) ? -(int32_t)q : (int32_t)q;
+}
+
 /* Number of bits needed to hold the positive value v (0 for 0). */
 static inline int32_t tgrs_bitlen(uint32_t v)
 {

@@ -202,7 +202,14 @@ static int pool_window(const tgrs_op_ctx *ctx, int avg)
                             }
                         }
                     }
-                    if (avg) {
+                    if (avg && g.mult == (1 << 30) && g.shift == 1) {
+                        /* equal scales: acc * 2^30 / (count * 2^30) is exactly acc / count, in 32 bits */
+                        int32_t cnt = count > 0 ? count : 1;
+                        for (c = 0; c < nc; ++c) {
+                            int32_t q = tgrs_div_round_half_even32(acc[c], cnt);
+                            y[c] = (int8_t)tgrs_clamp64((int64_t)q + out->zero_point, g.lo, g.hi);
+                        }
+                    } else if (avg) {
                         int64_t den = (int64_t)(count > 0 ? count : 1) * ((int64_t)1 << (31 - g.shift));
                         for (c = 0; c < nc; ++c) {
                             int64_t q = tgrs_div_round_half_even((int64_t)acc[c] * (int64_t)g.mult, den);
