@@ -262,11 +262,84 @@ def _finite_pos(x: float) -> bool:
     return math.isfinite(x) and x > 0.0
 
 
+@dataclass
+class _Sections:
+    """A plan whose header and directory passed (steps 2-9): section bytes plus the accessors every later step
+    uses. Each accessor raises the code docs/format.md assigns to a bad reference."""
+
+    flags: int
+    sec: dict[F.SectionId, bytes]
+    counts: dict[F.SectionId, int]
+    where: dict[str, tuple[int, int]]
+    index_vals: tuple[int, ...] = ()
+    _records: dict[F.SectionId, list[dict]] = field(default_factory=dict)  # unpacked once, read by several steps
+
+    @property
+    def xip(self) -> bool:
+        return bool(self.flags & F.Flag.XIP)
+
+    @property
+    def lz4(self) -> bool:
+        return bool(self.flags & F.Flag.LZ4)
+
+    def string(self, off: int, ln: int, what: str) -> str:
+        strings = self.sec[F.SectionId.STRINGS]
+        if off + ln >= len(strings) or strings[off + ln] != 0:
+            raise _fail("ERR_STRING", f"{what}: string {off}+{ln} outside STRINGS or not NUL-terminated")
+        try:
+            return strings[off : off + ln].decode("utf-8")
+        except UnicodeDecodeError:
+            raise _fail("ERR_STRING", f"{what}: string is not UTF-8") from None
+
+    def records(self, sid: F.SectionId) -> list[dict]:
+        if sid not in self._records:
+            rec = next(s.record for s in F.SECTIONS if s.id == sid)
+            assert rec is not None
+            self._records[sid] = [rec.unpack(self.sec[sid], k * rec.size) for k in range(self.counts[sid])]
+        return self._records[sid]
+
+    def ilist(self, first: int, count: int, what: str) -> tuple[int, ...]:
+        n = len(self.index_vals)
+        if first > n or count > n - first:
+            raise _fail("ERR_INDEX", f"{what}: list {first}+{count} outside INDEX ({n})")
+        return tuple(self.index_vals[first : first + count])
+
+
 def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
-    """Parse and fully validate a plan (docs/format.md); raises PlanFormatError on the first failed check."""
+    """Parse and fully validate a plan (docs/format.md); raises PlanFormatError on the first failed check.
+
+    The steps run in the documented order, which is also the C loader's, so both report the same code."""
     buf = bytes(data)
+    h = _check_header(buf)
+    c = _check_directory(buf, int(h["flags"]))  # type: ignore[arg-type]
+    p = c.records(F.SectionId.PLAN)[0]
+    model_name = _check_plan_record(c, p)
+    fast_arena, slow_arena = int(p["fast_arena"]), int(p["slow_arena"])
+    tensors = _check_tensors(c, slow_arena)
+    units_raw = c.records(F.SectionId.UNITS)
+    ios = _check_io(c, int(p["n_inputs"]), tensors, units_raw, fast_arena, slow_arena)
+    images = _check_unit_records(c, units_raw, fast_arena)
+    if p["max_prefix"] != max(int(u["weight_bytes"]) for u in units_raw):
+        raise _fail("ERR_PLAN", "max_prefix is not the largest unit weight_bytes")
+    units = [_check_unit_buffers(c, ui, u, tensors, fast_arena) for ui, u in enumerate(units_raw)]
+    ops = _check_ops(c, units, tensors, fast_arena)
+    stages = _check_stages(c, len(units), len(tensors))
+    n_in = int(p["n_inputs"])
+    return PlanFile(
+        version=int(h["version"]), flags=c.flags, file_size=len(buf), crc32=int(h["crc32"]), name=model_name,
+        fast_arena=fast_arena, slow_arena=slow_arena, fast_budget=int(p["fast_budget"]),
+        slow_budget=None if p["slow_budget"] == F.NONE else int(p["slow_budget"]),
+        weight_raw=int(p["weight_raw"]), weight_stored=int(p["weight_stored"]), spill_bytes=int(p["spill_bytes"]),
+        reload_bytes=int(p["reload_bytes"]), unscheduled_peak=int(p["unscheduled_peak"]),
+        max_prefix=int(p["max_prefix"]), recompute_macs=int(p["recompute_macs"]), tensors=tensors,
+        inputs=ios[:n_in], outputs=ios[n_in:], ops=ops, units=units, stages=stages,
+        weights=c.sec[F.SectionId.WEIGHTS], unit_images=images, sections=c.where,
+    )
+
+
+def _check_header(buf: bytes) -> dict[str, object]:
+    """Steps 2-7: length, magic, version, file_size, CRC, then the header's own fields."""
     n = len(buf)
-    # 2-6: header basics, size, CRC
     if n < F.HEADER.size:
         raise _fail("ERR_TRUNCATED", f"{n} bytes, shorter than the {F.HEADER.size}-byte header")
     h = F.HEADER.unpack(buf)
@@ -282,7 +355,6 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
     crc = zlib.crc32(buf[F.CRC_START :]) & 0xFFFFFFFF
     if crc != h["crc32"]:
         raise _fail("ERR_CRC", f"CRC-32 is {crc:#010x}, header says {h['crc32']:#010x}")
-    # 7: header fields
     flags = int(h["flags"])  # type: ignore[arg-type]
     if (
         h["header_size"] != F.HEADER.size
@@ -293,15 +365,17 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
         or (flags & F.Flag.XIP and flags & F.Flag.LZ4)
     ):
         raise _fail("ERR_HEADER", "bad header_size, section_count, dir_offset, reserved or flags")
-    xip, lz4 = bool(flags & F.Flag.XIP), bool(flags & F.Flag.LZ4)
-    # 8-9: directory
-    sec: dict[F.SectionId, bytes] = {}
-    counts: dict[F.SectionId, int] = {}
-    where: dict[str, tuple[int, int]] = {}
+    return h
+
+
+def _check_directory(buf: bytes, flags: int) -> _Sections:
+    """Steps 8-9: every section present once, in order, sized by its records, aligned, inside the file."""
+    size = len(buf)
+    c = _Sections(flags, {}, {}, {})
     prev_end = F.DATA_START
     for i, spec in enumerate(F.SECTIONS):
         e = F.SECTION.unpack(buf, F.DIR_OFFSET + i * F.SECTION.size)
-        sid, off, sz, cnt = (int(e[k]) for k in ("id", "offset", "size", "count"))  # type: ignore[arg-type]
+        sid, off, sz, cnt = (int(e[k]) for k in ("id", "offset", "size", "count"))  # type: ignore[call-overload]
         if sid != int(spec.id):
             raise _fail("ERR_SECTION", f"directory entry {i} has id {sid}, expected {int(spec.id)}")
         recsize = spec.record.size if spec.record else 1
@@ -310,59 +384,39 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
         if off % F.ALIGN or off < prev_end or off > size or sz > size - off:
             raise _fail("ERR_SECTION_BOUNDS", f"section {spec.id.name} at {off}+{sz} is misplaced")
         prev_end = off + sz
-        sec[spec.id] = buf[off : off + sz]
-        counts[spec.id] = cnt
-        where[spec.id.name] = (off, sz)
-    if counts[F.SectionId.PLAN] != 1:
+        c.sec[spec.id] = buf[off : off + sz]
+        c.counts[spec.id] = cnt
+        c.where[spec.id.name] = (off, sz)
+    if c.counts[F.SectionId.PLAN] != 1:
         raise _fail("ERR_SECTION", "PLAN must hold exactly one record")
-    if counts[F.SectionId.UNITS] == 0:
+    if c.counts[F.SectionId.UNITS] == 0:
         raise _fail("ERR_SECTION", "UNITS is empty")
+    c.index_vals = struct.unpack(f"<{c.counts[F.SectionId.INDEX]}I", c.sec[F.SectionId.INDEX])
+    return c
 
-    strings = sec[F.SectionId.STRINGS]
 
-    def string(off: int, ln: int, what: str) -> str:
-        if off + ln >= len(strings) or strings[off + ln] != 0:
-            raise _fail("ERR_STRING", f"{what}: string {off}+{ln} outside STRINGS or not NUL-terminated")
-        try:
-            return strings[off : off + ln].decode("utf-8")
-        except UnicodeDecodeError:
-            raise _fail("ERR_STRING", f"{what}: string is not UTF-8") from None
-
-    def records(sid: F.SectionId) -> list[dict]:
-        spec = next(s for s in F.SECTIONS if s.id == sid)
-        assert spec.record is not None
-        return [spec.record.unpack(sec[sid], k * spec.record.size) for k in range(counts[sid])]
-
-    index_vals = struct.unpack(f"<{counts[F.SectionId.INDEX]}I", sec[F.SectionId.INDEX])
-
-    def ilist(first: int, count: int, what: str) -> tuple[int, ...]:
-        if first > len(index_vals) or count > len(index_vals) - first:
-            raise _fail("ERR_INDEX", f"{what}: list {first}+{count} outside INDEX ({len(index_vals)})")
-        return tuple(index_vals[first : first + count])
-
-    # 10: plan record (max_prefix is compared with the units once they are read, step 13)
-    p = records(F.SectionId.PLAN)[0]
-    units_raw = records(F.SectionId.UNITS)
-    io_raw = records(F.SectionId.IO)
-    fast_arena, slow_arena = int(p["fast_arena"]), int(p["slow_arena"])
+def _check_plan_record(c: _Sections, p: dict) -> str:
+    """Step 10 (max_prefix against the units comes after step 13). Returns the model name."""
     if (
         p["n_inputs"] == 0
         or p["n_outputs"] == 0
-        or p["n_inputs"] + p["n_outputs"] != len(io_raw)
-        or p["max_prefix"] > fast_arena
-        or p["weight_stored"] != len(sec[F.SectionId.WEIGHTS])
+        or p["n_inputs"] + p["n_outputs"] != c.counts[F.SectionId.IO]
+        or p["max_prefix"] > p["fast_arena"]
+        or p["weight_stored"] != len(c.sec[F.SectionId.WEIGHTS])
     ):
         raise _fail("ERR_PLAN", "PLAN record inconsistent with the sections (io counts, max_prefix, weight_stored)")
-    model_name = string(int(p["name_off"]), int(p["name_len"]), "model name")
+    return c.string(int(p["name_off"]), int(p["name_len"]), "model name")
 
-    # 12: tensors (record by record, then alias roots and slow homes)
-    traw = records(F.SectionId.TENSORS)
+
+def _check_tensors(c: _Sections, slow_arena: int) -> list[TensorInfo]:
+    """Step 11: each record on its own, then alias roots and slow homes (which look at other records)."""
+    traw = c.records(F.SectionId.TENSORS)
     nt = len(traw)
     tnames: list[str] = []
     known_tflags = sum(int(f) for f in F.TensorFlag)
     for i, t in enumerate(traw):
         what = f"tensor {i}"
-        tname = string(int(t["name_off"]), int(t["name_len"]), what)
+        tname = c.string(int(t["name_off"]), int(t["name_len"]), what)
         tnames.append(tname)
         dims = tuple(int(d) for d in t["dims"])
         rank = int(t["rank"])
@@ -416,16 +470,20 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
                 float(t["scale"]), int(t["zero_point"]), int(t["nbytes"]), slow, flags_t,
             )
         )
+    return tensors
 
-    place_raw = records(F.SectionId.PLACEMENTS)
 
-    # 17 (checked before the units, like the C loader): the interface. Placements are not proven yet, so a FAST
-    # home is looked up with a bounds-checked linear search.
-    n_in = int(p["n_inputs"])
+def _check_io(
+    c: _Sections, n_in: int, tensors: list[TensorInfo], units_raw: list[dict], fast_arena: int, slow_arena: int
+) -> list[IoInfo]:
+    """Step 12, before the units like the C loader: placements are not proven yet, so a FAST home is looked up with
+    a bounds-checked linear search."""
+    place_raw = c.records(F.SectionId.PLACEMENTS)
+    nt = len(tensors)
     ios: list[IoInfo] = []
-    for k, io in enumerate(io_raw):
+    for k, io in enumerate(c.records(F.SectionId.IO)):
         what = f"interface record {k}"
-        ioname = string(int(io["name_off"]), int(io["name_len"]), what)
+        ioname = c.string(int(io["name_off"]), int(io["name_len"]), what)
         direction = F.Direction.INPUT if k < n_in else F.Direction.OUTPUT
         io_flags, rank = int(io["flags"]), int(io["rank"])
         if (
@@ -484,12 +542,16 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
                 "slow" if io["arena"] == F.Arena.SLOW else "fast", off, t.nbytes,
             )
         )
+    return ios
 
-    # 13: units (their own fields, lists and weight blobs), then max_prefix
-    ops_raw = records(F.SectionId.OPS)
-    rows_raw = records(F.SectionId.TILE_ROWS)
-    weights = sec[F.SectionId.WEIGHTS]
-    n_stages = counts[F.SectionId.STAGES]
+
+def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) -> list[bytes]:
+    """Step 13: each unit's own fields, its INDEX lists and its weight blob. Returns the decoded prefix images."""
+    n_ops = c.counts[F.SectionId.OPS]
+    n_place = c.counts[F.SectionId.PLACEMENTS]
+    n_rows = c.counts[F.SectionId.TILE_ROWS]
+    n_stages = c.counts[F.SectionId.STAGES]
+    weights = c.sec[F.SectionId.WEIGHTS]
     images: list[bytes] = []
     next_op = 0
     for ui, u in enumerate(units_raw):
@@ -506,25 +568,25 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
             or (not tiled and (tiles != 1 or rf != 0 or rc != 0))
             or (tiled and rc != tiles * pc)
             or of != next_op
-            or of > len(ops_raw)
-            or oc > len(ops_raw) - of
-            or pf > len(place_raw)
-            or pc > len(place_raw) - pf
-            or rf > len(rows_raw)
-            or rc > len(rows_raw) - rf
+            or of > n_ops
+            or oc > n_ops - of
+            or pf > n_place
+            or pc > n_place - pf
+            or rf > n_rows
+            or rc > n_rows - rf
             or u["peak_bytes"] > fast_arena
-            or (ui == len(units_raw) - 1 and of + oc != len(ops_raw))
+            or (ui == len(units_raw) - 1 and of + oc != n_ops)
         ):
             raise _fail("ERR_UNIT", f"{what}: bad flags, tiles, op/placement/row ranges or peak")
         next_op = of + oc
-        ilist(int(u["reload_first"]), int(u["reload_count"]), f"{what} reload")
-        ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
-        stages_u = ilist(int(u["stage_first"]), int(u["stage_count"]), f"{what} stages")
-        ilist(int(u["irop_first"]), int(u["irop_count"]), f"{what} graph ops")
+        c.ilist(int(u["reload_first"]), int(u["reload_count"]), f"{what} reload")
+        c.ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
+        stages_u = c.ilist(int(u["stage_first"]), int(u["stage_count"]), f"{what} stages")
+        c.ilist(int(u["irop_first"]), int(u["irop_count"]), f"{what} graph ops")
         if any(s >= n_stages for s in stages_u):
             raise _fail("ERR_STAGE", f"{what}: stage index out of range ({n_stages})")
         wbytes, wo, ws, wr = (int(u[k]) for k in ("weight_bytes", "wblob_off", "wblob_size", "wraw_size"))
-        if xip:
+        if c.xip:
             if wbytes or wo or ws or wr:
                 raise _fail("ERR_WEIGHTS", f"{what}: weight prefix fields set in an XIP plan")
         elif (
@@ -533,14 +595,14 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
             or wo % F.ALIGN
             or wr > wbytes
             or wbytes > fast_arena
-            or (not lz4 and ws != wr)
-            or (lz4 and (ws == 0) != (wr == 0))
+            or (not c.lz4 and ws != wr)
+            or (c.lz4 and (ws == 0) != (wr == 0))
         ):
             raise _fail("ERR_WEIGHTS", f"{what}: weight blob {wo}+{ws} -> {wr} (prefix {wbytes}) is inconsistent")
         image = b""
-        if not xip and wr:
+        if not c.xip and wr:
             blob = weights[wo : wo + ws]
-            if lz4:
+            if c.lz4:
                 try:
                     image = decompress_block(blob, wr)
                 except ValueError as e:
@@ -548,66 +610,71 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
             else:
                 image = blob
         images.append(image)
-    if p["max_prefix"] != max(int(u["weight_bytes"]) for u in units_raw):
-        raise _fail("ERR_PLAN", "max_prefix is not the largest unit weight_bytes")
+    return images
 
-    # 14-16: per unit, placements, tile rows, reload and spill lists
-    units: list[UnitInfo] = []
-    for ui, u in enumerate(units_raw):
-        what = f"unit {ui}"
-        tiled = bool(int(u["flags"]) & F.UnitFlag.TILED)
-        pf, pc, rf, tiles = int(u["place_first"]), int(u["place_count"]), int(u["rows_first"]), int(u["tiles"])
-        wbytes = int(u["weight_bytes"])
-        placements: list[PlacementInfo] = []
-        prev = -1
-        for k in range(pf, pf + pc):
-            pl = place_raw[k]
-            ti, off, psz, band = (int(pl[x]) for x in ("tensor", "offset", "size", "band_rows"))
+
+def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo], fast_arena: int) -> UnitInfo:
+    """Step 14 for one unit: placements, tile rows, reload and spill lists."""
+    what = f"unit {ui}"
+    nt = len(tensors)
+    place_raw = c.records(F.SectionId.PLACEMENTS)
+    rows_raw = c.records(F.SectionId.TILE_ROWS)
+    tiled = bool(int(u["flags"]) & F.UnitFlag.TILED)
+    pf, pc, rf, tiles = int(u["place_first"]), int(u["place_count"]), int(u["rows_first"]), int(u["tiles"])
+    wbytes = int(u["weight_bytes"])
+    placements: list[PlacementInfo] = []
+    prev = -1
+    for k in range(pf, pf + pc):
+        pl = place_raw[k]
+        ti, off, psz, band = (int(pl[x]) for x in ("tensor", "offset", "size", "band_rows"))
+        if ti >= nt:
+            raise _fail("ERR_TENSOR_INDEX", f"{what}: placement of tensor {ti} out of range ({nt})")
+        if tensors[ti].root != ti or ti <= prev:
+            raise _fail("ERR_PLACEMENT", f"{what}: placement of tensor {ti} is not a root or out of order")
+        prev = ti
+        if off % F.ALIGN or off < wbytes or off > fast_arena or psz > fast_arena - off:
+            raise _fail("ERR_ARENA_BOUNDS", f"{what}: placement {off}+{psz} of {tensors[ti].name} outside fast")
+        t = tensors[ti]
+        if band < 1 or band > t.dims[1] or (not tiled and band != t.dims[1]) or band * t.row_bytes > psz:
+            raise _fail("ERR_TILE_ROWS", f"{what}: {t.name} band of {band} rows does not fit {psz} bytes")
+        placements.append(PlacementInfo(ti, off, psz, band))
+    tile_rows: list[tuple[tuple[int, int], ...]] = []
+    if tiled:
+        for tile in range(tiles):
+            row = []
+            for j, pl in enumerate(placements):
+                r = rows_raw[rf + tile * pc + j]
+                r0, nr = int(r["row0"]), int(r["rows"])
+                t = tensors[pl.tensor]
+                if r0 < 0 or nr < 0 or nr > pl.band_rows or r0 + nr > t.dims[1]:
+                    raise _fail("ERR_TILE_ROWS", f"{what}: tile {tile} band {r0}+{nr} of {t.name} is invalid")
+                row.append((r0, nr))
+            tile_rows.append(tuple(row))
+    placed = {pl.tensor for pl in placements}
+    reload = c.ilist(int(u["reload_first"]), int(u["reload_count"]), f"{what} reload")
+    spill = c.ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
+    for lst, kind in ((reload, "reload"), (spill, "spill")):
+        for ti in lst:
             if ti >= nt:
-                raise _fail("ERR_TENSOR_INDEX", f"{what}: placement of tensor {ti} out of range ({nt})")
-            if tensors[ti].root != ti or ti <= prev:
-                raise _fail("ERR_PLACEMENT", f"{what}: placement of tensor {ti} is not a root or out of order")
-            prev = ti
-            if off % F.ALIGN or off < wbytes or off > fast_arena or psz > fast_arena - off:
-                raise _fail("ERR_ARENA_BOUNDS", f"{what}: placement {off}+{psz} of {tensors[ti].name} outside fast")
-            t = tensors[ti]
-            if band < 1 or band > t.dims[1] or (not tiled and band != t.dims[1]) or band * t.row_bytes > psz:
-                raise _fail("ERR_TILE_ROWS", f"{what}: {t.name} band of {band} rows does not fit {psz} bytes")
-            placements.append(PlacementInfo(ti, off, psz, band))
-        tile_rows: list[tuple[tuple[int, int], ...]] = []
-        if tiled:
-            for tile in range(tiles):
-                row = []
-                for j, pl in enumerate(placements):
-                    r = rows_raw[rf + tile * pc + j]
-                    r0, nr = int(r["row0"]), int(r["rows"])
-                    t = tensors[pl.tensor]
-                    if r0 < 0 or nr < 0 or nr > pl.band_rows or r0 + nr > t.dims[1]:
-                        raise _fail("ERR_TILE_ROWS", f"{what}: tile {tile} band {r0}+{nr} of {t.name} is invalid")
-                    row.append((r0, nr))
-                tile_rows.append(tuple(row))
-        placed = {pl.tensor for pl in placements}
-        reload = ilist(int(u["reload_first"]), int(u["reload_count"]), f"{what} reload")
-        spill = ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
-        for lst, kind in ((reload, "reload"), (spill, "spill")):
-            for ti in lst:
-                if ti >= nt:
-                    raise _fail("ERR_TENSOR_INDEX", f"{what}: {kind} tensor {ti} out of range ({nt})")
-                rt = tensors[ti].root
-                if tensors[rt].slow is None:
-                    raise _fail("ERR_TENSOR", f"{what}: {kind} tensor {tensors[ti].name} has no slow home")
-                if rt not in placed:
-                    raise _fail("ERR_PLACEMENT", f"{what}: {kind} tensor {tensors[ti].name} has no placement")
-        units.append(
-            UnitInfo(
-                ui, tiled, int(u["op_first"]), int(u["op_count"]), reload, spill, tuple(placements), tiles,
-                tuple(tile_rows), ilist(int(u["stage_first"]), int(u["stage_count"]), what),
-                ilist(int(u["irop_first"]), int(u["irop_count"]), what), wbytes, int(u["wblob_off"]),
-                int(u["wblob_size"]), int(u["wraw_size"]), int(u["peak_bytes"]),
-            )
-        )
+                raise _fail("ERR_TENSOR_INDEX", f"{what}: {kind} tensor {ti} out of range ({nt})")
+            rt = tensors[ti].root
+            if tensors[rt].slow is None:
+                raise _fail("ERR_TENSOR", f"{what}: {kind} tensor {tensors[ti].name} has no slow home")
+            if rt not in placed:
+                raise _fail("ERR_PLACEMENT", f"{what}: {kind} tensor {tensors[ti].name} has no placement")
+    return UnitInfo(
+        ui, tiled, int(u["op_first"]), int(u["op_count"]), reload, spill, tuple(placements), tiles,
+        tuple(tile_rows), c.ilist(int(u["stage_first"]), int(u["stage_count"]), what),
+        c.ilist(int(u["irop_first"]), int(u["irop_count"]), what), wbytes, int(u["wblob_off"]),
+        int(u["wblob_size"]), int(u["wraw_size"]), int(u["peak_bytes"]),
+    )
 
-    # 18: ops, unit by unit
+
+def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], fast_arena: int) -> list[OpInfo]:
+    """Step 15: every op of every unit, against the unit's placements and weight area."""
+    ops_raw = c.records(F.SectionId.OPS)
+    n_weights = len(c.sec[F.SectionId.WEIGHTS])
+    nt = len(tensors)
     limits = kind_limits()
     ops: list[OpInfo] = []
     for u in units:
@@ -615,7 +682,7 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
         for k in range(u.op_first, u.op_first + u.op_count):
             o = ops_raw[k]
             what = f"op {k}"
-            op_name = string(int(o["name_off"]), int(o["name_len"]), what)
+            op_name = c.string(int(o["name_off"]), int(o["name_len"]), what)
             kid = int(o["kind"])
             if not 1 <= kid <= len(KINDS):
                 raise _fail("ERR_OP_KIND", f"{what} ({op_name}): kind {kid} outside 1..{len(KINDS)}")
@@ -635,7 +702,7 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
                     raise _fail("ERR_TILE_ROWS", f"{what} ({op_name}): alias {tensors[x].name} rows differ from root")
             if any(v != 0 for v in o["params"][nparams:]):
                 raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): parameter past its {nparams} is not zero")
-            limit = len(weights) if xip else u.wraw_size
+            limit = n_weights if c.xip else u.wraw_size
             consts = []
             for s in range(MAX_CONSTS):
                 co, cl = int(o["const_off"][s]), int(o["const_len"][s])
@@ -654,30 +721,32 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
                 or ss > fast_arena - so
             ):
                 raise _fail("ERR_ARENA_BOUNDS", f"{what}: scratch {so}+{ss} outside the fast arena")
-            scratch = Placement("fast", so, ss) if ss else None
             ops.append(
                 OpInfo(
                     k, kname, kid, tins, int(o["output"]), int(o["ir_index"]), op_name,
-                    tuple(int(v) for v in o["params"]), tuple(consts), scratch,
+                    tuple(int(v) for v in o["params"]), tuple(consts), Placement("fast", so, ss) if ss else None,
                 )
             )
+    return ops
 
-    # 19: stages
+
+def _check_stages(c: _Sections, n_units: int, nt: int) -> list[StageInfo]:
+    """Step 16: stages are for reports, but a malformed one is still refused."""
     stages: list[StageInfo] = []
-    for k, s in enumerate(records(F.SectionId.STAGES)):
+    for k, s in enumerate(c.records(F.SectionId.STAGES)):
         what = f"stage {k}"
         if (
             s["index"] != k
-            or s["unit"] >= len(units)
+            or s["unit"] >= n_units
             or int(s["flags"]) & ~int(F.StageFlag.TILED)
             or s["tiles"] == 0
             or s["chain"] < -1
             or s["reserved"] != 0
         ):
             raise _fail("ERR_STAGE", f"{what}: bad index, unit, flags, tiles or chain")
-        sops = ilist(int(s["ops_first"]), int(s["ops_count"]), f"{what} ops")
-        sin = ilist(int(s["in_first"]), int(s["in_count"]), f"{what} inputs")
-        sout = ilist(int(s["out_first"]), int(s["out_count"]), f"{what} outputs")
+        sops = c.ilist(int(s["ops_first"]), int(s["ops_count"]), f"{what} ops")
+        sin = c.ilist(int(s["in_first"]), int(s["in_count"]), f"{what} inputs")
+        sout = c.ilist(int(s["out_first"]), int(s["out_count"]), f"{what} outputs")
         if any(x >= nt for x in (*sin, *sout)):
             raise _fail("ERR_TENSOR_INDEX", f"{what}: tensor out of range ({nt})")
         stages.append(
@@ -687,14 +756,4 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
                 None if s["chain"] == -1 else int(s["chain"]), sops, sin, sout, int(s["recompute_macs"]),
             )
         )
-
-    return PlanFile(
-        version=int(h["version"]), flags=flags, file_size=size, crc32=int(h["crc32"]), name=model_name,
-        fast_arena=fast_arena, slow_arena=slow_arena, fast_budget=int(p["fast_budget"]),
-        slow_budget=None if p["slow_budget"] == F.NONE else int(p["slow_budget"]),
-        weight_raw=int(p["weight_raw"]), weight_stored=int(p["weight_stored"]), spill_bytes=int(p["spill_bytes"]),
-        reload_bytes=int(p["reload_bytes"]), unscheduled_peak=int(p["unscheduled_peak"]),
-        max_prefix=int(p["max_prefix"]), recompute_macs=int(p["recompute_macs"]), tensors=tensors,
-        inputs=ios[:n_in], outputs=ios[n_in:], ops=ops, units=units, stages=stages, weights=weights,
-        unit_images=images, sections=where,
-    )
+    return stages
