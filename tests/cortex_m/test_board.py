@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+
 BOARDS = ["mps2-an386", "mps3-an547"]
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+
 TEST_MODELS_DIR = Path(__file__).resolve().parents[1] / "models"  # small models kept in the repository
 
 KIB = 1024

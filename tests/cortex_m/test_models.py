@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+
 BOARDS = ["mps2-an386", "mps3-an547"]
 
 
