@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, I8, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, I8, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 RNG = np.random.default_rng(0)
 
@@ -46,3 +46,7 @@ def test_int8_unquantized_intermediate_fuses():
 def test_int8_intermediate_with_own_scale_declined():
     r = run_pass(upto(load(_int8(own_scale=True)), "activation_fuse"), "activation_fuse")
     assert r.rewritten == 0 and r.declined[0].node == "relu" and "rule 3" in r.declined[0].reason
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_int8(own_scale=False), lsb=1)

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, I8, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, I8, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 RNG = np.random.default_rng(0)
 
@@ -70,3 +70,7 @@ def test_declined_when_constant_varies_spatially():
                "k": RNG.standard_normal((1, 2, 2, 2)).astype(np.float32)})
     r = run_pass(upto(load(m), "bias_fold"), "bias_fold")
     assert r.rewritten == 0 and r.declined[0].node == "add" and "rule 2" in r.declined[0].reason
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_dense(), lsb=1)

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, I8, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, I8, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 RNG = np.random.default_rng(0)
 
@@ -64,3 +64,10 @@ def test_declined_with_runtime_parameters():
 def test_noop():
     m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
     assert run_pass(load(m), "bn_fold").rewritten == 0
+
+
+def test_reference_executor_agrees_with_ort():
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]),
+             helper.make_node("BatchNormalization", ["c", "g", "be", "mu", "var"], ["y"])]
+    inits = {"w": RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), **_bn_inits(4)}
+    assert_reference_matches_ort(model(nodes, [("x", F, [1, 3, 6, 6])], [("y", F, [1, 4, 4, 4])], inits))

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 
 def test_identity_and_dropout_removed():
@@ -48,3 +48,9 @@ def test_back_to_back_reshapes_merge():
 def test_noop():
     m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
     assert run_pass(load(m), "cleanup").rewritten == 0
+
+
+def test_reference_executor_agrees_with_ort():
+    nodes = [helper.make_node("Identity", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Dropout", ["b"], ["y"])]
+    assert_reference_matches_ort(model(nodes, [("x", F, [1, 4])], [("y", F, [1, 4])]))

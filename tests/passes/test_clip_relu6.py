@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass
 
 
 def _clip(lo, hi, opset=17):
@@ -40,3 +40,7 @@ def test_declined_runtime_bound():
               [("y", F, [1, 8])])
     r = run_pass(load(m), "clip_relu6")
     assert r.rewritten == 0 and r.declined[0].node == "clip" and "rule 5" in r.declined[0].reason
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_clip(0, 6))

@@ -1,7 +1,7 @@
 """Pass 14, Concat axis normalize."""
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass
 
 
 def _m(shape, axis):
@@ -23,3 +23,7 @@ def test_axes_map_to_physical():
 def test_noop():
     m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
     assert run_pass(load(m), "concat_axis").rewritten == 0
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_m([1, 2, 3, 4], 1))

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper, numpy_helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 
 def _m(out_const=False):
@@ -35,3 +35,7 @@ def test_noop_and_idempotent():
     assert again.rewritten == 0 and again.declined == ()
     plain = load(model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 2])], [("y", F, [1, 2])]))
     assert run_pass(plain, "constant_fold").rewritten == 0
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_m())

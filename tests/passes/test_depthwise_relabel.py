@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 
 def _m(c, group, oc=None):
@@ -24,3 +24,7 @@ def test_grouped_and_single_channel_stay_conv():
     for m in (_m(4, 2), _m(1, 1, oc=4)):
         r = run_pass(upto(load(m), "depthwise_relabel"), "depthwise_relabel")
         assert r.rewritten == 0 and r.graph.ops[0].op_type == "Conv"
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_m(4, 4, oc=8))

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass
 
 
 def _m(auto_pad="SAME_UPPER"):
@@ -35,3 +35,7 @@ def test_idempotent_and_noop():
 def test_valid_padding():
     g = run_pass(load(_m("VALID")), "explicit_attrs").graph
     assert g.ops[0].attrs["pads"] == [0, 0, 0, 0]
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_m())

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 
 def _hswish_mobilenetv3():
@@ -50,3 +50,7 @@ def test_hardsigmoid_gets_explicit_defaults():
     r = run_pass(load(m), "hard_activations")
     assert r.graph.ops[0].attrs == {"alpha": 0.2, "beta": 0.5}
     assert run_pass(r.graph, "hard_activations").rewritten == 0
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_hswish_mobilenetv3())

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 
 def _m(perm, extra=False):
@@ -29,3 +29,7 @@ def test_nhwc_input_transpose_removed():
 def test_other_perm_or_shared_input_left_alone():
     assert run_pass(upto(load(_m([0, 3, 2, 1])), "input_transpose"), "input_transpose").rewritten == 0
     assert run_pass(upto(load(_m([0, 3, 1, 2], extra=True)), "input_transpose"), "input_transpose").rewritten == 0
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_m([0, 3, 1, 2]))

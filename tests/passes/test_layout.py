@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 from tigris.passes import normalize
 from tigris.passes._layouts import byte_order
 
@@ -61,3 +61,11 @@ def test_input_read_only_by_reshape_stays_plain():
     g = _full(m)
     assert g.tensors["x"].layout == "plain" and [op.op_type for op in g.ops] == ["Reshape", "Relu"]
     assert_same_as_ort(m, g, tol=0.0)
+
+
+def test_reference_executor_agrees_with_ort():
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    fc = RNG.standard_normal((5, 4 * 4 * 4)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Flatten", ["c"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc"], ["y"], transB=1)]
+    assert_reference_matches_ort(model(nodes, [("x", F, [1, 3, 6, 6])], [("y", F, None)], {"w": w, "fc": fc}))

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, I8, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, I8, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 RNG = np.random.default_rng(0)
 
@@ -54,3 +54,9 @@ def test_declined_for_activation_times_activation():
 def test_noop():
     m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
     assert run_pass(load(m), "matmul_relabel").rewritten == 0
+
+
+def test_reference_executor_agrees_with_ort():
+    w = RNG.standard_normal((6, 4)).astype(np.float32)
+    assert_reference_matches_ort(model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", F, [1, 6])],
+                                       [("y", F, [1, 4])], {"w": w}))

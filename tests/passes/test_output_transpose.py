@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 
 def _m(perm):
@@ -27,3 +27,7 @@ def test_channels_last_output_transpose_removed():
 def test_other_permutation_declined():
     r = run_pass(upto(load(_m([0, 1, 3, 2])), "output_transpose"), "output_transpose")
     assert r.rewritten == 0 and r.declined[0].node == "tr" and "rule 3" in r.declined[0].reason
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_m([0, 2, 3, 1]))

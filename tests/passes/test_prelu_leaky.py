@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass
+from passes._build import F, assert_same_as_ort, load, model, run_pass, assert_reference_matches_ort
 
 
 def test_uniform_prelu_becomes_leakyrelu():
@@ -30,3 +30,10 @@ def test_declined_runtime_slope():
               [("y", F, [1, 3])])
     r = run_pass(load(m), "prelu_leaky")
     assert r.rewritten == 0 and r.declined[0].node == "p"
+
+
+def test_reference_executor_agrees_with_ort():
+    m = model([helper.make_node("PRelu", ["x", "s"], ["a"]), helper.make_node("LeakyRelu", ["a"], ["y"])],
+              [("x", F, [1, 3, 2, 2])], [("y", F, [1, 3, 2, 2])],
+              {"s": np.float32([0.1, 0.2, 0.3]).reshape(3, 1, 1)})
+    assert_reference_matches_ort(m)

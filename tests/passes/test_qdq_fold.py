@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import TensorProto, helper
 
-from passes._build import F, I8, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, I8, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 U8 = TensorProto.UINT8
 RNG = np.random.default_rng(0)
@@ -86,3 +86,7 @@ def test_noop_and_idempotent():
     assert run_pass(g, "qdq_fold").rewritten == 0
     f = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
     assert run_pass(load(f), "qdq_fold").rewritten == 0
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_conv_model(), lsb=1)

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass
+from passes._build import F, assert_same_as_ort, load, model, run_pass, assert_reference_matches_ort
 
 
 def test_keepdims_and_not():
@@ -25,3 +25,9 @@ def test_axes_operand_opset18_and_declined_channel_mean():
               [("y", F, None)], opset=13)
     r = run_pass(load(m), "reducemean_gap")
     assert r.rewritten == 0 and r.declined[0].node == "rm"
+
+
+def test_reference_executor_agrees_with_ort():
+    for keep in (1, 0):
+        assert_reference_matches_ort(model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=keep)],
+                                           [("x", F, [1, 3, 4, 5])], [("y", F, None)], opset=13))

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_same_as_ort, load, model, run_pass, upto, assert_reference_matches_ort
 
 
 def test_resize_scales_to_attributes():
@@ -30,3 +30,9 @@ def test_declined_fractional_scale():
               [("y", F, None)], {"sz": np.array([1, 2, 6, 6], np.int64)}, opset=13)
     r = run_pass(load(m), "resize_scales")
     assert r.rewritten == 0 and r.declined[0].node == "rs" and "rule 1" in r.declined[0].reason
+
+
+def test_reference_executor_agrees_with_ort():
+    m = model([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="nearest")], [("x", F, [1, 2, 3, 4])],
+              [("y", F, None)], {"sc": np.float32([1, 1, 2, 2])}, opset=13)
+    assert_reference_matches_ort(m)

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_same_as_ort, load, model, run_pass, upto, assert_reference_matches_ort
 
 
 def test_reshape_squeeze_clip_pad_operands_dropped():
@@ -28,3 +28,10 @@ def test_declined_runtime_bound_stays():
     r = run_pass(upto(load(m), "strip_operands"), "strip_operands")
     assert r.rewritten == 0 and r.declined[0].node == "clip" and "rule 7" in r.declined[0].reason
     assert r.graph.ops[0].inputs == ("x", "lo")
+
+
+def test_reference_executor_agrees_with_ort():
+    nodes = [helper.make_node("Reshape", ["x", "shp"], ["a"]), helper.make_node("Clip", ["a", "lo", "hi"], ["y"])]
+    assert_reference_matches_ort(model(nodes, [("x", F, [1, 12])], [("y", F, None)],
+                                       {"shp": np.array([1, 3, 4], np.int64), "lo": np.float32(-1),
+                                        "hi": np.float32(0.5)}))

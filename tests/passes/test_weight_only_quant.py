@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
 
 
 def _m(with_q=False):
@@ -42,3 +42,7 @@ def test_declined_with_runtime_scale():
     m = model(nodes, [("x", F, [1, 4]), ("s", F, [])], [("y", F, None)], {"wq": np.int8([1, 2, 3, 4])})
     r = run_pass(load(m), "weight_only_quant")
     assert r.rewritten == 0 and r.declined[0].node == "dq" and "rule 3" in r.declined[0].reason
+
+
+def test_reference_executor_agrees_with_ort():
+    assert_reference_matches_ort(_m())
