@@ -414,7 +414,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     }
 }
 
-/* Const slots a kind uses (slots beyond must be empty), TGRS_MAX_CONSTS when not known, -1 for a bad kind. */
+/* Const slots a kind uses (slots beyond are empty), TGRS_MAX_CONSTS when not known, -1 for a bad kind. */
 static inline int tgrs_op_nconsts(uint32_t kind)
 {
     switch (kind) {

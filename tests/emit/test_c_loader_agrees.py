@@ -54,9 +54,10 @@ def _mutations(base: bytes):
                 if f.type not in ("u32", "i32"):
                     continue
                 for el in sorted({0, f.count - 1}):
-                    pos = int(e["offset"]) + r * rec.size + rec.offsets()[f.name] + el * 4  # type: ignore[call-overload]
+                    pos = int(e["offset"]) + r * rec.size + rec.offsets()[f.name] + el * 4  # type: ignore[arg-type]
                     cur = struct.unpack_from("<I", base, pos)[0]
-                    for v in sorted({0, 1, 16, 0xFFFFFFFF, 0x80000000, (cur + 16) & 0xFFFFFFFF, (cur - 1) & 0xFFFFFFFF}):
+                    near = {(cur + 16) & 0xFFFFFFFF, (cur - 1) & 0xFFFFFFFF}
+                    for v in sorted({0, 1, 16, 0xFFFFFFFF, 0x80000000} | near):
                         if v != cur:
                             b = bytearray(base)
                             struct.pack_into("<I", b, pos, v)

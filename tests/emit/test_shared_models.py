@@ -15,7 +15,8 @@ from tigris.emit.weights import lz4_bound
 from tigris.ir import DoesNotFitError, UnsupportedModelError
 
 # tests/conftest.py by path: several test folders have a conftest.py, so "from conftest import" is ambiguous.
-_spec = importlib.util.spec_from_file_location("_tigris_root_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
+_ROOT_CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
+_spec = importlib.util.spec_from_file_location("_tigris_root_conftest", _ROOT_CONFTEST)
 _root = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_root)
 shared_model = _root.shared_model

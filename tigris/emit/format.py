@@ -195,7 +195,8 @@ class Record:
             if f.count == 1:
                 flat.append(v)
             else:
-                seq = list(v) if v != 0 else []  # type: ignore[arg-type, comparison-overlap]
+                conv = float if f.type == "f32" else int
+                seq = [] if isinstance(v, int) and v == 0 else [conv(x) for x in v]  # type: ignore[union-attr]
                 if len(seq) > f.count:
                     raise ValueError(f"{self.name}.{f.name}: {len(seq)} values for {f.count} slots")
                 flat.extend(seq + [0] * (f.count - len(seq)))

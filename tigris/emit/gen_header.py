@@ -182,7 +182,7 @@ def generate() -> str:
         L.append(f"    case TGRS_OP_{_macro(kname)}: return {n};")
     L += ["    default: return -1;", "    }", "}", ""]
     L += [
-        "/* Const slots a kind uses (slots beyond must be empty), TGRS_MAX_CONSTS when not known, -1 for a bad kind. */",
+        "/* Const slots a kind uses (slots beyond are empty), TGRS_MAX_CONSTS when not known, -1 for a bad kind. */",
         "static inline int tgrs_op_nconsts(uint32_t kind)",
         "{",
         "    switch (kind) {",

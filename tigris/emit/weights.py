@@ -34,7 +34,9 @@ def weight_bytes_per_op(graph, lowered: list[Lowered], xip: bool) -> list[int]:
     del graph
     if xip:
         return [0 for _ in lowered]
-    return [0 if low.alias else sum(align_up(int(np.asarray(c).nbytes)) for c in low.consts.values()) for low in lowered]
+    return [
+        0 if low.alias else sum(align_up(int(np.asarray(c).nbytes)) for c in low.consts.values()) for low in lowered
+    ]
 
 
 @dataclass
