@@ -20,6 +20,7 @@
 #include "window.h"
 
 #define DW_CB 16 /* channels per accumulator block */
+#define DW_MAX_TAPS 64 /* interior fast path for windows up to this many taps (8x8); larger ones take the generic path */
 
 typedef struct dw_geom {
     tgrs_window w;
@@ -75,6 +76,33 @@ static int dw_interior(const dw_geom *dg, int32_t oh, int32_t ow)
            iw0 + (int64_t)(w->kw - 1) * w->dw < dg->wd;
 }
 
+/*
+ * Offsets (elements) of every tap from tap (0, 0), for interior pixels whose taps all lie in the image: the fast path
+ * then walks a table instead of recomputing and bounds-testing each tap. Returns 0 (no fast path) when the window has
+ * more than DW_MAX_TAPS taps. Taps are in the same (i, j) order as the generic path, so both sum identically.
+ */
+static int32_t dw_tap_offsets(const dw_geom *dg, int64_t off[DW_MAX_TAPS])
+{
+    const tgrs_window *w = &dg->w;
+    int32_t i, j, t = 0;
+    if ((int64_t)w->kh * w->kw > DW_MAX_TAPS) {
+        return 0;
+    }
+    for (i = 0; i < w->kh; ++i) {
+        for (j = 0; j < w->kw; ++j) {
+            off[t++] = ((int64_t)i * w->dh * dg->wd + (int64_t)j * w->dw) * dg->c;
+        }
+    }
+    return t;
+}
+
+/* Offset (elements) of tap (0, 0) of output pixel (oh, ow) in a batch image of the band; the pixel is interior. */
+static int64_t dw_base(const dw_geom *dg, int32_t oh, int32_t ow)
+{
+    const tgrs_window *w = &dg->w;
+    return ((int64_t)(oh * w->sh - w->pt - dg->in_row0) * dg->wd + ((int64_t)ow * w->sw - w->pl)) * dg->c;
+}
+
 /* ---------------------------------------------------------------------------------------------------- float32 -- */
 
 static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
@@ -88,7 +116,9 @@ static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
     float *out = (float *)ctx->out->data;
     const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
-    int32_t n, r, ow, i, j, c0, cc;
+    int64_t toff[DW_MAX_TAPS];
+    const int32_t ntaps = (dg->m == 1) ? dw_tap_offsets(dg, toff) : 0;
+    int32_t n, r, ow, i, j, c0, cc, t;
     for (n = 0; n < dg->n; ++n) {
         const float *img = in + n * in_img;
         for (r = 0; r < dg->out_rows; ++r) {
@@ -99,10 +129,21 @@ static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
                 for (c0 = 0; c0 < dg->oc; c0 += DW_CB) {
                     const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
                     float acc[DW_CB];
+                    const int fast = inner && ntaps > 0 && nc == DW_CB;
                     for (cc = 0; cc < DW_CB; ++cc) {
                         acc[cc] = 0.0f;
                     }
-                    for (i = 0; i < w->kh; ++i) {
+                    if (fast) {
+                        const float *base = img + dw_base(dg, oh, ow) + c0;
+                        for (t = 0; t < ntaps; ++t) {
+                            const float *x = base + toff[t];
+                            const float *wk = wt + (int64_t)t * dg->oc + c0;
+                            for (cc = 0; cc < DW_CB; ++cc) {
+                                acc[cc] += x[cc] * wk[cc];
+                            }
+                        }
+                    }
+                    for (i = 0; i < w->kh && !fast; ++i) {
                         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
                         if (!inner && (ih < 0 || ih >= dg->h)) {
                             continue; /* padding: real value 0 */
@@ -155,7 +196,9 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
     int8_t *out = (int8_t *)ctx->out->data;
     const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
-    int32_t n, r, ow, i, j, c0, cc;
+    int64_t toff[DW_MAX_TAPS];
+    const int32_t ntaps = (dg->m == 1) ? dw_tap_offsets(dg, toff) : 0;
+    int32_t n, r, ow, i, j, c0, cc, t;
     if (mult == NULL || shift == NULL || ctx->clen[TGRS_C_DWCONV_MULT] != (uint64_t)dg->oc * 4u ||
         ctx->clen[TGRS_C_DWCONV_SHIFT] != (uint64_t)dg->oc * 4u) {
         return TGRS_ERR_SHAPE;
@@ -180,10 +223,21 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                     const int inner = dw_interior(dg, oh, ow);
                     /* uint32: wrapping is defined; the lowering proved the true sums fit in int32 */
                     uint32_t acc[DW_CB];
+                    const int fast = inner && ntaps > 0 && nc == DW_CB;
                     for (cc = 0; cc < DW_CB; ++cc) {
                         acc[cc] = 0;
                     }
-                    for (i = 0; i < w->kh; ++i) {
+                    if (fast) {
+                        const int8_t *base = img + dw_base(dg, oh, ow) + c0;
+                        for (t = 0; t < ntaps; ++t) {
+                            const int8_t *x = base + toff[t];
+                            const int8_t *wk = wt + (int64_t)t * dg->oc + c0;
+                            for (cc = 0; cc < DW_CB; ++cc) {
+                                acc[cc] += (uint32_t)((int32_t)x[cc] * (int32_t)wk[cc]);
+                            }
+                        }
+                    }
+                    for (i = 0; i < w->kh && !fast; ++i) {
                         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
                         const int row_in = inner || (ih >= 0 && ih < dg->h);
                         for (j = 0; j < w->kw; ++j) {
