@@ -44,9 +44,11 @@ class GuestRun:
 
 
 def runtime_sources() -> list[Path]:
+    """The runtime's .c files, as real paths (tigris/_runtime_c may be a symlink to runtime_c; the Makefile names
+    objects after the path, so one spelling keeps objects and map entries consistent)."""
     from tigris.host.build import c_sources, find_sources
 
-    return c_sources(find_sources())
+    return sorted(p.resolve() for p in c_sources(find_sources()))
 
 
 def kernel_stubs(obj_dir: Path, sources: list[Path] | None = None) -> list[Path]:
@@ -80,7 +82,7 @@ def build(board: str, build_dir: Path, *, app: str = "model", model_c: Path | No
     if extra:
         cmd.append("EXTRA_SRCS=" + " ".join(str(p) for p in extra))
     if runtime_srcs is not None:
-        cmd.append("RUNTIME_SRCS=" + " ".join(str(p) for p in runtime_srcs))
+        cmd.append("RUNTIME_SRCS=" + " ".join(str(Path(p).resolve()) for p in runtime_srcs))
     if extra_ldflags:
         cmd.append(f"EXTRA_LDFLAGS={extra_ldflags}")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -173,7 +175,7 @@ def linked_sizes(map_text: str) -> dict[str, ObjSize]:
 def runtime_size(map_text: str) -> ObjSize:
     """Code and read-only data of the runtime's own objects (runtime_c/src/**) in a linked image."""
     objs = linked_sizes(map_text)
-    rt = [v for k, v in objs.items() if k.startswith("runtime_c_src_")]
+    rt = [v for k, v in objs.items() if "runtime_c_src_" in k]
     return ObjSize(sum(v.text for v in rt), sum(v.rodata for v in rt))
 
 
@@ -187,7 +189,7 @@ def size_text(paths: list[Path]) -> int:
 
 def runtime_objects(obj_dir: Path, sources: list[Path]) -> list[Path]:
     """The object files the Makefile produced for ``sources`` in ``obj_dir`` (its naming rule: repo path, '/' -> '_')."""
-    return [obj_dir / (str(p.resolve().relative_to(REPO)).replace("/", "_") + ".o") for p in sources]
+    return [obj_dir / (str(Path(p).resolve().relative_to(REPO)).replace("/", "_") + ".o") for p in sources]
 
 
 def allocator_symbols(elf: Path) -> list[str]:

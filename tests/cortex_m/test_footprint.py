@@ -43,8 +43,8 @@ def test_runtime_text_with_every_kernel_fits_32k(harness, images):
     assert 4 * KIB < size.text <= 32 * KIB, size  # lower bound: the kernels really were linked and counted
 
 
-@pytest.mark.xfail(strict=False, reason="the int8 CNN kernels share their files with the float paths (about 21 KiB "
-                   "at -Os); meeting 16 KiB needs a runtime build option that compiles the float paths out")
+@pytest.mark.xfail(strict=False, reason="the int8 CNN kernels share their files with the float paths (about 22-23 "
+                   "KiB at -Os); meeting 16 KiB needs a runtime build option that compiles the float paths out")
 def test_runtime_text_int8_cnn_subset_fits_16k(harness, images):
     size = harness.runtime_size(images["int8"][1])
     assert size.text <= 16 * KIB, size
@@ -54,7 +54,8 @@ def test_int8_subset_is_smaller_and_still_runs_an_int8_cnn(harness, images, kws_
     from tigris import api
     from tigris.host import Session
 
-    assert harness.runtime_size(images["int8"][1]).text < harness.runtime_size(images["all"][1]).text
+    subset, full = harness.runtime_size(images["int8"][1]).text, harness.runtime_size(images["all"][1]).text
+    assert 4 * KIB < subset < full  # lower bound: the subset's runtime objects were found in the map and counted
     # The subset must be enough for an int8 CNN: same output bytes as the host runtime.
     prep = api.prepare(str(TEST_MODELS_DIR / "kws_dscnn_int8.onnx"))
     inputs = api.random_inputs(prep, seed=1)
