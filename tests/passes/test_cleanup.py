@@ -54,3 +54,12 @@ def test_reference_executor_agrees_with_ort():
     nodes = [helper.make_node("Identity", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
              helper.make_node("Dropout", ["b"], ["y"])]
     assert_reference_matches_ort(model(nodes, [("x", F, [1, 4])], [("y", F, [1, 4])]))
+
+
+def test_same_shape_reshape_is_removed():
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Reshape", ["a", "s"], ["b"], name="same"),
+             helper.make_node("Sigmoid", ["b"], ["y"])]
+    m = model(nodes, [("x", F, [1, 4, 1, 1])], [("y", F, None)], {"s": np.array([1, 4, 1, 1], np.int64)})
+    r = run_pass(load(m), "cleanup")
+    assert r.rewritten == 1 and [op.op_type for op in r.graph.ops] == ["Relu", "Sigmoid"]
+    assert_same_as_ort(m, r.graph, tol=0.0)

@@ -3,6 +3,8 @@
 Rules:
 1. ``Identity`` and ``Dropout`` (whose mask output is unread) pass their input through; they are removed and their
    readers read the input directly.
+1b. A reshape-family op (Reshape, Flatten, Squeeze, Unsqueeze) whose output shape equals its input shape is an
+   identity too (TFLite converters leave such reshapes around pooling layers).
 2. ``Dropout`` in training mode (a constant true ``training_mode`` operand) is declined: it is not an identity.
 3. Two consecutive reshape-family ops (Reshape, Flatten, Squeeze, Unsqueeze) where the middle tensor has no other
    reader and is not a graph output become one ``Reshape`` to the final shape (the output shape is the truth).
@@ -64,6 +66,9 @@ def _removable(g: AnalyzedGraph, i: int) -> bool:
     op = g.ops[i]
     if op.op_type == "Identity":
         return True
+    if op.op_type in _RESHAPES and op.inputs and op.outputs \
+            and g.tensors[op.inputs[0]].shape == g.tensors[op.outputs[0]].shape:
+        return True  # rule 1b
     if op.op_type == "Dropout":
         mask_read = len(op.outputs) > 1 and op.outputs[1] and (consumers(g, op.outputs[1]) or op.outputs[1] in g.outputs)
         return not mask_read
