@@ -221,3 +221,21 @@ def test_int8_extreme_scales_bit_exact(lib, sa, sb, so, op):
     real = {"Add": a + b, "Sub": a - b, "Mul": a * b}[op] / np.float32(so) + 3
     exact = np.clip(np.round(real), -128, 127)
     assert np.max(np.abs(to_logical(g, "y", ref).astype(np.float64) - exact)) <= 1
+
+
+@pytest.mark.parametrize("op,sa,sb,so", [("Add", 0.125, 0.125, 0.25), ("Sub", 0.5, 0.25, 0.0625),
+                                         ("Add", 0.25, 0.5, 1.0), ("Mul", 0.5, 0.25, 0.5), ("Mul", 0.25, 0.25, 0.5)])
+def test_int8_ties_round_half_to_even_like_ort(lib, op, sa, sb, so):
+    # Power-of-two scales make the exact result land on halves often; ORT's float result is then exact too, and its
+    # QuantizeLinear rounds those halves to even. Expected: identical to ORT (0 LSB), C identical to the reference.
+    cs = dict(c=6, h=9, w=7, a=(1, 6, 9, 7), b=(1, 6, 9, 7), const="none", op=op, act=None)
+    rng = np.random.default_rng(5)
+    scales = {"a": (sa, 3), "b": (sb, -5), "y": (so, 1)}
+    g, data = _build(cs, True, rng, qp(*scales["a"]), qp(*scales["b"]), qp(*scales["y"]))
+    low = lower(g, g.ops[0])
+    phys = phys_inputs(g, low, data)
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    m, feeds = _onnx(cs, data, True, scales)
+    (ort_y,) = ort_run(m, feeds)
+    assert np.array_equal(to_logical(g, "y", ref), ort_y)

@@ -11,14 +11,19 @@ int8 Add/Sub (three different scales): with ``ra = sa/so`` and ``rb = sb/so`` as
 bit of either product is lost::
 
     acc = (qa - za) * (ma << (ea - emin)) + (qb - zb) * (mb << (eb - emin))      (exact int64)
-    out = clamp(zo + round(acc / 2**(31 - emin)), LO, HI)                        (ONE rounding, halves away from 0)
+    out = clamp(zo + round(acc / 2**(31 - emin)), LO, HI)                        (ONE rounding, halves to even)
 
 The left shifts are limited to 21 bits so ``|acc| < 2**61``; when the exponents differ by more, the smaller
 multiplier is rounded at compile time to the coarser grid (a relative change below 2**-21 of the larger term).
 A divisor exponent of 63 or more gives 0, like qmath.rounding_rshift. ``LO``/``HI`` carry a fused relu/relu6.
 
-int8 Mul: ``out = clamp(zo + requant((qa - za) * (qb - zb), mult, shift), LO, HI)`` with ``mult, shift`` encoding
-``sa * sb / so``. Float: ``a + b`` / ``a - b`` / ``a * b`` then clamp to ``[F_LO, F_HI]`` (fused activation).
+int8 Mul: ``out = clamp(zo + round((qa - za) * (qb - zb) * mult / 2**(31 - shift)), LO, HI)`` with ``mult, shift``
+encoding ``sa * sb / so``: the Q0.31 requantization's exact product, but rounded halves to even.
+
+Why halves to even (unlike the conv requantization): whenever the scales are related by powers of two (``sa = sb``,
+``so = 2 * sa``: common in exported models) the exact result lands on a half for a quarter of all elements, and the
+ONNX model states that rounding as QuantizeLinear's, half to even; rounding away from zero would put a quarter of the
+outputs one LSB off ONNX Runtime, and later layers amplify such offsets (docs/numerics.md, pooling). Float: ``a + b`` / ``a - b`` / ``a * b`` then clamp to ``[F_LO, F_HI]`` (fused activation).
 """
 from __future__ import annotations
 
@@ -30,11 +35,26 @@ from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.ops._common import (TileError, act_bounds, broadcast_phys_dims, const_to_phys, dtype_kind,
                                 float_act_bounds, operand_phys_dims, per_tensor)
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
-from tigris.ops.qmath import quantize_multiplier, requantize, rounding_rshift
+from tigris.ops.qmath import quantize_multiplier, rounding_rshift
 
 PARAMS = ("K_POS", "A_D0", "A_D1", "A_D2", "A_D3", "B_D0", "B_D1", "B_D2", "B_D3", "SUB", "F_LO", "F_HI",
           "KZP", "MA", "LA", "MB", "LB", "RS", "MULT", "SHIFT", "LO", "HI")
 MAX_ALIGN_SHIFT = 21
+
+
+def rshift_half_even(x: np.ndarray, n: int) -> np.ndarray:
+    """x / 2**n (n >= 0) rounded to nearest, halves to even, exactly in int64 (|x| < 2**62); n >= 63 gives 0."""
+    x = np.asarray(x, dtype=np.int64)
+    if n >= 63:
+        return np.zeros_like(x)
+    if n <= 0:
+        return x
+    a = np.abs(x)
+    q = a >> n
+    r = a & ((np.int64(1) << n) - 1)
+    half = np.int64(1) << (n - 1)
+    q = q + ((r > half) | ((r == half) & ((q & 1) == 1))).astype(np.int64)
+    return np.where(x < 0, -q, q)
 
 
 def add_multipliers(ra: float, rb: float, sub: bool, where: str) -> dict[str, int]:
@@ -157,9 +177,9 @@ class _Binary(OpKind):
         db = b.astype(np.int64) - zb
         if self.name == "add":
             acc = da * (np.int64(p["MA"]) << p["LA"]) + db * (np.int64(p["MB"]) << p["LB"])
-            q = rounding_rshift(acc, p["RS"])
+            q = rshift_half_even(acc, p["RS"])
         else:
-            q = requantize(da * db, p["MULT"], p["SHIFT"])
+            q = rshift_half_even(da * db * np.int64(p["MULT"]), 31 - p["SHIFT"])
         out.data[...] = np.clip(q + out.zero_point, p["LO"], p["HI"]).astype(out.data.dtype)
 
 

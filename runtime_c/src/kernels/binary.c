@@ -3,8 +3,8 @@
  *
  * The arithmetic is defined by tigris/ops/binary.py and docs/numerics.md ("Add, Sub, Mul"):
  *   add int8: acc = (qa - za) * (MA << LA) + (qb - zb) * (MB << LB)   exact int64, |acc| < 2^61
- *             out = clamp(zo + round(acc / 2^RS), LO, HI)              one rounding, halves away from zero
- *   mul int8: out = clamp(zo + requant((qa - za) * (qb - zb), MULT, SHIFT), LO, HI)
+ *             out = clamp(zo + round(acc / 2^RS), LO, HI)              one rounding, halves to even
+ *   mul int8: out = clamp(zo + round((qa - za) * (qb - zb) * MULT / 2^(31 - SHIFT)), LO, HI), halves to even
  *   float   : a + b, a - b (SUB) or a * b, clamped to [F_LO, F_HI]
  * Operand X has dims X_D0..3 (params), each the output's or 1; a 1 is broadcast with a zero stride. An operand with
  * the output's row count (> 1) is a band read at the output's rows; one with a single row is read at row 0.
@@ -93,11 +93,33 @@ static size_t operand_off(const operand *o, int32_t n, int32_t h, int32_t w)
     return (size_t)n * o->s_n + hh * o->s_h + (size_t)w * o->s_w;
 }
 
+/* x / 2^n rounded to nearest with halves to even (|x| < 2^62, n >= 0; n >= 63 gives 0). Halves to even because
+ * power-of-two related scales make exact ties common, and the ONNX model states them as QuantizeLinear's rounding. */
+static int64_t rshift_half_even(int64_t x, int32_t n)
+{
+    uint64_t a, q, r, half;
+    if (n <= 0) {
+        return x;
+    }
+    if (n >= 63) {
+        return 0;
+    }
+    a = (x < 0) ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+    q = a >> n;
+    r = a & (((uint64_t)1 << n) - 1u);
+    half = (uint64_t)1 << (n - 1);
+    if (r > half || (r == half && (q & 1u) != 0u)) {
+        ++q;
+    }
+    return (x < 0) ? -(int64_t)q : (int64_t)q;
+}
+
 /* The arithmetic of one op, resolved once per call. */
 typedef struct binop {
     int is_f32, is_mul, sub;
     float flo, fhi;
     int32_t za, zb, zo, lo, hi, rs, mult, shift;
+    int32_t mul_n; /* 31 - shift, saturated at 63 (a quotient below one half) */
     int64_t ma, mb; /* MA << LA, MB << LB */
 } binop;
 
@@ -122,13 +144,14 @@ static void span_s8(const binop *op, int8_t *y, const int8_t *x, const int8_t *z
         for (i = 0; i < count; ++i) {
             int32_t da = (int32_t)x[i * sx] - op->za;
             int32_t db = (int32_t)z[i * sz] - op->zb;
-            y[i] = tgrs_requant_s8(da * db, op->mult, op->shift, op->zo, op->lo, op->hi);
+            int64_t q = rshift_half_even((int64_t)(da * db) * op->mult, op->mul_n);
+            y[i] = (int8_t)tgrs_clamp64(q + op->zo, op->lo, op->hi);
         }
         return;
     }
     for (i = 0; i < count; ++i) {
         int64_t acc = (int64_t)((int32_t)x[i * sx] - op->za) * op->ma + (int64_t)((int32_t)z[i * sz] - op->zb) * op->mb;
-        y[i] = (int8_t)tgrs_clamp64(tgrs_rounding_rshift64(acc, op->rs) + op->zo, op->lo, op->hi);
+        y[i] = (int8_t)tgrs_clamp64(rshift_half_even(acc, op->rs) + op->zo, op->lo, op->hi);
     }
 }
 
@@ -191,6 +214,7 @@ static int binary_run(const tgrs_op_ctx *ctx, int is_mul)
     op.shift = p[TGRS_P_ADD_SHIFT];
     op.ma = 0;
     op.mb = 0;
+    op.mul_n = 0;
     if (!op.is_f32) {
         if (!tgrs_s8_bounds_ok(op.lo, op.hi, op.zo) || a.zp < -128 || a.zp > 127 || b.zp < -128 || b.zp > 127) {
             return TGRS_ERR_PARAM;
@@ -199,6 +223,7 @@ static int binary_run(const tgrs_op_ctx *ctx, int is_mul)
             if (op.shift > TGRS_SHIFT_MAX || op.mult < 0) {
                 return TGRS_ERR_PARAM;
             }
+            op.mul_n = op.shift <= -32 ? 63 : 31 - op.shift;
         } else {
             int32_t la = p[TGRS_P_ADD_LA];
             int32_t lb = p[TGRS_P_ADD_LB];
