@@ -15,7 +15,7 @@ from tigris.passes import (activation_fuse, bias_fold, bn_fold, cleanup, clip_re
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, hard_activations,
                            input_transpose, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
                            qdq_fold, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, strip_operands,
-                           sub_div_const, weight_only_quant)
+                           sub_div_const, symmetric_weights, weight_only_quant)
 from tigris.passes._util import Decline, PassResult
 from tigris.passes.supported import check_supported, unsupported_nodes
 from tigris.passes.verify import IRVerifyError, verify
@@ -41,6 +41,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(qdq_fold, 2),
     _p(matmul_relabel, 3),
     _p(bn_fold, 4),
+    _p(symmetric_weights, None),  # kernels have no weight zero point; before bias fold, which needs the final s_w
     _p(bias_fold, 5),
     _p(silu_decompose, 6),
     _p(pad_fold, None),  # before the Conv relabels, after QDQ fold (zero points known)

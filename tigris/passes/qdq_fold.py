@@ -112,7 +112,8 @@ def run(graph: AnalyzedGraph) -> PassResult:
             declined.append(Decline(op.name, f"rule 9: {q}"))
             continue
         have = g.tensors[x].quant
-        dt = g.tensors[x].dtype
+        # the domain the DQ states its zero point in: its zero point's type (the tensor may be restated already)
+        dt = zp_dtype(g, op) if len(op.inputs) > 2 and op.inputs[2] else g.tensors[x].dtype
         want = restate_uint8(q) if dt == "uint8" else q
         if have is not None and have != want:
             declined.append(Decline(op.name, f"rule 4: {x} already carries a different quantization"))

@@ -7,6 +7,8 @@ folded). Each entry names the node, its op type and the reason, so the user sees
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tigris.ir import AnalyzedGraph, Op, UnsupportedModelError
 
 VOCAB = frozenset({
@@ -88,6 +90,8 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
         w = g.tensors[ins[1]]
         if w.dtype != "int8" or w.quant is None:
             return "int8 op with a non-int8 weight"
+        if np.any(w.quant.zero_point != 0):
+            return "int8 weight with a non-zero zero point"
         if len(ins) > 2 and (g.tensors[ins[2]].dtype != "int32" or g.tensors[ins[2]].quant is None):
             return "int8 op with a non-int32 bias"
     if "int8" in kinds and t in ("Add", "Mul", "Sub", "PRelu"):
