@@ -1,4 +1,4 @@
-"""Property: on random DAGs of conv, depthwise, pool, add and concat at random budgets, every plan the planner accepts
+"""Property: on random DAGs of conv, depthwise, pool, add, concat (and GAP) at random budgets, every plan the planner accepts
 passes the checker and never exceeds the fast budget; a refusal is always a DoesNotFitError."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def dags(draw):
     x = g.input("x", (1, draw(st.integers(1, 4)), h, draw(st.integers(4, 12))))
     pool = [x]
     for _ in range(draw(st.integers(1, 9))):
-        kind = draw(st.sampled_from(["conv", "dw", "pool", "add", "concat", "relu"]))
+        kind = draw(st.sampled_from(["conv", "dw", "pool", "add", "concat", "relu", "gap"]))
         a = draw(st.sampled_from(pool))
         same = [t for t in pool if g.shape(t)[2:] == g.shape(a)[2:]]
         if kind == "conv":
@@ -34,6 +34,8 @@ def dags(draw):
             out = g.add(a, b)
         elif kind == "concat":
             out = g.concat([a, draw(st.sampled_from(same))])
+        elif kind == "gap":
+            out = g.gap(a)
         else:
             out = g.unary(a)
         pool.append(out)
@@ -43,13 +45,19 @@ def dags(draw):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(graph=dags(), frac=st.floats(0.05, 1.2), xip=st.booleans(), strategy=st.sampled_from(["spec", "tigris"]))
-def test_accepted_plans_pass_the_checker(graph, frac, xip, strategy):
+@given(
+    graph=dags(),
+    frac=st.floats(0.05, 1.2),
+    xip=st.booleans(),
+    strategy=st.sampled_from(["spec", "tigris"]),
+    acc=st.booleans(),
+)
+def test_accepted_plans_pass_the_checker(graph, frac, xip, strategy, acc):
     from tigris.plan.timeline import unscheduled_peak
 
     budget = max(64, int(unscheduled_peak(graph) * frac))
     try:
-        plan = plan_memory(graph, budget, xip=xip, strategy=strategy)
+        plan = plan_memory(graph, budget, xip=xip, strategy=strategy, accumulate_gap=acc)
     except DoesNotFitError as err:
         assert getattr(err, "need", 1) > 0
         return

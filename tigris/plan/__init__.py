@@ -68,7 +68,7 @@ def _stage_infos(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, ran
     for r in ranges:
         ins, outs = stage_io(bufs, u, r.start, r.stop)
         tl = stage_timeline(graph, bufs, u, costs, r.start, r.stop)
-        why = stage_tileable(graph, r, outs)
+        why = stage_tileable(graph, r, outs, costs.accumulate_gap)
         infos.append(StageInfo(r, ins, outs, tl.peak, tl.peak_step, why, halo(graph, r)))
     return infos
 
@@ -111,7 +111,8 @@ def _tiled_unit(
     blocks = [Block(lt.name, lt.size, lt.birth, lt.death) for lt in lay.lives]
     for step, i in enumerate(ops):
         if lay.scratch_of.get(i):
-            blocks.append(Block(("scratch", i), align_up(lay.scratch_of[i]), step, step))
+            first = 0 if i in lay.accumulate else step  # an accumulator's scratch survives across tiles
+            blocks.append(Block(("scratch", i), align_up(lay.scratch_of[i]), first, step))
     offsets, end = assign_offsets(blocks, wb, lay.peak)
     fast = {lt.name: Placement("fast", offsets[lt.name], lt.size) for lt in lay.lives}
     scratch = {
@@ -129,6 +130,7 @@ def _tiled_unit(
         tile_rows=lay.tile_rows,
         peak_bytes=end,
         timeline_peak=lay.peak,
+        accumulate=list(lay.accumulate),
     )
 
 
@@ -162,10 +164,13 @@ def _plan_units(
         inside = {n for s in group for n in infos[s].outputs}
         inputs = list(dict.fromkeys(n for s in group for n in infos[s].inputs if n not in inside))
         output = last.outputs[0]
-        guess = spec_guess(budget, first, graph) if len(group) == 1 else None
+        guess = spec_guess(budget, first, graph, bufs, costs.accumulate_gap) if len(group) == 1 else None
         lay = fit_tiles(graph, bufs, costs, ops, output, budget, guess)
         if lay is None:
-            one = plan_bands(graph, bufs, ops, output, 1, stage_weight_bytes(costs, ops), costs.scratch_bytes)
+            one = plan_bands(
+                graph, bufs, ops, output, 1, stage_weight_bytes(costs, ops), costs.scratch_bytes, False,
+                costs.accumulate_gap,
+            )
             need = one.peak if one else first.peak
             step = one.peak_step if one else first.peak_step
             raise _does_not_fit(graph, group[0], ops[step], need, budget, "even with one output row per tile")
@@ -346,11 +351,15 @@ def plan_memory(
     weight_bytes_of: Callable[[int], int] | None = None,
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     strategy: str = "tigris",
+    accumulate_gap: bool = False,
 ) -> MemoryPlan:
     """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring).
 
     ``strategy="spec"`` is the spec's greedy partition and chain rule exactly; ``"tigris"`` (the default) also tries
     the traffic-minimizing partition of ``search.py`` and keeps whichever moves fewer bytes through slow memory.
+
+    ``accumulate_gap`` enables spatial rule 7 (a GlobalAveragePool may end a tiled unit, accumulating over its
+    tiles). Off by default: the runtime, the reference and the format must implement ``ExecUnit.accumulate`` first.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
@@ -358,7 +367,9 @@ def plan_memory(
         raise DoesNotFitError("the graph has no operators", graph.name)
     bufs = buffers(graph)
     u = uses(bufs)
-    costs = Costs(weight_bytes_of or default_weight_bytes(graph), scratch_bytes_of or _no_scratch, xip)
+    costs = Costs(
+        weight_bytes_of or default_weight_bytes(graph), scratch_bytes_of or _no_scratch, xip, accumulate_gap
+    )
     units, stages = _partition(graph, bufs, u, costs, fast_budget, strategy)
     slow, slow_peak = _slow_arena(graph, bufs, units)
     if slow_budget is not None and slow_peak > slow_budget:

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import ROW_LAYOUTS, Buffers, tensor_rows
-from tigris.plan.spatial import TiledLayout, largest_fitting, plan_bands, spec_tile_h
+from tigris.plan.spatial import TiledLayout, largest_fitting, plan_bands, spec_tile_h, tiling_axis
 from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
 
 
@@ -66,13 +66,13 @@ def fit_tiles(
     ``guess`` (the spec's ``floor(budget * H / peak) - halo``) is tried first: when it fits and one row more does not,
     the search is skipped.
     """
-    h = tensor_rows(graph.tensors[output])
+    _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
     wb = stage_weight_bytes(costs, ops)
     cache: dict[int, TiledLayout | None] = {}
 
     def layout(th: int) -> TiledLayout | None:
         if th not in cache:
-            cache[th] = plan_bands(graph, bufs, ops, output, th, wb, costs.scratch_bytes)
+            cache[th] = plan_bands(graph, bufs, ops, output, th, wb, costs.scratch_bytes, False, costs.accumulate_gap)
         return cache[th]
 
     def fits(th: int) -> bool:
@@ -85,9 +85,9 @@ def fit_tiles(
     return layout(best) if best is not None else None
 
 
-def spec_guess(budget: int, info: StageInfo, graph: AnalyzedGraph) -> int:
-    out = info.outputs[0]
-    return spec_tile_h(budget, tensor_rows(graph.tensors[out]), info.peak, info.halo)
+def spec_guess(budget: int, info: StageInfo, graph: AnalyzedGraph, bufs: Buffers, accumulate_gap: bool = False) -> int:
+    _, h = tiling_axis(graph, bufs, info.ops, info.outputs[0], accumulate_gap)
+    return spec_tile_h(budget, h, info.peak, info.halo)
 
 
 def form_chains(
@@ -106,7 +106,10 @@ def form_chains(
             if link_reason(graph, bufs, u, infos[group[-1]], infos[j]) is not None:
                 break
             ops = range(infos[group[0]].ops.start, infos[j].ops.stop)
-            lay = plan_bands(graph, bufs, ops, infos[j].outputs[0], 1, stage_weight_bytes(costs, ops), costs.scratch_bytes)
+            lay = plan_bands(
+                graph, bufs, ops, infos[j].outputs[0], 1, stage_weight_bytes(costs, ops), costs.scratch_bytes, False,
+                costs.accumulate_gap,
+            )
             if lay is None or lay.peak > budget:
                 break
             group.append(j)

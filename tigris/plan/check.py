@@ -18,6 +18,7 @@ intermediate results, and checks:
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Hashable
 
 from tigris.ir import AnalyzedGraph
@@ -72,8 +73,11 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
         except KeyError as e:
             errs.append(f"{where}: buffer {e.args[0]} has no fast placement")
             continue
+        acc_out = {graph.ops[i].outputs[0] for i in unit.accumulate}
         items: list[tuple[Hashable, Placement, int, int]] = []
         for lt in lives:  # rule 2
+            if lt.name in acc_out:  # an accumulator must survive every tile (spatial rule 7)
+                lt = replace(lt, birth=0)
             p = unit.fast[lt.name]
             if p.arena != "fast" or p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget:
                 errs.append(f"{where}: {lt.name} placement {p} is misaligned, in the prefix or over budget")
@@ -84,7 +88,7 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
             step = ops.index(i)
             if p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget:
                 errs.append(f"{where}: scratch of op {i} placement {p} is misaligned or out of bounds")
-            items.append((f"scratch[{i}]", p, step, step))
+            items.append((f"scratch[{i}]", p, 0 if i in unit.accumulate else step, step))
         errs += [f"{where}: {e}" for e in _overlaps(items)]  # rule 3
         if unit.tile_rows:
             errs += [f"{where}: {e}" for e in _check_tiles(graph, bufs, unit)]
@@ -101,6 +105,12 @@ def _check_tiles(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 5
     if out is None:
         return ["tiled unit has no output"]
     h = tensor_rows(graph.tensors[out])
+    acc_out = {graph.ops[i].outputs[0] for i in unit.accumulate}
+    if out in acc_out:  # spatial rule 7: the tiles cut the accumulating GAP's input; its output is one row
+        gap_in = graph.ops[[i for i in unit.accumulate if graph.ops[i].outputs[0] == out][0]].inputs[0]
+        if any(rows.get(out) != (0, 1) for rows in unit.tile_rows):
+            errs.append(f"accumulator {out} is not the row band (0, 1) in every tile")
+        out, h = bufs.root(gap_in), tensor_rows(graph.tensors[gap_in])
     covered = 0
     for t, rows in enumerate(unit.tile_rows):
         missing = names - set(rows)
@@ -115,6 +125,8 @@ def _check_tiles(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 5
             if (hi - lo) * row_bytes(graph, n) > unit.fast[n].size:
                 errs.append(f"tile {t}: band {n} {rows[n]} does not fit its buffer")
         for i in unit.ops:
+            if i in unit.accumulate:
+                continue  # its input band is the tile itself (covered above)
             op = graph.ops[i]
             o = op.outputs[0]
             for name in op.inputs:

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import Buffers
-from tigris.plan.lifetime import tensor_rows
-from tigris.plan.spatial import TiledLayout, largest_fitting, plan_bands, row_bytes, untileable_reason
+from tigris.plan.spatial import TiledLayout, largest_fitting, plan_bands, row_bytes, tiling_axis, untileable_reason
 from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io, stage_weight_bytes
 
 INF = (float("inf"), 0, 0)
@@ -36,7 +35,7 @@ def dp_units(
 ) -> list[tuple[range, bool]] | None:
     """Unit ranges and whether each is tiled, minimizing slow traffic (rules 1-3); None when no partition fits."""
     n = len(graph.ops)
-    tileable = [untileable_reason(graph, op) is None for op in graph.ops]
+    tileable = [untileable_reason(graph, op, costs.accumulate_gap) is None for op in graph.ops]
     best: list[tuple[float, int, int]] = [INF] * (n + 1)
     best[0] = (0, 0, 0)
     choice: list[tuple[int, bool] | None] = [None] * (n + 1)
@@ -65,7 +64,8 @@ def dp_units(
                 continue
             ops = range(i, j)
             lay = plan_bands(
-                graph, bufs, ops, outs[0], 1, stage_weight_bytes(costs, ops), costs.scratch_bytes, sample=True
+                graph, bufs, ops, outs[0], 1, stage_weight_bytes(costs, ops), costs.scratch_bytes, True,
+                costs.accumulate_gap,
             )
             if lay is None:
                 continue
@@ -89,12 +89,12 @@ def tiled_traffic(
     """Rule 2's cost: bytes a tiled range reloads and spills at the largest tile height that fits (estimated on
     sampled tiles and scaled to all of them), so halo re-reads of the inputs are counted."""
     wb = stage_weight_bytes(costs, ops)
-    h = tensor_rows(graph.tensors[out])
+    _, h = tiling_axis(graph, bufs, ops, out, costs.accumulate_gap)
     cache: dict[int, TiledLayout | None] = {}
 
     def lay(th: int) -> TiledLayout | None:
         if th not in cache:
-            cache[th] = plan_bands(graph, bufs, ops, out, th, wb, costs.scratch_bytes, sample=True)
+            cache[th] = plan_bands(graph, bufs, ops, out, th, wb, costs.scratch_bytes, True, costs.accumulate_gap)
         return cache[th]
 
     th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), 1, h) or 1
@@ -102,8 +102,9 @@ def tiled_traffic(
     assert layout is not None
     tiles = -(-h // th)
     sampled = len(layout.tile_rows)
-    reload = sum((r[n][1] - r[n][0]) * row_bytes(graph, n) for r in layout.tile_rows for n in ins)
-    return reload * tiles // sampled + bufs.nbytes[out]
+    moved = [n for n in ins] + ([out] if layout.accumulate else [])  # an accumulator is spilled every tile
+    reload = sum((r[n][1] - r[n][0]) * row_bytes(graph, n) for r in layout.tile_rows for n in moved)
+    return reload * tiles // sampled + (0 if layout.accumulate else bufs.nbytes[out])
 
 
 def split_stages(graph: AnalyzedGraph, r: range, tiled: bool) -> list[range]:

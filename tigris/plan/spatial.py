@@ -19,11 +19,16 @@ Rules:
 6. A tiled unit is run tile by tile; for every tile all ops run on bands. The rows of every tensor for one tile are
    found by walking the ops in reverse from the unit output's rows, taking the hull over consumers. Each band buffer
    is sized for its largest band.
+7. Opt-in (``accumulate_gap``, off by default because the runtime does not implement it yet): a GlobalAveragePool
+   may end a tiled unit if the runtime *accumulates* it: zero its output before the first tile, add the sums of each
+   tile's input band, divide (float) or requantize (int8) after the last. The tiles then cut the GAP's input rows;
+   the GAP output has the band (0, 1) in every tile and lives, with the kernel's scratch (int32 sums), across all
+   tiles. ``ExecUnit.accumulate`` lists such ops. The spec's table counts GAP as spatial; with this rule it is.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from tigris.ir import AnalyzedGraph, Op
@@ -40,9 +45,9 @@ POINTWISE = frozenset(
 )  # fmt: skip
 
 
-def op_class(op: Op) -> str:
-    """'spatial', 'pointwise' or 'structural' (rules 1-2)."""
-    if op.op_type in SPATIAL:
+def op_class(op: Op, accumulate_gap: bool = False) -> str:
+    """'spatial', 'pointwise' or 'structural' (rules 1-2; rule 7 for an accumulating GlobalAveragePool)."""
+    if op.op_type in SPATIAL or (accumulate_gap and op.op_type == "GlobalAveragePool"):
         return "spatial"
     if op.op_type in POINTWISE:
         return "pointwise"
@@ -58,9 +63,9 @@ def _window(op: Op) -> tuple[int, int, int, int]:
     return k, s, d, p
 
 
-def untileable_reason(graph: AnalyzedGraph, op: Op) -> str | None:
+def untileable_reason(graph: AnalyzedGraph, op: Op, accumulate_gap: bool = False) -> str | None:
     """Why ``op`` cannot run on row bands (rule 3), or None when it can."""
-    cls = op_class(op)
+    cls = op_class(op, accumulate_gap)
     if cls == "structural":
         return f"{op.op_type} is structural"
     out = graph.tensors[op.outputs[0]]
@@ -82,15 +87,19 @@ def untileable_reason(graph: AnalyzedGraph, op: Op) -> str | None:
     return None
 
 
-def stage_tileable(graph: AnalyzedGraph, ops: Sequence[int], outputs: Sequence[str]) -> str | None:
+def stage_tileable(
+    graph: AnalyzedGraph, ops: Sequence[int], outputs: Sequence[str], accumulate_gap: bool = False
+) -> str | None:
     """Why a stage cannot be tiled (rule 4), or None when it can."""
     n_spatial = 0
     for i in ops:
         op = graph.ops[i]
-        why = untileable_reason(graph, op)
+        why = untileable_reason(graph, op, accumulate_gap)
         if why:
             return f"{op.name}: {why}"
-        n_spatial += op_class(op) == "spatial"
+        if op.op_type == "GlobalAveragePool" and i != ops[-1]:
+            return f"{op.name}: an accumulating GlobalAveragePool must end its unit"
+        n_spatial += op_class(op, accumulate_gap) == "spatial"
     if n_spatial > 1:
         return f"{n_spatial} spatial ops"
     if len(outputs) != 1:
@@ -184,6 +193,7 @@ class TiledLayout:
     peak_step: int
     recompute_macs: int = 0
     computed_rows: dict[str, int] = field(default_factory=dict)  # buffer -> rows computed over all tiles
+    accumulate: list[int] = field(default_factory=list)  # rule 7: GAP ops accumulating over the tiles
 
 
 def same_rows(graph: AnalyzedGraph, view: str, root: str) -> bool:
@@ -207,6 +217,7 @@ def plan_bands(
     weight_bytes: int = 0,
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     sample: bool = False,
+    accumulate_gap: bool = False,
 ) -> TiledLayout | None:
     """Bands of every tensor of a tiled unit whose single output is ``output`` (rule 6); None if a tensor of the unit
     does not feed the output (its rows would be undefined).
@@ -215,7 +226,8 @@ def plan_bands(
     through clipping at the edges and the phase of the strides, so this is a fast *estimate* for searching; the
     plan itself is always built from every tile (and proven by ``check.py``).
     """
-    h = tensor_rows(graph.tensors[output])
+    gap = accumulating_gap(graph, ops, output) if accumulate_gap else None
+    src, h = tiling_axis(graph, bufs, ops, output, accumulate_gap)
     starts = list(range(0, h, tile_h))
     if sample and len(starts) > 24:
         mid = len(starts) // 2
@@ -223,11 +235,15 @@ def plan_bands(
     tile_rows: list[dict[str, tuple[int, int]]] = []
     biggest: dict[str, int] = {}
     computed: dict[str, int] = {}
-    rev = list(reversed(list(ops)))
+    rev = [i for i in reversed(list(ops)) if i != gap]
     for a in starts:
-        rows: dict[str, tuple[int, int]] = {output: (a, min(h, a + tile_h))}
+        rows: dict[str, tuple[int, int]] = {src: (a, min(h, a + tile_h))}
+        if gap is not None:
+            rows[output] = (0, 1)  # rule 7: every tile adds its band into the one-row accumulator
         for i in rev:
             op = graph.ops[i]
+            if op.op_type == "GlobalAveragePool":
+                return None  # only the unit's last op may reduce over H
             out_name = op.outputs[0]
             if out_name not in rows:
                 return None
@@ -253,15 +269,40 @@ def plan_bands(
     band = {n: align_up(biggest[n] * row_bytes(graph, n)) for n in biggest}
     out_rows_max = {i: biggest.get(graph.ops[i].outputs[0], 0) for i in ops}
     scratch_of = {i: (scratch_bytes_of(i, out_rows_max[i]) if scratch_bytes_of else 0) for i in ops}
-    scratch = {step: align_up(scratch_of[i]) for step, i in enumerate(ops) if scratch_of[i]}
+    scratch = {step: align_up(scratch_of[i]) for step, i in enumerate(ops) if scratch_of[i] and i != gap}
     lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n])
-    tl = sweep(lives, len(ops), scratch, base=weight_bytes)
+    base = weight_bytes
+    if gap is not None:  # rule 7: the accumulator and its scratch survive from the first tile to the last
+        lives = [replace(lt, birth=0) if lt.name == output else lt for lt in lives]
+        base += align_up(scratch_of[gap])
+    tl = sweep(lives, len(ops), scratch, base=base)
     extra = 0
     for i in ops:
         op = graph.ops[i]
         full = tensor_rows(graph.tensors[op.outputs[0]])
         extra += op_macs(graph, op, computed[op.outputs[0]] - full) if computed[op.outputs[0]] > full else 0
-    return TiledLayout(tile_h, tile_rows, band, lives, scratch, scratch_of, tl.peak, tl.peak_step, extra, computed)
+    return TiledLayout(
+        tile_h, tile_rows, band, lives, scratch, scratch_of, tl.peak, tl.peak_step, extra, computed,
+        [gap] if gap is not None else [],
+    )
+
+
+def accumulating_gap(graph: AnalyzedGraph, ops: Sequence[int], output: str) -> int | None:
+    """The GlobalAveragePool ending the unit and producing ``output`` (rule 7), if any."""
+    last = list(ops)[-1]
+    op = graph.ops[last]
+    return last if op.op_type == "GlobalAveragePool" and op.outputs[0] == output else None
+
+
+def tiling_axis(
+    graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str, accumulate_gap: bool = False
+) -> tuple[str, int]:
+    """(buffer whose rows the tiles cut, its row count): the unit output, or the input of an accumulating GAP."""
+    gap = accumulating_gap(graph, ops, output) if accumulate_gap else None
+    if gap is None:
+        return output, tensor_rows(graph.tensors[output])
+    name = graph.ops[gap].inputs[0]
+    return bufs.root(name), tensor_rows(graph.tensors[name])
 
 
 def largest_fitting(fits: Callable[[int], bool], lo: int, hi: int) -> int | None:

@@ -67,6 +67,7 @@ class Costs:
     weight_bytes: Callable[[int], int]
     scratch_bytes: Callable[[int, int], int]
     xip: bool
+    accumulate_gap: bool = False  # spatial rule 7 (opt-in)
 
 
 def stage_timeline(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start: int, stop: int) -> Timeline:

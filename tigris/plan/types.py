@@ -71,6 +71,9 @@ class ExecUnit:
     tile_rows: list[dict[str, tuple[int, int]]] = field(default_factory=list)  # per tile; empty when untiled
     peak_bytes: int = 0  # fast high water of this unit (prefix + activations + scratch), from the assigned offsets
     timeline_peak: int = 0  # the stage-4 timeline peak of the same buffers: the lower bound peak_bytes is judged by
+    # GlobalAveragePool ops that accumulate over the tiles (opt-in planner rule, see docs/memory-planning.md): output
+    # zeroed before tile 0, each tile adds its band, finalized after the last; output and scratch live across tiles.
+    accumulate: list[int] = field(default_factory=list)
 
 
 @dataclass
