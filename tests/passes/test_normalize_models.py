@@ -98,3 +98,13 @@ def test_int8_input_learns_its_scale_and_nhwc_input_transpose_goes():
     assert t.shape == (1, 40, 30, 1) and g2.boundary[name].shape == (1, 30, 1, 40)
     assert g2.boundary[name].quant == t.quant
     assert "Transpose" not in [op.op_type for op in g2.ops]
+
+
+@pytest.mark.parametrize("rel", ["onnx_zoo/mnist-8.onnx", "mlperf_tiny/kws_dscnn_int8.onnx",
+                                 "mlperf_tiny/streaming_wakeword_int8.onnx"])
+def test_normalize_idempotent_and_every_constant_read(rel):
+    _, _, g2, _ = _prepared(rel)
+    read = {t for op in g2.ops for t in op.inputs}
+    assert set(g2.weights) <= read
+    _, reports = normalize(g2, check=True)
+    assert [(r.name, r.rewritten) for r in reports if r.rewritten] == []

@@ -117,4 +117,9 @@ def _permute_gemms(g: AnalyzedGraph, op: Op) -> bool:
     for i, o in enumerate(g.ops):
         if o in readers:
             g.ops[i] = o.with_(inputs=(o.inputs[0], new_names[o.inputs[1]], *o.inputs[2:]))
+    still_read = {t for o in g.ops for t in o.inputs}
+    for old in new_names:  # pass 17 already ran: do not leave the unpermuted weight behind in the blob
+        if old not in still_read:
+            del g.weights[old]
+            del g.tensors[old]
     return True
