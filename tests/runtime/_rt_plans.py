@@ -6,6 +6,9 @@ graph is planned untiled (one unit), split into several units (spills/reloads th
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -132,3 +135,23 @@ def conv_chain_graph(int8: bool = False, h: int = 12, seed: int = 0) -> Analyzed
         Op("pw1", "Conv", ("d1", "w3", "b3"), ("y",), conv_attrs(1, 1, 0, 1, None)),
     ]
     return AnalyzedGraph("convchain", tensors, ops, ["x"], ["y"], weights, {})
+
+
+# ../shared, located exactly like tests/conftest.py does it. Repeated here rather than imported: several conftest
+# modules exist under tests/, and `from conftest import ...` gets whichever of them was imported first.
+_REPO = Path(__file__).resolve().parents[2]
+SHARED_MODELS = Path(os.environ.get("TIGRIS_SHARED", _REPO.parent / "shared")) / "models"
+
+
+def shared_model(rel: str) -> Path:
+    """Path of a model under ../shared/models, or skip the test with the reason."""
+    p = SHARED_MODELS / rel
+    if not p.exists():
+        pytest.skip(f"needs ../shared/models/{rel} (not present beside this clone)")
+    return p
+
+
+def all_shared_models() -> list[Path]:
+    if not SHARED_MODELS.is_dir():
+        pytest.skip("needs ../shared/models (not present beside this clone)")
+    return sorted(SHARED_MODELS.rglob("*.onnx"))

@@ -12,9 +12,8 @@ import lz4.block
 import numpy as np
 import pytest
 
+import _rt_plans as P
 from tigris.host.build import runtime
-
-from conftest import SHARED_FLOAT, SHARED_INT8, shared_model
 
 
 def _decode(block: bytes, n: int) -> tuple[int, bytes]:
@@ -51,16 +50,14 @@ def test_decodes_every_shared_model_weight_blob() -> None:
     import onnx
     from onnx import numpy_helper
 
-    done = 0
-    for rel in SHARED_FLOAT + SHARED_INT8:
-        path = shared_model(rel)
+    models = P.all_shared_models()
+    assert models
+    for path in models:
         model = onnx.load(str(path))
         blob = b"".join(numpy_helper.to_array(t).tobytes() for t in model.graph.initializer)
         block = lz4.block.compress(blob, store_size=False)
         rc, got = _decode(block, len(blob))
-        assert rc == 0 and got == blob, rel
-        done += 1
-    assert done == len(SHARED_FLOAT + SHARED_INT8)
+        assert rc == 0 and got == blob, path.name
 
 
 def test_refuses_wrong_output_length() -> None:

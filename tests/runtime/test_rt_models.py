@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import shared_model
+import _rt_plans as P
 from tigris import api
 from tigris.host import Session
 from tigris.ir import DoesNotFitError
@@ -26,7 +26,7 @@ MODES = [(False, "none"), (True, "none"), (False, "lz4")]
 
 @pytest.mark.parametrize("rel,budgets", MODELS, ids=[m.split("/")[-1] for m, _ in MODELS])
 def test_model_runs_match_reference_and_plan_peaks(rel: str, budgets: list[str]) -> None:
-    path = shared_model(rel)
+    path = P.shared_model(rel)
     prep = api.prepare(path)
     inputs = api.random_inputs(prep, seed=1)
     ref = run_reference(prep.graph, inputs, prep.lowered)
