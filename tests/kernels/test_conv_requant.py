@@ -32,7 +32,7 @@ int32_t t_requant_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp, int32
 { return tgrs_requant_s8(acc, mult, shift, zp, lo, hi); }
 int32_t t_wrap_add(int32_t a, int32_t b) { return tgrs_wrap_add(a, b); }
 int32_t t_rq_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp, int32_t lo, int32_t hi)
-{ tgrs_rq r = tgrs_rq_make(mult, shift); return tgrs_rq_s8(&r, acc, zp, lo, hi); }
+{ tgrs_rq r = tgrs_rq_make(mult, shift, zp); return tgrs_rq_s8(&r, acc, lo, hi); }
 """
 
 

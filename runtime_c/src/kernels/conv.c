@@ -425,10 +425,10 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     const int8_t *w0 = wt + ch * cg->k;
                     conv_mk_s8(cg->k, a, w0, (ncol == 2) ? w0 + cg->k : w0, acc);
                     for (j = 0; j < ncol; ++j) {
-                        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j]);
+                        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out);
                         const int32_t b = bias[ch + j];
                         for (i = 0; i < nv; ++i) {
-                            o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), zp_out, lo, hi);
+                            o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), lo, hi);
                         }
                     }
                 }

@@ -216,7 +216,7 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                 const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
                 tgrs_rq rq[DW_CB];
                 for (cc = 0; cc < nc; ++cc) {
-                    rq[cc] = tgrs_rq_make(mult[c0 + cc], shift[c0 + cc]);
+                    rq[cc] = tgrs_rq_make(mult[c0 + cc], shift[c0 + cc], zp_out);
                 }
                 for (ow = 0; ow < dg->ow; ++ow) {
                     int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
@@ -265,7 +265,7 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                     }
                     for (cc = 0; cc < nc; ++cc) {
                         const int32_t v = tgrs_wrap_add((int32_t)acc[cc], bias[c0 + cc]);
-                        o[c0 + cc] = tgrs_rq_s8(&rq[cc], v, zp_out, lo, hi);
+                        o[c0 + cc] = tgrs_rq_s8(&rq[cc], v, lo, hi);
                     }
                 }
             }

@@ -84,20 +84,28 @@ static inline int8_t tgrs_requant_s8(int32_t acc, int32_t mult, int32_t shift, i
 }
 
 /*
- * The same requantization prepared once per channel, for inner loops: tgrs_rq_s8(tgrs_rq_make(m, s), acc, ...) equals
- * tgrs_requant_s8(acc, m, s, ...) for every input (tested). The divisor exponent n = 31 - shift is folded into
- * n in [0, 62] and the rounding half, and shift <= -32 (quotient always 0) into mult = 0, so the per-element path
- * has no branches. Requires shift <= TGRS_SHIFT_MAX and mult >= 0 (tgrs_requant_check).
+ * The same requantization, output zero point included, prepared once per channel for inner loops:
+ * tgrs_rq_s8(tgrs_rq_make(m, s, zp), acc, lo, hi) equals tgrs_requant_s8(acc, m, s, zp, lo, hi) for every input
+ * (tested exhaustively at the edges and randomly elsewhere). Requires shift <= TGRS_SHIFT_MAX, mult >= 0.
+ *
+ * Why it is exact: with p = acc * mult (|p| < 2^62), h = 2^(n-1) and n = 31 - shift in [1, 62], rounding half away
+ * from zero is floor((p + h - [p < 0]) / 2^n) (for p < 0 this equals -floor((|p| + h) / 2^n)). Adding 2^62 makes the
+ * dividend non-negative, so an unsigned shift computes the floor, and 2^62 / 2^n is subtracted back exactly.
+ * n = 0 (shift 31) divides by one: no rounding term. shift <= -32 always gives 0: mult becomes 0. The zero point is
+ * folded into the subtracted constant. Four cheap operations and two conditional moves per element, no branches.
  */
 typedef struct tgrs_rq {
     int64_t mult;
-    uint64_t half;
+    uint64_t add;  /* 2^62 + h */
+    uint64_t neg;  /* 1 when the (p < 0) correction applies (n > 0), else 0 */
+    int64_t sub;   /* (2^62 >> n) - zp_out */
     int32_t n;
 } tgrs_rq;
 
-static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift)
+static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift, int32_t zp_out)
 {
     tgrs_rq r;
+    const uint64_t base = (uint64_t)1 << 62;
     if (shift <= -32) {
         r.mult = 0;
         r.n = 0;
@@ -105,17 +113,17 @@ static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift)
         r.mult = mult;
         r.n = 31 - shift;
     }
-    r.half = (r.n > 0) ? ((uint64_t)1 << (r.n - 1)) : 0;
+    r.add = base + ((r.n > 0) ? ((uint64_t)1 << (r.n - 1)) : 0);
+    r.neg = (r.n > 0) ? 1u : 0u;
+    r.sub = (int64_t)(base >> r.n) - zp_out;
     return r;
 }
 
-static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t zp_out, int32_t lo, int32_t hi)
+static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
 {
-    const int64_t prod = (int64_t)acc * r->mult;
-    const uint64_t s = (uint64_t)0 - (uint64_t)(prod < 0);
-    const uint64_t ax = ((uint64_t)prod ^ s) - s;
-    const int64_t q = (int64_t)((((ax + r->half) >> r->n) ^ s) - s);
-    return (int8_t)tgrs_clamp64(q + (int64_t)zp_out, lo, hi);
+    const uint64_t p = (uint64_t)((int64_t)acc * r->mult);
+    const uint64_t u = p + r->add - ((p >> 63) & r->neg);
+    return (int8_t)tgrs_clamp64((int64_t)(u >> r->n) - r->sub, lo, hi);
 }
 
 /*
