@@ -32,3 +32,26 @@ def test_reports_name_every_pass_and_count_rewrites():
     assert [r.name for r in reports] == [p.name for p in PIPELINE]
     fired = {r.name: r.rewritten for r in reports if r.fired}
     assert fired["clip_relu6"] == 1 and fired["drop_constants"] == 2
+
+
+def test_ordering_constraints_hold_and_are_enforced():
+    from tigris.passes import ORDER_CONSTRAINTS, _check_order
+
+    pos = {p.name: i for i, p in enumerate(PIPELINE)}
+    assert all(pos[a] < pos[b] for a, b in ORDER_CONSTRAINTS)
+    import tigris.passes as tp
+
+    saved = tp.PIPELINE
+    try:
+        swapped = list(saved)
+        i, j = pos["clip_relu6"], pos["hard_activations"]
+        swapped[i], swapped[j] = swapped[j], swapped[i]
+        tp.PIPELINE = tuple(swapped)
+        try:
+            _check_order()
+        except RuntimeError as e:
+            assert "clip_relu6 must run before hard_activations" in str(e) or "spec order" in str(e)
+        else:
+            raise AssertionError("a misordered PIPELINE was accepted")
+    finally:
+        tp.PIPELINE = saved

@@ -64,13 +64,41 @@ PIPELINE: tuple[Pass, ...] = (
 )
 
 
+# (earlier, later): ordering constraints the extra passes' docstrings give, checked at import.
+ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
+    ("constant_fold", "cleanup"),
+    ("cleanup", "qdq_fold"),
+    ("explicit_attrs", "bn_fold"),
+    ("weight_only_quant", "qdq_fold"),
+    ("qdq_fold", "symmetric_weights"),
+    ("matmul_relabel", "symmetric_weights"),
+    ("bn_fold", "symmetric_weights"),
+    ("symmetric_weights", "bias_fold"),
+    ("qdq_fold", "pad_fold"),
+    ("pad_fold", "depthwise_relabel"),
+    ("clip_relu6", "hard_activations"),
+    ("sub_div_const", "hard_activations"),
+    ("hard_activations", "activation_fuse"),
+    ("prelu_leaky", "activation_fuse"),
+    ("shape_op_fold", "strip_operands"),
+    ("resize_scales", "strip_operands"),
+    ("drop_constants", "input_transpose"),
+    ("input_transpose", "layout"),
+)
+
+
 def _check_order() -> None:
-    """The spec's passes must appear in spec order; a misordered edit fails at import, not in a model."""
+    """The spec's passes must appear in spec order and the extra passes where their docstrings say; a misordered
+    edit fails at import, not in a model."""
     nums = [p.spec for p in PIPELINE if p.spec is not None]
     if nums != sorted(nums) or nums != list(range(1, 18)):
         raise RuntimeError(f"PIPELINE spec order broken: {nums}")
     if PIPELINE[-1].name != "layout":
         raise RuntimeError("the layout pass must run last")
+    pos = {p.name: i for i, p in enumerate(PIPELINE)}
+    for a, b in ORDER_CONSTRAINTS:
+        if pos[a] >= pos[b]:
+            raise RuntimeError(f"PIPELINE order: {a} must run before {b}")
 
 
 _check_order()
