@@ -122,3 +122,20 @@ def test_concat_short_band_is_a_tile_error(lib):
     phys = phys_inputs(g, low, {"a": np.ones((1, 2, 4, 3), np.float32), "b": np.ones((1, 1, 4, 3), np.float32)})
     with pytest.raises(RuntimeError, match=status_error("ERR_TILE")):
         run_op(c_runner(lib), g, low, phys, [(1, 3)], lambda r0, r1: [(r0, r1), (r0, r1 - 1)])
+
+
+def test_int8_requantized_ties_round_half_to_even_like_ort(lib):
+    # Input a has half the output scale, so (q - zi) / 2 lands on halves for odd codes;
+    # ORT's QuantizeLinear rounds them to even, and so do we: identical to ORT (0 LSB).
+    shapes = [(1, 3, 4, 5), (1, 2, 4, 5)]
+    g = graph1("Concat", [T("a", shapes[0], "int8", qp(0.125, 3)), T("b", shapes[1], "int8", qp(0.5, -1))],
+               [T("y", (1, 5, 4, 5), "int8", qp(0.25, 0))], {"axis": 3, "axis_physical": True, "logical_axis": 1})
+    low = lower(g, g.ops[0])
+    rng = np.random.default_rng(2)
+    data = {"a": rand_q(rng, shapes[0]), "b": rand_q(rng, shapes[1])}
+    phys = phys_inputs(g, low, data)
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    m = qdq_model(_node(1, 2), [("a", shapes[0], 0.125, 3), ("b", shapes[1], 0.5, -1)], ("y", (1, 5, 4, 5), 0.25, 0))
+    (ort_y,) = ort_run(m, data)
+    assert np.array_equal(to_logical(g, "y", ref), ort_y)

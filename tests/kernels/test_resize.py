@@ -119,3 +119,19 @@ def test_resize_short_band_is_a_tile_error(lib):
     phys = phys_inputs(g, low, {"x": np.ones(cs["shape"], np.float32)})
     with pytest.raises(RuntimeError, match=status_error("ERR_TILE")):
         run_op(c_runner(lib), g, low, phys, [(3, 5)], lambda r0, r1: [(2, 3)])  # rows 3..4 also read row 1
+
+
+def test_int8_requantized_ties_round_half_to_even_like_ort(lib):
+    # s_in = s_out / 2 (powers of two, so ORT's float result is exact): odd codes land on halves; ORT's QuantizeLinear rounds them to even, and so do we (0 LSB).
+    cs = dict(mode="nearest", ctm="asymmetric", nm="floor", shape=(1, 3, 4, 5), scales=[1, 1, 2, 2],
+              out=(1, 3, 8, 10))
+    g = graph1("Resize", [T("x", cs["shape"], "int8", qp(0.125, 5))], [T("y", cs["out"], "int8", qp(0.25, -3))],
+               _attrs(cs))
+    low = lower(g, g.ops[0])
+    x = rand_q(np.random.default_rng(4), cs["shape"])
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    m = qdq_model(_node(cs), [("x", cs["shape"], 0.125, 5)], ("y", cs["out"], 0.25, -3), _inits(cs), opset=13)
+    (ort_y,) = ort_run(m, {"x": x})
+    assert np.array_equal(to_logical(g, "y", ref), ort_y)

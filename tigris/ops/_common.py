@@ -135,6 +135,30 @@ def float_act_bounds(act: str | None) -> tuple[float, float]:
     raise TigrisError(f"unknown fused activation {act!r}")
 
 
+def rshift_half_even(x: np.ndarray, n: np.ndarray | int) -> np.ndarray:
+    """x / 2**n rounded to nearest, halves to even, exactly in int64 (|x| < 2**62); n <= 0 returns x, n >= 63 gives 0.
+
+    The non-MAC int8 ops round this way (docs/numerics.md): power-of-two related scales put exact results on halves,
+    and the ONNX model states those as QuantizeLinear's rounding, half to even.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    n = np.broadcast_to(np.asarray(n, dtype=np.int64), x.shape)
+    nn = np.clip(n, 1, 62)
+    a = np.abs(x)
+    q = a >> nn
+    r = a & ((np.int64(1) << nn) - 1)
+    half = np.int64(1) << (nn - 1)
+    q = q + ((r > half) | ((r == half) & ((q & 1) == 1))).astype(np.int64)
+    q = np.where(x < 0, -q, q)
+    return np.where(n <= 0, x, np.where(n >= 63, 0, q)).astype(np.int64)
+
+
+def requantize_even(acc: np.ndarray, mult: np.ndarray | int, shift: np.ndarray | int) -> np.ndarray:
+    """qmath.requantize's exact product ``acc * mult / 2**(31 - shift)``, rounded halves to even (not yet clamped)."""
+    prod = np.asarray(acc, dtype=np.int64) * np.asarray(mult, dtype=np.int64)
+    return rshift_half_even(prod, 31 - np.asarray(shift, dtype=np.int64))
+
+
 # -----------------------------------------------------------------------------------------------------------------
 # Bands
 
@@ -174,5 +198,7 @@ __all__ = [
     "out_rows",
     "per_tensor",
     "phys_axes",
+    "requantize_even",
+    "rshift_half_even",
     "same_rows",
 ]

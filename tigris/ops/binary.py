@@ -3,8 +3,8 @@
 Operands: ``A = op.inputs[0]``, ``B = op.inputs[1]``; either (not both) may be a constant, which becomes the const
 blob ``K`` in the output's physical layout with its broadcast dims (``K_POS`` says which operand it is: -1 none, 0 A,
 1 B; ``KZP`` is its zero point). Each operand's physical dims are params ``A_D*``/``B_D*``: every dim equals the
-output's or is 1 (broadcast by a zero stride). An operand with the output's full row count is read band-aware (rows of the output band); an operand
-with one row is read at row 0, so per-channel and scalar operands never need a halo.
+output's or is 1 (broadcast by a zero stride). An operand with the output's full row count is read band-aware (rows
+of the output band); an operand with one row is read at row 0, so per-channel and scalar operands never need a halo.
 
 int8 Add/Sub (three different scales): with ``ra = sa/so`` and ``rb = sb/so`` as Q0.31 ``(ma, ea)``, ``(mb, eb)``
 (``mb`` negated for Sub), both terms are brought to the common exponent ``emin = min(ea, eb)`` by LEFT shifts, so no
@@ -23,7 +23,9 @@ encoding ``sa * sb / so``: the Q0.31 requantization's exact product, but rounded
 Why halves to even (unlike the conv requantization): whenever the scales are related by powers of two (``sa = sb``,
 ``so = 2 * sa``: common in exported models) the exact result lands on a half for a quarter of all elements, and the
 ONNX model states that rounding as QuantizeLinear's, half to even; rounding away from zero would put a quarter of the
-outputs one LSB off ONNX Runtime, and later layers amplify such offsets (docs/numerics.md, pooling). Float: ``a + b`` / ``a - b`` / ``a * b`` then clamp to ``[F_LO, F_HI]`` (fused activation).
+outputs one LSB off ONNX Runtime, and later layers amplify such offsets (docs/numerics.md, pooling).
+
+Float: ``a + b`` / ``a - b`` / ``a * b`` then clamp to ``[F_LO, F_HI]`` (fused activation).
 """
 from __future__ import annotations
 
@@ -33,28 +35,13 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.ops._common import (TileError, act_bounds, broadcast_phys_dims, const_to_phys, dtype_kind,
-                                float_act_bounds, operand_phys_dims, per_tensor)
+                                float_act_bounds, operand_phys_dims, per_tensor, rshift_half_even)
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
 from tigris.ops.qmath import quantize_multiplier, rounding_rshift
 
 PARAMS = ("K_POS", "A_D0", "A_D1", "A_D2", "A_D3", "B_D0", "B_D1", "B_D2", "B_D3", "SUB", "F_LO", "F_HI",
           "KZP", "MA", "LA", "MB", "LB", "RS", "MULT", "SHIFT", "LO", "HI")
 MAX_ALIGN_SHIFT = 21
-
-
-def rshift_half_even(x: np.ndarray, n: int) -> np.ndarray:
-    """x / 2**n (n >= 0) rounded to nearest, halves to even, exactly in int64 (|x| < 2**62); n >= 63 gives 0."""
-    x = np.asarray(x, dtype=np.int64)
-    if n >= 63:
-        return np.zeros_like(x)
-    if n <= 0:
-        return x
-    a = np.abs(x)
-    q = a >> n
-    r = a & ((np.int64(1) << n) - 1)
-    half = np.int64(1) << (n - 1)
-    q = q + ((r > half) | ((r == half) & ((q & 1) == 1))).astype(np.int64)
-    return np.where(x < 0, -q, q)
 
 
 def add_multipliers(ra: float, rb: float, sub: bool, where: str) -> dict[str, int]:

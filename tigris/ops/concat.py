@@ -5,7 +5,8 @@ keeps ``logical_axis``, which lowering prefers (it maps it through the tensor's 
 ``tigris.layout``).
 
 int8: input ``i`` is requantized into the output's quantization, ``zo + requant(q - zi, M_i, S_i)`` with
-``(M_i, S_i)`` encoding ``s_i / s_out`` and saturation to [-128, 127]. When scale and zero point agree this is the
+``(M_i, S_i)`` encoding ``s_i / s_out``, rounded halves to even (:func:`requantize_even`, docs/numerics.md), and
+saturation to [-128, 127]. When scale and zero point agree this is the
 identity exactly (``M = 2**30, S = 1``), and the C kernel copies bytes.
 
 Band-aware: along W, C or N every input holds the output's rows; along H (the row axis) input ``i`` covers output
@@ -19,9 +20,9 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
-from tigris.ops._common import TileError, dtype_kind, logical_to_phys_axis, per_tensor
+from tigris.ops._common import TileError, dtype_kind, logical_to_phys_axis, per_tensor, requantize_even
 from tigris.ops.base import MAX_INPUTS, Lowered, OpKind, TensorView
-from tigris.ops.qmath import quantize_multiplier, requantize
+from tigris.ops.qmath import quantize_multiplier
 
 # How pass 14 numbers axes of a rank-3 (NWC) tensor when it gives no logical axis: N, L, C = 0, 1, 2.
 _NWC_VIEW_AXIS = {0: 0, 1: 1, 2: 3}
@@ -92,7 +93,7 @@ class Concat(OpKind):
                 raise TileError(f"Concat input {i} band misses rows [{a},{b})")
             x = v.data[:, a - v.row0:b - v.row0]
             if int8:
-                q = requantize(x.astype(np.int64) - v.zero_point, low.params[f"M{i}"], low.params[f"S{i}"])
+                q = requantize_even(x.astype(np.int64) - v.zero_point, low.params[f"M{i}"], low.params[f"S{i}"])
                 x = np.clip(q + out.zero_point, -128, 127)
             parts.append(x)
         out.data[...] = np.concatenate(parts, axis=axis).astype(out.data.dtype)

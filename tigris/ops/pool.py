@@ -28,9 +28,9 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
-from tigris.ops._common import TileError, act_bounds, dtype_kind, per_tensor
+from tigris.ops._common import TileError, act_bounds, dtype_kind, per_tensor, requantize_even
 from tigris.ops.base import Lowered, OpKind, TensorView
-from tigris.ops.qmath import quantize_multiplier, requantize
+from tigris.ops.qmath import quantize_multiplier
 
 WINDOW_PARAMS = ("KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL", "PB", "PR", "COUNT_PAD", "MULT", "SHIFT", "LO", "HI")
 
@@ -128,7 +128,7 @@ def _window_reference(low: Lowered, x: TensorView, out: TensorView, mode: str) -
             out.data[:, r] = res.astype(np.float32)
             continue
         if mode == "max":
-            q = requantize(acc - x.zero_point, p["MULT"], p["SHIFT"])
+            q = requantize_even(acc - x.zero_point, p["MULT"], p["SHIFT"])
         else:
             den = np.maximum(count, 1) << (31 - p["SHIFT"])
             q = div_round_half_even(acc * p["MULT"], den[None, :, None])

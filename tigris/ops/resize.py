@@ -4,8 +4,8 @@ Every output coordinate's source is computed once here, in float64 from the ONNX
 ``RIDX``/``CIDX`` hold ``(i0, i1)`` pairs per output row/column (int32); for linear mode ``RW``/``CW`` hold the weight
 ``w`` of ``i1`` (float32). So every ``coordinate_transformation_mode`` and ``nearest_mode`` is the same kernel:
 
-* nearest: ``y[h, w] = x[RIDX[2h], CIDX[2w]]``; int8 requantizes ``zo + requant(q - zi, MULT, SHIFT)`` (the identity
-  copy when the encodings agree);
+* nearest: ``y[h, w] = x[RIDX[2h], CIDX[2w]]``; int8 requantizes ``zo + requant(q - zi, MULT, SHIFT)`` rounded halves
+  to even (the identity copy when the encodings agree);
 * linear (float32 only): ``top = x[r0,c0] + (x[r0,c1] - x[r0,c0]) * wc``, ``bot`` likewise on row ``r1``,
   ``y = top + (bot - top) * wr``.
 
@@ -20,9 +20,9 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
-from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes
+from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes, requantize_even
 from tigris.ops.base import Lowered, OpKind, TensorView
-from tigris.ops.qmath import quantize_multiplier, requantize
+from tigris.ops.qmath import quantize_multiplier
 
 
 def _s(v) -> str:
@@ -132,7 +132,7 @@ class Resize(OpKind):
             if out.dtype == "float32":
                 out.data[...] = v
             else:
-                q = requantize(v.astype(np.int64) - x.zero_point, low.params["MULT"], low.params["SHIFT"])
+                q = requantize_even(v.astype(np.int64) - x.zero_point, low.params["MULT"], low.params["SHIFT"])
                 out.data[...] = np.clip(q + out.zero_point, -128, 127).astype(out.data.dtype)
             return
         wr = low.consts["RW"][out.row0:out.row0 + out.rows].astype(np.float32)[None, :, None, None]

@@ -9,8 +9,8 @@ Deterministic integer algorithm, identical in NumPy and C:
 2. ``E[d] = round(exp(-d * s_in) * 2**K)`` from a 256-entry int32 table ``EXP`` built here in float64
    (``E[0] = 2**K``; ``K`` is chosen below so nothing overflows);
 3. ``S = sum(E[d])`` over the line, exactly (int64);
-4. ``y = clamp(zo + round(E[d] * MULT / (S << (31 - SHIFT))), -128, 127)`` with ONE rounding, halves away from
-   zero, where ``(MULT, SHIFT)`` encode ``1 / s_out`` as a Q0.31 multiplier. For ``s_out = 1/256`` this is exactly
+4. ``y = clamp(zo + round(E[d] * MULT / (S << (31 - SHIFT))), -128, 127)`` with ONE rounding, halves to even,
+   where ``(MULT, SHIFT)`` encode ``1 / s_out`` as a Q0.31 multiplier. For ``s_out = 1/256`` this is exactly
    ``round(256 * E[d] / S) - 128``, saturating the certain class at 127 like TFLite.
 
 ``K = min(20, 62 - (31 - SHIFT) - bitlen(L))`` for a line of ``L`` elements keeps ``S << (31 - SHIFT)`` below
@@ -27,6 +27,7 @@ from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
 from tigris.ops._common import TileError, dtype_kind, logical_to_phys_axis, per_tensor
 from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.pool import div_round_half_even
 from tigris.ops.qmath import quantize_multiplier
 
 K_MAX = 20
@@ -35,13 +36,6 @@ K_MAX = 20
 def exp_table(s_in: float, k: int) -> np.ndarray:
     d = np.arange(256, dtype=np.float64)
     return np.rint(np.exp(-d * float(np.float32(s_in))) * float(1 << k)).astype(np.int32)
-
-
-def _div_round_away(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    num = np.asarray(num, dtype=np.int64)
-    den = np.asarray(den, dtype=np.int64)
-    q = (np.abs(num) + den // 2) // den
-    return np.where(num < 0, -q, q)
 
 
 class Softmax(OpKind):
@@ -90,5 +84,5 @@ class Softmax(OpKind):
         d = q.max(axis=a, keepdims=True) - q
         e = table[d]
         s = e.sum(axis=a, keepdims=True)
-        r = _div_round_away(e * low.params["MULT"], s << (31 - low.params["SHIFT"]))
+        r = div_round_half_even(e * low.params["MULT"], s << (31 - low.params["SHIFT"]))
         out.data[...] = np.clip(r + out.zero_point, -128, 127).astype(out.data.dtype)

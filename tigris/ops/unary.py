@@ -15,7 +15,8 @@ PRelu, int8: two requantization paths from ``d = q - zp_in``::
     d <  0:  zp_out + requant(d, NMULT[c], NSHIFT[c])    NMULT/NSHIFT encode s_in * slope[c] / s_out
 
 where ``slope[c]`` is the real (dequantized) slope; a negative slope is a negated multiplier and a zero slope is
-``(0, 0)``. Both paths clamp to ``[LO, HI]``. One rounding each, halves away from zero (qmath.requantize).
+``(0, 0)``. Both paths clamp to ``[LO, HI]``. One rounding each: qmath.requantize's exact product, rounded halves to
+even (``_common.requantize_even``, docs/numerics.md).
 """
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
-from tigris.ops._common import broadcast_phys_dims, dtype_kind, per_tensor, same_rows
+from tigris.ops._common import broadcast_phys_dims, dtype_kind, per_tensor, requantize_even, same_rows
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
-from tigris.ops.qmath import quantize_float, quantize_multiplier, requantize
+from tigris.ops.qmath import quantize_float, quantize_multiplier
 
 # FUNC codes shared with unary.c.
 FUNCS = {"Relu": 1, "Relu6": 2, "Clip": 3, "Sigmoid": 4, "Tanh": 5, "HardSigmoid": 6, "HardSwish": 7, "LeakyRelu": 8}
@@ -160,7 +161,7 @@ class PRelu(OpKind):
             out.data[...] = np.where(x >= 0, x, x * s)
             return
         d = x.astype(np.int64) - xv.zero_point
-        pos = requantize(d, p["PMULT"], p["PSHIFT"])
-        neg = requantize(d, low.consts["NMULT"].astype(np.int64), low.consts["NSHIFT"].astype(np.int64))
+        pos = requantize_even(d, p["PMULT"], p["PSHIFT"])
+        neg = requantize_even(d, low.consts["NMULT"].astype(np.int64), low.consts["NSHIFT"].astype(np.int64))
         q = np.where(d >= 0, pos, neg) + out.zero_point
         out.data[...] = np.clip(q, p["LO"], p["HI"]).astype(out.data.dtype)

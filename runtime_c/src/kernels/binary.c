@@ -93,27 +93,6 @@ static size_t operand_off(const operand *o, int32_t n, int32_t h, int32_t w)
     return (size_t)n * o->s_n + hh * o->s_h + (size_t)w * o->s_w;
 }
 
-/* x / 2^n rounded to nearest with halves to even (|x| < 2^62, n >= 0; n >= 63 gives 0). Halves to even because
- * power-of-two related scales make exact ties common, and the ONNX model states them as QuantizeLinear's rounding. */
-static int64_t rshift_half_even(int64_t x, int32_t n)
-{
-    uint64_t a, q, r, half;
-    if (n <= 0) {
-        return x;
-    }
-    if (n >= 63) {
-        return 0;
-    }
-    a = (x < 0) ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
-    q = a >> n;
-    r = a & (((uint64_t)1 << n) - 1u);
-    half = (uint64_t)1 << (n - 1);
-    if (r > half || (r == half && (q & 1u) != 0u)) {
-        ++q;
-    }
-    return (x < 0) ? -(int64_t)q : (int64_t)q;
-}
-
 /* The arithmetic of one op, resolved once per call. */
 typedef struct binop {
     int is_f32, is_mul, sub;
@@ -144,14 +123,14 @@ static void span_s8(const binop *op, int8_t *y, const int8_t *x, const int8_t *z
         for (i = 0; i < count; ++i) {
             int32_t da = (int32_t)x[i * sx] - op->za;
             int32_t db = (int32_t)z[i * sz] - op->zb;
-            int64_t q = rshift_half_even((int64_t)(da * db) * op->mult, op->mul_n);
+            int64_t q = tgrs_rshift_half_even((int64_t)(da * db) * op->mult, op->mul_n);
             y[i] = (int8_t)tgrs_clamp64(q + op->zo, op->lo, op->hi);
         }
         return;
     }
     for (i = 0; i < count; ++i) {
         int64_t acc = (int64_t)((int32_t)x[i * sx] - op->za) * op->ma + (int64_t)((int32_t)z[i * sz] - op->zb) * op->mb;
-        y[i] = (int8_t)tgrs_clamp64(rshift_half_even(acc, op->rs) + op->zo, op->lo, op->hi);
+        y[i] = (int8_t)tgrs_clamp64(tgrs_rshift_half_even(acc, op->rs) + op->zo, op->lo, op->hi);
     }
 }
 

@@ -2,7 +2,8 @@
  * concat.c - Concat of up to TGRS_MAX_INPUTS views along view axis AXIS (0..3), float32 and int8, band-aware.
  *
  * Defined by tigris/ops/concat.py and docs/numerics.md ("Concat"):
- *   int8: y = clamp(zo + requant(q - zi, M_i, S_i), -128, 127) for input i; a byte copy when M_i = 2^30, S_i = 1
+ *   int8: y = clamp(zo + requant_even(q - zi, M_i, S_i), -128, 127) for input i (halves to even); a byte copy when
+ *         M_i = 2^30, S_i = 1
  *         and zi = zo (the identity, exactly)
  *   float: a copy
  * Along H, input i covers output rows [off_i, off_i + H_i); elsewhere every input holds the output band's rows.
@@ -29,7 +30,7 @@ static void seg_copy(void *dst, const void *src, size_t count, int is_f32, int32
         return;
     }
     for (k = 0; k < count; ++k) {
-        ((int8_t *)dst)[k] = tgrs_requant_s8((int32_t)((const int8_t *)src)[k] - zi, m, s, zo, -128, 127);
+        ((int8_t *)dst)[k] = tgrs_requant_even_s8((int32_t)((const int8_t *)src)[k] - zi, m, s, zo, -128, 127);
     }
 }
 

@@ -88,6 +88,38 @@ static inline int32_t tgrs_div_round_half_even32(int32_t num, int32_t den)
     return (num < 0) ? -(int32_t)q : (int32_t)q;
 }
 
+/*
+ * x / 2^n rounded to nearest with halves to even (|x| < 2^62; n <= 0 returns x; n >= 63 gives 0). The non-MAC int8
+ * kernels round this way (docs/numerics.md): power-of-two related scales put exact results on halves, and the ONNX
+ * model states those as QuantizeLinear's rounding.
+ */
+static inline int64_t tgrs_rshift_half_even(int64_t x, int32_t n)
+{
+    uint64_t a, q, r, half;
+    if (n <= 0) {
+        return x;
+    }
+    if (n >= 63) {
+        return 0;
+    }
+    a = (x < 0) ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+    q = a >> n;
+    r = a & (((uint64_t)1 << n) - 1u);
+    half = (uint64_t)1 << (n - 1);
+    if (r > half || (r == half && (q & 1u) != 0u)) {
+        ++q;
+    }
+    return (x < 0) ? -(int64_t)q : (int64_t)q;
+}
+
+/* round(acc * mult / 2^(31 - shift)) halves to even, + zp, clamped to [lo, hi]; shift <= 31 (validated). */
+static inline int8_t tgrs_requant_even_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp, int32_t lo,
+                                          int32_t hi)
+{
+    int64_t q = tgrs_rshift_half_even((int64_t)acc * (int64_t)mult, shift <= -32 ? 63 : 31 - shift) + zp;
+    return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+}
+
 /* Number of bits needed to hold the positive value v (0 for 0). */
 static inline int32_t tgrs_bitlen(uint32_t v)
 {

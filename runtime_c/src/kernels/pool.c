@@ -2,7 +2,7 @@
  * pool.c - MaxPool, AveragePool (band-aware) and GlobalAveragePool (untiled) on NHWC views, float32 and int8.
  *
  * The arithmetic is defined by tigris/ops/pool.py and docs/numerics.md ("Pooling"):
- *   max  int8: zp_out + requant(max(q) - zp_in, mult, shift), clamped to [lo, hi]
+ *   max  int8: zp_out + requant_even(max(q) - zp_in, mult, shift) (halves to even), clamped to [lo, hi]
  *   avg  int8: zp_out + round(sum(q - zp_in) * mult / (count << (31 - shift))), one rounding, halves to even
  *   gap  int8: zp_out + round(sum(q - zp_in) * mult / ((H*W) << (31 - shift))), halves to even (mult/shift: s_in/s_out)
  *   float: max of taps; sum of taps (row-major tap order) / (float)count; sum / (float)(H*W).
@@ -217,7 +217,7 @@ static int pool_window(const tgrs_op_ctx *ctx, int avg)
                         }
                     } else {
                         for (c = 0; c < nc; ++c) {
-                            y[c] = tgrs_requant_s8(acc[c] - in->zero_point, g.mult, g.shift, out->zero_point, g.lo,
+                            y[c] = tgrs_requant_even_s8(acc[c] - in->zero_point, g.mult, g.shift, out->zero_point, g.lo,
                                                    g.hi);
                         }
                     }

@@ -2,7 +2,8 @@
  * resize.c - Resize along rows and columns from compiler-built source tables, band-aware.
  *
  * Defined by tigris/ops/resize.py: RIDX/CIDX hold (i0, i1) per output row/column, RW/CW the weight of i1 (linear).
- *   nearest: y[h, w] = x[RIDX[2h], CIDX[2w]]; int8: zo + requant(q - zi, MULT, SHIFT) (a copy for the identity)
+ *   nearest: y[h, w] = x[RIDX[2h], CIDX[2w]]; int8: zo + requant_even(q - zi, MULT, SHIFT), halves to even (a
+ *            copy for the identity)
  *   linear (float32): top = a + (b - a) * wc; bot = c + (d - c) * wc; y = top + (bot - top) * wr
  */
 #include <stddef.h>
@@ -95,8 +96,8 @@ int tgrs_kernel_resize(const tgrs_op_ctx *ctx)
                     const int8_t *x = (const int8_t *)in->data + r0 + c0;
                     int8_t *y = (int8_t *)out->data + o;
                     for (c = 0; c < C; ++c) {
-                        y[c] = tgrs_requant_s8((int32_t)x[c] - in->zero_point, mult, shift, out->zero_point, -128,
-                                               127);
+                        y[c] = tgrs_requant_even_s8((int32_t)x[c] - in->zero_point, mult, shift, out->zero_point,
+                                                    -128, 127);
                     }
                 }
             }

@@ -4,7 +4,7 @@
  * Defined by tigris/ops/softmax.py and docs/numerics.md ("Softmax"):
  *   float: e = expf(x - max), y = e / sum(e) (sum in line order)
  *   int8 : d = max(q) - q; E = EXP[d] (int32 table); S = sum(E) (int64);
- *          y = clamp(zo + round(E * MULT / (S << (31 - SHIFT))), -128, 127), one rounding, halves away from zero
+ *          y = clamp(zo + round(E * MULT / (S << (31 - SHIFT))), -128, 127), one rounding, halves to even
  * Lines run along AXIS with that axis's stride; along the row axis the views must be whole, otherwise the input
  * band must hold the output's rows.
  */
@@ -120,7 +120,7 @@ int tgrs_kernel_softmax(const tgrs_op_ctx *ctx)
                         den = s * ((int64_t)1 << (31 - shift)); /* s >= E[0] > 0 for the max element */
                         for (k = 0; k < len; ++k) {
                             int64_t e = table[m - (int32_t)x[(size_t)k * step_in]];
-                            int64_t q = tgrs_div_round_away(e * (int64_t)mult, den > 0 ? den : 1);
+                            int64_t q = tgrs_div_round_half_even(e * (int64_t)mult, den > 0 ? den : 1);
                             y[(size_t)k * step_out] = (int8_t)tgrs_clamp64(q + out->zero_point, -128, 127);
                         }
                     }

@@ -6,7 +6,8 @@
  *                7 hardswish (x * hardsigmoid), 8 leakyrelu (ALPHA); computed in float32
  *   unary int8 : y = LUT[q + 128] (a 256-entry table built by the compiler)
  *   prelu float: x >= 0 ? x : SLOPE[c] * x
- *   prelu int8 : d = q - zp_in; zp_out + requant(d, d >= 0 ? PMULT : NMULT[c], d >= 0 ? PSHIFT : NSHIFT[c])
+ *   prelu int8 : d = q - zp_in; zp_out + requant_even(d, d >= 0 ? PMULT : NMULT[c], d >= 0 ? PSHIFT : NSHIFT[c]),
+ *                halves to even
  * Output row h reads input row h, so any band works as long as the input band holds the output's rows.
  */
 #include <math.h>
@@ -182,8 +183,8 @@ int tgrs_kernel_prelu(const tgrs_op_ctx *ctx)
                 for (c = 0; c < C; ++c) {
                     int32_t d = (int32_t)x[i * (size_t)C + (size_t)c] - zi;
                     int32_t k = nch == 1 ? 0 : c;
-                    y[i * (size_t)C + (size_t)c] = d >= 0 ? tgrs_requant_s8(d, pm, ps, zo, lo, hi)
-                                                          : tgrs_requant_s8(d, nm[k], ns[k], zo, lo, hi);
+                    y[i * (size_t)C + (size_t)c] = d >= 0 ? tgrs_requant_even_s8(d, pm, ps, zo, lo, hi)
+                                                          : tgrs_requant_even_s8(d, nm[k], ns[k], zo, lo, hi);
                 }
             }
         }
