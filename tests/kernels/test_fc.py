@@ -121,3 +121,14 @@ def test_float_bias_in_int8_gemm_is_quantized_to_the_accumulator_scale():
     low_f = lower(g, g.ops[0])
     low_i = lowered(case)
     np.testing.assert_array_equal(low_f.consts["bias"], low_i.consts["bias"])
+
+
+def test_long_int8_rows_cross_the_accumulation_block(lib):
+    """K above the C kernel's 32768-product block (plain int32 partial sums combined with a wrapping add)."""
+    case = MacCase(op_type="Gemm", n=1, c=33000, h=1, w=1, oc=3, int8=True, seed=6).build()
+    low = lowered(case)
+    ref = reference(case, low)
+    out = case.out_view()
+    assert lib.run(low, [case.in_view()], out) == lib.const["TGRS_OK"]
+    np.testing.assert_array_equal(out.data, ref)
+    assert len(np.unique(ref)) > 1  # not all saturated: the sums themselves are compared

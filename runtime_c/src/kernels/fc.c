@@ -10,10 +10,18 @@
  * Method: one dot product per output, with FC_LANES independent partial sums (a fixed summation order, so results
  * do not depend on the compiler, and the lanes vectorize without reassociating float adds). No scratch.
  */
+/* -fwrapv builds (CPython extension flags) keep GCC from using multiply-add-pairs; no signed arithmetic here can
+ * overflow (see fc_dot_s8), so default semantics are restored for this file. Other compilers ignore the guard. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-wrapv")
+#endif
+
 #include "requant.h"
 #include "tgrs_op.h"
 
 #define FC_LANES 8
+#define FC_KC 16        /* int8 dot-product chunk */
+#define FC_BLOCK 32768  /* int8 products summed in plain int32 before a wrapping add (|block sum| <= 2^29) */
 
 typedef struct fc_geom {
     int32_t n, k, oc;
@@ -77,15 +85,41 @@ static float fc_dot_f32(const float *x, const float *w, int32_t k)
     return s;
 }
 
-/* Integer dot product, wrapping in uint32 (defined behaviour; the lowering proved the true sum fits in int32). */
+/* int8 is a character type and may alias anything: restrict lets the widening copy vectorize. */
+static void fc_widen(const int8_t *restrict src, int16_t *restrict dst)
+{
+    int32_t t;
+    for (t = 0; t < FC_KC; ++t) {
+        dst[t] = src[t];
+    }
+}
+
+/*
+ * Integer dot product. Fixed-size int16 chunks are the pattern compilers turn into multiply-add-pairs. Each block of
+ * at most FC_BLOCK products sums to at most 2^29 in magnitude, so plain int32 arithmetic cannot overflow whatever the
+ * plan holds; blocks are combined with a wrapping add (the lowering proved the true total fits in int32).
+ */
 static int32_t fc_dot_s8(const int8_t *x, const int8_t *w, int32_t k)
 {
-    uint32_t s = 0;
-    int32_t i;
-    for (i = 0; i < k; ++i) {
-        s += (uint32_t)((int32_t)x[i] * (int32_t)w[i]);
+    int32_t total = 0;
+    int32_t b0;
+    for (b0 = 0; b0 < k; b0 += FC_BLOCK) {
+        const int32_t end = (k - b0 < FC_BLOCK) ? k : b0 + FC_BLOCK;
+        int32_t s = 0, i = b0, t;
+        for (; i + FC_KC <= end; i += FC_KC) {
+            int16_t a[FC_KC], c[FC_KC];
+            fc_widen(x + i, a);
+            fc_widen(w + i, c);
+            for (t = 0; t < FC_KC; ++t) {
+                s += a[t] * c[t];
+            }
+        }
+        for (; i < end; ++i) {
+            s += x[i] * w[i];
+        }
+        total = tgrs_wrap_add(total, s);
     }
-    return (int32_t)s;
+    return total;
 }
 
 static int fc_f32(const tgrs_op_ctx *ctx, const fc_geom *fg)
@@ -132,7 +166,8 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
         const int8_t *x = in + (int64_t)n * fg->k;
         for (o = 0; o < fg->oc; ++o) {
             const int32_t acc = tgrs_wrap_add(fc_dot_s8(x, wt + (int64_t)o * fg->k, fg->k), bias[o]);
-            out[(int64_t)n * fg->oc + o] = tgrs_requant_s8(acc, mult[o], shift[o], zp_out, lo, hi);
+            const tgrs_rq rq = tgrs_rq_make(mult[o], shift[o], zp_out);
+            out[(int64_t)n * fg->oc + o] = tgrs_rq_s8(&rq, acc, lo, hi);
         }
     }
     return TGRS_OK;
