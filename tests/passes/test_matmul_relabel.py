@@ -60,3 +60,15 @@ def test_reference_executor_agrees_with_ort():
     w = RNG.standard_normal((6, 4)).astype(np.float32)
     assert_reference_matches_ort(model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", F, [1, 6])],
                                        [("y", F, [1, 4])], {"w": w}))
+
+
+def test_rank3_matmul_becomes_reshape_gemm_reshape():
+    w = RNG.standard_normal((6, 4)).astype(np.float32)
+    m = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", F, [1, 5, 6])], [("y", F, [1, 5, 4])],
+              {"w": w})
+    r = run_pass(upto(load(m), "matmul_relabel"), "matmul_relabel")
+    assert r.rewritten == 1 and [op.op_type for op in r.graph.ops] == ["Reshape", "Gemm", "Reshape"]
+    assert r.graph.tensors[r.graph.ops[1].inputs[0]].shape == (5, 6)
+    assert_same_as_ort(m, r.graph, tol=1e-6)
+    assert run_pass(r.graph, "matmul_relabel").rewritten == 0
+    assert_reference_matches_ort(m)

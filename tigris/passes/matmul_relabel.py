@@ -6,9 +6,12 @@ Rules:
 2. ``Gemm`` with ``transB=0`` gets its constant weight transposed the same way; ``alpha`` is folded into the weight
    (float: the values; int8: the scales, which keeps the int8 values exact) and ``beta`` into the bias (float only).
 3. The bias ``C`` becomes a 1-D [OC] constant (ONNX allows [1, OC] or a scalar broadcast).
-4. Declined: a non-constant B or C (no kernel multiplies two activations), ``transA=1``, A of rank other than 2
-   (no batched kernel), a quantized bias with ``beta != 1`` (its scale must stay ``s_in * s_w``).
+4. Declined: a non-constant B or C (no kernel multiplies two activations), ``transA=1``, A of rank 1 or a Gemm
+   input of rank other than 2, a quantized bias with ``beta != 1`` (its scale must stay ``s_in * s_w``).
 5. The result has exactly the attribute ``fused_activation = None``.
+6. A ``MatMul`` whose activation has rank > 2 (``[..., K]``, e.g. a dense layer over time steps) becomes
+   ``Reshape`` to ``[N, K]``, ``Gemm``, ``Reshape`` back to ``[..., OC]`` (the reshapes are aliases or get layout
+   transposes from the layout pass).
 
 Why here: the BatchNorm, bias and activation passes below match the single op type ``Gemm``.
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tigris.ir import AnalyzedGraph, QuantParam
+from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
 from tigris.passes._util import Decline, PassResult, fresh_name, set_const
 
 NAME = "matmul_relabel"
@@ -34,15 +37,18 @@ def run(graph: AnalyzedGraph) -> PassResult:
     g = graph.replace()
     declined: list[Decline] = []
     n = 0
+    out_ops: list[Op] = []
     for i, op in enumerate(graph.ops):
+        out_ops.append(op)
         if op.op_type not in ("MatMul", "Gemm") or (op.op_type == "Gemm" and set(op.attrs) == {"fused_activation"}):
             continue
         a, w = op.inputs[0], op.inputs[1]
         if w not in g.weights or g.weights[w].ndim != 2:
             declined.append(Decline(op.name, "rule 4: the second operand is not a constant matrix"))
             continue
-        if len(g.tensors[a].shape) != 2:
-            declined.append(Decline(op.name, f"rule 4: input rank {len(g.tensors[a].shape)} is not 2"))
+        ra = len(g.tensors[a].shape)
+        if ra != 2 and (op.op_type != "MatMul" or ra < 2):
+            declined.append(Decline(op.name, f"rule 4: input rank {ra} is not 2"))
             continue
         wq = g.tensors[w].quant
         wv = g.weights[w]
@@ -88,6 +94,23 @@ def run(graph: AnalyzedGraph) -> PassResult:
                     bq = QuantParam(bq.scale, bq.zero_point, 0)
                 set_const(g, nb, vals, bq)
                 inputs.append(nb)
-        g.ops[i] = op.with_(op_type="Gemm", inputs=tuple(inputs), attrs={"fused_activation": None})
+        gemm = op.with_(op_type="Gemm", inputs=tuple(inputs), attrs={"fused_activation": None})
+        out_ops[-1] = gemm
+        if ra > 2:
+            out_ops[-1:] = _flattened(g, gemm, oc)
         n += 1
+    g.ops = out_ops
     return PassResult(g, n, tuple(declined))
+
+
+def _flattened(g: AnalyzedGraph, gemm: Op, oc: int) -> list[Op]:
+    """Rule 6: ``[..., K] x [K, OC]`` as Reshape to [N, K], Gemm, Reshape back to [..., OC]."""
+    a, y = g.tensors[gemm.inputs[0]], g.tensors[gemm.outputs[0]]
+    rows = int(np.prod(a.shape[:-1]))
+    a2 = fresh_name(g, f"{a.name}_2d")
+    g.tensors[a2] = Tensor(a2, (rows, a.shape[-1]), a.dtype, a.quant)
+    y2 = fresh_name(g, f"{y.name}_2d", [a2])
+    g.tensors[y2] = Tensor(y2, (rows, oc), y.dtype, y.quant)
+    r_in = Op(fresh_name(g, f"{gemm.name}_rows", [a2, y2]), "Reshape", (a.name,), (a2,), {})
+    r_out = Op(fresh_name(g, f"{gemm.name}_unrows", [a2, y2, r_in.name]), "Reshape", (y2,), (y.name,), {})
+    return [r_in, gemm.with_(inputs=(a2, *gemm.inputs[1:]), outputs=(y2,)), r_out]
