@@ -266,3 +266,49 @@ def test_weight_only_quantized_float_conv_dequantizes_weights():
     case.data["w"] = (wq.astype(np.float32) * 0.01).astype(np.float32)
     low2 = lowered(case)
     np.testing.assert_array_equal(low.consts["weight"], low2.consts["weight"])
+
+
+@pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.parametrize("c, kernel, strides, dils, pads", [
+    (32, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    (48, (5, 5), (2, 2), (1, 1), (2, 1, 2, 2)),
+    (40, (3, 3), (1, 2), (2, 1), (2, 0, 1, 2)),  # 16 + 16 + a tail block of 8
+    (16, (9, 9), (1, 1), (1, 1), (4, 4, 4, 4)),  # more taps than the fast path's table: generic path only
+])
+def test_depthwise_full_channel_blocks(lib, int8, c, kernel, strides, dils, pads):
+    """Channel counts that fill the kernel's 16-channel blocks take the interior fast path (hypothesis rarely draws
+    them); it must equal the reference and be independent of banding. Tolerances as in the module doc."""
+    case = MacCase(op_type="DepthwiseConv", n=1, c=c, h=13, w=11, oc=c, group=c, kernel=kernel, strides=strides,
+                   dils=dils, pads=pads, act="relu6", int8=int8, seed=c).build()
+    low = lowered(case)
+    ref = reference(case, low)
+    st, got = run_c(lib, case, low)
+    assert st == lib.const["TGRS_OK"]
+    if int8:
+        np.testing.assert_array_equal(got, ref)
+    else:
+        assert_float_close(got, ref)
+    oh = case.out_hw()[0]
+    win = window_from_attrs(case.attrs())
+    for row0, rows in split_rows(oh, 3):
+        lo, hi = rows_needed(win, row0, row0 + rows, case.h)
+        st, band = run_c(lib, case, low, row0, rows, in_band=case.in_view(lo, hi - lo))
+        assert st == lib.const["TGRS_OK"]
+        np.testing.assert_array_equal(band, got[:, row0:row0 + rows])
+
+
+@pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.parametrize("c, oc, kernel, pads", [(96, 40, (1, 1), (0, 0, 0, 0)), (20, 17, (3, 3), (1, 1, 1, 1)),
+                                                  (3, 16, (3, 3), (0, 0, 1, 1))])
+def test_conv_real_layer_sizes(lib, int8, c, oc, kernel, pads):
+    """Channel counts of real layers (many 16-value chunks, odd output channel counts); C vs reference."""
+    case = MacCase(op_type="Conv", n=1, c=c, h=10, w=9, oc=oc, kernel=kernel, strides=(2, 2) if c == 3 else (1, 1),
+                   pads=pads, act="relu", int8=int8, seed=oc).build()
+    low = lowered(case)
+    ref = reference(case, low)
+    st, got = run_c(lib, case, low)
+    assert st == lib.const["TGRS_OK"]
+    if int8:
+        np.testing.assert_array_equal(got, ref)
+    else:
+        assert_float_close(got, ref)
