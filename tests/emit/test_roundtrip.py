@@ -128,3 +128,14 @@ def test_inconsistent_memory_plan_is_reported_as_such() -> None:
     plan.units[0].fast["c1"] = type(p)("fast", p.offset, p.size - 16)
     with pytest.raises(TigrisError, match=r"memory plan cannot be written.*TGRS_ERR_TILE_ROWS"):
         emit_plan(g, plan, lowered, xip=False)
+
+
+def test_accumulating_gap_units_are_refused() -> None:
+    """Format v1 cannot say "accumulate this GAP over the tiles"; writing such a unit as an ordinary one would give
+    wrong results at run time, so the writer refuses it by name."""
+    g, lowered = H.graph()
+    plan = H.two_unit_tiled_plan(lowered)
+    plan.units[1].accumulate = [3]
+    with pytest.raises(TigrisError, match="accumulating GlobalAveragePool") as e:
+        emit_plan(g, plan, lowered, xip=False)
+    assert e.value.where == "unit 1"

@@ -176,6 +176,15 @@ def emit_plan(
         raise TigrisError(f"{len(lowered)} lowered ops for {len(graph.ops)} graph ops", graph.name)
     if not plan.units:
         raise TigrisError("the memory plan has no exec units", graph.name)
+    for u, unit in enumerate(plan.units):
+        # An accumulating GlobalAveragePool (opt-in planner rule) needs per-unit accumulate lists in the format and
+        # accumulate/finalize support in the runtime; format v1 has neither, and emitting the unit as if the GAP ran
+        # per tile would compute a wrong result, so refuse (docs/format.md, "Not in version 1").
+        if getattr(unit, "accumulate", None):
+            raise TigrisError(
+                "the plan uses accumulating GlobalAveragePool, which format v1 cannot express; plan without "
+                "accumulate_gap", f"unit {u}",
+            )
 
     names = [t.name for t in graph.activations()]
     ctx = _Ctx(graph, plan, lowered, xip, compression, {n: i for i, n in enumerate(names)}, _roots(plan, lowered))
