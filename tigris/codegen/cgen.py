@@ -171,7 +171,8 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
     has_slow = info.slow_arena > 0
     lines = [
         "",
-        "/* The plan, read in place: a copy plan only on init, an XIP plan on every run (weights). */",
+        "/* The plan is read in place and never copied whole to RAM: its records on every run, and with XIP the",
+        "   weights as well (otherwise each unit's weights are copied or decompressed into the fast arena). */",
         f"static const uint8_t {name}_plan_bytes[{P}_PLAN_BYTES]",
         f'    __attribute__((aligned({_ALIGN}), section("{section}"))) = {{',
         *_byte_array(data),
@@ -300,7 +301,9 @@ def _app(info: PlanInfo, name: str) -> list[str]:
         "}",
         "",
         "/*",
-        f" * usage: {name} [IN0 .. IN{n_in - 1} [OUT0 .. OUT{n_out - 1}]]   (default names input<i>.bin, output<i>.bin)",
+        f" * usage: {name} {' '.join(f'[IN{i}]' for i in range(n_in))} {' '.join(f'[OUT{i}]' for i in range(n_out))}",
+        " * Files in that order (relative to the emulator's working folder); missing ones default to input<i>.bin and",
+        " * output<i>.bin.",
         " * Exit codes: 0 ok, 2 usage, 3 fault, 4 file I/O, 5 runtime error (the status is printed).",
         " */",
         "int main(int argc, char **argv)",
