@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import SHARED_FLOAT, SHARED_INT8, shared_model
+from tigris_testing import SHARED_FLOAT, SHARED_INT8, shared_model
 from tigris import api
 from tigris.ir import DoesNotFitError
 from tigris.reference import run_reference

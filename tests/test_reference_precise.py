@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import SHARED_INT8, TEST_MODELS, shared_model
+from tigris_testing import SHARED_INT8, TEST_MODELS, shared_model
 from tigris import api
 from tigris.reference import run_reference
 from tigris.reference.ort_compare import precise_check
