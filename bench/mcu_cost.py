@@ -40,7 +40,7 @@ MODELS = [
     ("mlperf_tiny/resnet8_cifar_int8.onnx", "32K", True, "none"),
     ("tflm/person_detect_int8.onnx", "32K", True, "none"),
     ("mlperf_tiny/ad_autoencoder_int8.onnx", "32K", True, "none"),
-    ("mlperf_tiny/kws_dscnn_f32.onnx", "48K", True, "none"),
+    ("mlperf_tiny/kws_dscnn_f32.onnx", "48K", False, "none"),
 ]
 BOARDS = ("mps2-an386", "mps3-an547")
 
