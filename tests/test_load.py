@@ -5,7 +5,6 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -75,7 +74,8 @@ def test_free_dimension_bound_to_one_and_noted():
 
 def test_input_shapes_override_and_errors():
     m = _model([helper.make_node("Relu", ["x"], ["y"])],
-               [helper.make_tensor_value_info("x", F, ["N", 3, "H", "W"])], [helper.make_tensor_value_info("y", F, None)])
+               [helper.make_tensor_value_info("x", F, ["N", 3, "H", "W"])],
+               [helper.make_tensor_value_info("y", F, None)])
     g = load_onnx_model(m, {"x": (2, 3, 16, 12)})
     assert g.tensors["y"].shape == (2, 3, 16, 12) and not g.notes
     assert g.boundary["x"].shape == (2, 3, 16, 12)

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper, numpy_helper
 
-from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
+from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass
 
 
 def _m(out_const=False):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import onnx
 import pytest
 
 from tigris.ir import TigrisError

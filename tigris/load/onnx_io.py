@@ -51,7 +51,8 @@ def read_model(path: str | Path) -> onnx.ModelProto:
     try:
         onnx.checker.check_model(model)
     except Exception as e:
-        raise TigrisError(f"invalid ONNX model: {str(e).splitlines()[0] if str(e) else type(e).__name__}", str(p)) from e
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise TigrisError(f"invalid ONNX model: {first}", str(p)) from e
     return model
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
+from tigris.ir import AnalyzedGraph, Op, QuantParam
 from tigris.passes._quant import dequantize
 from tigris.passes._util import Decline, PassResult, consumers, fresh_name, set_const, tidy
 

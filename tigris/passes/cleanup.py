@@ -70,7 +70,8 @@ def _removable(g: AnalyzedGraph, i: int) -> bool:
             and g.tensors[op.inputs[0]].shape == g.tensors[op.outputs[0]].shape:
         return True  # rule 1b
     if op.op_type == "Dropout":
-        mask_read = len(op.outputs) > 1 and op.outputs[1] and (consumers(g, op.outputs[1]) or op.outputs[1] in g.outputs)
+        mask = op.outputs[1] if len(op.outputs) > 1 else ""
+        mask_read = bool(mask) and (bool(consumers(g, mask)) or mask in g.outputs)
         return not mask_read
     return False
 

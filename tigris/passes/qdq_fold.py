@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tigris.ir import AnalyzedGraph, Boundary, Op, QuantParam, Tensor
+from tigris.ir import AnalyzedGraph, Boundary, QuantParam, Tensor
 from tigris.passes._quant import qparam_of, quantize, restate_uint8, zp_dtype
-from tigris.passes._util import Decline, PassResult, consumers, replace_uses, set_const, tidy
+from tigris.passes._util import Decline, PassResult, replace_uses, set_const, tidy
 
 NAME = "qdq_fold"
 _MOVES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "Identity"}

@@ -33,7 +33,8 @@ class IRVerifyError(AssertionError):
     def __init__(self, problems: list[str], where: str = ""):
         self.problems = problems
         head = f"{where}: " if where else ""
-        super().__init__(head + "; ".join(problems[:8]) + (f" (+{len(problems) - 8} more)" if len(problems) > 8 else ""))
+        more = f" (+{len(problems) - 8} more)" if len(problems) > 8 else ""
+        super().__init__(head + "; ".join(problems[:8]) + more)
 
 
 def verify(graph: AnalyzedGraph, where: str = "") -> None:
