@@ -89,7 +89,8 @@ def test_core_output_builds_strict_and_matches_host(compiled, tmp_path):
     inc = [f"-I{rs.include}", f"-I{rs.src}", f"-I{tmp_path}"]
     # The generated code (and the driver) under the strict flags: any warning fails here.
     for name in ("net", "driver"):
-        res = subprocess.run(["gcc", *STRICT, *inc, "-c", str(tmp_path / f"{name}.c"), "-o", str(tmp_path / f"{name}.o")],
+        src, obj = tmp_path / f"{name}.c", tmp_path / f"{name}.o"
+        res = subprocess.run(["gcc", *STRICT, *inc, "-c", str(src), "-o", str(obj)],
                              capture_output=True, text=True, timeout=300)
         assert res.returncode == 0 and res.stderr == "", res.stderr
     # The runtime with its own host flags (its strictness is runtime_c's `make check`, not this test's subject).

@@ -188,7 +188,7 @@ def size_text(paths: list[Path]) -> int:
 
 
 def runtime_objects(obj_dir: Path, sources: list[Path]) -> list[Path]:
-    """The object files the Makefile produced for ``sources`` in ``obj_dir`` (its naming rule: repo path, '/' -> '_')."""
+    """Object files the Makefile produced for ``sources`` in ``obj_dir`` (its rule: repo path with '/' -> '_')."""
     return [obj_dir / (str(Path(p).resolve().relative_to(REPO)).replace("/", "_") + ".o") for p in sources]
 
 
