@@ -1,5 +1,5 @@
 """Base plans for the fuzzer: the runtime tests' small graphs (elementwise, and a conv chain with weights, scratch,
-requantization) in every weight mode, untiled and tiled/chained."""
+requantization) in every weight mode, untiled and tiled/chained, plus a few small real models."""
 from __future__ import annotations
 
 import sys
@@ -30,7 +30,26 @@ def _cached() -> tuple[bytes, ...]:
                     out.append(P.compile_graph(g, fast, xip=xip, compression=comp)[0])
                 except Exception:
                     continue
+    out += _model_plans()
     return tuple(out)
+
+
+# Real models reach the kernels the synthetic graphs do not (fully connected, pooling, softmax, reshape copies,
+# boundary quantization). Skipped silently when ../shared is absent: the synthetic plans still fuzz the core.
+MODELS = (("onnx_zoo/mnist-8.onnx", "64K", False), ("mlperf_tiny/kws_dscnn_int8.onnx", "64K", False),
+          ("mlperf_tiny/ad_autoencoder_int8.onnx", "128K", True))
+
+
+def _model_plans() -> list[bytes]:
+    from tigris import api
+
+    out = []
+    for rel, fast, xip in MODELS:
+        path = P.SHARED_MODELS / rel
+        if not path.exists():
+            continue
+        out.append(api.compile_model(path, fast, xip=xip).plan_bytes)
+    return out
 
 
 def base_plans() -> list[bytes]:

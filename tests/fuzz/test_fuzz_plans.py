@@ -76,18 +76,26 @@ INTERESTING = [0, 1, 2, 3, 4, 7, 8, 15, 16, 17, 255, 256, 0x7FFF, 0xFFFF, 0x1000
                0xFFFFFFF0, 0xFFFFFFFE, 0xFFFFFFFF]
 
 
+def _pos(base: bytes, rng: random.Random, lo: int = 0) -> int:
+    """A byte position, 80% of the time outside the WEIGHTS payload: in a real model the weights are most of the
+    bytes, and a changed weight only changes numbers, while the structure is what the loader must defend."""
+    woff = _sections(base)[-1][1] if len(base) >= F.DATA_START else len(base)
+    if lo < woff <= len(base) and rng.random() < 0.8:
+        return rng.randrange(lo, woff)
+    return rng.randrange(lo, len(base))
+
+
 def mutate(base: bytes, rng: random.Random) -> bytes:
     """One random mutation; re-sealed (correct CRC) 85% of the time so deeper checks see it."""
     b = bytearray(base)
     what = rng.choice(["flip", "flip", "byte", "u32", "u32", "u32", "truncate", "extend", "section", "swap"])
     if what == "flip":
         for _ in range(rng.choice([1, 1, 2, 4])):
-            i = rng.randrange(len(b))
-            b[i] ^= 1 << rng.randrange(8)
+            b[_pos(base, rng)] ^= 1 << rng.randrange(8)
     elif what == "byte":
-        b[rng.randrange(len(b))] = rng.choice([0, 0xFF, 0x80, 0x7F, rng.randrange(256)])
+        b[_pos(base, rng)] = rng.choice([0, 0xFF, 0x80, 0x7F, rng.randrange(256)])
     elif what == "u32":
-        i = rng.randrange(F.CRC_START, len(b) - 3) & ~3
+        i = min(_pos(base, rng, F.CRC_START), len(b) - 4) & ~3
         v = rng.choice(INTERESTING + [struct.unpack_from("<I", b, i)[0] + rng.choice([-16, -1, 1, 16])])
         struct.pack_into("<I", b, i, v & 0xFFFFFFFF)
     elif what == "truncate":
