@@ -90,9 +90,17 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
                 errs.append(f"{where}: scratch of op {i} placement {p} is misaligned or out of bounds")
             items.append((f"scratch[{i}]", p, 0 if i in unit.accumulate else step, step))
         errs += [f"{where}: {e}" for e in _overlaps(items)]  # rule 3
+        top = max([unit.weight_bytes] + [p.end for _, p, _, _ in items])
+        if top > unit.peak_bytes:
+            errs.append(f"{where}: buffers reach {top} bytes but the unit's peak says {unit.peak_bytes}")
+        for n in unit.reload:  # rule 4: a reload reads what an earlier unit spilled (or a graph input)
+            if n not in bufs.inputs and not any(n in plan.units[j].spill for j in range(k)):
+                errs.append(f"{where}: {n} is reloaded before any unit spilled it")
         if unit.tile_rows:
             errs += [f"{where}: {e}" for e in _check_tiles(graph, bufs, unit)]
     errs += _check_slow(bufs, plan)
+    if plan.units and plan.fast_peak != max(u.peak_bytes for u in plan.units):
+        errs.append(f"fast peak {plan.fast_peak} is not the largest unit peak")
     if plan.fast_peak > plan.fast_budget:
         errs.append(f"fast peak {plan.fast_peak} exceeds budget {plan.fast_budget}")
     return errs
@@ -122,6 +130,8 @@ def _check_tiles(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 5
             errs.append(f"tile {t}: output rows {rows[out]} do not continue from row {covered}")
         covered = b
         for n, (lo, hi) in rows.items():
+            if not 0 <= lo <= hi <= tensor_rows(graph.tensors[n]):
+                errs.append(f"tile {t}: band {n} {rows[n]} is outside its rows")
             if (hi - lo) * row_bytes(graph, n) > unit.fast[n].size:
                 errs.append(f"tile {t}: band {n} {rows[n]} does not fit its buffer")
         for i in unit.ops:
