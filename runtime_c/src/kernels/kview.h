@@ -53,14 +53,6 @@ static inline int tgrs_kv_same_dims(const tgrs_tview *a, const tgrs_tview *b)
            a->dims[3] == b->dims[3];
 }
 
-/* num / den for den > 0, rounded to nearest with halves away from zero, exact in 64 bits (|num| < 2^62). */
-static inline int64_t tgrs_div_round_away(int64_t num, int64_t den)
-{
-    uint64_t a = (num < 0) ? (uint64_t)0 - (uint64_t)num : (uint64_t)num;
-    uint64_t q = (a + (uint64_t)den / 2u) / (uint64_t)den;
-    return (num < 0) ? -(int64_t)q : (int64_t)q;
-}
-
 /* num / den for den > 0, rounded to nearest with halves to even, exact in 64 bits (|num| < 2^62). Averages use
  * it: their ties are common and the ONNX model states them as QuantizeLinear's rounding (docs/numerics.md). */
 static inline int64_t tgrs_div_round_half_even(int64_t num, int64_t den)
