@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tigris.h"
+#include "tgrs_lz4.h"
 
 #define MAX_IO 16
 /* A mutated plan may legitimately ask for gigabytes of arena; running it would only measure the machine. */
@@ -110,19 +111,55 @@ done:
     return rc;
 }
 
+/*
+ * LZ4 mode: records are (u32 output length, u32 block length, block). Each block is decoded into an exact-size heap
+ * buffer, and validated without output; the two must agree. Prints "<index> <decode rc> <validate rc>".
+ */
+static int lz4_mode(FILE *f)
+{
+    uint32_t dst_len;
+    uint32_t len;
+    unsigned long index = 0;
+    while (read_u32(f, &dst_len) && read_u32(f, &len)) {
+        unsigned char *src = (unsigned char *)malloc(len ? len : 1u);
+        unsigned char *dst = (unsigned char *)malloc(dst_len ? dst_len : 1u);
+        int rc;
+        int vrc;
+        if (src == NULL || dst == NULL || fread(src, 1, len, f) != len) {
+            fprintf(stderr, "truncated record %lu\n", index);
+            free(src);
+            free(dst);
+            return 2;
+        }
+        rc = tgrs_lz4_decode(src, len, dst, dst_len);
+        vrc = tgrs_lz4_validate(src, len, dst_len);
+        printf("%lu %d %d\n", index, rc, vrc);
+        free(src);
+        free(dst);
+        ++index;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     FILE *f;
     uint32_t len;
     unsigned long index = 0;
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PLANS.bin\n", argv[0]);
+    int lz4 = argc == 3 && strcmp(argv[1], "lz4") == 0;
+    if (argc != 2 && !lz4) {
+        fprintf(stderr, "usage: %s PLANS.bin | %s lz4 BLOCKS.bin\n", argv[0], argv[0]);
         return 2;
     }
-    f = fopen(argv[1], "rb");
+    f = fopen(argv[argc - 1], "rb");
     if (f == NULL) {
-        perror(argv[1]);
+        perror(argv[argc - 1]);
         return 2;
+    }
+    if (lz4) {
+        int rc = lz4_mode(f);
+        fclose(f);
+        return rc;
     }
     while (read_u32(f, &len)) {
         unsigned char *buf = (unsigned char *)malloc(len ? len : 1u);
