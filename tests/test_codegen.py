@@ -163,3 +163,25 @@ def test_codegen_command_writes_source_and_header(tmp_path):
     assert (c_path.read_text(), h_path.read_text()) == generate_c(synthetic_plan(), "net", "core")
     with pytest.raises(TigrisError, match="cannot read plan"):
         codegen_command(tmp_path / "missing.tgrs", tmp_path / "o.c")
+
+
+def test_cli_command_writes_files_and_reports_errors(tmp_path):
+    from click.testing import CliRunner
+
+    from tigris.cli import main
+
+    plan = tmp_path / "p.tgrs"
+    plan.write_bytes(synthetic_plan())
+    runner = CliRunner()
+    ok = runner.invoke(main, ["codegen", str(plan), "-o", str(tmp_path / "m.c"), "--name", "m", "--format", "app",
+                              "--slow-section", ".ext_ram.bss"])
+    assert ok.exit_code == 0, ok.output
+    assert (tmp_path / "m.c").read_text() == generate_c(synthetic_plan(), "m", "app", ".rodata.tgrs", ".ext_ram.bss")[0]
+    assert (tmp_path / "m.h").exists()
+    bad = runner.invoke(main, ["codegen", str(plan), "-o", str(tmp_path / "b.c"), "--name", "9bad"])
+    assert bad.exit_code == 2 and not (tmp_path / "b.c").exists()
+    corrupt = tmp_path / "c.tgrs"
+    good = synthetic_plan()
+    corrupt.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    bad = runner.invoke(main, ["codegen", str(corrupt), "-o", str(tmp_path / "c.c")])
+    assert bad.exit_code == 2 and not (tmp_path / "c.c").exists()
