@@ -128,6 +128,39 @@ def check_targets(rows: list[list[object]]) -> str:
     )
 
 
+TRADEOFF_MODELS = [
+    "mlperf_tiny/resnet8_cifar_f32.onnx",
+    "torchvision/mobilenet_v2_035_96_f32.onnx",
+    "torchvision/efficientnet_lite0_128_f32.onnx",
+    "torchvision/efficientnet_lite0_128_int8.onnx",
+]
+WEIGHTS = [0.0, 0.05, 0.25, 1.0]
+
+
+def recompute_tradeoff(models: Path) -> str:
+    """Slow traffic against halo recompute as ``recompute_weight`` (bytes one recomputed MAC is worth) grows."""
+    out: list[list[object]] = []
+    for rel in TRADEOFF_MODELS:
+        if not (models / rel).exists():
+            continue
+        graph, scratch, _ = prepare(models / rel)
+        macs = sum(op_macs(graph, op) for op in graph.ops) or 1
+        for label, budget in BUDGETS[1:3]:
+            cells: list[object] = [rel.removesuffix(".onnx"), label]
+            for w in WEIGHTS:
+                try:
+                    p = plan_memory(graph, budget, xip=True, scratch_bytes_of=scratch, recompute_weight=w)
+                    cells.append(f"{kib(p.spill_bytes + p.reload_bytes)} KiB / {100 * p.recompute_macs / macs:.0f}%")
+                except DoesNotFitError:
+                    cells.append("no fit")
+            out.append(cells)
+    heads = ["model", "fast budget"] + [f"weight {w}" for w in WEIGHTS]
+    return (
+        "Slow traffic / halo recompute (share of MACs) as `plan_memory(recompute_weight=w)` prices one recomputed MAC "
+        "at w bytes of slow traffic (default 0: traffic only).\n\n" + markdown_table(heads, out)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=str(REPO.parent / "shared" / "models"))
@@ -163,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                 r[-1] = f"{r[-1]} (+{search_s:.1f} search)"
                 rows.append(r)
                 print(rows[-1], flush=True)
+    tradeoff = recompute_tradeoff(Path(args.models))
     targets = check_targets(rows)
     body = (
         "Planning quality per shared model (`python3 bench/plan_quality.py`, XIP, float32 and int8 as stored). "
@@ -172,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         + targets
         + "\n\n"
         + markdown_table(headers, rows)
+        + "\n\n"
+        + tradeoff
     )
     print(body)
     if not args.no_write:

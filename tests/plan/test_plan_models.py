@@ -88,3 +88,11 @@ def test_arena_offsets_reach_the_timeline_peak(budget_k):
     assert all(u.peak_bytes == u.timeline_peak for u in chain.units)
     branched = planned("torchvision/mobilenet_v2_035_96_int8.onnx", budget_k * KIB)
     assert all(u.peak_bytes <= 1.05 * u.timeline_peak for u in branched.units)
+
+
+def test_recompute_weight_trades_traffic_for_recompute():
+    rel = "mlperf_tiny/resnet8_cifar_f32.onnx"
+    free = planned(rel, 64 * KIB)
+    priced = planned(rel, 64 * KIB, recompute_weight=1.0)
+    assert priced.recompute_macs < free.recompute_macs
+    assert priced.spill_bytes + priced.reload_bytes >= free.spill_bytes + free.reload_bytes

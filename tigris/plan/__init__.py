@@ -320,8 +320,10 @@ def _partition_with(graph, bufs, u, costs, budget, how) -> tuple[list[ExecUnit],
     return None
 
 
-def _traffic_of(graph, bufs, planned) -> int:
-    return sum(_traffic(graph, bufs, planned[0]))
+def _cost_of(graph, bufs, costs, planned) -> float:
+    """Slow traffic of a planned partition, plus its halo recompute priced at ``costs.recompute_weight``."""
+    units, stages = planned
+    return sum(_traffic(graph, bufs, units)) + costs.recompute_weight * sum(s.recompute_macs for s in stages)
 
 
 def _partition(graph, bufs, u, costs, budget, strategy) -> tuple[list[ExecUnit], list[StagePlan]]:
@@ -340,7 +342,7 @@ def _partition(graph, bufs, u, costs, budget, strategy) -> tuple[list[ExecUnit],
     if not cands:
         assert spec_err is not None
         raise spec_err
-    return min(cands, key=lambda p: _traffic_of(graph, bufs, p))
+    return min(cands, key=lambda p: _cost_of(graph, bufs, costs, p))
 
 
 def plan_memory(
@@ -352,6 +354,7 @@ def plan_memory(
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     strategy: str = "tigris",
     accumulate_gap: bool = False,
+    recompute_weight: float = 0.0,
 ) -> MemoryPlan:
     """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring).
 
@@ -368,7 +371,11 @@ def plan_memory(
     bufs = buffers(graph)
     u = uses(bufs)
     costs = Costs(
-        weight_bytes_of or default_weight_bytes(graph), scratch_bytes_of or _no_scratch, xip, accumulate_gap
+        weight_bytes_of or default_weight_bytes(graph),
+        scratch_bytes_of or _no_scratch,
+        xip,
+        accumulate_gap,
+        recompute_weight,
     )
     units, stages = _partition(graph, bufs, u, costs, fast_budget, strategy)
     slow, slow_peak = _slow_arena(graph, bufs, units)

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import Buffers
-from tigris.plan.spatial import TiledLayout, largest_fitting, plan_bands, row_bytes, tiling_axis, untileable_reason
+from tigris.plan.lifetime import tensor_rows
+from tigris.plan.spatial import (
+    TiledLayout, largest_fitting, op_macs, plan_bands, row_bytes, tiling_axis, untileable_reason,
+)
 from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io, stage_weight_bytes
 
 INF = (float("inf"), 0, 0)
@@ -104,7 +107,15 @@ def tiled_traffic(
     sampled = len(layout.tile_rows)
     moved = [n for n in ins] + ([out] if layout.accumulate else [])  # an accumulator is spilled every tile
     reload = sum((r[n][1] - r[n][0]) * row_bytes(graph, n) for r in layout.tile_rows for n in moved)
-    return reload * tiles // sampled + (0 if layout.accumulate else bufs.nbytes[out])
+    cost = reload * tiles // sampled + (0 if layout.accumulate else bufs.nbytes[out])
+    if costs.recompute_weight:
+        extra = 0
+        for i in ops:
+            o = graph.ops[i].outputs[0]
+            rows = layout.computed_rows.get(o, 0) * tiles // sampled - tensor_rows(graph.tensors[o])
+            extra += op_macs(graph, graph.ops[i], rows) if rows > 0 else 0
+        cost += int(costs.recompute_weight * extra)
+    return cost
 
 
 def split_stages(graph: AnalyzedGraph, r: range, tiled: bool) -> list[range]:

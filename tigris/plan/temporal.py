@@ -68,6 +68,7 @@ class Costs:
     scratch_bytes: Callable[[int, int], int]
     xip: bool
     accumulate_gap: bool = False  # spatial rule 7 (opt-in)
+    recompute_weight: float = 0.0  # `tigris` strategy: bytes of slow traffic one recomputed halo MAC is worth
 
 
 def stage_timeline(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start: int, stop: int) -> Timeline:
