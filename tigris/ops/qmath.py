@@ -81,5 +81,8 @@ def quantize_float(x: np.ndarray, scale: float, zero_point: int, lo: int = -128,
     This is the only place float rounding enters int8 results (model-boundary Quantize and compile-time tables);
     it divides in float32 like ONNX Runtime so boundary results agree.
     """
-    q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale)).astype(np.int64) + int(zero_point)
+    quot = np.asarray(x, dtype=np.float32) / np.float32(scale)
+    # Clip before the integer conversion: a quotient beyond int64 (or an infinity) would wrap instead of saturating.
+    quot = np.clip(np.nan_to_num(quot, nan=0.0), -(2.0**40), 2.0**40)
+    q = np.rint(quot).astype(np.int64) + int(zero_point)
     return np.clip(q, lo, hi)
