@@ -18,7 +18,7 @@ from tigris.ir import TigrisError
 
 
 def synthetic_plan(fast: int = 4096, slow: int = 1024, flags: int = 0, name: str = "tiny",
-                   uint8_input: bool = False) -> bytes:
+                   uint8_input: bool = False, input_dtype: int = 2) -> bytes:
     """A structurally valid v1 plan: header, full directory, PLAN + STRINGS + IO filled, other sections empty."""
     strings = bytearray()
 
@@ -30,7 +30,7 @@ def synthetic_plan(fast: int = 4096, slow: int = 1024, flags: int = 0, name: str
     n_off, n_len = s(name)
     io_recs = []
     for direction, nm, shape, dt, nbytes, quant in (
-        (F.Direction.INPUT, 'in"put?', (1, 3, 4, 4), 2, 48, (0.5, -3)),
+        (F.Direction.INPUT, 'in"put?', (1, 3, 4, 4), input_dtype, 48, (0.5, -3)),
         (F.Direction.OUTPUT, "logits", (1, 10), 1, 40, None),
     ):
         o, ln = s(nm)
@@ -134,6 +134,12 @@ def test_rejects_bad_sections(flag, section):
     kwargs["section" if flag == "--section" else "slow_section"] = section
     with pytest.raises(TigrisError, match=flag):
         generate_c(synthetic_plan(), "m", "core", **kwargs)
+
+
+def test_rejects_unknown_interface_dtype():
+    # A CRC-valid plan from a newer writer with a dtype this codegen cannot spell: a clear error, not a KeyError.
+    with pytest.raises(TigrisError, match="unknown dtype 99"):
+        generate_c(synthetic_plan(input_dtype=99), "m")
 
 
 def test_rejects_bad_format():

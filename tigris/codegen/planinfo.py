@@ -12,13 +12,15 @@ import zlib
 from dataclasses import dataclass
 
 from tigris.emit import format as F
+from tigris.emit.gen_header import DTYPE_C_NAMES
 from tigris.ir import TigrisError
 from tigris.ops.base import DTYPE_CODES
 
 DTYPE_NAMES = {code: name for name, code in DTYPE_CODES.items()}
-# C spelling of each dtype code (the TGRS_DT_* macros of tgrs_format.h).
-DTYPE_C = {1: "TGRS_DT_F32", 2: "TGRS_DT_S8", 3: "TGRS_DT_U8", 4: "TGRS_DT_S32", 5: "TGRS_DT_S16"}
+# C spelling of each dtype code: the TGRS_DT_* macros tgrs_format.h is generated with.
+DTYPE_C = {code: f"TGRS_DT_{DTYPE_C_NAMES[name]}" for name, code in DTYPE_CODES.items()}
 LAYOUT_C = {int(v): f"TGRS_LAYOUT_{v.name}" for v in F.Layout}
+_U8, _S8 = DTYPE_CODES["uint8"], DTYPE_CODES["int8"]
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,8 @@ class IoInfo:
     def caller_dtype(self) -> int:
         """TGRS_DT_* of the caller's buffer (tigris.h): the declared dtype only where the runtime converts
         (a uint8 boundary on an int8 tensor), else the stored one."""
-        if self.decl_dtype == 3 and self.dtype == 2:
-            return 3
+        if self.decl_dtype == _U8 and self.dtype == _S8:
+            return _U8
         return self.dtype
 
     @property
@@ -129,6 +131,11 @@ def read_plan_info(data: bytes) -> PlanInfo:
         rank = int(r["rank"])  # type: ignore[call-overload]
         if not 0 <= rank <= F.MAX_RANK:
             raise _fail(f"interface record {i} has rank {rank}")
+        for field in ("dtype", "decl_dtype"):
+            if int(r[field]) not in DTYPE_C:  # type: ignore[call-overload]
+                raise _fail(f"interface record {i} has unknown {field} {r[field]}")
+        if int(r["layout"]) not in LAYOUT_C:  # type: ignore[call-overload]
+            raise _fail(f"interface record {i} has unknown layout {r['layout']}")
         quant = bool(int(r["flags"]) & F.IoFlag.QUANT)  # type: ignore[call-overload]
         decl_quant = bool(int(r["flags"]) & F.IoFlag.DECL_QUANT)  # type: ignore[call-overload]
         ios.append(
