@@ -99,7 +99,8 @@ def fallback_header_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-_DEFINE_RE = re.compile(r"^\s*#\s*define\s+(TGRS_[A-Z0-9_]+)\s+\(?\s*(-?(?:0x[0-9a-fA-F]+|\d+))[uUlL]*\s*\)?\s*(?:/\*.*?\*/)?\s*$", re.M)
+_DEFINE_RE = re.compile(
+    r"^\s*#\s*define\s+(TGRS_[A-Z0-9_]+)\s+\(?\s*(-?(?:0x[0-9a-fA-F]+|\d+))[uUlL]*\s*\)?\s*(?:/\*.*?\*/)?\s*$", re.M)
 _ENUM_RE = re.compile(r"\b(TGRS_[A-Z0-9_]+)\s*=\s*\(?\s*(-?(?:0x[0-9a-fA-F]+|\d+))[uUlL]*\s*\)?\s*[,}]")
 
 
@@ -304,7 +305,7 @@ def split_rows(total: int, bands: int) -> list[tuple[int, int]]:
     return [(edges[i], edges[i + 1] - edges[i]) for i in range(bands)]
 
 
-# -- single-op IR graphs and ONNX Runtime, for reference-vs-ORT tests ---------------------------------------------------
+# -- single-op IR graphs and ONNX Runtime, for reference-vs-ORT tests --------------------------------------------------
 def qparam(scale, zero_point=0, axis: int | None = None):
     """A QuantParam from scalars or sequences (per-tensor when one value)."""
     from tigris.ir import QuantParam

@@ -72,7 +72,7 @@ def test_reference_matches_onnxruntime(case: MacCase):
         assert_float_close(ref, expected)
 
 
-# -- C vs reference -----------------------------------------------------------------------------------------------------
+# -- C vs reference ----------------------------------------------------------------------------------------------------
 @settings(max_examples=120, **SETTINGS)
 @given(case=conv_cases())
 def test_c_kernel_matches_reference(lib, case: MacCase):
@@ -89,7 +89,7 @@ def test_c_kernel_matches_reference(lib, case: MacCase):
                                                                                             case.out_view())
 
 
-# -- banded execution ----------------------------------------------------------------------------------------------------
+# -- banded execution --------------------------------------------------------------------------------------------------
 @settings(max_examples=60, **SETTINGS)
 @given(case=conv_cases(max_hw=12), bands=st.integers(2, 5), margin=st.integers(0, 2))
 def test_bands_equal_whole(lib, case: MacCase, bands: int, margin: int):
@@ -129,7 +129,7 @@ def test_missing_input_row_is_a_tile_error(lib, op_type, int8):
     assert st == lib.const["TGRS_OK"]
 
 
-# -- scratch -------------------------------------------------------------------------------------------------------------
+# -- scratch -----------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("int8", [False, True])
 def test_scratch_is_checked(lib, int8):
     case = MacCase(op_type="Conv", n=1, c=5, h=6, w=6, oc=7, kernel=(3, 3), pads=(1, 1, 1, 1), int8=int8).build()
@@ -150,7 +150,7 @@ def test_pointwise_needs_no_scratch(lib):
     assert_float_close(got, reference(case, low))
 
 
-# -- corrupted parameters ------------------------------------------------------------------------------------------------
+# -- corrupted parameters ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op_type", ["Conv", "DepthwiseConv"])
 def test_bad_params_are_refused(lib, op_type):
     case = MacCase(op_type=op_type, n=1, c=4, h=5, w=5, oc=4, group=4 if op_type == "DepthwiseConv" else 1,
@@ -190,7 +190,7 @@ def test_dtype_mismatch_is_refused(lib):
     assert lib.run(low, [case.in_view()], out) == lib.const["TGRS_ERR_DTYPE"]
 
 
-# -- lowering -------------------------------------------------------------------------------------------------------------
+# -- lowering ----------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("which", ["x", "w", "y"])
 @pytest.mark.parametrize("bad", [0.0, -0.5, float("nan"), float("inf")])
 def test_bad_scale_is_an_error_naming_the_tensor(which, bad):

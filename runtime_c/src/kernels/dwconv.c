@@ -20,7 +20,7 @@
 #include "window.h"
 
 #define DW_CB 16 /* channels per accumulator block */
-#define DW_MAX_TAPS 64 /* interior fast path for windows up to this many taps (8x8); larger ones take the generic path */
+#define DW_MAX_TAPS 64 /* interior fast path for windows of up to 64 taps (8x8); larger ones go the generic way */
 
 typedef struct dw_geom {
     tgrs_window w;
