@@ -312,3 +312,23 @@ def test_conv_real_layer_sizes(lib, int8, c, oc, kernel, pads):
         np.testing.assert_array_equal(got, ref)
     else:
         assert_float_close(got, ref)
+
+
+@pytest.mark.parametrize("op_type", ["Conv", "DepthwiseConv", "Gemm"])
+def test_per_tensor_weight_scale_equals_uniform_per_channel(op_type):
+    """A per-tensor weight scale lowers exactly like per-channel scales that are all equal (exact equality)."""
+    from harness import qparam
+    from tigris.ir import Tensor
+
+    dw = op_type == "DepthwiseConv"
+    case = MacCase(op_type=op_type, n=1, c=4, h=5, w=5, oc=4, group=4 if dw else 1,
+                   kernel=(1, 1) if op_type == "Gemm" else (3, 3), int8=True, seed=12).build()
+    case.data["s_w"] = np.full(4, 0.0123, np.float32)
+    g = case.graph()
+    per_channel = lower(g, g.ops[0])
+    t = g.tensors["w"]
+    g.tensors["w"] = Tensor("w", t.shape, "int8", qparam(0.0123, 0))
+    per_tensor = lower(g, g.ops[0])
+    assert per_channel.params == per_tensor.params
+    for name in per_channel.consts:
+        np.testing.assert_array_equal(per_channel.consts[name], per_tensor.consts[name])
