@@ -50,3 +50,22 @@ def test_noop():
 
 def test_reference_executor_agrees_with_ort():
     assert_reference_matches_ort(_m())
+
+
+def test_int8_pad_with_zero_point_value_folds():
+    """tf2onnx style: the Pad runs on int8 with the zero point as its value, between a Q and a DQ."""
+    from passes._build import I8
+
+    nodes = [helper.make_node("Pad", ["xq", "pads", "v"], ["p"], name="pad"),
+             helper.make_node("DequantizeLinear", ["p", "s", "z"], ["pd"]),
+             helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["w"], axis=0),
+             helper.make_node("Conv", ["pd", "w"], ["c"], strides=[2, 2]),
+             helper.make_node("QuantizeLinear", ["c", "sy", "zy"], ["y"])]
+    inits = {"pads": np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64), "v": np.int8(-7), "s": np.float32(0.05),
+             "z": np.int8(-7), "wq": RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8),
+             "sw": np.full(4, 0.01, np.float32), "zw": np.zeros(4, np.int8), "sy": np.float32(0.1), "zy": np.int8(0)}
+    m = model(nodes, [("xq", I8, [1, 3, 6, 6])], [("y", I8, None)], inits)
+    g = run_pass(upto(load(m), "pad_fold"), "pad_fold").graph
+    assert [op.op_type for op in g.ops] == ["Conv"] and g.ops[0].attrs["pads"] == [0, 0, 1, 1]
+    assert_same_as_ort(m, g, tol=0.0)
+    assert_reference_matches_ort(m, lsb=1)
