@@ -105,9 +105,78 @@ static int64_t dw_base(const dw_geom *dg, int32_t oh, int32_t ow)
 
 /* ---------------------------------------------------------------------------------------------------- float32 -- */
 
-static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
+/* One pixel, one channel block, any pixel: taps outside the image are skipped (padding is real 0). */
+static void dw_block_f32(const dw_geom *dg, const float *img, const float *wt, int32_t oh, int32_t ow, int32_t c0,
+                         int32_t nc, float acc[DW_CB])
 {
     const tgrs_window *w = &dg->w;
+    int32_t i, j, cc;
+    for (cc = 0; cc < DW_CB; ++cc) {
+        acc[cc] = 0.0f;
+    }
+    for (i = 0; i < w->kh; ++i) {
+        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+        if (ih < 0 || ih >= dg->h) {
+            continue;
+        }
+        for (j = 0; j < w->kw; ++j) {
+            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+            const float *x;
+            const float *wk = wt + ((int64_t)i * w->kw + j) * dg->oc + c0;
+            if (iw < 0 || iw >= dg->wd) {
+                continue;
+            }
+            x = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c;
+            if (dg->m == 1 && nc == DW_CB) {
+                x += c0;
+                for (cc = 0; cc < DW_CB; ++cc) {
+                    acc[cc] += x[cc] * wk[cc];
+                }
+            } else {
+                for (cc = 0; cc < nc; ++cc) {
+                    acc[cc] += x[(c0 + cc) / dg->m] * wk[cc];
+                }
+            }
+        }
+    }
+}
+
+/*
+ * Two horizontally adjacent interior pixels, one full channel block, m = 1: each weight vector is loaded once for
+ * both. The taps are summed in the same order as dw_block_f32, so a pixel's result does not depend on pairing.
+ */
+static void dw_pair_f32(const float *base, int64_t step, const float *wk0, int32_t oc, const int64_t *toff,
+                        int32_t ntaps, float acc0[DW_CB], float acc1[DW_CB])
+{
+    int32_t t, cc;
+    for (cc = 0; cc < DW_CB; ++cc) {
+        acc0[cc] = 0.0f;
+        acc1[cc] = 0.0f;
+    }
+    for (t = 0; t < ntaps; ++t) {
+        const float *x0 = base + toff[t];
+        const float *x1 = x0 + step;
+        const float *wk = wk0 + (int64_t)t * oc;
+        for (cc = 0; cc < DW_CB; ++cc) {
+            acc0[cc] += x0[cc] * wk[cc];
+            acc1[cc] += x1[cc] * wk[cc];
+        }
+    }
+}
+
+static void dw_store_f32(float *o, const float *acc, const float *bias, int32_t nc, float lo, float hi)
+{
+    int32_t cc;
+    for (cc = 0; cc < nc; ++cc) {
+        float v = acc[cc] + bias[cc];
+        v = (v < lo) ? lo : v;
+        v = (v > hi) ? hi : v;
+        o[cc] = v;
+    }
+}
+
+static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
+{
     const float *wt = (const float *)ctx->c[TGRS_C_DWCONV_WEIGHT];
     const float *bias = (const float *)ctx->c[TGRS_C_DWCONV_BIAS];
     const float lo = tgrs_p_f32(ctx, TGRS_P_DWCONV_FMIN);
@@ -116,63 +185,32 @@ static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
     float *out = (float *)ctx->out->data;
     const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
+    const int64_t pstep = (int64_t)dg->w.sw * dg->c; /* input distance between adjacent output pixels */
     int64_t toff[DW_MAX_TAPS];
     const int32_t ntaps = (dg->m == 1) ? dw_tap_offsets(dg, toff) : 0;
-    int32_t n, r, ow, i, j, c0, cc, t;
+    int32_t n, r, ow, c0, px;
     for (n = 0; n < dg->n; ++n) {
         const float *img = in + n * in_img;
         for (r = 0; r < dg->out_rows; ++r) {
             const int32_t oh = dg->out_row0 + r;
-            for (ow = 0; ow < dg->ow; ++ow) {
+            int32_t step;
+            for (ow = 0; ow < dg->ow; ow += step) {
                 float *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
-                const int inner = dw_interior(dg, oh, ow);
+                const int inner = ntaps > 0 && dw_interior(dg, oh, ow);
+                const int pair = inner && ow + 1 < dg->ow && dw_interior(dg, oh, ow + 1);
+                step = pair ? 2 : 1;
                 for (c0 = 0; c0 < dg->oc; c0 += DW_CB) {
                     const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
-                    float acc[DW_CB];
-                    const int fast = inner && ntaps > 0 && nc == DW_CB;
-                    for (cc = 0; cc < DW_CB; ++cc) {
-                        acc[cc] = 0.0f;
+                    float acc0[DW_CB], acc1[DW_CB];
+                    if (pair && nc == DW_CB) {
+                        dw_pair_f32(img + dw_base(dg, oh, ow) + c0, pstep, wt + c0, dg->oc, toff, ntaps, acc0, acc1);
+                        dw_store_f32(o + c0, acc0, bias + c0, nc, lo, hi);
+                        dw_store_f32(o + dg->oc + c0, acc1, bias + c0, nc, lo, hi);
+                        continue;
                     }
-                    if (fast) {
-                        const float *base = img + dw_base(dg, oh, ow) + c0;
-                        for (t = 0; t < ntaps; ++t) {
-                            const float *x = base + toff[t];
-                            const float *wk = wt + (int64_t)t * dg->oc + c0;
-                            for (cc = 0; cc < DW_CB; ++cc) {
-                                acc[cc] += x[cc] * wk[cc];
-                            }
-                        }
-                    }
-                    for (i = 0; i < w->kh && !fast; ++i) {
-                        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
-                        if (!inner && (ih < 0 || ih >= dg->h)) {
-                            continue; /* padding: real value 0 */
-                        }
-                        for (j = 0; j < w->kw; ++j) {
-                            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
-                            const float *x;
-                            const float *wk = wt + ((int64_t)i * w->kw + j) * dg->oc + c0;
-                            if (!inner && (iw < 0 || iw >= dg->wd)) {
-                                continue;
-                            }
-                            x = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c;
-                            if (dg->m == 1 && nc == DW_CB) {
-                                x += c0;
-                                for (cc = 0; cc < DW_CB; ++cc) {
-                                    acc[cc] += x[cc] * wk[cc];
-                                }
-                            } else {
-                                for (cc = 0; cc < nc; ++cc) {
-                                    acc[cc] += x[(c0 + cc) / dg->m] * wk[cc];
-                                }
-                            }
-                        }
-                    }
-                    for (cc = 0; cc < nc; ++cc) {
-                        float v = acc[cc] + bias[c0 + cc];
-                        v = (v < lo) ? lo : v;
-                        v = (v > hi) ? hi : v;
-                        o[c0 + cc] = v;
+                    for (px = 0; px < step; ++px) {
+                        dw_block_f32(dg, img, wt, oh, ow + px, c0, nc, acc0);
+                        dw_store_f32(o + (int64_t)px * dg->oc + c0, acc0, bias + c0, nc, lo, hi);
                     }
                 }
             }
@@ -218,16 +256,40 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                 for (cc = 0; cc < nc; ++cc) {
                     rq[cc] = tgrs_rq_make(mult[c0 + cc], shift[c0 + cc], zp_out);
                 }
-                for (ow = 0; ow < dg->ow; ++ow) {
+                int32_t step;
+                for (ow = 0; ow < dg->ow; ow += step) {
                     int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
                     const int inner = dw_interior(dg, oh, ow);
                     /* uint32: wrapping is defined; the lowering proved the true sums fit in int32 */
                     uint32_t acc[DW_CB];
                     const int fast = inner && ntaps > 0 && nc == DW_CB;
+                    step = 1;
                     for (cc = 0; cc < DW_CB; ++cc) {
                         acc[cc] = 0;
                     }
-                    if (fast) {
+                    if (fast && ow + 1 < dg->ow && dw_interior(dg, oh, ow + 1)) {
+                        /* two adjacent interior pixels share every weight load */
+                        const int8_t *base = img + dw_base(dg, oh, ow) + c0;
+                        const int64_t pstep = (int64_t)w->sw * dg->c;
+                        uint32_t acc1[DW_CB];
+                        for (cc = 0; cc < DW_CB; ++cc) {
+                            acc1[cc] = 0;
+                        }
+                        for (t = 0; t < ntaps; ++t) {
+                            const int8_t *x0 = base + toff[t];
+                            const int8_t *x1 = x0 + pstep;
+                            const int8_t *wk = wt + (int64_t)t * dg->oc + c0;
+                            for (cc = 0; cc < DW_CB; ++cc) {
+                                acc[cc] += (uint32_t)((int32_t)x0[cc] * (int32_t)wk[cc]);
+                                acc1[cc] += (uint32_t)((int32_t)x1[cc] * (int32_t)wk[cc]);
+                            }
+                        }
+                        for (cc = 0; cc < DW_CB; ++cc) {
+                            const int32_t v = tgrs_wrap_add((int32_t)acc1[cc], bias[c0 + cc]);
+                            o[dg->oc + c0 + cc] = tgrs_rq_s8(&rq[cc], v, lo, hi);
+                        }
+                        step = 2;
+                    } else if (fast) {
                         const int8_t *base = img + dw_base(dg, oh, ow) + c0;
                         for (t = 0; t < ntaps; ++t) {
                             const int8_t *x = base + toff[t];
