@@ -33,3 +33,28 @@ def test_other_perm_or_shared_input_left_alone():
 
 def test_reference_executor_agrees_with_ort():
     assert_reference_matches_ort(_m([0, 3, 1, 2]))
+
+
+def test_float_input_quantized_then_transposed():
+    """Float NHWC interface of an int8 model: the Q moves in front of the Transpose (QDQ rule 2b), which then goes."""
+    from passes._build import I8  # noqa: F401  (documents the int8 intermediate)
+
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]),
+             helper.make_node("QuantizeLinear", ["t", "s", "z"], ["tq"]),
+             helper.make_node("DequantizeLinear", ["tq", "s", "z"], ["td"]),
+             helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["w"], axis=0),
+             helper.make_node("Conv", ["td", "w"], ["c"]),
+             helper.make_node("QuantizeLinear", ["c", "sy", "zy"], ["cq"]),
+             helper.make_node("DequantizeLinear", ["cq", "sy", "zy"], ["y"])]
+    inits = {"s": np.float32(0.05), "z": np.int8(1), "wq": np.random.default_rng(2).integers(-127, 128, (4, 3, 3, 3))
+             .astype(np.int8), "sw": np.full(4, 0.01, np.float32), "zw": np.zeros(4, np.int8),
+             "sy": np.float32(0.1), "zy": np.int8(0)}
+    m = model(nodes, [("x", F, [1, 6, 5, 3])], [("y", F, None)], inits)
+    from tigris.passes import normalize
+
+    g, _ = normalize(load(m), check=True)
+    assert [op.op_type for op in g.ops] == ["QuantizeLinear", "Conv", "DequantizeLinear"]
+    assert g.tensors["x"].shape == (1, 3, 6, 5) and g.tensors["x"].layout == "nhwc"
+    assert g.boundary["x"].shape == (1, 6, 5, 3)
+    assert_same_as_ort(m, g, tol=0.0)
+    assert_reference_matches_ort(m, tol=0.1 + 1e-6)  # float output of an int8 model: 1 output LSB (scale 0.1)

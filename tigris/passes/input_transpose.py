@@ -11,6 +11,8 @@ Rules:
    quantization) with the channels-last layout. ``graph.boundary`` keeps the declared (NHWC) shape, and a note
    records the change.
 3. Any other leading Transpose is left alone (it moves bytes).
+4. The same holds when a boundary ``QuantizeLinear`` sits between the float graph input and the Transpose (a
+   float-interface int8 model): both the input and the quantized tensor take the transposed logical shape.
 
 Why just before the layout pass: it assigns a layout, which only the layout pass's rule may predict; earlier passes
 see the ordinary NCHW graph.
@@ -26,11 +28,25 @@ NAME = "input_transpose"
 _TO_LOGICAL = {4: ((0, 3, 1, 2), "nhwc"), 3: ((0, 2, 1), "nwc")}
 
 
+def _through_quantize(g: AnalyzedGraph, x: str) -> tuple[str, str] | None:
+    """Rule 4: (graph input, boundary QuantizeLinear name) when ``x`` is the int8 output of a boundary Q that is its
+    input's only reader."""
+    q = next((o for o in g.ops if x in o.outputs), None)
+    if q is None or q.op_type != "QuantizeLinear" or q.inputs[0] not in g.inputs:
+        return None
+    if len(consumers(g, q.inputs[0])) != 1 or x in g.outputs:
+        return None
+    return q.inputs[0], q.name
+
+
 def run(graph: AnalyzedGraph) -> PassResult:
     g = graph
     n = 0
     for op in list(graph.ops):
-        if op.op_type != "Transpose" or op.inputs[0] not in g.inputs or op.outputs[0] in g.outputs:
+        if op.op_type != "Transpose" or op.outputs[0] in g.outputs:
+            continue
+        via = None if op.inputs[0] in g.inputs else _through_quantize(g, op.inputs[0])
+        if op.inputs[0] not in g.inputs and via is None:
             continue
         x, y = op.inputs[0], op.outputs[0]
         rank = len(g.tensors[x].shape)
@@ -42,7 +58,11 @@ def run(graph: AnalyzedGraph) -> PassResult:
         g = g.replace(ops=ops)
         ty, tx = g.tensors[y], g.tensors[x]
         g.tensors[x] = Tensor(x, ty.shape, tx.dtype, tx.quant or ty.quant, want[1])
-        g.notes.append(f"input {x}: leading Transpose {list(perm)} removed; declared {tx.shape} is stored as "
+        if via is not None:  # the float graph input before the boundary Q takes the same logical shape
+            src = g.tensors[via[0]]
+            g.tensors[via[0]] = Tensor(via[0], ty.shape, src.dtype, src.quant, want[1])
+        name = via[0] if via is not None else x
+        g.notes.append(f"input {name}: leading Transpose {list(perm)} removed; declared {tx.shape} is stored as "
                        f"{want[1]} logical {ty.shape}")
         g = tidy(g)
         n += 1

@@ -9,6 +9,9 @@ Rules:
    A ``QuantizeLinear`` of a float constant is evaluated (round half to even, saturate) into an int8 constant.
 2. Activation Q: the op producing the float input now writes the Q's output; the Q is removed. Declined (Q kept)
    when the float value has other readers or is a graph output, since removing it would change what they read.
+2b. A Q whose float input comes from a data-movement op (Reshape, Transpose, ...) that only it reads is moved in
+   front of that op, repeatedly, so the data movement runs on int8 (and a Q reached this way from a float graph
+   input becomes a boundary Q, rule 3).
 3. Boundary Q: a Q reading a float *graph input* is kept: the model's interface is float, the plan converts at the
    edge (design.md: ``QuantizeLinear`` at the model boundary only).
 4. Activation DQ: readers of its float output read the int8 input instead; the int8 tensor takes the DQ's QuantParam
@@ -36,7 +39,7 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Boundary, QuantParam, Tensor
 from tigris.passes._quant import qparam_of, quantize, restate_uint8, zp_dtype
-from tigris.passes._util import Decline, PassResult, replace_uses, set_const, tidy
+from tigris.passes._util import Decline, PassResult, fresh_name, replace_uses, set_const, tidy
 
 NAME = "qdq_fold"
 _MOVES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "Identity", "Pad"}
@@ -86,6 +89,13 @@ def run(graph: AnalyzedGraph) -> PassResult:
             declined.append(Decline(op.name, f"rule 9: {q}"))
             continue
         _annotate(g, y, q, zp_dtype(g, op))
+        hoisted = _hoist(g, ops, op)
+        while hoisted is not None:  # rule 2b
+            ops, op = hoisted
+            x, y = op.inputs[0], op.outputs[0]
+            n += 1
+            hoisted = _hoist(g, ops, op)
+        prod = {t: i for i, o in enumerate(ops) for t in o.outputs if t}
         if x in g.inputs:
             # rule 3: boundary quantize stays; its scale/zero point now live on the output tensor
             if len(op.inputs) > 1:
@@ -141,6 +151,33 @@ def run(graph: AnalyzedGraph) -> PassResult:
         if qd is not None:
             g.boundary[name] = Boundary(b.name, b.shape, b.dtype, qd)
     return PassResult(g, n, tuple(declined))
+
+
+def _hoist(g: AnalyzedGraph, ops: list, qop) -> tuple[list, object] | None:
+    """Rule 2b: ``float src -> mover -> x -> Q -> y`` becomes ``src -> Q -> mid -> mover -> y`` (mid int8 with y's
+    quantization), so the data-movement op runs on int8. None when the pattern does not apply."""
+    x, y = qop.inputs[0], qop.outputs[0]
+    pi = next((i for i, o in enumerate(ops) if x in o.outputs), None)
+    if pi is None:
+        return None
+    p = ops[pi]
+    if p.op_type not in _MOVES or p.op_type == "Pad" or x in g.outputs or len(p.outputs) != 1:
+        return None
+    if sum(x in o.inputs for o in ops) != 1:
+        return None
+    src = p.inputs[0]
+    if src in g.weights or g.tensors[src].dtype != "float32" or src in g.outputs \
+            or sum(src in o.inputs for o in ops) != 1:
+        return None
+    ts, ty = g.tensors[src], g.tensors[y]
+    mid = fresh_name(g, f"{src}_quantized")
+    g.tensors[mid] = Tensor(mid, ts.shape, ty.dtype, ty.quant)
+    new_q = qop.with_(inputs=(src, *qop.inputs[1:]), outputs=(mid,))
+    new_p = p.with_(inputs=(mid, *p.inputs[1:]), outputs=(y,))
+    out = [o for o in ops if o.name != qop.name]
+    k = out.index(p)
+    out[k:k + 1] = [new_q, new_p]
+    return out, new_q
 
 
 def _annotate(g: AnalyzedGraph, name: str, q: QuantParam, dtype: str) -> None:
