@@ -1,10 +1,10 @@
 """ONNX operator conformance cases (from the installed onnx package) through stage 1 and stage 2.
 
 For the operator families the runtime covers, every case either fails with a TigrisError (an unsupported model, a
-zero-size tensor, ...) or normalizes to supported ops; in the latter case ONNX Runtime on the exported normalized
-IR
+zero-size tensor, ...) or normalizes to supported ops; in the latter case ONNX Runtime on the exported normalized IR
 must reproduce the case's stored expected outputs (tolerance: the case's own rtol/atol, at least 1e-4). No case may
-crash the loader or a pass with a Python exception, whatever its operator. The cases are built in memory, nothing is written.
+crash the loader or a pass with a Python exception, whatever its operator. The cases are built in memory; nothing
+is written.
 """
 from __future__ import annotations
 
