@@ -234,3 +234,13 @@ def test_real_model_outputs_do_not_depend_on_arena_garbage(rel: str, fast: str) 
         a = _run_filled(data, raw, 0x00)
         b = _run_filled(data, raw, 0xA5)
         assert a[0] == 0 and b[0] == 0 and a[1] == b[1], (xip, comp)
+
+
+def test_a_session_reuses_its_arenas_across_runs() -> None:
+    """Runs on one Session (arenas reused, holding the previous run's bytes) equal runs on fresh Sessions."""
+    g = P.conv_chain_graph(int8=True)
+    data, _ = P.compile_graph(g, 1300)
+    s = Session(data)
+    for seed in (0, 1, 2, 0):
+        x = P.random_input(g, seed)
+        np.testing.assert_array_equal(s.run(x).outputs["y"], Session(data).run(x).outputs["y"])

@@ -10,6 +10,7 @@ them for as long as the Session lives.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +81,7 @@ def _is_physical(s: IOSpec) -> bool:
 
 
 class Session:
-    """A validated plan, ready to run any number of times (each run uses fresh zeroed arenas)."""
+    """A validated plan, ready to run any number of times (on arenas the Session owns)."""
 
     def __init__(self, plan_bytes: bytes | bytearray | memoryview):
         rt = runtime()
@@ -106,6 +107,12 @@ class Session:
         for i in range(self._lib.tgrs_num_outputs(self._plan)):
             self._check(self._lib.tgrs_output_info(self._plan, i, info))
             self.outputs.append(_spec(info))
+        # Arenas are allocated once and reused: the runtime never reads an arena byte it did not write in the same
+        # run (tests/runtime/test_rt_exec.py checks outputs do not depend on arena contents). cffi releases the GIL
+        # during tgrs_run, so runs of one Session are serialized.
+        self._fast = self._ffi.new("uint8_t[]", max(1, self.fast_size))
+        self._slow = self._ffi.new("uint8_t[]", max(1, self.slow_size))
+        self._lock = threading.Lock()
 
     @staticmethod
     def _check(rc: int, where: str | None = None) -> None:
@@ -154,12 +161,10 @@ class Session:
         out_ptrs = ffi.new("void *[]", max(1, len(self.outputs)))
         for i, b in enumerate(out_bufs):
             out_ptrs[i] = b
-        # Arenas: cffi zero-fills and aligns to at least 8 bytes (TGRS_ARENA_ALIGN is 4).
-        fast = ffi.new("uint8_t[]", max(1, self.fast_size))
-        slow = ffi.new("uint8_t[]", max(1, self.slow_size))
         stats = ffi.new("tgrs_stats *")
-        rc = lib.tgrs_run(self._plan, fast, self.fast_size, slow, self.slow_size,
-                          ffi.cast("const void *const *", in_ptrs), out_ptrs, stats)
+        with self._lock:  # cffi allocations are at least 8-byte aligned (TGRS_ARENA_ALIGN is 4)
+            rc = lib.tgrs_run(self._plan, self._fast, self.fast_size, self._slow, self.slow_size,
+                              ffi.cast("const void *const *", in_ptrs), out_ptrs, stats)
         if rc != 0:
             where = f"op record {stats.failed_op}" if stats.failed_op >= 0 else "run"
             raise PlanError(rc, where)
