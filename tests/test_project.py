@@ -25,3 +25,18 @@ def test_example_model_exists_with_licence():
     model = cmd.split("tigris analyze ")[1].split()[0]
     assert (REPO / model).is_file()
     assert (REPO / "examples" / "mnist-8_LICENSE.txt").is_file()
+
+
+def test_package_data_ships_every_runtime_source():
+    """An installed (non-editable) tigris builds runtime_c from its package data: every C source and header the host
+    build compiles must match a package-data pattern."""
+    import fnmatch
+    import tomllib
+
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["tigris"]
+    rt = REPO / "runtime_c"
+    sources = [p for p in list(rt.glob("src/**/*")) + list(rt.glob("include/*")) if p.suffix in (".c", ".h")]
+    assert sources
+    for p in sources:
+        rel = "_runtime_c/" + p.relative_to(rt).as_posix()
+        assert any(fnmatch.fnmatchcase(rel, pat) for pat in patterns), rel
