@@ -204,8 +204,14 @@ def analyze(
     try:
         plan = _plan(prep, fast_b, slow_b, xip)
     except DoesNotFitError as e:
-        result.reason = str(e)
+        result.reason = e.what  # already names the stage and the op; the model is named by the caller
         result.min_fast_budget = _min_fast(prep, slow_b, xip, fast_b)
+        if not xip:
+            try:
+                _plan(prep, fast_b, slow_b, True)
+                result.reason += "; it fits with --xip (weights read from flash instead of copied to SRAM)"
+            except DoesNotFitError:
+                pass
     plan_bytes: bytes | None = None
     if plan is not None and emit:
         from tigris.emit import emit_plan
