@@ -63,7 +63,11 @@
 #define TGRS_IO_F_DECL_QUANT 1u
 #define TGRS_IO_F_QUANT 2u
 #define TGRS_UNIT_F_TILED 1u
+#define TGRS_UNIT_F_SHUFFLE 2u
+#define TGRS_UNIT_F_ACCUM 4u
 #define TGRS_STAGE_F_TILED 1u
+#define TGRS_UNIT_FLAGS_KNOWN 7u                         /* any other unit flag bit is an error */
+#define TGRS_SHUFFLE_CHUNK 256u                          /* bytes per byte-plane shuffle chunk */
 
 /* ---- section ids (directory order = file order) ---- */
 #define TGRS_SEC_PLAN 1u                                 /* record tgrs_plan_rec; exactly one record */

@@ -13,6 +13,7 @@
 #include "tgrs_internal.h"
 #include "tgrs_lz4.h"
 #include "tgrs_op.h"
+#include "tgrs_shuffle.h"
 
 /* Kernel per op kind; designated initializers tie each entry to its TGRS_OP_* number, not to a position. */
 static const tgrs_kernel_fn tgrs_kernel_table[TGRS_OP_COUNT + 1u] = {
@@ -210,6 +211,10 @@ static int tgrs_load_weights(tgrs_exec *ex, const uint8_t *u)
     if ((ex->plan->flags & TGRS_FLAG_LZ4) != 0u) {
         if (tgrs_lz4_decode(blob, tgrs_rd_u32(u + TGRS_UNIT_OFF_WBLOB_SIZE), ex->fast, raw) != TGRS_LZ4_OK) {
             return TGRS_ERR_LZ4;
+        }
+        if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_SHUFFLE) != 0u) {
+            /* In place over [0, raw), which the loader proved lies inside the fast arena. */
+            (void)tgrs_unshuffle(ex->fast, raw);
         }
     } else {
         memcpy(ex->fast, blob, raw);

@@ -628,7 +628,8 @@ static int tgrs_check_units(const tgrs_plan *plan)
         uint32_t sf = tgrs_rd_u32(u + TGRS_UNIT_OFF_STAGE_FIRST);
         uint32_t sc = tgrs_rd_u32(u + TGRS_UNIT_OFF_STAGE_COUNT);
         uint32_t k;
-        if ((flags & ~TGRS_UNIT_F_TILED) != 0u || tgrs_rd_u32(u + TGRS_UNIT_OFF_RESERVED) != 0u || tiles == 0u) {
+        if ((flags & ~TGRS_UNIT_FLAGS_KNOWN) != 0u || tgrs_rd_u32(u + TGRS_UNIT_OFF_RESERVED) != 0u || tiles == 0u ||
+            ((flags & TGRS_UNIT_F_ACCUM) != 0u && ((flags & TGRS_UNIT_F_TILED) == 0u || oc == 0u))) {
             return TGRS_ERR_UNIT;
         }
         if ((flags & TGRS_UNIT_F_TILED) == 0u) {
@@ -671,7 +672,7 @@ static int tgrs_check_units(const tgrs_plan *plan)
             }
         }
         if (xip) {
-            if (wb != 0u || boff != 0u || bsize != 0u || raw != 0u) {
+            if (wb != 0u || boff != 0u || bsize != 0u || raw != 0u || (flags & TGRS_UNIT_F_SHUFFLE) != 0u) {
                 return TGRS_ERR_WEIGHTS;
             }
         } else {
@@ -680,6 +681,9 @@ static int tgrs_check_units(const tgrs_plan *plan)
                 return TGRS_ERR_WEIGHTS;
             }
             if (lz4 ? ((bsize == 0u) != (raw == 0u)) : (bsize != raw)) {
+                return TGRS_ERR_WEIGHTS;
+            }
+            if ((flags & TGRS_UNIT_F_SHUFFLE) != 0u && (!lz4 || raw == 0u)) {
                 return TGRS_ERR_WEIGHTS;
             }
             if (lz4 && bsize != 0u &&

@@ -86,7 +86,23 @@ class IoFlag(IntEnum):
 
 
 class UnitFlag(IntEnum):
+    """Unit ``flags`` bits. Unknown bits are an error (TGRS_ERR_UNIT), so a reader that predates a bit refuses a plan
+    using it instead of misreading it: that is why SHUFFLE and ACCUM did not need a new format version."""
+
     TILED = 1  # the unit runs `tiles` tiles; TILE_ROWS holds tiles x place_count row bands
+    # The unit's LZ4 blob decodes to the byte-plane shuffle of its prefix image (every whole SHUFFLE_CHUNK-byte chunk
+    # stored as its 4 byte planes; the tail as it is). Only with the LZ4 header flag and a nonzero wraw_size.
+    SHUFFLE = 2
+    # The unit's last op is a GlobalAveragePool that accumulates over all tiles: its accumulator is cleared before
+    # the first tile, every tile adds its input band, the average is formed after the last tile (before the spill).
+    # Only on TILED units; docs/format.md lists what a reader checks.
+    ACCUM = 4
+
+
+UNIT_FLAGS_KNOWN = UnitFlag.TILED | UnitFlag.SHUFFLE | UnitFlag.ACCUM
+# Bytes per byte-plane shuffle chunk (UnitFlag.SHUFFLE): chunk byte 4*i + p is stored at p * (CHUNK / 4) + i. The
+# runtime undoes it in place through a stack buffer of this size.
+SHUFFLE_CHUNK = 256
 
 
 class StageFlag(IntEnum):

@@ -145,6 +145,8 @@ def generate() -> str:
     ):
         for m in enum:
             L.append(_define(f"{prefix}{m.name}", f"{int(m)}u"))
+    L.append(_define("TGRS_UNIT_FLAGS_KNOWN", f"{int(F.UNIT_FLAGS_KNOWN)}u", "any other unit flag bit is an error"))
+    L.append(_define("TGRS_SHUFFLE_CHUNK", f"{F.SHUFFLE_CHUNK}u", "bytes per byte-plane shuffle chunk"))
     L += ["", "/* ---- section ids (directory order = file order) ---- */"]
     for spec in F.SECTIONS:
         rec = f"record tgrs_{spec.record.name}_rec" if spec.record else "bytes"

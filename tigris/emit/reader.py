@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from tigris.emit import format as F
-from tigris.emit.weights import decompress_block
+from tigris.emit.weights import decompress_block, unshuffle_planes
 from tigris.ir import DTYPE_SIZE, TigrisError
 from tigris.layout import view_dims
 from tigris.ops import KINDS
@@ -141,6 +141,15 @@ class UnitInfo:
     wblob_size: int
     wraw_size: int
     peak_bytes: int
+    flags: int = 0  # UnitFlag bits as stored
+
+    @property
+    def shuffled(self) -> bool:
+        return bool(self.flags & F.UnitFlag.SHUFFLE)
+
+    @property
+    def accumulates(self) -> bool:
+        return bool(self.flags & F.UnitFlag.ACCUM)
 
 
 @dataclass(frozen=True)
@@ -562,9 +571,10 @@ def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) ->
         rf, rc = int(u["rows_first"]), int(u["rows_count"])
         of, oc = int(u["op_first"]), int(u["op_count"])
         if (
-            uflags & ~int(F.UnitFlag.TILED)
+            uflags & ~int(F.UNIT_FLAGS_KNOWN)
             or u["reserved"] != 0
             or tiles == 0
+            or (uflags & F.UnitFlag.ACCUM and (not tiled or oc == 0))
             or (not tiled and (tiles != 1 or rf != 0 or rc != 0))
             or (tiled and rc != tiles * pc)
             or of != next_op
@@ -586,8 +596,9 @@ def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) ->
         if any(s >= n_stages for s in stages_u):
             raise _fail("ERR_STAGE", f"{what}: stage index out of range ({n_stages})")
         wbytes, wo, ws, wr = (int(u[k]) for k in ("weight_bytes", "wblob_off", "wblob_size", "wraw_size"))
+        shuffled = bool(uflags & F.UnitFlag.SHUFFLE)
         if c.xip:
-            if wbytes or wo or ws or wr:
+            if wbytes or wo or ws or wr or shuffled:
                 raise _fail("ERR_WEIGHTS", f"{what}: weight prefix fields set in an XIP plan")
         elif (
             wo > len(weights)
@@ -597,6 +608,7 @@ def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) ->
             or wbytes > fast_arena
             or (not c.lz4 and ws != wr)
             or (c.lz4 and (ws == 0) != (wr == 0))
+            or (shuffled and (not c.lz4 or wr == 0))
         ):
             raise _fail("ERR_WEIGHTS", f"{what}: weight blob {wo}+{ws} -> {wr} (prefix {wbytes}) is inconsistent")
         image = b""
@@ -607,6 +619,8 @@ def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) ->
                     image = decompress_block(blob, wr)
                 except ValueError as e:
                     raise _fail("ERR_LZ4", f"{what}: {e}") from None
+                if shuffled:
+                    image = unshuffle_planes(image, F.SHUFFLE_CHUNK)
             else:
                 image = blob
         images.append(image)
@@ -666,7 +680,7 @@ def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo
         ui, tiled, int(u["op_first"]), int(u["op_count"]), reload, spill, tuple(placements), tiles,
         tuple(tile_rows), c.ilist(int(u["stage_first"]), int(u["stage_count"]), what),
         c.ilist(int(u["irop_first"]), int(u["irop_count"]), what), wbytes, int(u["wblob_off"]),
-        int(u["wblob_size"]), int(u["wraw_size"]), int(u["peak_bytes"]),
+        int(u["wblob_size"]), int(u["wraw_size"]), int(u["peak_bytes"]), int(u["flags"]),
     )
 
 

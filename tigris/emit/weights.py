@@ -91,3 +91,35 @@ def decompress_block(block: bytes, raw_size: int) -> bytes:
     if len(out) != raw_size:
         raise ValueError(f"LZ4 block decodes to {len(out)} bytes, expected {raw_size}")
     return out
+
+
+def shuffle_planes(raw: bytes, chunk: int = 256) -> bytes:
+    """Byte-plane shuffle (UnitFlag.SHUFFLE): every whole ``chunk``-byte chunk is stored as its four byte planes, byte
+    ``4*i + p`` of the chunk going to ``p * chunk/4 + i``; a shorter tail stays as it is.
+
+    Why: float32 weights of similar magnitude share their exponent byte and the top mantissa bits, but in the
+    interleaved layout those equal bytes are 4 apart and LZ4 needs runs of 4 equal bytes to match. Grouping the
+    planes puts the compressible bytes next to each other. 256 bytes keeps the runtime's in-place inverse to a
+    256-byte stack buffer.
+    """
+    whole = len(raw) // chunk * chunk
+    head = np.frombuffer(raw, dtype=np.uint8, count=whole).reshape(-1, chunk // 4, 4)
+    return head.transpose(0, 2, 1).tobytes() + bytes(raw[whole:])
+
+
+def unshuffle_planes(data: bytes, chunk: int = 256) -> bytes:
+    """The inverse of :func:`shuffle_planes` (what runtime_c's ``tgrs_unshuffle`` does in place)."""
+    whole = len(data) // chunk * chunk
+    head = np.frombuffer(data, dtype=np.uint8, count=whole).reshape(-1, 4, chunk // 4)
+    return head.transpose(0, 2, 1).tobytes() + bytes(data[whole:])
+
+
+def compress_unit_blob(raw: bytes, chunk: int = 256) -> tuple[bytes, bool]:
+    """(LZ4 block, shuffled?) for one unit's prefix image: the byte-plane shuffled block when it is strictly smaller,
+    else the plain one. Int8 weights usually compress better unshuffled (their repeats are whole bytes already),
+    float32 weights better shuffled, so the writer measures both per unit rather than guessing from dtypes."""
+    plain = compress_block(raw)
+    if len(raw) < chunk:
+        return plain, False
+    shuffled = compress_block(shuffle_planes(raw, chunk))
+    return (shuffled, True) if len(shuffled) < len(plain) else (plain, False)

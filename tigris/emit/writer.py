@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tigris.emit import format as F
-from tigris.emit.weights import WeightGroup, compress_block, const_bytes
+from tigris.emit.weights import WeightGroup, compress_unit_blob, const_bytes
 from tigris.ir import AnalyzedGraph, DoesNotFitError, Tensor, TigrisError
 from tigris.layout import view_dims
 from tigris.ops import KIND_IDS
@@ -330,6 +330,7 @@ def _build_units(ctx: _Ctx) -> _Units:
             if not ctx.lowered[i].alias:
                 acc.ops.append(_op_record(ctx, i, group, unit.scratch.get(i)))
         wblob_size = wraw_size = 0
+        flags = int(F.UnitFlag.TILED) if tiled else 0
         if not ctx.xip:
             raw = group.image()
             acc.weight_raw += len(raw)
@@ -338,16 +339,19 @@ def _build_units(ctx: _Ctx) -> _Units:
                     f"unit {u} needs {len(raw)} bytes of weight prefix, the plan reserved {unit.weight_bytes}", where
                 )
             if raw:
-                stored = compress_block(raw) if ctx.compression == "lz4" else raw
+                stored, shuffled = raw, False
+                if ctx.compression == "lz4":
+                    stored, shuffled = compress_unit_blob(raw, F.SHUFFLE_CHUNK)
                 acc.blobs.append((u, stored))
                 wblob_size, wraw_size = len(stored), len(raw)
+                flags |= int(F.UnitFlag.SHUFFLE) if shuffled else 0
         reload_first, reload_count = ctx.index.add([ctx.ti(n, where) for n in unit.reload])
         spill_first, spill_count = ctx.index.add([ctx.ti(n, where) for n in unit.spill])
         stage_first, stage_count = ctx.index.add(list(unit.stages))
         irop_first, irop_count = ctx.index.add(list(unit.ops))
         acc.units.append(
             dict(
-                flags=int(F.UnitFlag.TILED) if tiled else 0, op_first=op_first, op_count=len(acc.ops) - op_first,
+                flags=flags, op_first=op_first, op_count=len(acc.ops) - op_first,
                 reload_first=reload_first, reload_count=reload_count, spill_first=spill_first,
                 spill_count=spill_count, place_first=place_first, place_count=len(placed),
                 tiles=len(unit.tile_rows) if tiled else 1, rows_first=rows_first,
