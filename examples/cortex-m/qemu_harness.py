@@ -69,11 +69,13 @@ def kernel_stubs(obj_dir: Path, sources: list[Path] | None = None) -> list[Path]
 
 def build(board: str, build_dir: Path, *, app: str = "model", model_c: Path | None = None,
           obj_dir: Path | None = None, opt: str = "-O2", runtime_srcs: list[Path] | None = None,
-          extra_ldflags: str = "", jobs: int = 2, timeout: float = 600) -> Path:
-    """``make`` the example for ``board``; returns the ELF. Raises CalledProcessError with the compiler output."""
+          extra_ldflags: str = "", cflags: str = "", jobs: int = 2, timeout: float = 600) -> Path:
+    """``make`` the example for ``board``; returns the ELF. Raises CalledProcessError with the compiler output.
+    ``cflags``: extra compiler flags for every source (e.g. INT8_ONLY_CFLAGS)."""
     build_dir = Path(build_dir)
-    # Objects depend on the flags: one folder per optimisation level, so -O2 and -Os objects never mix.
-    obj_dir = (Path(obj_dir) if obj_dir else build_dir / "obj") / opt.lstrip("-")
+    # Objects depend on the flags: one folder per optimisation level and extra flags, so they never mix.
+    flag_dir = opt.lstrip("-") + "".join("_" + re.sub(r"[^A-Za-z0-9]+", "", f) for f in cflags.split())
+    obj_dir = (Path(obj_dir) if obj_dir else build_dir / "obj") / flag_dir
     cmd = ["make", "-s", f"-j{jobs}", "-C", str(HERE), f"BOARD={board}", f"APP={app}", f"BUILD={build_dir}",
            f"OBJDIR={obj_dir}", f"OPT={opt}"]
     if model_c is not None:
@@ -85,6 +87,8 @@ def build(board: str, build_dir: Path, *, app: str = "model", model_c: Path | No
         cmd.append("RUNTIME_SRCS=" + " ".join(str(Path(p).resolve()) for p in runtime_srcs))
     if extra_ldflags:
         cmd.append(f"EXTRA_LDFLAGS={extra_ldflags}")
+    if cflags:
+        cmd.append(f"EXTRA_CFLAGS={cflags}")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
         raise BuildError(f"{' '.join(cmd)}\nexit {res.returncode}\n{res.stdout[-4000:]}{res.stderr[-4000:]}")
@@ -116,7 +120,7 @@ def run(board: str, elf: Path, args: list[str] | None = None, cwd: Path | None =
 
 
 def build_plan_app(plan: bytes, board: str, work: Path, obj_dir: Path | None = None, name: str = "model",
-                   opt: str = "-O2", runtime_srcs: list[Path] | None = None) -> Path:
+                   opt: str = "-O2", runtime_srcs: list[Path] | None = None, cflags: str = "") -> Path:
     """Codegen (--format app) + build for one plan; returns the ELF."""
     from tigris.codegen import generate_c
 
@@ -125,7 +129,7 @@ def build_plan_app(plan: bytes, board: str, work: Path, obj_dir: Path | None = N
     (work / f"{name}.c").write_text(c_src)
     (work / f"{name}.h").write_text(header)
     return build(board, work / "build", model_c=work / f"{name}.c", obj_dir=obj_dir, opt=opt,
-                 runtime_srcs=runtime_srcs)
+                 runtime_srcs=runtime_srcs, cflags=cflags)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -216,17 +220,21 @@ def map_mentions_allocator(map_text: str) -> list[str]:
 # copies for non-aliasing reshapes). The subset build links only the files defining them; the rest are stubs.
 INT8_CNN_KINDS = ("conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "softmax", "quantize", "dequantize",
                   "copy")
+# The int8-only runtime build: the kernel registry (runtime_c/src/kernels/registry.c) has no float entries, so the
+# link drops every float kernel variant (and libm).
+INT8_ONLY_CFLAGS = "-DTGRS_INT8_ONLY"
 
 
 def subset_sources(kinds: tuple[str, ...] = INT8_CNN_KINDS) -> list[Path]:
-    """The runtime core (everything outside kernels/) plus the kernel files that define one of ``kinds``."""
+    """The runtime core (everything outside kernels/), the kernel registry, and the kernel files that define one of
+    ``kinds`` (its entry point ``tgrs_kernel_<kind>`` or a dtype variant ``tgrs_<kind>_<dtype>``)."""
     out = []
     for p in runtime_sources():
-        if "kernels" not in p.parts:
+        if "kernels" not in p.parts or p.name == "registry.c":
             out.append(p)
             continue
         text = p.read_text(errors="replace")
-        if any(re.search(rf"^int\s+tgrs_kernel_{k}\s*\(", text, re.M) for k in kinds):
+        if any(re.search(rf"^int\s+tgrs_(kernel_{k}|{k}_(f32|s8))\s*\(", text, re.M) for k in kinds):
             out.append(p)
     return out
 

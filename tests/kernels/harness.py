@@ -225,6 +225,23 @@ def _cdef(mc: int, mi: int) -> str:
     return text
 
 
+def _registry_sources(paths: list[Path], workdir: Path) -> list[Path]:
+    """The kinds with dtype variants have their ``tgrs_kernel_<kind>`` entry points in kernels/registry.c, which
+    names every variant: add it, with stubs for the variants the given files do not define (as the host build does).
+    """
+    from tigris.host.build import VARIANTS, kernel_stubs_source, missing_kernels
+
+    registry = KERNEL_DIR / "registry.c"
+    if not registry.exists() or registry in paths:
+        return []
+    missing = [v for v in missing_kernels(paths) if v in VARIANTS]
+    stub = workdir / ("variant_stubs_" + hashlib.sha256(" ".join(missing).encode()).hexdigest()[:12] + ".c")
+    text = kernel_stubs_source(missing)
+    if not stub.exists() or stub.read_text() != text:
+        stub.write_text(text)
+    return [registry, stub]
+
+
 def build_kernels(
     sources: Sequence[str | Path],
     workdir: Path,
@@ -237,6 +254,8 @@ def build_kernels(
     """
     paths = [Path(s) if Path(s).is_absolute() else KERNEL_DIR / s for s in sources]
     workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    paths += _registry_sources(paths, workdir)
     header_text = current_header_text()
     inc_dir = workdir / "include"
     inc_dir.mkdir(parents=True, exist_ok=True)

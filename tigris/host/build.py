@@ -31,6 +31,10 @@ KERNELS = (
     "conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "mul", "concat", "resize", "unary", "prelu",
     "softmax", "pad", "transpose", "quantize", "dequantize", "copy",
 )
+# The dtype variants runtime_c/src/kernels/registry.c dispatches to (kernels/variants.h), ``tgrs_<kind>_<dtype>``.
+# A build that leaves a variant's file out gets a stub for it like for a missing kind.
+VARIANTS = tuple(f"{k}_{d}" for k in ("conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "mul", "softmax")
+                 for d in ("f32", "s8"))
 
 # The public API as cffi sees it. tgrs_plan is opaque to Python (cffi takes its size from the compiler).
 CDEF = """
@@ -113,21 +117,27 @@ def _headers(rs: RuntimeSources) -> list[Path]:
     return sorted(p for d in (rs.include, rs.src) for p in d.rglob("*.h") if p.is_file())
 
 
-_DEF_RE = r"^\s*int\s+tgrs_kernel_{name}\s*\(\s*const\s+tgrs_op_ctx\s*\*\s*\w*\s*\)\s*$\s*\{{"
+_DEF_RE = r"^\s*int\s+tgrs_{name}\s*\(\s*const\s+tgrs_op_ctx\s*\*\s*\w*\s*\)\s*$\s*\{{"
+
+
+def _entry(name: str) -> str:
+    """The C function of a kind (``tgrs_kernel_<kind>``) or of a dtype variant (``tgrs_<kind>_<dtype>``)."""
+    return f"tgrs_{name}" if name in VARIANTS else f"tgrs_kernel_{name}"
 
 
 def missing_kernels(sources: list[Path]) -> list[str]:
-    """Kernel kinds whose ``tgrs_kernel_<kind>`` has no definition in any source file."""
+    """Kernel kinds whose ``tgrs_kernel_<kind>``, and dtype variants whose ``tgrs_<kind>_<dtype>``, have no
+    definition in any source file."""
     text = "\n".join(p.read_text(errors="replace") for p in sources)
-    return [k for k in KERNELS if not re.search(_DEF_RE.format(name=k), text, re.M)]
+    return [k for k in KERNELS + VARIANTS if not re.search(_DEF_RE.format(name=_entry(k)[5:]), text, re.M)]
 
 
 def kernel_stubs_source(missing: list[str]) -> str:
-    """C source defining the missing kernels as stubs that return TGRS_ERR_UNSUPPORTED (the op kind has no kernel)."""
+    """C source defining the missing kernels (kinds or dtype variants) as stubs that return TGRS_ERR_UNSUPPORTED."""
     lines = ['#include "tgrs_op.h"', ""]
     for k in missing:
         lines += [
-            f"int tgrs_kernel_{k}(const tgrs_op_ctx *ctx)",
+            f"int {_entry(k)}(const tgrs_op_ctx *ctx)",
             "{",
             "    (void)ctx;",
             "    return TGRS_ERR_UNSUPPORTED;",

@@ -16,6 +16,7 @@
 #include "kview.h"
 #include "requant.h"
 #include "tgrs_op.h"
+#include "variants.h"
 
 /* One operand resolved to a base pointer for row `h` and element strides (0 where broadcast). */
 typedef struct operand {
@@ -134,24 +135,29 @@ static void span_s8(const binop *op, int8_t *y, const int8_t *x, const int8_t *z
     }
 }
 
-static void span(const binop *op, void *y, const void *x, const void *z, size_t count, size_t sx, size_t sz)
+/* One span of either dtype; the dtype variant passes its own, so an int8-only build links no float span. */
+typedef void (*binary_span_fn)(const binop *op, void *y, const void *x, const void *z, size_t count, size_t sx,
+                               size_t sz);
+
+static void span_any_f32(const binop *op, void *y, const void *x, const void *z, size_t count, size_t sx, size_t sz)
 {
-    if (op->is_f32) {
-        if (sx == 1u && sz == 1u) {
-            span_f32(op, (float *)y, (const float *)x, (const float *)z, count, 1u, 1u);
-        } else {
-            span_f32(op, (float *)y, (const float *)x, (const float *)z, count, sx, sz);
-        }
+    if (sx == 1u && sz == 1u) {
+        span_f32(op, (float *)y, (const float *)x, (const float *)z, count, 1u, 1u);
     } else {
-        if (sx == 1u && sz == 1u) {
-            span_s8(op, (int8_t *)y, (const int8_t *)x, (const int8_t *)z, count, 1u, 1u);
-        } else {
-            span_s8(op, (int8_t *)y, (const int8_t *)x, (const int8_t *)z, count, sx, sz);
-        }
+        span_f32(op, (float *)y, (const float *)x, (const float *)z, count, sx, sz);
     }
 }
 
-static int binary_run(const tgrs_op_ctx *ctx, int is_mul)
+static void span_any_s8(const binop *op, void *y, const void *x, const void *z, size_t count, size_t sx, size_t sz)
+{
+    if (sx == 1u && sz == 1u) {
+        span_s8(op, (int8_t *)y, (const int8_t *)x, (const int8_t *)z, count, 1u, 1u);
+    } else {
+        span_s8(op, (int8_t *)y, (const int8_t *)x, (const int8_t *)z, count, sx, sz);
+    }
+}
+
+static int binary_run(const tgrs_op_ctx *ctx, int is_mul, int32_t dt, binary_span_fn span)
 {
     const int32_t *p = ctx->p;
     tgrs_tview *out = ctx->out;
@@ -164,9 +170,9 @@ static int binary_run(const tgrs_op_ctx *ctx, int is_mul)
     if (!tgrs_kv_sane(out) || kpos < -1 || kpos > 1 || ctx->n_in != (kpos == -1 ? 2 : 1)) {
         return TGRS_ERR_SHAPE;
     }
-    op.is_f32 = out->dtype == TGRS_DT_F32;
+    op.is_f32 = dt == TGRS_DT_F32;
     op.is_mul = is_mul;
-    if (!op.is_f32 && out->dtype != TGRS_DT_S8) {
+    if (out->dtype != dt) {
         return TGRS_ERR_DTYPE;
     }
     esize = op.is_f32 ? 4u : 1u;
@@ -234,13 +240,24 @@ static int binary_run(const tgrs_op_ctx *ctx, int is_mul)
     return TGRS_OK;
 }
 
-/* add and mul share one PARAMS/CONSTS tuple in Python, so TGRS_P_ADD_* indices describe both. */
-int tgrs_kernel_add(const tgrs_op_ctx *ctx)
+/* The dtype variants (registry.c picks one per op). add and mul share one PARAMS/CONSTS tuple in Python, so
+ * TGRS_P_ADD_* indices describe both. */
+int tgrs_add_f32(const tgrs_op_ctx *ctx)
 {
-    return binary_run(ctx, 0);
+    return binary_run(ctx, 0, TGRS_DT_F32, span_any_f32);
 }
 
-int tgrs_kernel_mul(const tgrs_op_ctx *ctx)
+int tgrs_add_s8(const tgrs_op_ctx *ctx)
 {
-    return binary_run(ctx, 1);
+    return binary_run(ctx, 0, TGRS_DT_S8, span_any_s8);
+}
+
+int tgrs_mul_f32(const tgrs_op_ctx *ctx)
+{
+    return binary_run(ctx, 1, TGRS_DT_F32, span_any_f32);
+}
+
+int tgrs_mul_s8(const tgrs_op_ctx *ctx)
+{
+    return binary_run(ctx, 1, TGRS_DT_S8, span_any_s8);
 }

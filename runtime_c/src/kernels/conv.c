@@ -32,6 +32,7 @@
 
 #include "requant.h"
 #include "tgrs_op.h"
+#include "variants.h"
 #include "window.h"
 
 #define CONV_MR 4 /* output pixels per micro-kernel call: CONV_MR in tigris/ops/conv.py */
@@ -438,24 +439,28 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
     return TGRS_OK;
 }
 
-int tgrs_kernel_conv(const tgrs_op_ctx *ctx)
+/* The dtype variants (registry.c picks one per op): each checks its own dtypes, then the shared geometry. */
+static int conv_entry(const tgrs_op_ctx *ctx, int32_t dt, conv_geom *cg)
 {
-    conv_geom cg;
-    int st;
-    int32_t dt;
     if (ctx->n_in < 1 || ctx->in[0] == NULL || ctx->out == NULL) {
         return TGRS_ERR_SHAPE;
     }
-    dt = ctx->in[0]->dtype;
-    if (dt != ctx->out->dtype || (dt != TGRS_DT_F32 && dt != TGRS_DT_S8)) {
+    if (ctx->in[0]->dtype != dt || ctx->out->dtype != dt) {
         return TGRS_ERR_DTYPE;
     }
-    st = conv_prepare(ctx, &cg, dt == TGRS_DT_S8 ? 1u : 4u);
-    if (st != TGRS_OK) {
-        return st;
-    }
-    if (cg.out_rows == 0) {
-        return TGRS_OK;
-    }
-    return (dt == TGRS_DT_S8) ? conv_s8(ctx, &cg) : conv_f32(ctx, &cg);
+    return conv_prepare(ctx, cg, dt == TGRS_DT_S8 ? 1u : 4u);
+}
+
+int tgrs_conv_f32(const tgrs_op_ctx *ctx)
+{
+    conv_geom cg;
+    int st = conv_entry(ctx, TGRS_DT_F32, &cg);
+    return (st != TGRS_OK || cg.out_rows == 0) ? st : conv_f32(ctx, &cg);
+}
+
+int tgrs_conv_s8(const tgrs_op_ctx *ctx)
+{
+    conv_geom cg;
+    int st = conv_entry(ctx, TGRS_DT_S8, &cg);
+    return (st != TGRS_OK || cg.out_rows == 0) ? st : conv_s8(ctx, &cg);
 }

@@ -17,6 +17,7 @@
 
 #include "requant.h"
 #include "tgrs_op.h"
+#include "variants.h"
 #include "window.h"
 
 #define DW_CB 16 /* channels per accumulator block */
@@ -336,24 +337,28 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
     return TGRS_OK;
 }
 
-int tgrs_kernel_dwconv(const tgrs_op_ctx *ctx)
+/* The dtype variants (registry.c picks one per op): each checks its own dtypes, then the shared geometry. */
+static int dw_entry(const tgrs_op_ctx *ctx, int32_t dt, dw_geom *dg)
 {
-    dw_geom dg;
-    int st;
-    int32_t dt;
     if (ctx->n_in < 1 || ctx->in[0] == NULL || ctx->out == NULL) {
         return TGRS_ERR_SHAPE;
     }
-    dt = ctx->in[0]->dtype;
-    if (dt != ctx->out->dtype || (dt != TGRS_DT_F32 && dt != TGRS_DT_S8)) {
+    if (ctx->in[0]->dtype != dt || ctx->out->dtype != dt) {
         return TGRS_ERR_DTYPE;
     }
-    st = dw_prepare(ctx, &dg, dt == TGRS_DT_S8 ? 1u : 4u);
-    if (st != TGRS_OK) {
-        return st;
-    }
-    if (dg.out_rows == 0) {
-        return TGRS_OK;
-    }
-    return (dt == TGRS_DT_S8) ? dw_s8(ctx, &dg) : dw_f32(ctx, &dg);
+    return dw_prepare(ctx, dg, dt == TGRS_DT_S8 ? 1u : 4u);
+}
+
+int tgrs_dwconv_f32(const tgrs_op_ctx *ctx)
+{
+    dw_geom dg;
+    int st = dw_entry(ctx, TGRS_DT_F32, &dg);
+    return (st != TGRS_OK || dg.out_rows == 0) ? st : dw_f32(ctx, &dg);
+}
+
+int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)
+{
+    dw_geom dg;
+    int st = dw_entry(ctx, TGRS_DT_S8, &dg);
+    return (st != TGRS_OK || dg.out_rows == 0) ? st : dw_s8(ctx, &dg);
 }

@@ -18,6 +18,7 @@
 
 #include "requant.h"
 #include "tgrs_op.h"
+#include "variants.h"
 
 #define FC_LANES 8
 #define FC_KC 16        /* int8 dot-product chunk */
@@ -173,21 +174,28 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
     return TGRS_OK;
 }
 
-int tgrs_kernel_fc(const tgrs_op_ctx *ctx)
+/* The dtype variants (registry.c picks one per op): each checks its own dtypes, then the shared geometry. */
+static int fc_entry(const tgrs_op_ctx *ctx, int32_t dt, fc_geom *fg)
 {
-    fc_geom fg;
-    int st;
-    int32_t dt;
     if (ctx->n_in < 1 || ctx->in[0] == NULL || ctx->out == NULL) {
         return TGRS_ERR_SHAPE;
     }
-    dt = ctx->in[0]->dtype;
-    if (dt != ctx->out->dtype || (dt != TGRS_DT_F32 && dt != TGRS_DT_S8)) {
+    if (ctx->in[0]->dtype != dt || ctx->out->dtype != dt) {
         return TGRS_ERR_DTYPE;
     }
-    st = fc_prepare(ctx, &fg, dt == TGRS_DT_S8 ? 1u : 4u);
-    if (st != TGRS_OK) {
-        return st;
-    }
-    return (dt == TGRS_DT_S8) ? fc_s8(ctx, &fg) : fc_f32(ctx, &fg);
+    return fc_prepare(ctx, fg, dt == TGRS_DT_S8 ? 1u : 4u);
+}
+
+int tgrs_fc_f32(const tgrs_op_ctx *ctx)
+{
+    fc_geom fg;
+    int st = fc_entry(ctx, TGRS_DT_F32, &fg);
+    return st != TGRS_OK ? st : fc_f32(ctx, &fg);
+}
+
+int tgrs_fc_s8(const tgrs_op_ctx *ctx)
+{
+    fc_geom fg;
+    int st = fc_entry(ctx, TGRS_DT_S8, &fg);
+    return st != TGRS_OK ? st : fc_s8(ctx, &fg);
 }

@@ -15,6 +15,7 @@
 #include "kview.h"
 #include "requant.h"
 #include "tgrs_op.h"
+#include "variants.h"
 
 /* Channels accumulated at once in int32 on the stack (no scratch needed, inner loop stays contiguous). */
 #define POOL_CHUNK 32
@@ -57,7 +58,7 @@ static int32_t taps_inside(int32_t start, int32_t step, int32_t n, int32_t lo, i
     return c;
 }
 
-static int pool_check(const tgrs_op_ctx *ctx, const pool_geom *g, int avg)
+static int pool_check(const tgrs_op_ctx *ctx, const pool_geom *g, int avg, int32_t dt)
 {
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
@@ -72,11 +73,11 @@ static int pool_check(const tgrs_op_ctx *ctx, const pool_geom *g, int avg)
         g->pb < 0 || g->pr < 0 || g->pt > 4096 || g->pl > 4096 || g->pb > 4096 || g->pr > 4096) {
         return TGRS_ERR_PARAM;
     }
-    if (in->dtype == TGRS_DT_F32 && out->dtype == TGRS_DT_F32) {
-        return TGRS_OK;
-    }
-    if (in->dtype != TGRS_DT_S8 || out->dtype != TGRS_DT_S8) {
+    if (in->dtype != dt || out->dtype != dt) {
         return TGRS_ERR_DTYPE;
+    }
+    if (dt == TGRS_DT_F32) {
+        return TGRS_OK;
     }
     if (g->shift > TGRS_SHIFT_MAX || g->mult < 0 || !tgrs_s8_bounds_ok(g->lo, g->hi, out->zero_point) ||
         in->zero_point < -128 || in->zero_point > 127) {
@@ -88,24 +89,19 @@ static int pool_check(const tgrs_op_ctx *ctx, const pool_geom *g, int avg)
     return TGRS_OK;
 }
 
-static int pool_window(const tgrs_op_ctx *ctx, int avg)
+/* Checks shared by the dtype variants: parameters, dtypes, and every output row's image rows in the input band
+ * before anything is written. */
+static int pool_setup(const tgrs_op_ctx *ctx, const pool_geom *gp, int avg, int32_t dt)
 {
     const tgrs_tview *in = ctx->in[0];
     tgrs_tview *out = ctx->out;
-    pool_geom g = pool_load(ctx->p);
-    int32_t n, oh, ow, kh, kw;
-    int32_t H, W, C, OW;
-    int is_f32;
-    int st = pool_check(ctx, &g, avg);
+    pool_geom g = *gp;
+    int32_t oh, kh, H;
+    int st = pool_check(ctx, &g, avg, dt);
     if (st != TGRS_OK) {
         return st;
     }
     H = in->dims[1];
-    W = in->dims[2];
-    C = in->dims[3];
-    OW = out->dims[2];
-    is_f32 = (in->dtype == TGRS_DT_F32);
-    /* Every output row's image rows must be in the input band before anything is written. */
     for (oh = out->row0; oh < out->row0 + out->rows; ++oh) {
         int32_t first = oh * g.sh - g.pt;
         int32_t a = -1, b = -1;
@@ -122,6 +118,91 @@ static int pool_window(const tgrs_op_ctx *ctx, int avg)
             return TGRS_ERR_TILE;
         }
     }
+    return TGRS_OK;
+}
+
+static int pool_f32(const tgrs_op_ctx *ctx, int avg)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    pool_geom g = pool_load(ctx->p);
+    int32_t n, oh, ow, kh, kw;
+    int32_t H, W, C, OW;
+    int st = pool_setup(ctx, &g, avg, TGRS_DT_F32);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    H = in->dims[1];
+    W = in->dims[2];
+    C = in->dims[3];
+    OW = out->dims[2];
+    for (n = 0; n < out->dims[0]; ++n) {
+        for (oh = out->row0; oh < out->row0 + out->rows; ++oh) {
+            int32_t ih0 = oh * g.sh - g.pt;
+            int32_t count_h = g.count_pad ? taps_inside(ih0, g.dh, g.kh, -g.pt, H + g.pb)
+                                          : taps_inside(ih0, g.dh, g.kh, 0, H);
+            for (ow = 0; ow < OW; ++ow) {
+                int32_t iw0 = ow * g.sw - g.pl;
+                int32_t count_w = g.count_pad ? taps_inside(iw0, g.dw, g.kw, -g.pl, W + g.pr)
+                                              : taps_inside(iw0, g.dw, g.kw, 0, W);
+                int32_t count = count_h * count_w;
+                size_t o = tgrs_kv_row_off(out, n, oh) + (size_t)ow * (size_t)C;
+                int32_t c;
+                float *y = (float *)out->data + o;
+                const float *x = (const float *)in->data;
+                for (c = 0; c < C; ++c) {
+                    y[c] = avg ? 0.0f : -HUGE_VALF;
+                }
+                for (kh = 0; kh < g.kh; ++kh) {
+                    int32_t ih = ih0 + kh * g.dh;
+                    if (ih < 0 || ih >= H) {
+                        continue;
+                    }
+                    for (kw = 0; kw < g.kw; ++kw) {
+                        int32_t iw = iw0 + kw * g.dw;
+                        const float *xr;
+                        if (iw < 0 || iw >= W) {
+                            continue;
+                        }
+                        xr = x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C;
+                        if (avg) {
+                            for (c = 0; c < C; ++c) {
+                                y[c] += xr[c];
+                            }
+                        } else {
+                            for (c = 0; c < C; ++c) {
+                                y[c] = (xr[c] > y[c]) ? xr[c] : y[c];
+                            }
+                        }
+                    }
+                }
+                if (avg) {
+                    float den = (float)(count > 0 ? count : 1);
+                    for (c = 0; c < C; ++c) {
+                        y[c] = y[c] / den;
+                    }
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
+static int pool_s8(const tgrs_op_ctx *ctx, int avg)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    pool_geom g = pool_load(ctx->p);
+    int32_t n, oh, ow, kh, kw;
+    int32_t H, W, C, OW;
+    int st = pool_setup(ctx, &g, avg, TGRS_DT_S8);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    H = in->dims[1];
+    W = in->dims[2];
+    C = in->dims[3];
+    OW = out->dims[2];
     for (n = 0; n < out->dims[0]; ++n) {
         for (oh = out->row0; oh < out->row0 + out->rows; ++oh) {
             int32_t ih0 = oh * g.sh - g.pt;
@@ -134,43 +215,6 @@ static int pool_window(const tgrs_op_ctx *ctx, int avg)
                 int32_t count = count_h * count_w;
                 size_t o = tgrs_kv_row_off(out, n, oh) + (size_t)ow * (size_t)C;
                 int32_t c0, c;
-                if (is_f32) {
-                    float *y = (float *)out->data + o;
-                    const float *x = (const float *)in->data;
-                    for (c = 0; c < C; ++c) {
-                        y[c] = avg ? 0.0f : -HUGE_VALF;
-                    }
-                    for (kh = 0; kh < g.kh; ++kh) {
-                        int32_t ih = ih0 + kh * g.dh;
-                        if (ih < 0 || ih >= H) {
-                            continue;
-                        }
-                        for (kw = 0; kw < g.kw; ++kw) {
-                            int32_t iw = iw0 + kw * g.dw;
-                            const float *xr;
-                            if (iw < 0 || iw >= W) {
-                                continue;
-                            }
-                            xr = x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C;
-                            if (avg) {
-                                for (c = 0; c < C; ++c) {
-                                    y[c] += xr[c];
-                                }
-                            } else {
-                                for (c = 0; c < C; ++c) {
-                                    y[c] = (xr[c] > y[c]) ? xr[c] : y[c];
-                                }
-                            }
-                        }
-                    }
-                    if (avg) {
-                        float den = (float)(count > 0 ? count : 1);
-                        for (c = 0; c < C; ++c) {
-                            y[c] = y[c] / den;
-                        }
-                    }
-                    continue;
-                }
                 for (c0 = 0; c0 < C; c0 += POOL_CHUNK) {
                     int32_t acc[POOL_CHUNK];
                     int32_t nc = (C - c0 < POOL_CHUNK) ? C - c0 : POOL_CHUNK;
@@ -228,26 +272,32 @@ static int pool_window(const tgrs_op_ctx *ctx, int avg)
     return TGRS_OK;
 }
 
-int tgrs_kernel_maxpool(const tgrs_op_ctx *ctx)
+/* The dtype variants (registry.c picks one per op). */
+int tgrs_maxpool_f32(const tgrs_op_ctx *ctx)
 {
-    return pool_window(ctx, 0);
+    return pool_f32(ctx, 0);
 }
 
-int tgrs_kernel_avgpool(const tgrs_op_ctx *ctx)
+int tgrs_maxpool_s8(const tgrs_op_ctx *ctx)
 {
-    return pool_window(ctx, 1);
+    return pool_s8(ctx, 0);
 }
 
-int tgrs_kernel_gap(const tgrs_op_ctx *ctx)
+int tgrs_avgpool_f32(const tgrs_op_ctx *ctx)
+{
+    return pool_f32(ctx, 1);
+}
+
+int tgrs_avgpool_s8(const tgrs_op_ctx *ctx)
+{
+    return pool_s8(ctx, 1);
+}
+
+/* Shape, band and dtype checks shared by the gap variants. */
+static int gap_check(const tgrs_op_ctx *ctx, int32_t dt)
 {
     const tgrs_tview *in = ctx->in[0];
-    tgrs_tview *out = ctx->out;
-    int32_t mult = ctx->p[TGRS_P_GAP_MULT];
-    int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
-    int32_t lo = ctx->p[TGRS_P_GAP_LO];
-    int32_t hi = ctx->p[TGRS_P_GAP_HI];
-    int32_t n, c;
-    size_t i, hw, C;
+    const tgrs_tview *out = ctx->out;
     if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out)) {
         return TGRS_ERR_SHAPE;
     }
@@ -257,29 +307,55 @@ int tgrs_kernel_gap(const tgrs_op_ctx *ctx)
     if (!tgrs_kv_whole(in) || !tgrs_kv_whole(out)) {
         return TGRS_ERR_TILE;
     }
+    return (in->dtype != dt || out->dtype != dt) ? TGRS_ERR_DTYPE : TGRS_OK;
+}
+
+int tgrs_gap_f32(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    int32_t n, c;
+    size_t i, hw, C;
+    int st = gap_check(ctx, TGRS_DT_F32);
+    if (st != TGRS_OK) {
+        return st;
+    }
     hw = (size_t)in->dims[1] * (size_t)in->dims[2];
     C = (size_t)in->dims[3];
-    if (in->dtype == TGRS_DT_F32 && out->dtype == TGRS_DT_F32) {
-        for (n = 0; n < in->dims[0]; ++n) {
-            const float *x = (const float *)in->data + (size_t)n * hw * C;
-            float *y = (float *)out->data + (size_t)n * C;
+    for (n = 0; n < in->dims[0]; ++n) {
+        const float *x = (const float *)in->data + (size_t)n * hw * C;
+        float *y = (float *)out->data + (size_t)n * C;
+        for (c = 0; c < (int32_t)C; ++c) {
+            y[c] = 0.0f;
+        }
+        for (i = 0; i < hw; ++i) {
             for (c = 0; c < (int32_t)C; ++c) {
-                y[c] = 0.0f;
-            }
-            for (i = 0; i < hw; ++i) {
-                for (c = 0; c < (int32_t)C; ++c) {
-                    y[c] += x[i * C + (size_t)c];
-                }
-            }
-            for (c = 0; c < (int32_t)C; ++c) {
-                y[c] = y[c] / (float)hw;
+                y[c] += x[i * C + (size_t)c];
             }
         }
-        return TGRS_OK;
+        for (c = 0; c < (int32_t)C; ++c) {
+            y[c] = y[c] / (float)hw;
+        }
     }
-    if (in->dtype != TGRS_DT_S8 || out->dtype != TGRS_DT_S8) {
-        return TGRS_ERR_DTYPE;
+    return TGRS_OK;
+}
+
+int tgrs_gap_s8(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    int32_t mult = ctx->p[TGRS_P_GAP_MULT];
+    int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
+    int32_t lo = ctx->p[TGRS_P_GAP_LO];
+    int32_t hi = ctx->p[TGRS_P_GAP_HI];
+    int32_t n, c;
+    size_t i, hw, C;
+    int st = gap_check(ctx, TGRS_DT_S8);
+    if (st != TGRS_OK) {
+        return st;
     }
+    hw = (size_t)in->dims[1] * (size_t)in->dims[2];
+    C = (size_t)in->dims[3];
     if (shift > TGRS_SHIFT_MAX || mult < 0 || !tgrs_s8_bounds_ok(lo, hi, out->zero_point) || hw > (1u << 23) ||
         (31 - shift) + tgrs_bitlen((uint32_t)hw) > 62) {
         return TGRS_ERR_PARAM;

@@ -15,6 +15,7 @@
 #include "kview.h"
 #include "requant.h"
 #include "tgrs_op.h"
+#include "variants.h"
 
 /* Element offset of (n, h, w, c) in a band view (h global). */
 static size_t sm_off(const tgrs_tview *v, int32_t n, int32_t h, int32_t w, int32_t c)
@@ -22,18 +23,94 @@ static size_t sm_off(const tgrs_tview *v, int32_t n, int32_t h, int32_t w, int32
     return tgrs_kv_row_off(v, n, h) + (size_t)w * (size_t)v->dims[3] + (size_t)c;
 }
 
-int tgrs_kernel_softmax(const tgrs_op_ctx *ctx)
+/* What an int8 line needs besides its bytes (the float line needs nothing). */
+typedef struct sm_q {
+    const int32_t *table;
+    int32_t mult, shift, zo;
+} sm_q;
+
+/* One line of `len` elements with strides step_in / step_out; each dtype variant passes its own. */
+typedef void (*sm_line_fn)(const void *xv, void *yv, int32_t len, size_t step_in, size_t step_out, const sm_q *q);
+
+static void sm_line_f32(const void *xv, void *yv, int32_t len, size_t step_in, size_t step_out, const sm_q *q)
+{
+    const float *x = (const float *)xv;
+    float *y = (float *)yv;
+    float m = x[0];
+    float s = 0.0f;
+    int32_t k;
+    (void)q;
+    for (k = 1; k < len; ++k) {
+        m = x[(size_t)k * step_in] > m ? x[(size_t)k * step_in] : m;
+    }
+    for (k = 0; k < len; ++k) {
+        float e = expf(x[(size_t)k * step_in] - m);
+        y[(size_t)k * step_out] = e;
+        s += e;
+    }
+    for (k = 0; k < len; ++k) {
+        y[(size_t)k * step_out] = y[(size_t)k * step_out] / s;
+    }
+}
+
+static void sm_line_s8(const void *xv, void *yv, int32_t len, size_t step_in, size_t step_out, const sm_q *q)
+{
+    const int8_t *x = (const int8_t *)xv;
+    int8_t *y = (int8_t *)yv;
+    int32_t m = x[0];
+    int64_t s = 0;
+    int64_t den;
+    int32_t k;
+    for (k = 1; k < len; ++k) {
+        m = (int32_t)x[(size_t)k * step_in] > m ? (int32_t)x[(size_t)k * step_in] : m;
+    }
+    for (k = 0; k < len; ++k) {
+        s += q->table[m - (int32_t)x[(size_t)k * step_in]];
+    }
+    den = s * ((int64_t)1 << (31 - q->shift)); /* s >= E[0] > 0 for the max element */
+    for (k = 0; k < len; ++k) {
+        int64_t e = q->table[m - (int32_t)x[(size_t)k * step_in]];
+        int64_t r = tgrs_div_round_half_even(e * (int64_t)q->mult, den > 0 ? den : 1);
+        y[(size_t)k * step_out] = (int8_t)tgrs_clamp64(r + q->zo, -128, 127);
+    }
+}
+
+/* The int8 parameters and table: everything the module doc's bounds rely on. */
+static int sm_check_s8(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q)
+{
+    int32_t k;
+    int32_t tmax = 0;
+    int32_t axis = ctx->p[TGRS_P_SOFTMAX_AXIS];
+    q->mult = ctx->p[TGRS_P_SOFTMAX_MULT];
+    q->shift = ctx->p[TGRS_P_SOFTMAX_SHIFT];
+    q->zo = out->zero_point;
+    if (ctx->c[TGRS_C_SOFTMAX_EXP] == NULL || ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || q->mult < 0 ||
+        q->shift > TGRS_SHIFT_MAX || q->shift < -31 || q->zo < -128 || q->zo > 127) {
+        return TGRS_ERR_PARAM;
+    }
+    q->table = (const int32_t *)ctx->c[TGRS_C_SOFTMAX_EXP];
+    for (k = 0; k < 256; ++k) {
+        if (q->table[k] < 0 || q->table[k] > (1 << 20)) {
+            return TGRS_ERR_PARAM; /* the numerator bound of the module doc relies on E <= 2^20 */
+        }
+        tmax = q->table[k] > tmax ? q->table[k] : tmax;
+    }
+    /* S << (31 - shift) must stay below 2^62, and S <= len * max(E). */
+    if (31 - q->shift > 62 || (uint64_t)out->dims[axis] * (uint64_t)tmax >= ((uint64_t)1 << (62 - (31 - q->shift)))) {
+        return TGRS_ERR_PARAM;
+    }
+    return TGRS_OK;
+}
+
+static int sm_run(const tgrs_op_ctx *ctx, int32_t dt, sm_line_fn line)
 {
     const tgrs_tview *in = ctx->in[0];
     tgrs_tview *out = ctx->out;
     int32_t axis = ctx->p[TGRS_P_SOFTMAX_AXIS];
     int32_t cnt[4], idx[4];
-    int32_t len, k;
-    size_t step_in, step_out;
-    const int32_t *table = NULL;
-    int32_t mult = ctx->p[TGRS_P_SOFTMAX_MULT];
-    int32_t shift = ctx->p[TGRS_P_SOFTMAX_SHIFT];
-    int is_f32;
+    int32_t len;
+    size_t step_in, step_out, es;
+    sm_q q;
     if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out) || !tgrs_kv_same_dims(in, out)) {
         return TGRS_ERR_SHAPE;
     }
@@ -47,31 +124,16 @@ int tgrs_kernel_softmax(const tgrs_op_ctx *ctx)
                   : !tgrs_kv_has_rows(in, out->row0, out->row0 + out->rows)) {
         return TGRS_ERR_TILE;
     }
-    is_f32 = out->dtype == TGRS_DT_F32;
-    if (!is_f32) {
-        if (out->dtype != TGRS_DT_S8) {
-            return TGRS_ERR_DTYPE;
-        }
-        if (ctx->c[TGRS_C_SOFTMAX_EXP] == NULL || ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || mult < 0 ||
-            shift > TGRS_SHIFT_MAX || shift < -31 || out->zero_point < -128 || out->zero_point > 127) {
-            return TGRS_ERR_PARAM;
-        }
-        table = (const int32_t *)ctx->c[TGRS_C_SOFTMAX_EXP];
-        {
-            int32_t tmax = 0;
-            int32_t n = 31 - shift;
-            for (k = 0; k < 256; ++k) {
-                if (table[k] < 0 || table[k] > (1 << 20)) {
-                    return TGRS_ERR_PARAM; /* the numerator bound of the module doc relies on E <= 2^20 */
-                }
-                tmax = table[k] > tmax ? table[k] : tmax;
-            }
-            /* S << (31 - shift) must stay below 2^62, and S <= len * max(E). */
-            if (n > 62 || (uint64_t)out->dims[axis] * (uint64_t)tmax >= ((uint64_t)1 << (62 - n))) {
-                return TGRS_ERR_PARAM;
-            }
+    if (out->dtype != dt) {
+        return TGRS_ERR_DTYPE;
+    }
+    if (dt == TGRS_DT_S8) {
+        int st = sm_check_s8(ctx, out, &q);
+        if (st != TGRS_OK) {
+            return st;
         }
     }
+    es = tgrs_dtype_size(dt);
     cnt[0] = out->dims[0];
     cnt[1] = out->rows;
     cnt[2] = out->dims[2];
@@ -89,44 +151,21 @@ int tgrs_kernel_softmax(const tgrs_op_ctx *ctx)
                     int32_t h = out->row0 + idx[1];
                     size_t bi = sm_off(in, idx[0], h, idx[2], idx[3]);
                     size_t bo = sm_off(out, idx[0], h, idx[2], idx[3]);
-                    if (is_f32) {
-                        const float *x = (const float *)in->data + bi;
-                        float *y = (float *)out->data + bo;
-                        float m = x[0];
-                        float s = 0.0f;
-                        for (k = 1; k < len; ++k) {
-                            m = x[(size_t)k * step_in] > m ? x[(size_t)k * step_in] : m;
-                        }
-                        for (k = 0; k < len; ++k) {
-                            float e = expf(x[(size_t)k * step_in] - m);
-                            y[(size_t)k * step_out] = e;
-                            s += e;
-                        }
-                        for (k = 0; k < len; ++k) {
-                            y[(size_t)k * step_out] = y[(size_t)k * step_out] / s;
-                        }
-                    } else {
-                        const int8_t *x = (const int8_t *)in->data + bi;
-                        int8_t *y = (int8_t *)out->data + bo;
-                        int32_t m = x[0];
-                        int64_t s = 0;
-                        int64_t den;
-                        for (k = 1; k < len; ++k) {
-                            m = (int32_t)x[(size_t)k * step_in] > m ? (int32_t)x[(size_t)k * step_in] : m;
-                        }
-                        for (k = 0; k < len; ++k) {
-                            s += table[m - (int32_t)x[(size_t)k * step_in]];
-                        }
-                        den = s * ((int64_t)1 << (31 - shift)); /* s >= E[0] > 0 for the max element */
-                        for (k = 0; k < len; ++k) {
-                            int64_t e = table[m - (int32_t)x[(size_t)k * step_in]];
-                            int64_t q = tgrs_div_round_half_even(e * (int64_t)mult, den > 0 ? den : 1);
-                            y[(size_t)k * step_out] = (int8_t)tgrs_clamp64(q + out->zero_point, -128, 127);
-                        }
-                    }
+                    line((const char *)in->data + bi * es, (char *)out->data + bo * es, len, step_in, step_out, &q);
                 }
             }
         }
     }
     return TGRS_OK;
+}
+
+/* The dtype variants (registry.c picks one per op). */
+int tgrs_softmax_f32(const tgrs_op_ctx *ctx)
+{
+    return sm_run(ctx, TGRS_DT_F32, sm_line_f32);
+}
+
+int tgrs_softmax_s8(const tgrs_op_ctx *ctx)
+{
+    return sm_run(ctx, TGRS_DT_S8, sm_line_s8);
 }

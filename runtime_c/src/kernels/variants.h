@@ -1,0 +1,32 @@
+/*
+ * variants.h - the dtype variants of the kernel kinds that have more than one, named tgrs_<kind>_<dtype>.
+ *
+ * Each variant checks its own dtypes (TGRS_ERR_DTYPE otherwise) and everything else its kind's entry point always
+ * checked; registry.c is the only caller. Keeping every dtype in its own function is what lets a build leave a dtype
+ * out: a variant nothing references is dropped by --gc-sections (registry.c, TGRS_INT8_ONLY).
+ */
+#ifndef TGRS_VARIANTS_H
+#define TGRS_VARIANTS_H
+
+#include "tgrs_op.h"
+
+int tgrs_conv_f32(const tgrs_op_ctx *ctx);
+int tgrs_conv_s8(const tgrs_op_ctx *ctx);
+int tgrs_dwconv_f32(const tgrs_op_ctx *ctx);
+int tgrs_dwconv_s8(const tgrs_op_ctx *ctx);
+int tgrs_fc_f32(const tgrs_op_ctx *ctx);
+int tgrs_fc_s8(const tgrs_op_ctx *ctx);
+int tgrs_maxpool_f32(const tgrs_op_ctx *ctx);
+int tgrs_maxpool_s8(const tgrs_op_ctx *ctx);
+int tgrs_avgpool_f32(const tgrs_op_ctx *ctx);
+int tgrs_avgpool_s8(const tgrs_op_ctx *ctx);
+int tgrs_gap_f32(const tgrs_op_ctx *ctx);
+int tgrs_gap_s8(const tgrs_op_ctx *ctx);
+int tgrs_add_f32(const tgrs_op_ctx *ctx);
+int tgrs_add_s8(const tgrs_op_ctx *ctx);
+int tgrs_mul_f32(const tgrs_op_ctx *ctx);
+int tgrs_mul_s8(const tgrs_op_ctx *ctx);
+int tgrs_softmax_f32(const tgrs_op_ctx *ctx);
+int tgrs_softmax_s8(const tgrs_op_ctx *ctx);
+
+#endif /* TGRS_VARIANTS_H */
