@@ -226,15 +226,21 @@ INT8_ONLY_CFLAGS = "-DTGRS_INT8_ONLY"
 
 
 def subset_sources(kinds: tuple[str, ...] = INT8_CNN_KINDS) -> list[Path]:
-    """The runtime core (everything outside kernels/), the kernel registry, and the kernel files that define one of
-    ``kinds`` (its entry point ``tgrs_kernel_<kind>`` or a dtype variant ``tgrs_<kind>_<dtype>``)."""
+    """The runtime core (everything outside kernels/), the kernel support files (the registry, helpers the executor
+    calls: files that define no kernel entry point), and the kernel files that define one of ``kinds`` (its entry
+    point ``tgrs_kernel_<kind>`` or a dtype variant ``tgrs_<kind>_<dtype>``)."""
+    from tigris.host.build import KERNELS, VARIANTS
+
+    def defines(text: str, names: tuple[str, ...]) -> bool:
+        return any(re.search(rf"^int\s+tgrs_(kernel_{k}|{k}_(f32|s8))\s*\(", text, re.M) for k in names)
+
     out = []
     for p in runtime_sources():
         if "kernels" not in p.parts or p.name == "registry.c":
             out.append(p)
             continue
         text = p.read_text(errors="replace")
-        if any(re.search(rf"^int\s+tgrs_(kernel_{k}|{k}_(f32|s8))\s*\(", text, re.M) for k in kinds):
+        if defines(text, kinds) or not defines(text, KERNELS + tuple(v.rsplit("_", 1)[0] for v in VARIANTS)):
             out.append(p)
     return out
 
