@@ -10,8 +10,8 @@
  * The last sequence stops after its literals: the block ends exactly where the input ends.
  *
  * Why no fast paths: the arenas are exact (the memory plan reserves no slack after the weight prefix), so the
- * wild-copy tricks of the reference decoder, which overshoot by up to a word, are not allowed here. Matches are
- * copied byte by byte because they may overlap their own output (offset < length repeats a pattern).
+ * wild-copy tricks of the reference decoder, which overshoot by up to a word, are not allowed here. A match that
+ * overlaps its own output (offset < length repeats a pattern) is copied byte by byte; a disjoint one with memcpy.
  */
 #include "tgrs_lz4.h"
 
@@ -116,12 +116,16 @@ static int tgrs_lz4_run(const uint8_t *in, size_t in_len, uint8_t *out, size_t o
             return TGRS_LZ4_ERR_OUTPUT;
         }
         if (out != NULL) {
-            /* Byte by byte: the source may overlap the bytes being written (a repeated pattern). */
             const uint8_t *match = out + (o - offset);
             uint8_t *op = out + o;
-            size_t k;
-            for (k = 0; k < mlen; ++k) {
-                op[k] = match[k];
+            if (offset >= mlen) {
+                memcpy(op, match, mlen); /* disjoint: [o - offset, o - offset + mlen) ends at or before o */
+            } else {
+                /* Overlapping (a repeated pattern): byte by byte, each byte may be one this match just wrote. */
+                size_t k;
+                for (k = 0; k < mlen; ++k) {
+                    op[k] = match[k];
+                }
             }
         }
         o += mlen;
