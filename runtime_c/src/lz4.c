@@ -9,7 +9,7 @@
  *   [match length extension, same scheme, when the nibble is 15]
  * The last sequence stops after its literals: the block ends exactly where the input ends.
  *
- * Why no fast paths: the arenas are exact (the memory plan reserves no slack after the weight prefix), so the
+ * Why no wild copies: the arenas are exact (the memory plan reserves no slack after the weight prefix), so the
  * wild-copy tricks of the reference decoder, which overshoot by up to a word, are not allowed here. A match that
  * overlaps its own output (offset < length repeats a pattern) is copied byte by byte; a disjoint one with memcpy.
  */
