@@ -98,6 +98,10 @@ int tgrs_output_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info);
 int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
              const void *const *inputs, void *const *outputs, tgrs_stats *stats);
 
+/* Name of OP record `index` (NUL-terminated, inside the plan bytes) for diagnostics such as stats.failed_op, or
+ * NULL for a plan that is not loaded or an index out of range. */
+const char *tgrs_op_name(const tgrs_plan *plan, int32_t index);
+
 /* The TGRS_* name of a status code ("TGRS_ERR_CRC"), or "TGRS_ERR_UNKNOWN". Never NULL. */
 const char *tgrs_status_name(int code);
 

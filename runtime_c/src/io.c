@@ -92,6 +92,17 @@ int tgrs_output_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info)
     return TGRS_OK;
 }
 
+const char *tgrs_op_name(const tgrs_plan *plan, int32_t index)
+{
+    const uint8_t *r;
+    if (!tgrs_is_loaded(plan) || index < 0 || (uint32_t)index >= plan->sec_count[TGRS_SEC_OPS]) {
+        return NULL;
+    }
+    r = tgrs_op(plan, (uint32_t)index);
+    /* The loader checked the reference: in STRINGS, NUL-terminated. */
+    return (const char *)(plan->base + plan->sec_off[TGRS_SEC_STRINGS] + tgrs_rd_u32(r + TGRS_OP_OFF_NAME_OFF));
+}
+
 #define TGRS_NAME(code) \
     case code:          \
         return #code;

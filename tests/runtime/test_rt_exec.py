@@ -244,3 +244,22 @@ def test_a_session_reuses_its_arenas_across_runs() -> None:
     for seed in (0, 1, 2, 0):
         x = P.random_input(g, seed)
         np.testing.assert_array_equal(s.run(x).outputs["y"], Session(data).run(x).outputs["y"])
+
+
+def test_a_failing_kernel_is_reported_with_the_op_name() -> None:
+    """A plan that loads but whose kernel refuses its parameters: PlanError names the status and the op."""
+    import struct
+
+    from tigris.emit.writer import seal
+
+    g = P.conv_chain_graph(int8=False)
+    data, _ = P.compile_graph(g, 1 << 20)
+    e = F.DIR_OFFSET + (int(F.SectionId.OPS) - 1) * F.SECTION.size
+    ops_off = struct.unpack_from("<I", data, e + 4)[0]
+    b = bytearray(data)
+    struct.pack_into("<i", b, ops_off + F.OP.offsets()["params"], 0)  # conv1: kernel height 0
+    s = Session(seal(b))
+    with pytest.raises(PlanError) as err:
+        s.run(P.random_input(g, 0))
+    assert err.value.name == "TGRS_ERR_PARAM"
+    assert "conv1" in str(err.value) and "\n" not in str(err.value)

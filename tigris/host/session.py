@@ -166,7 +166,11 @@ class Session:
             rc = lib.tgrs_run(self._plan, self._fast, self.fast_size, self._slow, self.slow_size,
                               ffi.cast("const void *const *", in_ptrs), out_ptrs, stats)
         if rc != 0:
-            where = f"op record {stats.failed_op}" if stats.failed_op >= 0 else "run"
+            where = "run"
+            if stats.failed_op >= 0:
+                name = lib.tgrs_op_name(self._plan, stats.failed_op)
+                label = ffi.string(name).decode("utf-8", "replace") if name != ffi.NULL else "?"
+                where = f"op {label}, record {stats.failed_op}, unit {stats.failed_unit}"
             raise PlanError(rc, where)
         outs = {s.name: self._from_caller(s, bytes(ffi.buffer(b, s.nbytes))) for s, b in zip(self.outputs, out_bufs)}
         return RunResult(outputs=outs, fast_peak=int(stats.fast_peak), slow_peak=int(stats.slow_peak))
