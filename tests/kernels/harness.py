@@ -227,19 +227,21 @@ def _cdef(mc: int, mi: int) -> str:
 
 def _registry_sources(paths: list[Path], workdir: Path) -> list[Path]:
     """The kinds with dtype variants have their ``tgrs_kernel_<kind>`` entry points in kernels/registry.c, which
-    names every variant: add it, with stubs for the variants the given files do not define (as the host build does).
+    names every variant: add it, with stubs for the variants the given files do not define (as the host build does),
+    and kernels/kcheck.c, the once-per-op checks every kernel file calls.
     """
     from tigris.host.build import VARIANTS, kernel_stubs_source, missing_kernels
 
     registry = KERNEL_DIR / "registry.c"
+    support = [p for p in (KERNEL_DIR / "kcheck.c",) if p.exists() and p not in paths]
     if not registry.exists() or registry in paths:
-        return []
+        return support
     missing = [v for v in missing_kernels(paths) if v in VARIANTS]
     stub = workdir / ("variant_stubs_" + hashlib.sha256(" ".join(missing).encode()).hexdigest()[:12] + ".c")
     text = kernel_stubs_source(missing)
     if not stub.exists() or stub.read_text() != text:
         stub.write_text(text)
-    return [registry, stub]
+    return [registry, stub, *support]
 
 
 def build_kernels(

@@ -30,6 +30,7 @@
 
 #include <string.h>
 
+#include "kcheck.h"
 #include "requant.h"
 #include "tgrs_op.h"
 #include "variants.h"
@@ -391,13 +392,9 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
     int32_t acc[CONV_MR][2];
     int32_t n, g, i, j, oc;
     int64_t q0;
-    if (mult == NULL || shift == NULL || ctx->clen[TGRS_C_CONV_MULT] != (uint64_t)cg->oc * 4u ||
-        ctx->clen[TGRS_C_CONV_SHIFT] != (uint64_t)cg->oc * 4u) {
-        return TGRS_ERR_SHAPE;
-    }
-    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 ||
-        !tgrs_requant_check(mult, shift, cg->oc)) {
-        return TGRS_ERR_PARAM;
+    const int st = tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg->oc, lo, hi, zp_in, zp_out);
+    if (st != TGRS_OK) {
+        return st;
     }
     for (n = 0; n < cg->n; ++n) {
         const int8_t *img = in + n * in_img;

@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "kcheck.h"
 #include "requant.h"
 #include "tgrs_op.h"
 #include "variants.h"
@@ -238,13 +239,9 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
     int64_t toff[DW_MAX_TAPS];
     const int32_t ntaps = (dg->m == 1) ? dw_tap_offsets(dg, toff) : 0;
     int32_t n, r, ow, i, j, c0, cc, t;
-    if (mult == NULL || shift == NULL || ctx->clen[TGRS_C_DWCONV_MULT] != (uint64_t)dg->oc * 4u ||
-        ctx->clen[TGRS_C_DWCONV_SHIFT] != (uint64_t)dg->oc * 4u) {
-        return TGRS_ERR_SHAPE;
-    }
-    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 ||
-        !tgrs_requant_check(mult, shift, dg->oc)) {
-        return TGRS_ERR_PARAM;
+    const int st = tgrs_mac_s8_check(ctx, TGRS_C_DWCONV_MULT, TGRS_C_DWCONV_SHIFT, dg->oc, lo, hi, zp_in, zp_out);
+    if (st != TGRS_OK) {
+        return st;
     }
     for (n = 0; n < dg->n; ++n) {
         const int8_t *img = in + n * in_img;

@@ -16,6 +16,7 @@
 #pragma GCC optimize("no-wrapv")
 #endif
 
+#include "kcheck.h"
 #include "requant.h"
 #include "tgrs_op.h"
 #include "variants.h"
@@ -155,13 +156,9 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
     int32_t n, o;
-    if (mult == NULL || shift == NULL || ctx->clen[TGRS_C_FC_MULT] != (uint64_t)fg->oc * 4u ||
-        ctx->clen[TGRS_C_FC_SHIFT] != (uint64_t)fg->oc * 4u) {
-        return TGRS_ERR_SHAPE;
-    }
-    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 ||
-        !tgrs_requant_check(mult, shift, fg->oc)) {
-        return TGRS_ERR_PARAM;
+    const int st = tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg->oc, lo, hi, zp_in, zp_out);
+    if (st != TGRS_OK) {
+        return st;
     }
     for (n = 0; n < fg->n; ++n) {
         const int8_t *x = in + (int64_t)n * fg->k;

@@ -35,11 +35,7 @@ static inline int tgrs_kv_has_rows(const tgrs_tview *v, int32_t first, int32_t l
 }
 
 /* 1 when dims are positive and the band lies inside them. */
-static inline int tgrs_kv_sane(const tgrs_tview *v)
-{
-    return v != NULL && v->dims[0] > 0 && v->dims[1] > 0 && v->dims[2] > 0 && v->dims[3] > 0 && v->row0 >= 0 &&
-           v->rows >= 0 && v->row0 + v->rows <= v->dims[1] && (v->rows == 0 || v->data != NULL);
-}
+int tgrs_kv_sane(const tgrs_tview *v); /* out of line in kcheck.c: checked once per op */
 
 /* 1 when the view covers the whole tensor (untiled). */
 static inline int tgrs_kv_whole(const tgrs_tview *v)

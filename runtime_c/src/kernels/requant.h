@@ -130,16 +130,7 @@ static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t lo, int32
  * Validate per-channel (mult, shift) arrays read from a plan: shift must be <= 31 and mult non-negative.
  * Returns 1 when valid, 0 otherwise (the kernel then returns TGRS_ERR_PARAM).
  */
-static inline int tgrs_requant_check(const int32_t *mult, const int32_t *shift, int32_t n)
-{
-    int32_t i;
-    for (i = 0; i < n; ++i) {
-        if (shift[i] > TGRS_SHIFT_MAX || mult[i] < 0) {
-            return 0;
-        }
-    }
-    return 1;
-}
+int tgrs_requant_check(const int32_t *mult, const int32_t *shift, int32_t n); /* kcheck.c */
 
 /* Validate int8 clamp bounds and a zero point read from a plan. Returns 1 when valid. */
 static inline int tgrs_s8_bounds_ok(int32_t lo, int32_t hi, int32_t zp)

@@ -1,0 +1,103 @@
+/*
+ * kcheck.c - the parameter and view checks every kernel makes once per op, out of line.
+ *
+ * They run once per call, never per element, so one shared copy costs no speed and keeps a firmware image from
+ * carrying one inlined copy per kernel file (docs/runtime.md "Code size"). Declared in kview.h, window.h and
+ * requant.h; no state.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kview.h"
+#include "kcheck.h"
+#include "requant.h"
+#include "tgrs_op.h"
+#include "window.h"
+
+int tgrs_kv_sane(const tgrs_tview *v)
+{
+    return v != NULL && v->dims[0] > 0 && v->dims[1] > 0 && v->dims[2] > 0 && v->dims[3] > 0 && v->row0 >= 0 &&
+           v->rows >= 0 && v->row0 + v->rows <= v->dims[1] && (v->rows == 0 || v->data != NULL);
+}
+
+int tgrs_requant_check(const int32_t *mult, const int32_t *shift, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        if (shift[i] > TGRS_SHIFT_MAX || mult[i] < 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int tgrs_window_load(tgrs_window *w, const int32_t *p)
+{
+    int i;
+    for (i = 0; i < 10; ++i) {
+        int32_t lo = (i < 6) ? 1 : 0;
+        if (p[i] < lo || p[i] > TGRS_WINDOW_MAX) {
+            return 0;
+        }
+    }
+    w->kh = p[0]; w->kw = p[1]; w->sh = p[2]; w->sw = p[3]; w->dh = p[4];
+    w->dw = p[5]; w->pt = p[6]; w->pl = p[7]; w->pb = p[8]; w->pr = p[9];
+    return 1;
+}
+
+int tgrs_mac_s8_check(const tgrs_op_ctx *ctx, int mult_slot, int shift_slot, int32_t oc, int32_t lo, int32_t hi,
+                      int32_t zp_in, int32_t zp_out)
+{
+    const int32_t *mult = (const int32_t *)ctx->c[mult_slot];
+    const int32_t *shift = (const int32_t *)ctx->c[shift_slot];
+    if (mult == NULL || shift == NULL || ctx->clen[mult_slot] != (uint64_t)oc * 4u ||
+        ctx->clen[shift_slot] != (uint64_t)oc * 4u) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 || !tgrs_requant_check(mult, shift, oc)) {
+        return TGRS_ERR_PARAM;
+    }
+    return TGRS_OK;
+}
+
+/* Output length along one axis (floor mode), or -1 when the window does not fit even once. */
+static int64_t tgrs_window_out_len(int64_t n, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1)
+{
+    int64_t span = (k - 1) * d + 1;
+    int64_t avail = n + p0 + p1 - span;
+    return (avail < 0) ? -1 : avail / s + 1;
+}
+
+/* A view's band is sane: 0 <= row0, rows >= 0, row0 + rows <= H, dims positive. */
+static int tgrs_view_ok(const tgrs_tview *v)
+{
+    return v->dims[0] > 0 && v->dims[1] > 0 && v->dims[2] > 0 && v->dims[3] > 0 && v->row0 >= 0 && v->rows >= 0 &&
+           (int64_t)v->row0 + v->rows <= v->dims[1];
+}
+
+int tgrs_window_check(const tgrs_window *w, const tgrs_tview *in, const tgrs_tview *out)
+{
+    int64_t lo, hi;
+    if (!tgrs_view_ok(in) || !tgrs_view_ok(out) || in->dims[0] != out->dims[0]) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (tgrs_window_out_len(in->dims[1], w->kh, w->sh, w->dh, w->pt, w->pb) != out->dims[1] ||
+        tgrs_window_out_len(in->dims[2], w->kw, w->sw, w->dw, w->pl, w->pr) != out->dims[2]) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (out->rows == 0) {
+        return TGRS_OK;
+    }
+    lo = (int64_t)out->row0 * w->sh - w->pt;
+    hi = (int64_t)(out->row0 + out->rows - 1) * w->sh - w->pt + (int64_t)(w->kh - 1) * w->dh + 1;
+    if (lo < 0) {
+        lo = 0;
+    }
+    if (hi > in->dims[1]) {
+        hi = in->dims[1];
+    }
+    if (lo < hi && (lo < in->row0 || hi > (int64_t)in->row0 + in->rows)) {
+        return TGRS_ERR_TILE;
+    }
+    return TGRS_OK;
+}

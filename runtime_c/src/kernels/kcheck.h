@@ -1,0 +1,20 @@
+/*
+ * kcheck.h - checks shared by several kernels that need the op context (kcheck.c; the view and window checks are
+ * declared in kview.h and window.h).
+ */
+#ifndef TGRS_KCHECK_H
+#define TGRS_KCHECK_H
+
+#include <stdint.h>
+
+#include "tgrs_op.h"
+
+/*
+ * The int8 requantization operands of a multiply-accumulate kind (conv, dwconv, fc): constant slots mult_slot and
+ * shift_slot hold oc int32 each (TGRS_ERR_SHAPE otherwise), every (mult, shift) is valid, the clamp bounds and zero
+ * points are int8 (TGRS_ERR_PARAM otherwise). kcheck.c.
+ */
+int tgrs_mac_s8_check(const tgrs_op_ctx *ctx, int mult_slot, int shift_slot, int32_t oc, int32_t lo, int32_t hi,
+                      int32_t zp_in, int32_t zp_out);
+
+#endif /* TGRS_KCHECK_H */
