@@ -131,7 +131,7 @@ def subset_runs(work: Path) -> str:
         host = s.run(inputs)
         d = work / "subset" / Path(rel).stem
         elf = qh.build_plan_app(c.plan_bytes, "mps2-an386", d, obj_dir=work / "obj-size", opt="-Os",
-                                runtime_srcs=qh.subset_sources())
+                                runtime_srcs=qh.subset_sources(), cflags=qh.INT8_ONLY_CFLAGS)
         (d / "in0.bin").write_bytes(s._to_caller(s.inputs[0], inputs[s.inputs[0].name]))
         r = qh.run("mps2-an386", elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=900)
         same = r.returncode == 0 and (d / "out0.bin").read_bytes() == s._to_caller(
@@ -144,14 +144,15 @@ def subset_runs(work: Path) -> str:
 def footprint(work: Path) -> tuple[str, list[str]]:
     c = api.compile_model(str(REPO / "tests" / "models" / "kws_dscnn_int8.onnx"), "32K")
     rows, alloc = [], []
-    for label, srcs, target in (("every kernel", None, 32), ("int8 CNN subset", qh.subset_sources(), 16)):
+    for label, srcs, target, cflags in (("every kernel", None, 32, ""),
+                                        ("int8 CNN subset, int8-only", qh.subset_sources(), 16, qh.INT8_ONLY_CFLAGS)):
         elf = qh.build_plan_app(c.plan_bytes, "mps2-an386", work / f"size-{label.split()[0]}",
-                                obj_dir=work / "obj-size", opt="-Os", runtime_srcs=srcs)
+                                obj_dir=work / "obj-size", opt="-Os", runtime_srcs=srcs, cflags=cflags)
         map_text = (elf.parent / "model.map").read_text()
         rt = qh.runtime_size(map_text)
         used = srcs or qh.runtime_sources()
         kernels = sorted({p.stem for p in used if "kernels" in p.parts})
-        objs_text = qh.size_text(qh.runtime_objects(work / "obj-size" / "Os", used))
+        objs_text = qh.size_text(qh.runtime_objects(work / "obj-size" / qh.flag_dir("-Os", cflags), used))
         rows.append([label, f"{rt.text:,}", f"{rt.text / 1024:.1f} KiB", f"<= {target} KiB",
                      "met" if rt.text <= target * 1024 else "**missed**", f"{rt.rodata:,}", f"{objs_text:,}",
                      ", ".join(kernels)])
@@ -196,9 +197,11 @@ def main() -> None:
         + table
         + "\n\nRuntime code size: the `.text` of `runtime_c/src/**` objects kept in the `--gc-sections` link of the "
         "kws_dscnn_int8 firmware (Cortex-M4F, `-Os`). The int8 subset links only the kernel files an int8 CNN "
-        "needs; the other kinds are stubs returning TGRS_ERR_UNSUPPORTED. Those files still carry their float "
-        "paths, which is why the subset misses 16 KiB if it does. The last size column is `arm-none-eabi-size` "
-        "(Berkeley text = code + read-only data) of the same objects before `--gc-sections`, an upper bound.\n\n"
+        "needs (the other kinds are stubs returning TGRS_ERR_UNSUPPORTED) and is built with `-DTGRS_INT8_ONLY`: "
+        "the kernel registry (`runtime_c/src/kernels/registry.c`) then names no float variant, so `--gc-sections` "
+        "drops every float kernel and libm (float ops fail with TGRS_ERR_UNSUPPORTED). What remains is the loader, "
+        "the executor and the int8 kernels. The last size column is `arm-none-eabi-size` (Berkeley text = code + "
+        "read-only data) of the same objects before `--gc-sections`, an upper bound.\n\n"
         + size_table
         + "\n\n" + subset
         + "\n\nDynamic allocation (allocator symbols in the image, or allocator objects in the link map): "

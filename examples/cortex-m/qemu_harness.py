@@ -67,6 +67,11 @@ def kernel_stubs(obj_dir: Path, sources: list[Path] | None = None) -> list[Path]
     return [stub]
 
 
+def flag_dir(opt: str, cflags: str = "") -> str:
+    """The object subfolder for one optimisation level and set of extra flags ("Os", "Os_DTGRSINT8ONLY")."""
+    return opt.lstrip("-") + "".join("_" + re.sub(r"[^A-Za-z0-9]+", "", f) for f in cflags.split())
+
+
 def build(board: str, build_dir: Path, *, app: str = "model", model_c: Path | None = None,
           obj_dir: Path | None = None, opt: str = "-O2", runtime_srcs: list[Path] | None = None,
           extra_ldflags: str = "", cflags: str = "", jobs: int = 2, timeout: float = 600) -> Path:
@@ -74,8 +79,7 @@ def build(board: str, build_dir: Path, *, app: str = "model", model_c: Path | No
     ``cflags``: extra compiler flags for every source (e.g. INT8_ONLY_CFLAGS)."""
     build_dir = Path(build_dir)
     # Objects depend on the flags: one folder per optimisation level and extra flags, so they never mix.
-    flag_dir = opt.lstrip("-") + "".join("_" + re.sub(r"[^A-Za-z0-9]+", "", f) for f in cflags.split())
-    obj_dir = (Path(obj_dir) if obj_dir else build_dir / "obj") / flag_dir
+    obj_dir = (Path(obj_dir) if obj_dir else build_dir / "obj") / flag_dir(opt, cflags)
     cmd = ["make", "-s", f"-j{jobs}", "-C", str(HERE), f"BOARD={board}", f"APP={app}", f"BUILD={build_dir}",
            f"OBJDIR={obj_dir}", f"OPT={opt}"]
     if model_c is not None:

@@ -1,11 +1,13 @@
 """Footprint of the runtime on a Cortex-M4F at -Os, from the link map of real firmware: code size with every kernel
-and with the int8 CNN subset, and no dynamic allocation anywhere in the image.
+and with the int8 CNN subset built int8-only (-DTGRS_INT8_ONLY: the kernel registry has no float entries, so the
+link keeps no float kernel code and no libm), and no dynamic allocation anywhere in the image.
 
 Sizes are the .text input sections of runtime_c/src/** objects the linker kept (--gc-sections), so they count what
 a product would flash. The model is the repository's own kws_dscnn_int8 (tests/models), compiled at 32 KiB.
 """
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,12 +30,12 @@ def kws_plan(harness):
 
 @pytest.fixture(scope="module")
 def images(harness, kws_plan, board_objs, tmp_path_factory):
-    """(elf, map text) of the -Os model firmware with all kernels and with the int8 CNN subset."""
+    """(elf, map text) of the -Os model firmware with all kernels and with the int8-only int8 CNN subset."""
     out = {}
-    for label, srcs in (("all", None), ("int8", harness.subset_sources())):
+    for label, srcs, cflags in (("all", None, ""), ("int8", harness.subset_sources(), harness.INT8_ONLY_CFLAGS)):
         d = tmp_path_factory.mktemp(f"size-{label}")
         elf = harness.build_plan_app(kws_plan, "mps2-an386", d, obj_dir=board_objs["mps2-an386"] / "size",
-                                     opt="-Os", runtime_srcs=srcs)
+                                     opt="-Os", runtime_srcs=srcs, cflags=cflags)
         out[label] = (elf, (elf.parent / "model.map").read_text())
     return out
 
@@ -48,6 +50,26 @@ def test_runtime_text_with_every_kernel_fits_32k(harness, images):
 def test_runtime_text_int8_cnn_subset_fits_16k(harness, images):
     size = harness.runtime_size(images["int8"][1])
     assert size.text <= 16 * KIB, size
+
+
+def _defined_code(elf: Path) -> set[str]:
+    res = subprocess.run(["arm-none-eabi-nm", "--defined-only", str(elf)], capture_output=True, text=True, check=True)
+    return {ln.split()[-1] for ln in res.stdout.splitlines() if len(ln.split()) == 3 and ln.split()[1] in "tTwW"}
+
+
+def test_int8_only_image_has_no_float_kernels_and_no_libm(harness, images):
+    from tigris.host.build import VARIANTS
+
+    int8, full = _defined_code(images["int8"][0]), _defined_code(images["all"][0])
+    f32 = {f"tgrs_{v}" for v in VARIANTS if v.endswith("_f32")}
+    s8 = {f"tgrs_{v}" for v in VARIANTS if v.endswith("_s8")}
+    # The check can fail: the every-kernel image of the same plan does hold the float variants and expf.
+    assert f32 <= full and "expf" in full
+    assert not f32 & int8, sorted(f32 & int8)
+    assert {"tgrs_conv_s8", "tgrs_dwconv_s8", "tgrs_fc_s8", "tgrs_avgpool_s8", "tgrs_softmax_s8"} <= int8 & s8
+    libm = sorted(s for s in int8 if s.rstrip("f") in ("exp", "__ieee754_exp", "log", "tanh", "sqrt", "expm1",
+                                                          "__ieee754_log", "__ieee754_sqrt", "pow", "floor", "round"))
+    assert libm == []
 
 
 def test_int8_subset_is_smaller_and_still_runs_an_int8_cnn(harness, images, kws_plan, tmp_path):
