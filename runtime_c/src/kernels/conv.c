@@ -53,12 +53,20 @@ typedef struct conv_geom {
     int direct;
 } conv_geom;
 
+/* The window params are 10 consecutive slots in tgrs_window_load's order (a build error if the header changes). */
+typedef char conv_window_params_are_consecutive[(TGRS_P_CONV_KW == TGRS_P_CONV_KH + 1 &&
+                                                 TGRS_P_CONV_SH == TGRS_P_CONV_KH + 2 &&
+                                                 TGRS_P_CONV_SW == TGRS_P_CONV_KH + 3 &&
+                                                 TGRS_P_CONV_DH == TGRS_P_CONV_KH + 4 &&
+                                                 TGRS_P_CONV_DW == TGRS_P_CONV_KH + 5 &&
+                                                 TGRS_P_CONV_PT == TGRS_P_CONV_KH + 6 &&
+                                                 TGRS_P_CONV_PL == TGRS_P_CONV_KH + 7 &&
+                                                 TGRS_P_CONV_PB == TGRS_P_CONV_KH + 8 &&
+                                                 TGRS_P_CONV_PR == TGRS_P_CONV_KH + 9) ? 1 : -1];
+
 static void conv_load_window(tgrs_window *w, const int32_t *p, int *ok)
 {
-    const int32_t v[10] = {p[TGRS_P_CONV_KH], p[TGRS_P_CONV_KW], p[TGRS_P_CONV_SH], p[TGRS_P_CONV_SW],
-                           p[TGRS_P_CONV_DH], p[TGRS_P_CONV_DW], p[TGRS_P_CONV_PT], p[TGRS_P_CONV_PL],
-                           p[TGRS_P_CONV_PB], p[TGRS_P_CONV_PR]};
-    *ok = tgrs_window_load(w, v);
+    *ok = tgrs_window_load(w, p + TGRS_P_CONV_KH);
 }
 
 static int conv_is_direct(const tgrs_window *w)

@@ -31,16 +31,24 @@ typedef struct dw_geom {
     int32_t in_row0, in_rows, out_row0, out_rows;
 } dw_geom;
 
+/* The window params are 10 consecutive slots in tgrs_window_load's order (a build error if the header changes). */
+typedef char dw_window_params_are_consecutive[(TGRS_P_DWCONV_KW == TGRS_P_DWCONV_KH + 1 &&
+                                               TGRS_P_DWCONV_SH == TGRS_P_DWCONV_KH + 2 &&
+                                               TGRS_P_DWCONV_SW == TGRS_P_DWCONV_KH + 3 &&
+                                               TGRS_P_DWCONV_DH == TGRS_P_DWCONV_KH + 4 &&
+                                               TGRS_P_DWCONV_DW == TGRS_P_DWCONV_KH + 5 &&
+                                               TGRS_P_DWCONV_PT == TGRS_P_DWCONV_KH + 6 &&
+                                               TGRS_P_DWCONV_PL == TGRS_P_DWCONV_KH + 7 &&
+                                               TGRS_P_DWCONV_PB == TGRS_P_DWCONV_KH + 8 &&
+                                               TGRS_P_DWCONV_PR == TGRS_P_DWCONV_KH + 9) ? 1 : -1];
+
 static int dw_prepare(const tgrs_op_ctx *ctx, dw_geom *dg, size_t elem)
 {
     const int32_t *p = ctx->p;
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
-    const int32_t v[10] = {p[TGRS_P_DWCONV_KH], p[TGRS_P_DWCONV_KW], p[TGRS_P_DWCONV_SH], p[TGRS_P_DWCONV_SW],
-                           p[TGRS_P_DWCONV_DH], p[TGRS_P_DWCONV_DW], p[TGRS_P_DWCONV_PT], p[TGRS_P_DWCONV_PL],
-                           p[TGRS_P_DWCONV_PB], p[TGRS_P_DWCONV_PR]};
     int st;
-    if (!tgrs_window_load(&dg->w, v) || p[TGRS_P_DWCONV_DEPTH_MULT] < 1) {
+    if (!tgrs_window_load(&dg->w, p + TGRS_P_DWCONV_KH) || p[TGRS_P_DWCONV_DEPTH_MULT] < 1) {
         return TGRS_ERR_PARAM;
     }
     st = tgrs_window_check(&dg->w, in, out);

@@ -60,12 +60,16 @@ int tgrs_mac_s8_check(const tgrs_op_ctx *ctx, int mult_slot, int shift_slot, int
     return TGRS_OK;
 }
 
-/* Output length along one axis (floor mode), or -1 when the window does not fit even once. */
-static int64_t tgrs_window_out_len(int64_t n, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1)
+/*
+ * Output length along one axis (floor mode), or -1 when the window does not fit even once. With n < 2^31 and
+ * k, s, d, p0, p1 in [0, 4096] (tgrs_window_load), 0 <= avail < 2^32: the division is a 32-bit one (a hardware
+ * divide on Cortex-M, not a 64-bit library call).
+ */
+static int64_t tgrs_window_out_len(int32_t n, int32_t k, int32_t s, int32_t d, int32_t p0, int32_t p1)
 {
-    int64_t span = (k - 1) * d + 1;
-    int64_t avail = n + p0 + p1 - span;
-    return (avail < 0) ? -1 : avail / s + 1;
+    int64_t span = (int64_t)(k - 1) * d + 1;
+    int64_t avail = (int64_t)n + p0 + p1 - span;
+    return (avail < 0) ? -1 : (int64_t)((uint32_t)avail / (uint32_t)s) + 1;
 }
 
 /* A view's band is sane: 0 <= row0, rows >= 0, row0 + rows <= H, dims positive. */

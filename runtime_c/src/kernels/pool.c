@@ -16,6 +16,7 @@
 #include "requant.h"
 #include "tgrs_op.h"
 #include "variants.h"
+#include "window.h"
 
 /* Channels accumulated at once in int32 on the stack (no scratch needed, inner loop stays contiguous). */
 #define POOL_CHUNK 32
@@ -58,8 +59,20 @@ static int32_t taps_inside(int32_t start, int32_t step, int32_t n, int32_t lo, i
     return c;
 }
 
+/* The window params are 10 consecutive slots in tgrs_window_load's order (a build error if the header changes). */
+typedef char pool_window_params_are_consecutive[(TGRS_P_MAXPOOL_KW == TGRS_P_MAXPOOL_KH + 1 &&
+                                                 TGRS_P_MAXPOOL_SH == TGRS_P_MAXPOOL_KH + 2 &&
+                                                 TGRS_P_MAXPOOL_SW == TGRS_P_MAXPOOL_KH + 3 &&
+                                                 TGRS_P_MAXPOOL_DH == TGRS_P_MAXPOOL_KH + 4 &&
+                                                 TGRS_P_MAXPOOL_DW == TGRS_P_MAXPOOL_KH + 5 &&
+                                                 TGRS_P_MAXPOOL_PT == TGRS_P_MAXPOOL_KH + 6 &&
+                                                 TGRS_P_MAXPOOL_PL == TGRS_P_MAXPOOL_KH + 7 &&
+                                                 TGRS_P_MAXPOOL_PB == TGRS_P_MAXPOOL_KH + 8 &&
+                                                 TGRS_P_MAXPOOL_PR == TGRS_P_MAXPOOL_KH + 9) ? 1 : -1];
+
 static int pool_check(const tgrs_op_ctx *ctx, const pool_geom *g, int avg, int32_t dt)
 {
+    tgrs_window w;
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
     if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out)) {
@@ -68,9 +81,7 @@ static int pool_check(const tgrs_op_ctx *ctx, const pool_geom *g, int avg, int32
     if (in->dims[0] != out->dims[0] || in->dims[3] != out->dims[3]) {
         return TGRS_ERR_SHAPE;
     }
-    if (g->kh < 1 || g->kw < 1 || g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->kh > 4096 ||
-        g->kw > 4096 || g->sh > 4096 || g->sw > 4096 || g->dh > 4096 || g->dw > 4096 || g->pt < 0 || g->pl < 0 ||
-        g->pb < 0 || g->pr < 0 || g->pt > 4096 || g->pl > 4096 || g->pb > 4096 || g->pr > 4096) {
+    if (!tgrs_window_load(&w, ctx->p + TGRS_P_MAXPOOL_KH)) { /* extents, strides, dilations >= 1, pads >= 0, <= 4096 */
         return TGRS_ERR_PARAM;
     }
     if (in->dtype != dt || out->dtype != dt) {
