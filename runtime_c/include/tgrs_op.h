@@ -86,6 +86,16 @@ int tgrs_kernel_quantize(const tgrs_op_ctx *ctx);
 int tgrs_kernel_dequantize(const tgrs_op_ctx *ctx);
 int tgrs_kernel_copy(const tgrs_op_ctx *ctx);
 
+/*
+ * Accumulating GlobalAveragePool (unit flag ACCUM; tigris/ops/pool.py gap_begin/gap_accumulate/gap_finish). The
+ * executor calls begin once before the first tile's band, accumulate with every tile's input band (in tile order),
+ * finish once after the last. The running sum lives in planned fast memory: float32 in the output buffer, int8 as
+ * int32[N*C] in the op's scratch (4*N*C bytes). tgrs_kernel_gap is the one-band case.
+ */
+int tgrs_gap_begin(const tgrs_op_ctx *ctx);
+int tgrs_gap_accumulate(const tgrs_op_ctx *ctx);
+int tgrs_gap_finish(const tgrs_op_ctx *ctx);
+
 /* Scratch sizes, mirrored in Python by OpKind.scratch_bytes (the planner places the scratch in the fast arena). */
 uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tgrs_tview *out);
 

@@ -53,7 +53,9 @@ typedef struct tgrs_at {
     uint32_t place_first;
     uint32_t place_count;
     uint32_t tile;
+    uint32_t tiles;
     int tiled;
+    uint32_t accum_op; /* ACCUM units: the op record of the accumulating GlobalAveragePool, else TGRS_NONE */
 } tgrs_at;
 
 static void tgrs_touch(uint32_t *peak, uint32_t off, uint32_t size)
@@ -192,6 +194,17 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
         ctx.scratch = ex->fast + soff;
         tgrs_touch(&ex->fast_peak, soff, ctx.scratch_size);
     }
+    if (op_index == at->accum_op) {
+        /* Accumulating GAP: clear with the first tile, add every tile's band, average after the last tile. */
+        int rc = at->tile == 0u ? tgrs_gap_begin(&ctx) : TGRS_OK;
+        if (rc == TGRS_OK) {
+            rc = tgrs_gap_accumulate(&ctx);
+        }
+        if (rc == TGRS_OK && at->tile + 1u == at->tiles) {
+            rc = tgrs_gap_finish(&ctx);
+        }
+        return rc;
+    }
     return tgrs_kernel_table[kind](&ctx);
 }
 
@@ -272,6 +285,9 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     of = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_FIRST);
     oc = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT);
     tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);
+    at.tiles = tiles;
+    /* The loader proved an ACCUM unit tiled, with ops, ending in a GAP whose bands suit accumulation. */
+    at.accum_op = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u ? of + oc - 1u : TGRS_NONE;
 
     rc = tgrs_load_weights(ex, at.unit);
     if (rc != TGRS_OK) {

@@ -527,6 +527,61 @@ static int tgrs_check_op_tensor(const tgrs_plan *plan, const uint8_t *u, uint32_
     return TGRS_OK;
 }
 
+/* Band of placement position `pos` of unit `u` in tile `t` (tiled units; the loader checked the record exists). */
+static void tgrs_tile_band(const tgrs_plan *plan, const uint8_t *u, uint32_t t, uint32_t pos, int32_t *row0,
+                           int32_t *rows)
+{
+    const uint8_t *r = tgrs_rec(plan, TGRS_SEC_TILE_ROWS,
+                                tgrs_rd_u32(u + TGRS_UNIT_OFF_ROWS_FIRST) +
+                                    t * tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT) + pos,
+                                TGRS_TILE_ROW_SIZE);
+    *row0 = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROW0);
+    *rows = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROWS);
+}
+
+/*
+ * End of step 15 for an ACCUM unit (docs/format.md): the last op is a GlobalAveragePool between two buffers; in
+ * every tile the output's band is the whole tensor; the input's bands cut its rows into consecutive pieces in tile
+ * order, each row once. The executor relies on this: begin at tile 0, add each band, finish at the last tile.
+ */
+static int tgrs_check_accumulate(const tgrs_plan *plan, const uint8_t *u)
+{
+    const uint8_t *r = tgrs_op(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_FIRST) +
+                                         tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_COUNT) - 1u);
+    uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+    uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+    uint32_t tiles = tgrs_rd_u32(u + TGRS_UNIT_OFF_TILES);
+    uint32_t r_in = tgrs_root(plan, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS));
+    uint32_t r_out = tgrs_root(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT));
+    uint32_t p_in;
+    uint32_t p_out;
+    int32_t h_in;
+    int32_t h_out;
+    int64_t next = 0;
+    uint32_t t;
+    if (tgrs_rd_u32(r + TGRS_OP_OFF_KIND) != TGRS_OP_GAP || r_in == r_out) {
+        return TGRS_ERR_UNIT;
+    }
+    p_in = tgrs_find_placement(plan, pf, pc, r_in) - pf; /* both placed: step 15 proved it */
+    p_out = tgrs_find_placement(plan, pf, pc, r_out) - pf;
+    h_in = tgrs_rd_i32(tgrs_tensor(plan, r_in) + TGRS_TENSOR_OFF_DIMS + 4u);
+    h_out = tgrs_rd_i32(tgrs_tensor(plan, r_out) + TGRS_TENSOR_OFF_DIMS + 4u);
+    for (t = 0; t < tiles; ++t) {
+        int32_t row0;
+        int32_t rows;
+        tgrs_tile_band(plan, u, t, p_out, &row0, &rows);
+        if (row0 != 0 || rows != h_out) {
+            return TGRS_ERR_TILE_ROWS;
+        }
+        tgrs_tile_band(plan, u, t, p_in, &row0, &rows);
+        if ((int64_t)row0 != next) {
+            return TGRS_ERR_TILE_ROWS;
+        }
+        next = (int64_t)row0 + rows;
+    }
+    return next == (int64_t)h_in ? TGRS_OK : TGRS_ERR_TILE_ROWS;
+}
+
 /* Step 18 for the ops of one unit. */
 static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
 {
@@ -596,6 +651,9 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
             !tgrs_fits(s_off, s_size, plan->fast_arena)) {
             return TGRS_ERR_ARENA_BOUNDS;
         }
+    }
+    if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u) {
+        return tgrs_check_accumulate(plan, u);
     }
     return TGRS_OK;
 }

@@ -137,6 +137,16 @@ def conv_chain_graph(int8: bool = False, h: int = 12, seed: int = 0) -> Analyzed
     return AnalyzedGraph("convchain", tensors, ops, ["x"], ["y"], weights, {})
 
 
+def conv_gap_graph(int8: bool = False, h: int = 12, seed: int = 0) -> AnalyzedGraph:
+    """The conv chain followed by a GlobalAveragePool: at small budgets the planner tiles the GAP's input and the
+    GAP accumulates over the tiles (unit flag ACCUM); at large ones it runs untiled."""
+    g = conv_chain_graph(int8=int8, h=h, seed=seed)
+    y = g.tensors["y"]
+    g.tensors["g"] = Tensor("g", (1, y.shape[1], 1, 1), y.dtype, _q(0.07, 3) if int8 else None, "nhwc")
+    ops = list(g.ops) + [Op("gap", "GlobalAveragePool", ("y",), ("g",), {})]
+    return AnalyzedGraph("convgap", g.tensors, ops, ["x"], ["g"], g.weights, {})
+
+
 # ../shared, located exactly like tests/conftest.py does it. Repeated here rather than imported: several conftest
 # modules exist under tests/, and `from conftest import ...` gets whichever of them was imported first.
 _REPO = Path(__file__).resolve().parents[2]

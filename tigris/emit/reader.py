@@ -246,11 +246,13 @@ class PlanFile:
             tile_rows = [
                 {name[p.tensor]: (r0, r0 + n) for p, (r0, n) in zip(u.placements, tile)} for tile in u.tile_rows
             ]
+            last = self.ops[u.op_first + u.op_count - 1] if u.op_count else None
             units.append(
                 ExecUnit(
                     stages=list(u.stages), ops=list(u.ir_ops), reload=[name[i] for i in u.reload],
                     spill=[name[i] for i in u.spill], fast=fast, scratch=scratch, weight_bytes=u.weight_bytes,
                     tiles=u.tiles, tile_rows=tile_rows, peak_bytes=u.peak_bytes,
+                    accumulate=[last.ir_index] if u.accumulates and last is not None else [],
                 )
             )
         return MemoryPlan(
@@ -741,7 +743,30 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
                     tuple(int(v) for v in o["params"]), tuple(consts), Placement("fast", so, ss) if ss else None,
                 )
             )
+        if u.accumulates:
+            _check_accumulate(u, ops[-1], tensors)
     return ops
+
+
+def _check_accumulate(u: UnitInfo, last: OpInfo, tensors: list[TensorInfo]) -> None:
+    """Step 15, end of an ACCUM unit: its last op is a GlobalAveragePool reading another buffer than it writes; the
+    output's band is the whole tensor in every tile (every tile adds into it), and the input's bands cut its rows into
+    consecutive pieces in tile order, each row exactly once (so the sum, and its float order, is the untiled one)."""
+    what = f"unit {u.index}"
+    r_in, r_out = tensors[last.inputs[0]].root, tensors[last.output].root
+    if last.kind != "gap" or r_in == r_out:
+        raise _fail("ERR_UNIT", f"{what}: ACCUM unit does not end with a GlobalAveragePool between two buffers")
+    pos = {pl.tensor: j for j, pl in enumerate(u.placements)}
+    nxt = 0
+    for t, tile in enumerate(u.tile_rows):
+        if tile[pos[r_out]] != (0, tensors[r_out].dims[1]):
+            raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} does not hold the whole accumulator")
+        r0, nr = tile[pos[r_in]]
+        if r0 != nxt:
+            raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} accumulates rows from {r0}, expected {nxt}")
+        nxt = r0 + nr
+    if nxt != tensors[r_in].dims[1]:
+        raise _fail("ERR_TILE_ROWS", f"{what}: the tiles accumulate {nxt} of {tensors[r_in].dims[1]} rows")
 
 
 def _check_stages(c: _Sections, n_units: int, nt: int) -> list[StageInfo]:

@@ -177,13 +177,15 @@ def emit_plan(
     if not plan.units:
         raise TigrisError("the memory plan has no exec units", graph.name)
     for u, unit in enumerate(plan.units):
-        # An accumulating GlobalAveragePool (opt-in planner rule) needs per-unit accumulate lists in the format and
-        # accumulate/finalize support in the runtime; format v1 has neither, and emitting the unit as if the GAP ran
-        # per tile would compute a wrong result, so refuse (docs/format.md, "Not in version 1").
-        if getattr(unit, "accumulate", None):
+        # The format says "the unit's last op accumulates" with one flag (UnitFlag.ACCUM); anything else the planner
+        # might list cannot be expressed, and running it per tile would compute a wrong result, so refuse it.
+        acc = list(getattr(unit, "accumulate", None) or [])
+        if acc and (
+            acc != [unit.ops[-1]] or lowered[acc[0]].kind != "gap" or not unit.tile_rows
+        ):
             raise TigrisError(
-                "the plan uses accumulating GlobalAveragePool, which format v1 cannot express; plan without "
-                "accumulate_gap", f"unit {u}",
+                f"accumulating ops {acc}: the format holds one accumulating GlobalAveragePool per tiled unit, its "
+                "last op", f"unit {u}",
             )
 
     names = [t.name for t in graph.activations()]
@@ -331,6 +333,7 @@ def _build_units(ctx: _Ctx) -> _Units:
                 acc.ops.append(_op_record(ctx, i, group, unit.scratch.get(i)))
         wblob_size = wraw_size = 0
         flags = int(F.UnitFlag.TILED) if tiled else 0
+        flags |= int(F.UnitFlag.ACCUM) if getattr(unit, "accumulate", None) else 0
         if not ctx.xip:
             raw = group.image()
             acc.weight_raw += len(raw)

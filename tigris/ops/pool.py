@@ -10,7 +10,8 @@ outside ``[0, H)`` are padding. The output size is the output tensor's (so ``cei
   ``acc = sum(q - zp_in)`` over image taps (padding is real 0, code zp_in), then
   ``zp_out + round(acc * mult / (count * 2**(31 - shift)))`` with ONE rounding, halves to even, where
   ``(mult, shift)`` encode ``s_in/s_out``. The divisor is an exact 64-bit integer, so lowering checks it fits.
-* GlobalAveragePool (untiled): int8 ``zp_out + round(sum(q - zp_in) * mult / (H*W * 2**(31 - shift)))``, the same
+* GlobalAveragePool (one band, or accumulated over the tiles of a unit: ``gap_begin``/``gap_accumulate``/
+  ``gap_finish`` below fix the summation order so both give the same bits): int8 ``zp_out + round(sum(q - zp_in) * mult / (H*W * 2**(31 - shift)))``, the same
   exact division, ``(mult, shift)`` encoding ``s_in / s_out``; float ``sum / (H*W)``.
 
 Averages round halves to even, unlike the Q0.31 requantization of products (halves away from zero): with equal
@@ -182,16 +183,48 @@ class GlobalAveragePool(OpKind):
         x = inputs[0]
         if x.rows != x.dims[1] or out.rows != out.dims[1]:
             raise TileError("GlobalAveragePool is untiled")
-        n, h, w, c = x.dims
-        if out.dtype == "float32":
-            # Sequential row-major sum in float32, like the C loop, then one division.
-            acc = np.zeros((n, c), dtype=np.float32)
-            flat = x.data.reshape(n, h * w, c)
-            for i in range(h * w):
-                acc = acc + flat[:, i]
-            out.data[...] = (acc / np.float32(h * w)).reshape(out.data.shape)
-            return
-        acc = x.data.reshape(n, h * w, c).astype(np.int64).sum(axis=1) - h * w * x.zero_point
-        den = np.int64(h * w) << np.int64(31 - low.params["SHIFT"])
-        q = div_round_half_even(acc * low.params["MULT"], den) + out.zero_point
-        out.data[...] = np.clip(q, low.params["LO"], low.params["HI"]).astype(out.data.dtype).reshape(out.data.shape)
+        # The untiled GAP is the accumulating one run on a single band: one definition for both.
+        acc = gap_begin(x.dims, out.dtype)
+        gap_accumulate(acc, x)
+        gap_finish(low, acc, x, out)
+
+
+# --- Accumulating GlobalAveragePool (UnitFlag.ACCUM): begin before the first tile, accumulate every tile's input band,
+# finish after the last tile. The order is fixed so that any cut of the rows into consecutive bands gives the same bits:
+# float32 sums are formed per channel by adding the pixels one at a time in row-major order (row by row, left to right
+# within a row), starting from 0.0f, in float32 (no pairwise or wider sums); int8 sums are exact int32 sums of the raw
+# codes (|sum| <= 128 * H*W <= 2**30 for the H*W <= 2**23 the kernel accepts), the zero point removed at the end.
+
+
+def gap_begin(in_dims: Sequence[int], dtype: str) -> np.ndarray:
+    """The cleared accumulator: float32 [N, C] sums (the C runtime keeps them in the output buffer) or int32 [N, C]
+    sums of codes (kept in the op's scratch, 4*N*C bytes)."""
+    n, c = int(in_dims[0]), int(in_dims[3])
+    return np.zeros((n, c), dtype=np.float32 if dtype == "float32" else np.int32)
+
+
+def gap_accumulate(acc: np.ndarray, x: TensorView) -> None:
+    """Add the pixels of the band ``x`` (rows ``[x.row0, x.row0 + x.rows)``) into ``acc`` in row-major order."""
+    n, _, w, c = x.dims
+    flat = np.asarray(x.data).reshape(n, x.rows * w, c)
+    if acc.dtype == np.float32:
+        for i in range(x.rows * w):  # one float32 add per pixel, in order (vectorized over channels only)
+            acc += flat[:, i].astype(np.float32)
+        return
+    total = flat.astype(np.int64).sum(axis=1) + acc
+    if np.abs(total).max(initial=0) >= 2**31:
+        raise TigrisError("GlobalAveragePool: int32 accumulator overflow")
+    acc[...] = total.astype(np.int32)
+
+
+def gap_finish(low: Lowered, acc: np.ndarray, x: TensorView, out: TensorView) -> None:
+    """Write the averages from the accumulated sums: float ``sum / (float)(H*W)``; int8 ``zp_out + round((sum - H*W *
+    zp_in) * mult / (H*W << (31 - shift)))``, halves to even, clamped to [LO, HI]."""
+    n, h, w, c = x.dims
+    if out.dtype == "float32":
+        out.data[...] = (acc / np.float32(h * w)).astype(np.float32).reshape(out.data.shape)
+        return
+    total = acc.astype(np.int64) - h * w * x.zero_point
+    den = np.int64(h * w) << np.int64(31 - low.params["SHIFT"])
+    q = div_round_half_even(total * low.params["MULT"], den) + out.zero_point
+    out.data[...] = np.clip(q, low.params["LO"], low.params["HI"]).astype(out.data.dtype).reshape(out.data.shape)

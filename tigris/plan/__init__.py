@@ -353,7 +353,7 @@ def plan_memory(
     weight_bytes_of: Callable[[int], int] | None = None,
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     strategy: str = "tigris",
-    accumulate_gap: bool = False,
+    accumulate_gap: bool = True,
     recompute_weight: float = 0.0,
 ) -> MemoryPlan:
     """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring).
@@ -362,7 +362,8 @@ def plan_memory(
     the traffic-minimizing partition of ``search.py`` and keeps whichever moves fewer bytes through slow memory.
 
     ``accumulate_gap`` enables spatial rule 7 (a GlobalAveragePool may end a tiled unit, accumulating over its
-    tiles). Off by default: the runtime, the reference and the format must implement ``ExecUnit.accumulate`` first.
+    tiles; the format's unit flag ACCUM and the runtime implement ``ExecUnit.accumulate``). On by default; False
+    gives the older rule (GAP structural, never tiled).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")

@@ -19,11 +19,13 @@ Rules:
 6. A tiled unit is run tile by tile; for every tile all ops run on bands. The rows of every tensor for one tile are
    found by walking the ops in reverse from the unit output's rows, taking the hull over consumers. Each band buffer
    is sized for its largest band.
-7. Opt-in (``accumulate_gap``, off by default because the runtime does not implement it yet): a GlobalAveragePool
+7. On by default (``accumulate_gap``; the runtime implements it with the unit flag ACCUM): a GlobalAveragePool
    may end a tiled unit if the runtime *accumulates* it: zero its output before the first tile, add the sums of each
    tile's input band, divide (float) or requantize (int8) after the last. The tiles then cut the GAP's input rows;
    the GAP output has the band (0, 1) in every tile and lives, with the kernel's scratch (int32 sums), across all
    tiles. ``ExecUnit.accumulate`` lists such ops. The spec's table counts GAP as spatial; with this rule it is.
+   An int8 accumulator needs 4 bytes of int32 sum per output element (``accumulator_bytes``), planned as the GAP's
+   scratch; a float one sums in the output buffer.
 """
 from __future__ import annotations
 
@@ -269,6 +271,8 @@ def plan_bands(
     band = {n: align_up(biggest[n] * row_bytes(graph, n)) for n in biggest}
     out_rows_max = {i: biggest.get(graph.ops[i].outputs[0], 0) for i in ops}
     scratch_of = {i: (scratch_bytes_of(i, out_rows_max[i]) if scratch_bytes_of else 0) for i in ops}
+    if gap is not None:
+        scratch_of[gap] = max(scratch_of[gap], accumulator_bytes(graph, graph.ops[gap]))
     scratch = {step: align_up(scratch_of[i]) for step, i in enumerate(ops) if scratch_of[i] and i != gap}
     lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n])
     base = weight_bytes
@@ -285,6 +289,19 @@ def plan_bands(
         tile_h, tile_rows, band, lives, scratch, scratch_of, tl.peak, tl.peak_step, extra, computed,
         [gap] if gap is not None else [],
     )
+
+
+def accumulator_bytes(graph: AnalyzedGraph, op: Op) -> int:
+    """Scratch an accumulating GlobalAveragePool keeps from the first tile to the last (rule 7): int8 sums are int32,
+    4 bytes per output element; float32 sums accumulate in the output buffer itself, which is live across the tiles
+    anyway. (An untiled GAP needs no scratch, so this is not the kind's ``scratch_bytes``.)"""
+    out = graph.tensors[op.outputs[0]]
+    if out.dtype == "float32":
+        return 0
+    n = 1
+    for d in out.shape:
+        n *= int(d)
+    return 4 * n
 
 
 def accumulating_gap(graph: AnalyzedGraph, ops: Sequence[int], output: str) -> int | None:
