@@ -456,16 +456,32 @@ static int conv_entry(const tgrs_op_ctx *ctx, int32_t dt, conv_geom *cg)
     return conv_prepare(ctx, cg, dt == TGRS_DT_S8 ? 1u : 4u);
 }
 
+/*
+ * The GEMM gets a copy of the geometry: cg's address went to conv_prepare, so the compiler must assume the int8 (char)
+ * output stores may change it and would reload its fields in the inner loops; the copy's address never escapes.
+ */
 int tgrs_conv_f32(const tgrs_op_ctx *ctx)
 {
     conv_geom cg;
     int st = conv_entry(ctx, TGRS_DT_F32, &cg);
-    return (st != TGRS_OK || cg.out_rows == 0) ? st : conv_f32(ctx, &cg);
+    if (st != TGRS_OK || cg.out_rows == 0) {
+        return st;
+    }
+    {
+        const conv_geom g = cg;
+        return conv_f32(ctx, &g);
+    }
 }
 
 int tgrs_conv_s8(const tgrs_op_ctx *ctx)
 {
     conv_geom cg;
     int st = conv_entry(ctx, TGRS_DT_S8, &cg);
-    return (st != TGRS_OK || cg.out_rows == 0) ? st : conv_s8(ctx, &cg);
+    if (st != TGRS_OK || cg.out_rows == 0) {
+        return st;
+    }
+    {
+        const conv_geom g = cg;
+        return conv_s8(ctx, &g);
+    }
 }

@@ -183,16 +183,29 @@ static int fc_entry(const tgrs_op_ctx *ctx, int32_t dt, fc_geom *fg)
     return fc_prepare(ctx, fg, dt == TGRS_DT_S8 ? 1u : 4u);
 }
 
+/* The loops get a copy of the geometry whose address never escapes (see conv.c: char stores alias escaped locals). */
 int tgrs_fc_f32(const tgrs_op_ctx *ctx)
 {
     fc_geom fg;
     int st = fc_entry(ctx, TGRS_DT_F32, &fg);
-    return st != TGRS_OK ? st : fc_f32(ctx, &fg);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    {
+        const fc_geom g = fg;
+        return fc_f32(ctx, &g);
+    }
 }
 
 int tgrs_fc_s8(const tgrs_op_ctx *ctx)
 {
     fc_geom fg;
     int st = fc_entry(ctx, TGRS_DT_S8, &fg);
-    return st != TGRS_OK ? st : fc_s8(ctx, &fg);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    {
+        const fc_geom g = fg;
+        return fc_s8(ctx, &g);
+    }
 }

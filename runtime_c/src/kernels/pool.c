@@ -102,11 +102,11 @@ static int pool_check(const tgrs_op_ctx *ctx, const pool_geom *g, int avg, int32
 
 /* Checks shared by the dtype variants: parameters, dtypes, and every output row's image rows in the input band
  * before anything is written. */
-static int pool_setup(const tgrs_op_ctx *ctx, const pool_geom *gp, int avg, int32_t dt)
+static int pool_setup(const tgrs_op_ctx *ctx, int avg, int32_t dt)
 {
     const tgrs_tview *in = ctx->in[0];
     tgrs_tview *out = ctx->out;
-    pool_geom g = *gp;
+    pool_geom g = pool_load(ctx->p); /* its own copy: the caller's never escapes, so char stores cannot alias it */
     int32_t oh, kh, H;
     int st = pool_check(ctx, &g, avg, dt);
     if (st != TGRS_OK) {
@@ -139,7 +139,7 @@ static int pool_f32(const tgrs_op_ctx *ctx, int avg)
     pool_geom g = pool_load(ctx->p);
     int32_t n, oh, ow, kh, kw;
     int32_t H, W, C, OW;
-    int st = pool_setup(ctx, &g, avg, TGRS_DT_F32);
+    int st = pool_setup(ctx, avg, TGRS_DT_F32);
     if (st != TGRS_OK) {
         return st;
     }
@@ -206,7 +206,7 @@ static int pool_s8(const tgrs_op_ctx *ctx, int avg)
     pool_geom g = pool_load(ctx->p);
     int32_t n, oh, ow, kh, kw;
     int32_t H, W, C, OW;
-    int st = pool_setup(ctx, &g, avg, TGRS_DT_S8);
+    int st = pool_setup(ctx, avg, TGRS_DT_S8);
     if (st != TGRS_OK) {
         return st;
     }
