@@ -61,6 +61,8 @@ def plan_summary(pf: PlanFile) -> dict[str, Any]:
             "peak_bytes": u.peak_bytes,
             "weight_prefix_bytes": u.weight_bytes,
             "weight_stored_bytes": u.wblob_size,
+            "weights_shuffled": u.shuffled,  # LZ4 block over byte planes (unit flag SHUFFLE)
+            "accumulates_gap": u.accumulates,  # last op is a GlobalAveragePool summing over the tiles (ACCUM)
             "reload": [names[i] for i in u.reload],
             "spill": [names[i] for i in u.spill],
         }
