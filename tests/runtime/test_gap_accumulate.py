@@ -121,7 +121,10 @@ def test_synthetic_accumulating_plans_match_reference_and_untiled(session_cls, i
 def test_mobilenet_v2_at_small_budgets(session_cls, rel: str, fast: str) -> None:
     """Issue 4's target: MobileNetV2-0.35 f32 fits at 32K (with --xip) because its GAP accumulates; int8 at 32K and at
     12K, where its GAP accumulates too. Outputs against the reference and ONNX Runtime."""
-    from tigris.api import FLOAT_RTOL, compile_model, prepare, random_inputs, run_onnxruntime, run_plan
+    from tigris.api import (
+        FLOAT_RTOL, INT8_MAX_LSB, QUANT_FLOAT_MIN_COSINE, compare, compile_model, prepare, random_inputs,
+        run_onnxruntime, run_plan,
+    )
 
     path = shared_model(rel)
     prep = prepare(path)
@@ -134,12 +137,20 @@ def test_mobilenet_v2_at_small_budgets(session_cls, rel: str, fast: str) -> None
     assert got.fast_peak <= comp.analysis.plan.fast_peak <= 32 * 1024
     ref = run_reference(prep.graph, inp, prep.lowered)
     ort = run_onnxruntime(path, inp)
+    untiled = run_plan(compile_model(path, "8M", xip=True, prepared=prep).plan_bytes, inp)
     for k, r in ref.items():
         if int8:
             np.testing.assert_array_equal(got.outputs[k], r)  # bit-exact against the reference
+            np.testing.assert_array_equal(got.outputs[k], untiled.outputs[k])  # and against the one-unit plan
+            o = ort[k]
+            if np.issubdtype(o.dtype, np.integer):  # within INT8_MAX_LSB of ONNX Runtime
+                assert int(np.abs(got.outputs[k].astype(np.int64) - o.astype(np.int64)).max()) <= INT8_MAX_LSB
+            else:  # a quantized model with float outputs: the end-to-end gross-error check
+                assert compare(got.outputs[k], o, integer=False)["cosine"] >= QUANT_FLOAT_MIN_COSINE
         else:
             scale = max(1.0, float(np.abs(r).max()))
             np.testing.assert_allclose(got.outputs[k], r, rtol=0, atol=FLOAT_RTOL_REF * scale)
+            np.testing.assert_allclose(got.outputs[k], untiled.outputs[k], rtol=0, atol=FLOAT_RTOL_REF * scale)
             np.testing.assert_allclose(got.outputs[k], ort[k], rtol=0, atol=FLOAT_RTOL * scale)
 
 
