@@ -30,7 +30,7 @@ static int gap_acc_check(const tgrs_op_ctx *ctx, size_t *hw, size_t *nc)
 {
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
-    if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out)) {
+    if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out)) { /* tgrs_kv_sane(NULL) is 0 */
         return TGRS_ERR_SHAPE;
     }
     if (in->dims[0] != out->dims[0] || in->dims[3] != out->dims[3] || out->dims[1] != 1 || out->dims[2] != 1) {
@@ -89,14 +89,19 @@ int tgrs_gap_accumulate(const tgrs_op_ctx *ctx)
     const tgrs_tview *in = ctx->in[0];
     size_t hw;
     size_t nc;
-    size_t C = (size_t)in->dims[3];
-    size_t px = (size_t)in->rows * (size_t)in->dims[2]; /* pixels in the band, per image */
+    size_t C;
+    size_t px;
     int32_t n;
     size_t i;
     size_t c;
     int rc = gap_acc_check(ctx, &hw, &nc);
     if (rc != TGRS_OK) {
         return rc;
+    }
+    C = (size_t)in->dims[3];
+    px = (size_t)in->rows * (size_t)in->dims[2]; /* pixels in the band, per image */
+    if (px == 0u) {
+        return TGRS_OK; /* an empty band adds nothing (and its data may be NULL) */
     }
     for (n = 0; n < in->dims[0]; ++n) {
         if (GAP_F32 && ctx->out->dtype == TGRS_DT_F32) {
