@@ -34,6 +34,7 @@
 #include "requant.h"
 #include "tgrs_op.h"
 #include "variants.h"
+#include "vec.h"
 #include "window.h"
 
 #define CONV_MR 4 /* output pixels per micro-kernel call: CONV_MR in tigris/ops/conv.py */
@@ -296,7 +297,7 @@ static void conv_rows_s16(const conv_geom *cg, const int8_t *img, int32_t oh, in
             int32_t iw = ow * w->sw - w->pl + j * w->dw;
             if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
                 const int8_t *src = img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg;
-                for (e = 0; e + CONV_KC <= cg->icg; e += CONV_KC) { /* fixed-size pieces vectorize at -O2 */
+                for (e = 0; TGRS_VECTOR_CHUNKS && e + CONV_KC <= cg->icg; e += CONV_KC) { /* vectorize at -O2 */
                     conv_widen(src + e, dst + e);
                 }
                 for (; e < cg->icg; ++e) {
@@ -332,7 +333,7 @@ static void conv_mk_s8(int32_t k, const int16_t *const a[CONV_MR], const int8_t 
     int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0, s20 = 0, s21 = 0, s30 = 0, s31 = 0;
     const int16_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
     int32_t kk, t;
-    for (kk = 0; kk + CONV_KC <= k; kk += CONV_KC) {
+    for (kk = 0; TGRS_VECTOR_CHUNKS && kk + CONV_KC <= k; kk += CONV_KC) { /* vec.h */
         int16_t u[CONV_KC], v[CONV_KC];
         conv_widen(w0 + kk, u);
         conv_widen(w1 + kk, v);
@@ -347,7 +348,7 @@ static void conv_mk_s8(int32_t k, const int16_t *const a[CONV_MR], const int8_t 
             s31 += a3[kk + t] * v[t];
         }
     }
-    if (kk + CONV_KC / 2 <= k) { /* one half chunk: small channel counts (8, 24, 40, ...) are common */
+    if (TGRS_VECTOR_CHUNKS && kk + CONV_KC / 2 <= k) { /* a half chunk: channel counts 8, 24, 40... are common */
         int16_t u[CONV_KC / 2], v[CONV_KC / 2];
         conv_widen_half(w0 + kk, u);
         conv_widen_half(w1 + kk, v);

@@ -20,6 +20,7 @@
 #include "requant.h"
 #include "tgrs_op.h"
 #include "variants.h"
+#include "vec.h"
 
 #define FC_LANES 8
 #define FC_KC 16        /* int8 dot-product chunk */
@@ -108,7 +109,7 @@ static int32_t fc_dot_s8(const int8_t *x, const int8_t *w, int32_t k)
     for (b0 = 0; b0 < k; b0 += FC_BLOCK) {
         const int32_t end = (k - b0 < FC_BLOCK) ? k : b0 + FC_BLOCK;
         int32_t s = 0, i = b0, t;
-        for (; i + FC_KC <= end; i += FC_KC) {
+        for (; TGRS_VECTOR_CHUNKS && i + FC_KC <= end; i += FC_KC) { /* vec.h */
             int16_t a[FC_KC], c[FC_KC];
             fc_widen(x + i, a);
             fc_widen(w + i, c);
