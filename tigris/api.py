@@ -113,48 +113,33 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
 
 
-def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool) -> MemoryPlan:
+def _plan_kwargs(prep: Prepared, xip: bool) -> dict[str, Any]:
+    """How the lowered ops feed the planner: their weight bytes (the fast prefix when not XIP) and kernel scratch."""
     from tigris.ops import kind
-    from tigris.plan import plan_memory
 
-    lowered = prep.lowered
-    graph = prep.graph
+    lowered, graph = prep.lowered, prep.graph
 
     def weight_bytes_of(i: int) -> int:
         return 0 if xip else _const_bytes(lowered[i])
 
     def scratch_bytes_of(i: int, out_rows: int) -> int:
         low = lowered[i]
-        if low.alias:
-            return 0
-        return int(kind(low.kind).scratch_bytes(low, graph, out_rows))
+        return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, out_rows))
 
-    return plan_memory(
-        graph, fast, slow, xip=xip, weight_bytes_of=weight_bytes_of, scratch_bytes_of=scratch_bytes_of
-    )
+    return {"xip": xip, "weight_bytes_of": weight_bytes_of, "scratch_bytes_of": scratch_bytes_of}
 
 
-def _min_fast(prep: Prepared, slow: int | None, xip: bool, hi: int) -> int | None:
-    """Smallest fast budget (to 256 bytes) at which a plan exists, by bisection over [1 KiB, hi]."""
-    def fits(b: int) -> bool:
-        try:
-            _plan(prep, b, slow, xip)
-            return True
-        except DoesNotFitError:
-            return False
+def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool) -> MemoryPlan:
+    from tigris.plan import plan_memory
 
-    lo_b, hi_b = 1024, max(hi, 1024)
-    while not fits(hi_b):
-        hi_b *= 2
-        if hi_b > 1 << 32:
-            return None
-    while hi_b - lo_b > 256:
-        mid = (lo_b + hi_b) // 2
-        if fits(mid):
-            hi_b = mid
-        else:
-            lo_b = mid
-    return hi_b
+    return plan_memory(prep.graph, fast, slow, **_plan_kwargs(prep, xip))
+
+
+def _min_fast(prep: Prepared, slow: int | None, xip: bool) -> int | None:
+    """Smallest fast budget at which a plan exists (the planner's own search, to 16 bytes)."""
+    from tigris.plan import min_fast_budget
+
+    return min_fast_budget(prep.graph, slow_budget=slow, **_plan_kwargs(prep, xip))
 
 
 def _io_json(prep: Prepared, names: list[str]) -> list[dict[str, Any]]:
@@ -205,7 +190,7 @@ def analyze(
         plan = _plan(prep, fast_b, slow_b, xip)
     except DoesNotFitError as e:
         result.reason = e.what  # already names the stage and the op; the model is named by the caller
-        result.min_fast_budget = _min_fast(prep, slow_b, xip, fast_b)
+        result.min_fast_budget = _min_fast(prep, slow_b, xip)
         if not xip:
             try:
                 _plan(prep, fast_b, slow_b, True)
@@ -230,23 +215,9 @@ def _analysis_json(
     a: Analysis, model_json: dict, fast: int, slow: int | None, flash: int | None, weight_bytes: int
 ) -> dict[str, Any]:
     plan = a.plan
-    stages = []
-    if plan is not None:
-        for s in plan.stages:
-            stages.append(
-                {
-                    "index": s.index,
-                    "ops": len(s.ops),
-                    "peak_bytes": s.peak_bytes,
-                    "inputs": list(s.inputs),
-                    "outputs": list(s.outputs),
-                    "tiled": s.tiled,
-                    "tile_h": s.tile_h if s.tiled else None,
-                    "tiles": s.tiles,
-                    "halo": s.halo,
-                    "chain": s.chain,
-                }
-            )
+    from tigris.plan.describe import stage_table
+
+    stages = stage_table(plan) if plan is not None else []
     j: dict[str, Any] = {
         "fits": a.fits,
         "model": model_json,
