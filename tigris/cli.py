@@ -7,9 +7,7 @@ Errors go to stderr as one line: ``error: <what> (<where>)``.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from functools import wraps
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +16,7 @@ import click
 import numpy as np
 
 from tigris import api
+from tigris.fileio import write_atomic
 from tigris.ir import TigrisError, UnsupportedModelError
 
 EXIT_OK, EXIT_NO_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -55,26 +54,6 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             _fail(f"internal error: {type(e).__name__}: {first}{where}; please report this", EXIT_INTERNAL)
 
     return wrapper
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder so a failure never leaves a half-written output."""
-    path = Path(path)
-    d = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=d)
-    except OSError as e:
-        raise TigrisError(f"cannot write output: {e.strerror}", str(path)) from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _load_inputs(specs: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -144,7 +123,7 @@ def compile_cmd(model: str, fast: str, slow: str | None, flash: str | None, inpu
     """Write the .tgrs plan. Exit 0 written, 1 does not fit (nothing written), 2 bad input."""
     c = api.compile_model(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape))
     out = Path(output) if output else Path(model).with_suffix(".tgrs")
-    _write_atomic(out, c.plan_bytes)
+    write_atomic(out, c.plan_bytes)
     j = c.analysis.json
     click.echo(f"wrote {out} ({len(c.plan_bytes)} bytes): fast peak {j['fast']['peak_bytes']} bytes, "
                f"{len(j['stages'])} stage(s), {j['tiling']['tiled_stages']} tiled")
@@ -182,7 +161,7 @@ def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool) -> None:
 
     buf = io.BytesIO()
     np.savez(buf, **res.outputs)
-    _write_atomic(Path(output), buf.getvalue())
+    write_atomic(Path(output), buf.getvalue())
     summary = {"outputs": {k: list(v.shape) for k, v in res.outputs.items()},
                "fast_peak_bytes": int(res.fast_peak), "slow_peak_bytes": int(res.slow_peak)}
     if as_json:
@@ -225,17 +204,10 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
 @guarded
 def codegen(plan: str, output: str, name: str, fmt: str, section: str, slow_section: str) -> None:
     """C source embedding PLAN for firmware: arenas, NAME_init(), NAME_run()."""
-    try:
-        data = Path(plan).read_bytes()
-    except OSError as e:
-        raise TigrisError(f"cannot read plan: {e.strerror}", plan) from None
-    from tigris.codegen import generate_c
+    from tigris.codegen import codegen_command
 
-    c_src, header = generate_c(data, name, fmt, section, slow_section)
-    out = Path(output)
-    _write_atomic(out.with_suffix(".h"), header.encode())
-    _write_atomic(out, c_src.encode())
-    click.echo(f"wrote {out} and {out.with_suffix('.h')}")
+    out, hdr = codegen_command(plan, output, name, fmt, section, slow_section)
+    click.echo(f"wrote {out} and {hdr}")
 
 
 if __name__ == "__main__":

@@ -6,31 +6,14 @@
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from tigris.codegen.cgen import FORMATS, generate_c
 from tigris.codegen.planinfo import IoInfo, PlanInfo, read_plan_info
+from tigris.fileio import write_atomic
 from tigris.ir import TigrisError
 
 __all__ = ["FORMATS", "IoInfo", "PlanInfo", "codegen_command", "generate_c", "read_plan_info"]
-
-
-def _write_atomic(path: Path, data: str) -> None:
-    """Write through a temporary file in the same folder so a failure never leaves half a C file behind."""
-    d = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=d)
-    except OSError as e:
-        raise TigrisError(f"cannot write output: {e.strerror}", str(path)) from None
-    try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def codegen_command(
@@ -54,6 +37,6 @@ def codegen_command(
     hdr = out.with_suffix(".h")
     if out.suffix == ".h":
         raise TigrisError("the output must be the .c file (the header is written beside it)", str(out))
-    _write_atomic(hdr, header)
-    _write_atomic(out, c_src)
+    write_atomic(hdr, header.encode("ascii"))
+    write_atomic(out, c_src.encode("ascii"))
     return out, hdr
