@@ -1,8 +1,6 @@
 """Stage 1 (tigris.load): input shape binding, shape-subgraph folding, inference, weights, ordering, errors."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,18 +13,7 @@ from tigris.passes.verify import verify
 F = TensorProto.FLOAT
 
 
-def _root_conftest():
-    """tests/conftest.py by path (several conftest modules exist in this tree, so `from conftest import` is
-    ambiguous)."""
-    spec = importlib.util.spec_from_file_location("_tigris_root_conftest_for_load",
-                                                  Path(__file__).with_name("conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_conf = _root_conftest()
-shared_model, SHARED_FLOAT, SHARED_INT8 = _conf.shared_model, _conf.SHARED_FLOAT, _conf.SHARED_INT8
+from tigris_testing import SHARED_FLOAT, SHARED_INT8, shared_model  # noqa: E402
 
 
 def _model(nodes, inputs, outputs, inits=None, opset=17):

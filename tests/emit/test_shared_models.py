@@ -4,8 +4,6 @@ with the unsupported node named, so the skip reason says exactly what is missing
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-from pathlib import Path
 
 import pytest
 
@@ -14,13 +12,7 @@ from tigris.emit import emit_plan
 from tigris.emit.weights import lz4_bound
 from tigris.ir import DoesNotFitError, UnsupportedModelError
 
-# tests/conftest.py by path: several test folders have a conftest.py, so "from conftest import" is ambiguous.
-_ROOT_CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
-_spec = importlib.util.spec_from_file_location("_tigris_root_conftest", _ROOT_CONFTEST)
-_root = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_root)
-shared_model = _root.shared_model
-SHARED_FLOAT, SHARED_INT8 = _root.SHARED_FLOAT, _root.SHARED_INT8
+from tigris_testing import SHARED_FLOAT, SHARED_INT8, shared_model  # noqa: E402
 MODELS = SHARED_FLOAT + SHARED_INT8
 
 

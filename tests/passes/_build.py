@@ -2,8 +2,6 @@
 running ONNX Runtime on the original model and on the exported rewritten IR (tigris.passes.to_onnx)."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -15,20 +13,7 @@ from tigris.load import load_onnx_model
 from tigris.passes import PIPELINE, normalize, verify
 from tigris.passes._util import PassResult
 
-def _root_conftest():
-    """tests/conftest.py by path: several conftest modules exist in this tree, so `from conftest import` is
-    ambiguous."""
-    spec = importlib.util.spec_from_file_location("_tigris_root_conftest_for_passes",
-                                                  Path(__file__).resolve().parents[1] / "conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_conf = _root_conftest()
-shared_model = _conf.shared_model
-SHARED_FLOAT = _conf.SHARED_FLOAT
-SHARED_INT8 = _conf.SHARED_INT8
+from tigris_testing import SHARED_FLOAT, SHARED_INT8, shared_model  # noqa: E402,F401 - re-exported
 
 F = TensorProto.FLOAT
 I8 = TensorProto.INT8

@@ -5,10 +5,8 @@ at 128K, moves <= 3.6 MiB at 256K and plans in < 2 s; every int8 model fits at 6
 """
 from __future__ import annotations
 
-import os
 import time
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
@@ -16,26 +14,7 @@ from tigris.plan import plan_memory
 from tigris.plan.check import check_plan
 
 KIB = 1024
-# Same location rule as tests/conftest.py (imported by path there; several conftest modules exist in this tree, so
-# `from conftest import` would be ambiguous).
-MODELS = Path(os.environ.get("TIGRIS_SHARED", Path(__file__).resolve().parents[2].parent / "shared")) / "models"
-SHARED_INT8 = [
-    "mlperf_tiny/kws_dscnn_int8.onnx",
-    "mlperf_tiny/vww_mbv1_025_96_int8.onnx",
-    "mlperf_tiny/resnet8_cifar_int8.onnx",
-    "mlperf_tiny/ad_autoencoder_int8.onnx",
-    "mlperf_tiny/streaming_wakeword_int8.onnx",
-    "tflm/person_detect_int8.onnx",
-    "torchvision/mobilenet_v2_035_96_int8.onnx",
-    "torchvision/efficientnet_lite0_128_int8.onnx",
-]
-
-
-def shared_model(rel: str) -> Path:
-    p = MODELS / rel
-    if not p.exists():
-        pytest.skip(f"needs ../shared/models/{rel} (not present beside this clone)")
-    return p
+from tigris_testing import SHARED_INT8, shared_model  # noqa: E402
 
 
 @lru_cache(maxsize=None)
