@@ -11,17 +11,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 # to temporary folders, so point it at one.
 set_hypothesis_home_dir(tempfile.mkdtemp(prefix="tigris-hypothesis-"))
 
-from tigris_testing import (  # noqa: F401 - re-exported for files that load this conftest by path
-    EXAMPLES,
-    MODELS,
-    REPO,
-    SHARED,
-    SHARED_FLOAT,
-    SHARED_INT8,
-    TEST_MODELS,
-    require_shared_models,
-    shared_model,
-)
+from tigris_testing import require_shared_models
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from tigris.ir import AnalyzedGraph
-from tigris.plan.lifetime import ROW_LAYOUTS, Buffers, tensor_rows
+from tigris.plan.lifetime import ROW_LAYOUTS, Buffers
 from tigris.plan.spatial import TiledLayout, largest_fitting, plan_bands, spec_tile_h, tiling_axis
 from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
 

@@ -48,7 +48,6 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
     if order != list(range(len(graph.ops))):  # rule 1
         errs.append("units do not run every op exactly once in order")
     single = len(plan.units) == 1 and not plan.units[0].tile_rows
-    produced_in = {n: k for k, unit in enumerate(plan.units) for i in unit.ops for n in bufs.writes[i]}
     read_in: dict[str, set[int]] = {}
     for k, unit in enumerate(plan.units):
         for i in unit.ops:
