@@ -292,6 +292,15 @@ static int tgrs_check_tensors(const tgrs_plan *plan)
         if ((flags & TGRS_TENSOR_F_QUANT) != 0u && !tgrs_scale_ok(tgrs_rd_f32(r + TGRS_TENSOR_OFF_SCALE))) {
             return TGRS_ERR_TENSOR;
         }
+        {
+            /* Kernels do zero-point arithmetic in int32 and int64 on the strength of this range check. */
+            int32_t zp = tgrs_rd_i32(r + TGRS_TENSOR_OFF_ZERO_POINT);
+            int32_t zlo = (dtype == TGRS_DT_S8) ? -128 : 0;
+            int32_t zhi = (dtype == TGRS_DT_S8) ? 127 : ((dtype == TGRS_DT_U8) ? 255 : 0);
+            if (zp < zlo || zp > zhi) {
+                return TGRS_ERR_TENSOR;
+            }
+        }
         if (tgrs_rd_u32(r + TGRS_TENSOR_OFF_ROOT) >= n) {
             return TGRS_ERR_TENSOR_INDEX;
         }

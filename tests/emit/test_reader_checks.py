@@ -131,6 +131,18 @@ def test_tensor_checks() -> None:
     _expect(_set(data, S, R, 0, "slow_offset", 8), "ERR_TENSOR")  # x lives in slow: misaligned home
     _expect(_set(data, S, R, 0, "slow_offset", 1 << 20), "ERR_ARENA_BOUNDS")
     _expect(_set(data, S, R, 1, "name_off", 1 << 20), "ERR_STRING")
+    _expect(_set(data, S, R, 1, "zero_point", 5), "ERR_TENSOR")  # a float tensor's zero point is 0
+
+
+def test_int8_zero_point_range() -> None:
+    # Kernels do zero-point arithmetic in fixed-width integers on the strength of this check.
+    g, lowered = H.graph(int8=True)
+    data = emit_plan(g, H.single_unit_plan(lowered, True), lowered, xip=True)
+    S, R = F.SectionId.TENSORS, F.TENSOR
+    read_plan(_set(data, S, R, 1, "zero_point", -128))
+    read_plan(_set(data, S, R, 1, "zero_point", 127))
+    _expect(_set(data, S, R, 1, "zero_point", 128), "ERR_TENSOR")
+    _expect(_set(data, S, R, 1, "zero_point", -(2**31)), "ERR_TENSOR")
 
 
 def test_io_checks() -> None:

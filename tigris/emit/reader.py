@@ -452,6 +452,10 @@ def _check_tensors(c: _Sections, slow_arena: int) -> list[TensorInfo]:
             raise _fail("ERR_TENSOR", f"{what} ({tname}): nbytes {t['nbytes']} should be {nbytes}")
         if int(t["flags"]) & F.TensorFlag.QUANT and not _finite_pos(float(t["scale"])):
             raise _fail("ERR_TENSOR", f"{what} ({tname}): quantization scale {t['scale']} is not positive")
+        dname = DTYPE_NAMES[int(t["dtype"])]
+        zlo, zhi = {"int8": (-128, 127), "uint8": (0, 255)}.get(dname, (0, 0))
+        if not zlo <= int(t["zero_point"]) <= zhi:
+            raise _fail("ERR_TENSOR", f"{what} ({tname}): zero point {t['zero_point']} outside [{zlo}, {zhi}]")
         if int(t["root"]) >= nt:
             raise _fail("ERR_TENSOR_INDEX", f"{what} ({tname}): root {t['root']} out of range ({nt})")
     tensors: list[TensorInfo] = []

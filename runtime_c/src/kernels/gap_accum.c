@@ -51,7 +51,7 @@ static int gap_acc_check(const tgrs_op_ctx *ctx, size_t *hw, size_t *nc)
         int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
         if (shift > TGRS_SHIFT_MAX || ctx->p[TGRS_P_GAP_MULT] < 0 ||
             !tgrs_s8_bounds_ok(ctx->p[TGRS_P_GAP_LO], ctx->p[TGRS_P_GAP_HI], out->zero_point) ||
-            *hw > ((size_t)1 << 23) || (31 - shift) + tgrs_bitlen((uint32_t)*hw) > 62) {
+            *hw > ((size_t)1 << 23) || ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)*hw) > 62) {
             return TGRS_ERR_PARAM;
         }
     }

@@ -368,7 +368,7 @@ int tgrs_gap_s8(const tgrs_op_ctx *ctx)
     hw = (size_t)in->dims[1] * (size_t)in->dims[2];
     C = (size_t)in->dims[3];
     if (shift > TGRS_SHIFT_MAX || mult < 0 || !tgrs_s8_bounds_ok(lo, hi, out->zero_point) || hw > (1u << 23) ||
-        (31 - shift) + tgrs_bitlen((uint32_t)hw) > 62) {
+        ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)hw) > 62) {
         return TGRS_ERR_PARAM;
     }
     for (n = 0; n < in->dims[0]; ++n) {
