@@ -19,15 +19,6 @@
  * gathered, widened to int16 (padded taps hold the input zero point, whose real value is 0). Scratch:
  * tgrs_conv_scratch_size, mirrored by Conv.scratch_bytes in Python.
  */
-/*
- * Builds that pass -fwrapv (Python extension builds inherit it from CPython's CFLAGS) stop GCC from recognizing the
- * int16 dot products below as multiply-add-pairs, a 3-4x loss. No signed arithmetic here can overflow (the patch
- * bound proves it), so the default semantics are restored for this file. Other compilers ignore the guard.
- */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-wrapv")
-#endif
-
 #include <string.h>
 
 #include "kcheck.h"

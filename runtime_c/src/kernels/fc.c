@@ -10,11 +10,6 @@
  * Method: one dot product per output, with FC_LANES independent partial sums (a fixed summation order, so results
  * do not depend on the compiler, and the lanes vectorize without reassociating float adds). No scratch.
  */
-/* -fwrapv builds (CPython extension flags) keep GCC from using multiply-add-pairs; no signed arithmetic here can
- * overflow (see fc_dot_s8), so default semantics are restored for this file. Other compilers ignore the guard. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-wrapv")
-#endif
 
 #include "kcheck.h"
 #include "requant.h"
