@@ -71,3 +71,29 @@ def test_reference_executor_agrees_with_ort():
              helper.make_node("BatchNormalization", ["c", "g", "be", "mu", "var"], ["y"])]
     inits = {"w": RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), **_bn_inits(4)}
     assert_reference_matches_ort(model(nodes, [("x", F, [1, 3, 6, 6])], [("y", F, [1, 4, 4, 4])], inits))
+
+
+def test_quantized_bn_parameters_are_dequantized():
+    """ONNX Runtime's QDQ quantizer stores an unfolded BatchNorm's gamma as int8 and beta as an int32 "bias", each
+    behind a DequantizeLinear: the fold must use their real values (regression: it used the raw codes, cosine 0.88 on
+    a ResNet stem). Tolerance: 1 LSB of the int8 output (the weight requantization rounds once)."""
+    c = 4
+    p = _bn_inits(c)
+    sg = np.float32(np.abs(p["g"]).max() / 127)
+    sbe = np.float32(0.05 * sg)
+    nodes = [helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["x"]),
+             helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["w"], axis=0),
+             helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("DequantizeLinear", ["gq", "sg", "zg"], ["g"]),
+             helper.make_node("DequantizeLinear", ["beq", "sbe", "zbe"], ["be"]),
+             helper.make_node("BatchNormalization", ["c", "g", "be", "mu", "var"], ["bnout"], name="bn"),
+             helper.make_node("QuantizeLinear", ["bnout", "sy", "zy"], ["y"])]
+    inits = {"sx": np.float32(0.05), "zx": np.int8(0), "wq": RNG.integers(-127, 128, (c, 3, 1, 1)).astype(np.int8),
+             "sw": np.float32([0.01, 0.02, 0.03, 0.04]), "zw": np.zeros(c, np.int8), "sy": np.float32(0.2),
+             "zy": np.int8(0), "gq": np.rint(p["g"] / sg).astype(np.int8), "sg": sg, "zg": np.int8(0),
+             "beq": np.rint(p["be"] / sbe).astype(np.int32), "sbe": sbe, "zbe": np.int32(0),
+             "mu": p["mu"], "var": p["var"]}
+    m = model(nodes, [("xq", I8, [1, 3, 4, 4])], [("y", I8, [1, c, 4, 4])], inits)
+    r = run_pass(upto(load(m), "bn_fold"), "bn_fold")
+    assert r.rewritten == 1 and [op.op_type for op in r.graph.ops] == ["Conv"]
+    assert_same_as_ort(m, r.graph, tol=1.0 / 128)

@@ -28,10 +28,18 @@ from tigris.passes._util import Decline, PassResult, consumers, fresh_name, set_
 NAME = "bn_fold"
 
 
+def _real(g: AnalyzedGraph, name: str) -> np.ndarray:
+    q = g.tensors[name].quant
+    w = g.weights[name]
+    return (dequantize(w, q) if q is not None else w).astype(np.float64)
+
+
 def _params(g: AnalyzedGraph, bn: Op) -> tuple[np.ndarray, np.ndarray] | None:
     if len(bn.inputs) < 5 or not all(t in g.weights for t in bn.inputs[1:5]):
         return None
-    gamma, beta, mean, var = (g.weights[t].astype(np.float64).reshape(-1) for t in bn.inputs[1:5])
+    # A QDQ model (ORT's quantizer) stores gamma as int8 and beta as an int32 "bias" behind DequantizeLinear, so after
+    # QDQ fold the raw integers carry a QuantParam: fold the real values, never the stored codes.
+    gamma, beta, mean, var = (_real(g, t).reshape(-1) for t in bn.inputs[1:5])
     eps = float(bn.attrs.get("epsilon", 1e-5))
     f = gamma / np.sqrt(var + eps)
     return f, beta - mean * f
