@@ -37,3 +37,24 @@ def test_supported_graph_passes():
     m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1, 4])], [("y", F, [1, 4])])
     g, _ = normalize(load(m), check=True)
     check_supported(g)
+
+
+def test_one_d_pools_run_on_the_c_runtime(tmp_path):
+    """1-D MaxPool/AveragePool on [N, C, L] (a KWS model's pooling over time) are supported like Conv1D (regression:
+    they were refused as "only 2-D pooling"). Float output
+    within verify's tolerance of ONNX Runtime (1e-4 x max(1, max|ref|)), at one stage and tiled."""
+    from tigris import api
+
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3], pads=[1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3], strides=[2], pads=[1, 1]),
+             helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[4], strides=[2], pads=[1, 1],
+                              count_include_pad=1)]
+    w = np.random.default_rng(0).standard_normal((6, 4, 3)).astype(np.float32)
+    m = model(nodes, [("x", F, [1, 4, 40])], [("y", F, [1, 6, 10])], {"w": w})
+    p = tmp_path / "pool1d.onnx"
+    p.write_bytes(m.SerializeToString())
+    g, _ = normalize(load(m), check=True)
+    assert unsupported_nodes(g) == []
+    for budget in ("1M", 900):
+        r = api.verify(p, budget)
+        assert r["pass"], r["outputs"]

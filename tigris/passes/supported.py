@@ -45,8 +45,10 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
             return "not a product with a constant [OC, K] weight"
     if t in ("MaxPool", "AveragePool") and any(k not in op.attrs for k in _POOL_ATTRS):
         return "attributes are not explicit"
-    if t in ("MaxPool", "AveragePool") and len(g.tensors[ins[0]].shape) != 4:
-        return "only 2-D pooling is supported"
+    if t in ("MaxPool", "AveragePool") and (len(g.tensors[ins[0]].shape), len(op.attrs["kernel_shape"])) not in \
+            ((4, 2), (3, 1)):
+        # 1-D pools on [N, C, L] (a KWS model's pooling over time) run like Conv1D: L is the row axis.
+        return "only 2-D pooling on [N, C, H, W] and 1-D pooling on [N, C, L] are supported"
     if t == "Concat" and not op.attrs.get("axis_physical"):
         return "axis was not normalized"
     if t == "Resize" and "scales" not in op.attrs:
