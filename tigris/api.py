@@ -403,6 +403,9 @@ def verify(
     progress("running the NumPy reference")
     ref_out = run_reference(prep.graph, inputs, prep.lowered)
     quantized = any(t.dtype == "int8" for t in prep.graph.tensors.values())
+    # float outputs of a quantized model written by a float op rather than by the boundary DequantizeLinear
+    float_tail = {t for op in prep.graph.ops if op.op_type != "DequantizeLinear" for t in op.outputs
+                  if t in prep.graph.outputs}
     outputs = []
     ok = True
     for name in prep.graph.outputs:
@@ -415,6 +418,11 @@ def verify(
             exact = bool(np.array_equal(got, ref_out[name]))
             if integer:
                 passed = exact and vs_ort["max_lsb"] <= INT8_MAX_LSB
+            elif name in float_tail:
+                # computed by float kernels after an in-graph dequantize (e.g. ORT leaves a final Tanh float): float
+                # kernels match the reference to the float tolerance, not bit for bit
+                tol = FLOAT_RTOL * max(1.0, vs_ref["max_abs_ref"])
+                passed = vs_ref["max_abs_err"] <= tol and vs_ort["cosine"] >= QUANT_FLOAT_MIN_COSINE
             else:
                 passed = exact and vs_ort["cosine"] >= QUANT_FLOAT_MIN_COSINE
         else:

@@ -22,15 +22,16 @@ def test_every_unsupported_node_listed():
     assert len(e.value.nodes) == 3 and e.value.exit_code == 2
 
 
-def test_float_op_between_dq_and_q_reported():
-    # Sigmoid reads int8 through DQ but its float output feeds a float graph output consumed by nobody quantized
+def test_float_op_after_dq_runs_in_float():
+    # Sigmoid reads int8 through DQ and its float output feeds a float graph output consumed by nobody quantized:
+    # QDQ fold keeps the DQ (rule 4b), so Sigmoid runs in float; only Erf (no kernel) is reported
     nodes = [helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["x"]),
              helper.make_node("Sigmoid", ["x"], ["a"], name="sig"),
              helper.make_node("Erf", ["a"], ["y"], name="erf")]
     m = model(nodes, [("xq", I8, [1, 4])], [("y", F, None)], {"s": np.float32(0.1), "z": np.int8(0)})
     g, _ = normalize(load(m), check=True)
     bad = {b["node"]: b["reason"] for b in unsupported_nodes(g)}
-    assert "mixes int8 and float" in bad["sig"] and "erf" in bad
+    assert "sig" not in bad and "no runtime kernel" in bad["erf"]
 
 
 def test_supported_graph_passes():

@@ -12,7 +12,7 @@ from typing import Callable
 
 from tigris.ir import AnalyzedGraph
 from tigris.passes import (activation_fuse, bias_fold, bn_fold, cleanup, clip_relu6, concat_axis, constant_fold,
-                           conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, hard_activations,
+                           conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
                            input_transpose, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
                            qdq_fold, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, strip_operands,
                            sub_div_const, symmetric_weights, weight_only_quant)
@@ -58,6 +58,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(concat_axis, 14),
     _p(output_transpose, 15),
     _p(activation_fuse, 16),
+    _p(float_tail, None),  # after every pass that folds a float op into an int8 one; before the layout pass
     _p(drop_constants, 17),
     _p(input_transpose, None),  # assigns a layout, so right before the layout pass
     _p(layout, None),
@@ -83,6 +84,9 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("shape_op_fold", "strip_operands"),
     ("resize_scales", "strip_operands"),
     ("drop_constants", "input_transpose"),
+    ("bias_fold", "float_tail"),
+    ("activation_fuse", "float_tail"),
+    ("float_tail", "layout"),
     ("input_transpose", "layout"),
 )
 

@@ -65,8 +65,6 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
         f, q = (ins[0], op.outputs[0]) if t == "QuantizeLinear" else (op.outputs[0], ins[0])
         if t == "QuantizeLinear" and ins[0] not in g.inputs:
             return "QuantizeLinear inside the graph (only at a float model input)"
-        if t == "DequantizeLinear" and op.outputs[0] not in g.outputs:
-            return "DequantizeLinear inside the graph (only before a float model output)"
         if len(ins) != 1:
             return "its scale or zero point is not a constant"
         qt, ft = g.tensors[q], g.tensors[f]
@@ -96,7 +94,8 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
             return "int8 weight with a non-zero zero point"
         if len(ins) > 2 and (g.tensors[ins[2]].dtype != "int32" or g.tensors[ins[2]].quant is None):
             return "int8 op with a non-int32 bias"
-    if "int8" in kinds and t in ("Add", "Mul", "Sub", "PRelu"):
+    # PRelu is absent: its int8 kernel takes the slope's real values (float or dequantized) into its multipliers.
+    if "int8" in kinds and t in ("Add", "Mul", "Sub"):
         for n in ins:
             if n in g.weights and g.tensors[n].quant is None:
                 return f"int8 {t} with an unquantized constant operand {n}"

@@ -1,0 +1,80 @@
+"""Float tail: an op that reads an int8 activation but computes in float gets an explicit ``DequantizeLinear``.
+
+ONNX Runtime's static quantizer leaves an op it has no int8 form for (a final ``Tanh``, for instance) in float:
+``... -> Q -> DQ -> Tanh -> float output``. QDQ fold (rule 4) makes every reader of a DQ read the int8 tensor, which
+is right for the quantized readers but leaves this one reading int8 while writing float, a mix no kernel runs. The
+DQ is put back in front of it: the int8 -> float conversion becomes an in-graph op (the dequantize kernel is an
+ordinary elementwise kernel) and the tail runs on the float kernels.
+
+Rules:
+1. Applies to an op other than Q/DQ with an int8 (quantized, per-tensor) activation input whose outputs, and every
+   tensor computed from them, are unquantized float32 with no ``QuantizeLinear`` downstream: nothing later can make
+   it int8. (A float product output that a Relu -> Q quantizes is not a tail: activation fuse handled it.)
+2. Each such int8 input gets one ``DequantizeLinear`` (shared by all tail readers of that tensor), placed right
+   before its first tail reader; the int8 readers keep reading the int8 tensor.
+
+Why here: after every pass that folds a float op into an int8 one (bias fold, activation fuse) had its chance, so
+only genuinely float ops remain; before the layout pass, which lays out the new float tensor like any other.
+
+Postcondition: no op other than DQ reads an int8 activation and writes only float tensors.
+"""
+from __future__ import annotations
+
+from tigris.ir import AnalyzedGraph, Op, Tensor
+from tigris.passes._util import PassResult, fresh_name
+
+NAME = "float_tail"
+
+
+def _is_int8_act(g: AnalyzedGraph, name: str) -> bool:
+    t = g.tensors.get(name)
+    return bool(name) and name not in g.weights and t is not None and t.dtype == "int8" and t.quant is not None \
+        and not t.quant.per_channel
+
+
+def _float_downstream(g: AnalyzedGraph, op: Op) -> bool:
+    """Rule 1: the op's outputs and everything computed from them stay unquantized float32."""
+    seen: set[str] = set()
+    todo = [t for t in op.outputs if t]
+    if not todo:
+        return False
+    while todo:
+        t = todo.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        if g.tensors[t].dtype != "float32" or g.tensors[t].quant is not None:
+            return False
+        for o in g.ops:
+            if t in o.inputs:
+                if o.op_type == "QuantizeLinear":
+                    return False
+                todo.extend(x for x in o.outputs if x)
+    return True
+
+
+def run(graph: AnalyzedGraph) -> PassResult:
+    tails = [op for op in graph.ops if op.op_type not in ("QuantizeLinear", "DequantizeLinear")
+             and any(_is_int8_act(graph, i) for i in op.inputs) and _float_downstream(graph, op)]
+    if not tails:
+        return PassResult(graph)
+    g = graph.replace()
+    tail_names = {op.name for op in tails}
+    converted: dict[str, str] = {}  # int8 tensor -> its float twin
+    ops: list[Op] = []
+    for op in g.ops:
+        if op.name in tail_names:
+            new_inputs = []
+            for i in op.inputs:
+                if _is_int8_act(g, i):
+                    if i not in converted:
+                        f = fresh_name(g, f"{i}_dequantized")
+                        g.tensors[f] = Tensor(f, g.tensors[i].shape, "float32")
+                        converted[i] = f
+                        ops.append(Op(fresh_name(g, f"{i}_dequantize"), "DequantizeLinear", (i,), (f,), {}))
+                    i = converted[i]
+                new_inputs.append(i)
+            op = op.with_(inputs=tuple(new_inputs))
+        ops.append(op)
+    g.ops = ops
+    return PassResult(g, len(tails))
