@@ -15,7 +15,7 @@ from tigris.passes import (activation_fuse, bias_fold, bn_fold, cleanup, clip_re
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
                            input_transpose, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
                            qdq_fold, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, strip_operands,
-                           sub_div_const, symmetric_weights, weight_only_quant)
+                           sub_div_const, symmetric_weights, unit_dim_squeeze, weight_only_quant)
 from tigris.passes._util import Decline, PassResult
 from tigris.passes.supported import check_supported, unsupported_nodes
 from tigris.passes.verify import IRVerifyError, verify
@@ -55,6 +55,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(shape_op_fold, 11),
     _p(resize_scales, 12),
     _p(strip_operands, 13),
+    _p(unit_dim_squeeze, None),  # Reshape targets are output shapes now; before the layout pass
     _p(concat_axis, 14),
     _p(output_transpose, 15),
     _p(activation_fuse, 16),
@@ -87,6 +88,8 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("bias_fold", "float_tail"),
     ("activation_fuse", "float_tail"),
     ("float_tail", "layout"),
+    ("strip_operands", "unit_dim_squeeze"),
+    ("unit_dim_squeeze", "layout"),
     ("input_transpose", "layout"),
 )
 

@@ -72,6 +72,9 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
             return f"only float32 <-> per-tensor int8 is supported ({ft.dtype}, {qt.dtype})"
         return None
     acts = [n for n in (*ins, *op.outputs) if n and n not in g.weights]
+    deep = [n for n in acts if len(g.tensors[n].shape) > 4]
+    if deep:
+        return f"rank-{len(g.tensors[deep[0]].shape)} tensor {deep[0]} (runtime tensors have at most 4 dimensions)"
     kinds = set()
     for n in acts:
         tt = g.tensors[n]
