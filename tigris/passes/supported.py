@@ -89,6 +89,13 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
     if len(kinds) > 1:
         floats = [n for n in acts if g.tensors[n].dtype == "float32"]
         return f"mixes int8 and float activations (float {floats[0]} between quantized ops was not folded)"
+    if t == "Resize":
+        mode = op.attrs.get("mode", "nearest")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        if mode not in ("nearest", "linear"):
+            return f"Resize mode {mode!r} (nearest and linear are supported)"
+        if "int8" in kinds and mode != "nearest":
+            return f"int8 Resize in {mode} mode (the int8 kernel is nearest only; float linear is supported)"
     if "int8" in kinds and t in (*_CONVS, "Gemm"):
         w = g.tensors[ins[1]]
         if w.dtype != "int8" or w.quant is None:
