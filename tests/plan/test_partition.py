@@ -221,3 +221,21 @@ def test_accumulating_gap_is_the_default_and_hand_computed():
         assert unit.peak_bytes == unit.timeline_peak == 272
         assert unit.scratch[1].size == 16
         assert plan.spill_bytes == 6 * 4  # the accumulator row is written back after every tile
+
+
+def test_softmax_over_channels_tiles_but_not_over_rows():
+    """Rule 8: a Softmax over the channels of an NHWC tensor (per-pixel class scores) runs on row bands; over H it
+    needs whole columns and stays structural. Regression: any Softmax was structural, so a segmentation head's
+    smallest budget was the whole untiled model (13312 vs 2891 bytes on the families' softmax_c float model)."""
+    from tigris.ir import Op
+
+    g = G()
+    x = g.input("x", (1, 2, 8, 8))
+    a = g.conv(x, 4)
+    graph = g.graph([a])
+    for axis, tiles in ((1, True), (-3, True), (3, True), (2, False), (-2, False)):
+        sm = Op("sm", "Softmax", (a,), ("y",), {"axis": axis})
+        graph.tensors["y"] = graph.tensors[a].__class__("y", graph.tensors[a].shape, "int8", None, "nhwc")
+        gg = graph.replace(ops=[*graph.ops, sm], outputs=["y"])
+        why = stage_tileable(gg, [0, 1], ["y"])
+        assert (why is None) == tiles, (axis, why)

@@ -26,6 +26,8 @@ Rules:
    tiles. ``ExecUnit.accumulate`` lists such ops. The spec's table counts GAP as spatial; with this rule it is.
    An int8 accumulator needs 4 bytes of int32 sum per output element (``accumulator_bytes``), planned as the GAP's
    scratch; a float one sums in the output buffer.
+8. A Softmax whose axis is not the row axis (per-pixel class scores: Softmax over the channels of an NHWC tensor) is
+   pointwise for tiling: each line lies inside one row, and the kernel runs on bands of such lines.
 """
 from __future__ import annotations
 
@@ -65,9 +67,24 @@ def _window(op: Op) -> tuple[int, int, int, int]:
     return k, s, d, p
 
 
+def _softmax_off_rows(graph: AnalyzedGraph, op: Op) -> bool:
+    """Rule 8: a Softmax whose lines do not run along the row axis (e.g. over the channels of an NHWC tensor)."""
+    if op.op_type != "Softmax":
+        return False
+    x = graph.tensors[op.inputs[0]]
+    if x.layout not in ROW_LAYOUTS:
+        return False
+    axis = int(op.attrs.get("axis", len(x.shape) - 1))
+    axis += len(x.shape) if axis < 0 else 0
+    # nhwc keeps logical H (2) on the row axis; nwc keeps L (2) there
+    return axis != 2
+
+
 def untileable_reason(graph: AnalyzedGraph, op: Op, accumulate_gap: bool = False) -> str | None:
     """Why ``op`` cannot run on row bands (rule 3), or None when it can."""
     cls = op_class(op, accumulate_gap)
+    if cls == "structural" and _softmax_off_rows(graph, op):
+        cls = "pointwise"
     if cls == "structural":
         return f"{op.op_type} is structural"
     out = graph.tensors[op.outputs[0]]
