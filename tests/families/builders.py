@@ -1,0 +1,362 @@
+"""Small seeded ONNX models of the families TiGrIS is judged on (built here with onnx.helper and NumPy random weights:
+no downloads, no torch), plus their ONNX Runtime static-quantized QDQ twins.
+
+Each builder returns a float ``onnx.ModelProto`` with one image-like input named ``x``. The shapes are small (16-48
+pixels, few channels) so that compiling, running on the C runtime and ONNX Runtime stays fast, yet each model keeps
+the structural feature that made its family worth testing (squeeze-excite broadcast, unfolded BatchNorm, Conv1D,
+Resize + Concat skips, depth multiplier 2, ...)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+@dataclass
+class _G:
+    """A graph under construction: nodes and initializers, with fresh names and seeded weights."""
+
+    rng: np.random.Generator
+    nodes: list
+    inits: list
+    count: int = 0
+
+    def name(self, stem: str) -> str:
+        self.count += 1
+        return f"{stem}{self.count}"
+
+    def const(self, arr: np.ndarray, stem: str = "w") -> str:
+        n = self.name(stem)
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), n))
+        return n
+
+    def op(self, op_type: str, inputs: list[str], **attrs) -> str:
+        out = self.name(op_type.lower() + "_")
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def conv(self, x: str, cin: int, cout: int, k: int | tuple[int, ...] = 3, stride: int = 1, pad: int | None = None,
+             group: int = 1, bias: bool = True, dims: int = 2) -> str:
+        ks = (k,) * dims if isinstance(k, int) else tuple(k)
+        p = [ki // 2 for ki in ks] if pad is None else [pad] * dims
+        # He-like scaling keeps activations O(1) through a dozen layers, so float tolerances stay meaningful.
+        fan_in = (cin // group) * int(np.prod(ks))
+        w = (self.rng.standard_normal((cout, cin // group, *ks)) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+        ins = [x, self.const(w)]
+        if bias:
+            ins.append(self.const((self.rng.standard_normal(cout) * 0.1).astype(np.float32), "b"))
+        return self.op("Conv", ins, kernel_shape=list(ks), strides=[stride] * dims, pads=p + p, group=group)
+
+    def bn(self, x: str, c: int) -> str:
+        r = self.rng
+        return self.op("BatchNormalization", [
+            x,
+            self.const((r.uniform(0.5, 1.5, c)).astype(np.float32), "gamma"),
+            self.const((r.standard_normal(c) * 0.1).astype(np.float32), "beta"),
+            self.const((r.standard_normal(c) * 0.1).astype(np.float32), "mean"),
+            self.const((r.uniform(0.5, 1.5, c)).astype(np.float32), "var"),
+        ], epsilon=1e-5)
+
+
+def _finish(g: _G, name: str, in_shape: list, out: str | list[str], opset: int = 13,
+            in_dtype: int = TensorProto.FLOAT) -> onnx.ModelProto:
+    outs = [out] if isinstance(out, str) else out
+    graph = helper.make_graph(
+        g.nodes, name, [helper.make_tensor_value_info("x", in_dtype, in_shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], initializer=g.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    # Output shapes come from shape inference so the models declare what a real exporter would.
+    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def _new(seed: int) -> _G:
+    return _G(np.random.default_rng(seed), [], [])
+
+
+def mobilenet_v3_small() -> onnx.ModelProto:
+    """HardSwish stem, inverted residuals with depthwise convs, squeeze-excite (GAP -> 1x1 -> ReLU -> 1x1 ->
+    HardSigmoid -> Mul broadcast over H, W), a residual Add, and a GAP + Gemm head."""
+    g = _new(1)
+    x = g.op("HardSwish", [g.conv("x", 3, 8, 3, 2)])                         # 8 x 16 x 16
+    # block 1: dw 3x3 s2 + SE, no expansion
+    d = g.op("Relu", [g.conv(x, 8, 8, 3, 2, group=8)])                         # 8 x 8 x 8
+    s = g.op("GlobalAveragePool", [d])
+    s = g.op("Relu", [g.conv(s, 8, 4, 1)])
+    s = g.op("HardSigmoid", [g.conv(s, 4, 8, 1)], alpha=1.0 / 6, beta=0.5)
+    d = g.op("Mul", [d, s])
+    y = g.conv(d, 8, 8, 1)
+    # block 2: expand 1x1, dw 5x5, SE, project, residual
+    e = g.op("HardSwish", [g.conv(y, 8, 16, 1)])
+    e = g.op("HardSwish", [g.conv(e, 16, 16, 5, 1, group=16)])
+    s = g.op("GlobalAveragePool", [e])
+    s = g.op("Relu", [g.conv(s, 16, 8, 1)])
+    s = g.op("HardSigmoid", [g.conv(s, 8, 16, 1)], alpha=1.0 / 6, beta=0.5)
+    e = g.op("Mul", [e, s])
+    y = g.op("Add", [y, g.conv(e, 16, 8, 1)])
+    h = g.op("HardSwish", [g.conv(y, 8, 16, 1)])
+    h = g.op("GlobalAveragePool", [h])
+    h = g.op("Flatten", [h], axis=1)
+    w = (g.rng.standard_normal((10, 16)) * 0.3).astype(np.float32)
+    out = g.op("Gemm", [h, g.const(w), g.const(np.zeros(10, np.float32), "b")], transB=1)
+    return _finish(g, "mbv3_small", [1, 3, 32, 32], out, opset=14)
+
+
+def resnet18_stem() -> onnx.ModelProto:
+    """7x7 s2 conv + BatchNormalization (not folded) + ReLU + MaxPool 3x3 s2 p1, then two basic blocks, the second
+    with a strided projection shortcut (1x1 conv + BN)."""
+    g = _new(2)
+    x = g.op("Relu", [g.bn(g.conv("x", 3, 8, 7, 2, bias=False), 8)])          # 8 x 24 x 24
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])  # 8 x 12 x 12
+    a = g.op("Relu", [g.bn(g.conv(x, 8, 8, 3, bias=False), 8)])
+    a = g.bn(g.conv(a, 8, 8, 3, bias=False), 8)
+    x = g.op("Relu", [g.op("Add", [a, x])])
+    a = g.op("Relu", [g.bn(g.conv(x, 8, 16, 3, 2, bias=False), 16)])         # 16 x 6 x 6
+    a = g.bn(g.conv(a, 16, 16, 3, bias=False), 16)
+    sc = g.bn(g.conv(x, 8, 16, 1, 2, bias=False), 16)
+    x = g.op("Relu", [g.op("Add", [a, sc])])
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])])
+    out = g.op("Gemm", [x, g.const((g.rng.standard_normal((5, 16)) * 0.3).astype(np.float32)),
+                        g.const(np.zeros(5, np.float32), "b")], transB=1)
+    return _finish(g, "resnet18_stem", [1, 3, 48, 48], out)
+
+
+def dscnn_conv1d() -> onnx.ModelProto:
+    """Keyword-spotting style: Conv1D on a 3-D [N, C, L] input, depthwise/pointwise Conv1D pairs with BN, average
+    pooling over time and a MatMul + Add classifier (opset 11)."""
+    g = _new(3)
+    x = g.op("Relu", [g.conv("x", 10, 16, 5, 2, dims=1)])                     # 16 x 24
+    for _ in range(2):
+        d = g.op("Relu", [g.bn(g.conv(x, 16, 16, 3, group=16, dims=1), 16)])
+        x = g.op("Relu", [g.bn(g.conv(d, 16, 16, 1, dims=1), 16)])
+    x = g.op("AveragePool", [x], kernel_shape=[24])                           # 16 x 1
+    x = g.op("Flatten", [x])
+    x = g.op("MatMul", [x, g.const((g.rng.standard_normal((16, 6)) * 0.3).astype(np.float32))])
+    out = g.op("Add", [x, g.const((g.rng.standard_normal(6) * 0.1).astype(np.float32), "b")])
+    return _finish(g, "dscnn1d", [1, 10, 48], out, opset=11)
+
+
+def tiny_unet() -> onnx.ModelProto:
+    """Two-level U-Net: conv encoder with MaxPool, Resize nearest x2 decoder (opset 13 scales input) and Concat skip
+    connections, a 1x1 head and a Sigmoid."""
+    g = _new(4)
+    e1 = g.op("Relu", [g.conv("x", 3, 8, 3)])                                 # 8 x 32 x 32
+    p1 = g.op("MaxPool", [e1], kernel_shape=[2, 2], strides=[2, 2])          # 8 x 16 x 16
+    e2 = g.op("Relu", [g.conv(p1, 8, 16, 3)])
+    p2 = g.op("MaxPool", [e2], kernel_shape=[2, 2], strides=[2, 2])          # 16 x 8 x 8
+    b = g.op("Relu", [g.conv(p2, 16, 16, 3)])
+    scales = g.const(np.array([1, 1, 2, 2], np.float32), "scales")
+    u2 = g.op("Resize", [b, "", scales], mode="nearest")                     # 16 x 16 x 16
+    d2 = g.op("Relu", [g.conv(g.op("Concat", [u2, e2], axis=1), 32, 16, 3)])
+    u1 = g.op("Resize", [d2, "", scales], mode="nearest")                    # 16 x 32 x 32
+    d1 = g.op("Relu", [g.conv(g.op("Concat", [u1, e1], axis=1), 24, 8, 3)])
+    out = g.op("Sigmoid", [g.conv(d1, 8, 1, 1)])
+    return _finish(g, "tiny_unet", [1, 3, 32, 32], out)
+
+
+def depth_multiplier() -> onnx.ModelProto:
+    """A depthwise conv with depth multiplier 2 (group = C_in, C_out = 2 C_in), then pointwise + ReLU6 (Clip)."""
+    g = _new(5)
+    x = g.conv("x", 4, 8, 3, 1, group=4)
+    x = g.op("Clip", [x, g.const(np.array(0, np.float32), "lo"), g.const(np.array(6, np.float32), "hi")])
+    out = g.conv(x, 8, 6, 1)
+    return _finish(g, "dw_mult2", [1, 4, 20, 20], out)
+
+
+def mlp_flatten() -> onnx.ModelProto:
+    """Flatten of a 4-D tensor into an MLP of Gemm with transB=0 (weights stored K x N), ReLU and Tanh."""
+    g = _new(6)
+    x = g.op("Flatten", ["x"], axis=1)                                        # 1 x 48
+    x = g.op("Relu", [g.op("Gemm", [x, g.const((g.rng.standard_normal((48, 32)) * 0.2).astype(np.float32)),
+                                    g.const((g.rng.standard_normal(32) * 0.1).astype(np.float32), "b")])])
+    x = g.op("Gemm", [x, g.const((g.rng.standard_normal((32, 8)) * 0.25).astype(np.float32)),
+                      g.const((g.rng.standard_normal(8) * 0.1).astype(np.float32), "b")], alpha=1.0, beta=1.0)
+    out = g.op("Tanh", [x])
+    return _finish(g, "mlp", [1, 3, 4, 4], out)
+
+
+def softmax_axis1() -> onnx.ModelProto:
+    """Per-pixel class scores: conv -> Softmax over axis 1 (channels) of a 4-D tensor (opset 13 semantics)."""
+    g = _new(7)
+    out = g.op("Softmax", [g.conv("x", 3, 5, 3)], axis=1)
+    return _finish(g, "softmax_c", [1, 3, 16, 16], out)
+
+
+def activations_mix() -> onnx.ModelProto:
+    """LeakyRelu, PRelu (per-channel slope), Sigmoid, Tanh, explicit Pad + Conv, AveragePool with
+    count_include_pad=1, at opset 17."""
+    g = _new(8)
+    x = g.op("LeakyRelu", [g.conv("x", 3, 8, 3)], alpha=0.1)
+    slope = (g.rng.uniform(0.05, 0.3, (8, 1, 1))).astype(np.float32)
+    x = g.op("PRelu", [g.conv(x, 8, 8, 3), g.const(slope, "slope")])
+    x = g.op("Pad", [x, g.const(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")], mode="constant")
+    x = g.op("Sigmoid", [g.conv(x, 8, 8, 3, pad=0)])
+    x = g.op("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)
+    out = g.op("Tanh", [g.conv(x, 8, 4, 3)])
+    return _finish(g, "acts", [1, 3, 24, 24], out, opset=17)
+
+
+def channel_shuffle() -> onnx.ModelProto:
+    """ShuffleNet channel shuffle in the middle: grouped 1x1 conv -> Reshape [N, g, C/g, H, W] -> Transpose(0, 2, 1,
+    3, 4) -> Reshape back -> depthwise 3x3 -> grouped 1x1, with a residual Add."""
+    g = _new(9)
+    x = g.op("Relu", [g.conv("x", 3, 8, 3)])                                  # 8 x 16 x 16
+    a = g.op("Relu", [g.conv(x, 8, 8, 1, group=2)])
+    a = g.op("Reshape", [a, g.const(np.array([1, 2, 4, 16, 16], np.int64), "shape")])
+    a = g.op("Transpose", [a], perm=[0, 2, 1, 3, 4])
+    a = g.op("Reshape", [a, g.const(np.array([1, 8, 16, 16], np.int64), "shape")])
+    a = g.conv(a, 8, 8, 3, group=8)
+    a = g.conv(a, 8, 8, 1, group=2)
+    out = g.op("Relu", [g.op("Add", [a, x])])
+    return _finish(g, "shuffle", [1, 3, 16, 16], out)
+
+
+def dynamic_batch() -> onnx.ModelProto:
+    """An autoencoder-like conv net whose input batch is a dim_param ('N'); opset 11 (Resize with roi + scales)."""
+    g = _new(10)
+    x = g.op("Relu", [g.conv("x", 1, 8, 3, 2)])                               # 8 x 8 x 8
+    x = g.op("Relu", [g.conv(x, 8, 4, 3, 2)])                                 # 4 x 4 x 4
+    roi = g.const(np.zeros(0, np.float32), "roi")
+    x = g.op("Resize", [x, roi, g.const(np.array([1, 1, 2, 2], np.float32), "scales")], mode="nearest")
+    x = g.op("Relu", [g.conv(x, 4, 8, 3)])
+    x = g.op("Resize", [x, roi, g.const(np.array([1, 1, 2, 2], np.float32), "scales")], mode="nearest")
+    out = g.op("Sigmoid", [g.conv(x, 8, 1, 3)])
+    return _finish(g, "ae_dyn", ["N", 1, 16, 16], out, opset=11)
+
+
+def _relu6(g: _G, x: str) -> str:
+    return g.op("Clip", [x, g.const(np.array(0, np.float32), "lo"), g.const(np.array(6, np.float32), "hi")])
+
+
+def mobilenet_v2() -> onnx.ModelProto:
+    """Inverted residual with ReLU6 as Clip(0, 6), a ReduceMean(H, W) head instead of GAP, Flatten + Gemm."""
+    g = _new(11)
+    x = _relu6(g, g.conv("x", 3, 8, 3, 2))                                   # 8 x 16 x 16
+    e = _relu6(g, g.conv(x, 8, 24, 1))
+    e = _relu6(g, g.conv(e, 24, 24, 3, 1, group=24))
+    x = g.op("Add", [x, g.conv(e, 24, 8, 1)])
+    e = _relu6(g, g.conv(x, 8, 24, 1))
+    e = _relu6(g, g.conv(e, 24, 24, 3, 2, group=24))                         # 24 x 8 x 8
+    x = g.conv(e, 24, 12, 1)
+    x = g.op("Flatten", [g.op("ReduceMean", [x], axes=[2, 3], keepdims=1)])
+    out = g.op("Gemm", [x, g.const((g.rng.standard_normal((4, 12)) * 0.3).astype(np.float32)),
+                        g.const(np.zeros(4, np.float32), "b")], transB=1)
+    return _finish(g, "mbv2", [1, 3, 32, 32], out)
+
+
+def efficientnet_lite() -> onnx.ModelProto:
+    """EfficientNet-style MBConv with Swish (x * Sigmoid(x)) and a Swish squeeze-excite; Lite's ReLU6 stem."""
+    g = _new(12)
+    x = _relu6(g, g.conv("x", 3, 8, 3, 2))                                   # 8 x 12 x 12
+    e = g.conv(x, 8, 16, 1)
+    e = g.op("Mul", [e, g.op("Sigmoid", [e])])
+    d = g.conv(e, 16, 16, 3, group=16)
+    d = g.op("Mul", [d, g.op("Sigmoid", [d])])
+    s = g.conv(g.op("GlobalAveragePool", [d]), 16, 4, 1)
+    s = g.op("Sigmoid", [g.conv(g.op("Mul", [s, g.op("Sigmoid", [s])]), 4, 16, 1)])
+    y = g.op("Add", [x, g.conv(g.op("Mul", [d, s]), 16, 8, 1)])
+    out = _relu6(g, g.conv(y, 8, 8, 3, 2))
+    return _finish(g, "effnet_lite", [1, 3, 24, 24], out)
+
+
+def detection_head() -> onnx.ModelProto:
+    """SSD-like head on two scales: 1x1 class convs, Transpose to NHWC, Reshape to [1, boxes, classes], Concat of the
+    two scales on the box axis and Softmax over the last axis; plus a second (box regression) output."""
+    g = _new(13)
+    f1 = g.op("Relu", [g.conv("x", 3, 8, 3, 2)])                             # 8 x 8 x 8
+    f2 = g.op("Relu", [g.conv(f1, 8, 8, 3, 2)])                               # 8 x 4 x 4
+    cls, box = [], []
+    for f in (f1, f2):
+        c = g.op("Transpose", [g.conv(f, 8, 6, 1)], perm=[0, 2, 3, 1])
+        cls.append(g.op("Reshape", [c, g.const(np.array([1, -1, 3], np.int64), "shape")]))
+        b = g.op("Transpose", [g.conv(f, 8, 4, 3)], perm=[0, 2, 3, 1])
+        box.append(g.op("Reshape", [b, g.const(np.array([1, -1, 4], np.int64), "shape")]))
+    scores = g.op("Softmax", [g.op("Concat", cls, axis=1)], axis=-1)
+    boxes = g.op("Concat", box, axis=1)
+    return _finish(g, "det_head", [1, 3, 16, 16], [scores, boxes])
+
+
+def bilinear_unet() -> onnx.ModelProto:
+    """A decoder with Resize linear (half_pixel) up-sampling + Concat skip: float runs; ORT's int8 version has an int8
+    bilinear Resize, which TiGrIS reports as unsupported (nearest only in int8)."""
+    g = _new(14)
+    e = g.op("Relu", [g.conv("x", 3, 6, 3)])                                  # 6 x 16 x 16
+    b = g.op("Relu", [g.conv(g.op("MaxPool", [e], kernel_shape=[2, 2], strides=[2, 2]), 6, 8, 3)])
+    u = g.op("Resize", [b, "", g.const(np.array([1, 1, 2, 2], np.float32), "scales")], mode="linear")
+    out = g.conv(g.op("Concat", [u, e], axis=1), 14, 2, 3)
+    return _finish(g, "bilinear_unet", [1, 3, 16, 16], out)
+
+
+def conv_transpose() -> onnx.ModelProto:
+    """A learned up-sampling with ConvTranspose: no runtime kernel, must be reported unsupported (exit 2)."""
+    g = _new(15)
+    x = g.op("Relu", [g.conv("x", 3, 4, 3)])
+    w = (g.rng.standard_normal((4, 2, 2, 2)) * 0.3).astype(np.float32)
+    out = g.op("ConvTranspose", [x, g.const(w)], strides=[2, 2], kernel_shape=[2, 2])
+    return _finish(g, "convt", [1, 3, 8, 8], out)
+
+
+# Models TiGrIS must run (float and every quantized variant).
+FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
+    "mbv3_small": mobilenet_v3_small,
+    "resnet18_stem": resnet18_stem,
+    "dscnn1d": dscnn_conv1d,
+    "tiny_unet": tiny_unet,
+    "dw_mult2": depth_multiplier,
+    "mlp": mlp_flatten,
+    "softmax_c": softmax_axis1,
+    "acts": activations_mix,
+    "shuffle": channel_shuffle,
+    "ae_dyn": dynamic_batch,
+    "mbv2": mobilenet_v2,
+    "effnet_lite": efficientnet_lite,
+    "det_head": detection_head,
+}
+
+# Models (or variants) with a feature TiGrIS does not run: `analyze` must list them as unsupported (exit 2).
+UNSUPPORTED: dict[str, Callable[[], onnx.ModelProto]] = {
+    "bilinear_unet": bilinear_unet,  # float runs; the int8 variants have an int8 linear Resize
+    "convt": conv_transpose,
+}
+
+
+def input_shape(m: onnx.ModelProto) -> tuple[int, ...]:
+    """The concrete input shape, with a symbolic batch bound to 1."""
+    dims = m.graph.input[0].type.tensor_type.shape.dim
+    return tuple(d.dim_value if d.dim_value > 0 else 1 for d in dims)
+
+
+def quantize(float_path: Path, out_path: Path, activation: str, per_channel: bool) -> None:
+    """ORT static quantization to QDQ with a seeded random calibration reader. ``activation`` is 'uint8' (ORT's
+    default QUInt8) or 'int8'; weights are always QInt8, per channel or per tensor."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    m = onnx.load(str(float_path))
+    shape = input_shape(m)
+    opset = next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+    if per_channel and opset < 13:
+        # ORT writes per-channel DequantizeLinear (an `axis`, opset 13) without raising the opset: an invalid model.
+        # Raise it first, as a user following ORT's advice would.
+        from onnx import version_converter
+
+        m = version_converter.convert_version(m, 13)
+        float_path = out_path.with_suffix(".opset13.onnx")
+        onnx.save(m, str(float_path))
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            rng = np.random.default_rng(11)
+            self.data = iter([{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.data, None)
+
+    quantize_static(str(float_path), str(out_path), Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8 if activation == "uint8" else QuantType.QInt8,
+                    weight_type=QuantType.QInt8, per_channel=per_channel)

@@ -1,0 +1,119 @@
+"""Model families TiGrIS is judged on but has not seen, built here (tests/families/builders.py: seeded random weights,
+small shapes), float and ONNX Runtime static-quantized QDQ in both activation types (QUInt8, ORT's default, and
+QInt8) with per-channel and per-tensor weights, verified on the host C runtime with ``tigris.api.verify``.
+
+Each model is verified at a generous budget (4M, one stage) and at 1.3x its smallest fast budget (found with
+``tigris.api.analyze``), which forces stages and tiles; the float and QUInt8 per-channel variants also with ``--xip``
+and with ``-c lz4`` at that small budget. Tolerances are verify's own pass criteria (docs/cli.md "Pass criteria"):
+float outputs within 1e-4 x max(1, max|ref|) of ONNX Runtime and of the NumPy reference; quantized models bit-exact
+against the reference (a float tail after an in-graph dequantize to the float tolerance), int8 outputs within 1 LSB
+of ONNX Runtime, float outputs with cosine >= 0.99 against ONNX Runtime.
+
+Features the runtime does not have must be reported by ``tigris analyze`` as unsupported nodes with exit 2.
+Writes only to pytest's tmp dirs.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from tigris import api
+
+sys.path.insert(0, str(Path(__file__).parent))
+import builders  # noqa: E402
+
+# ORT's quantizer logs advice (pre-processing, per-channel axis of rank-1 BatchNorm parameters) at WARNING.
+logging.getLogger().setLevel(logging.ERROR)
+
+VARIANTS = ("f32", "uint8_pc", "uint8_pt", "int8_pc", "int8_pt")
+FULL = ("f32", "uint8_pc")  # variants also verified with --xip and -c lz4 at the small budget
+GENEROUS = "4M"
+SMALL_FACTOR = 1.3
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("families")
+
+
+def _model_path(model_dir: Path, family: str, variant: str, table=builders.FAMILIES) -> Path:
+    """Build (once per module) the float model and the requested quantized variant."""
+    fp = model_dir / f"{family}.onnx"
+    if not fp.exists():
+        onnx.save(table[family](), str(fp))
+    if variant == "f32":
+        return fp
+    qp = model_dir / f"{family}_{variant}.onnx"
+    if not qp.exists():
+        act, gran = variant.split("_")
+        builders.quantize(fp, qp, act, gran == "pc")
+    return qp
+
+
+def _check(r: dict, what: str) -> None:
+    assert r["pass"], f"{what}: {r['outputs']}"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("family", sorted(builders.FAMILIES))
+def test_family_verifies(model_dir, family, variant):
+    path = _model_path(model_dir, family, variant)
+    shapes = {"x": builders.input_shape(onnx.load(str(path)))}
+    _check(api.verify(path, GENEROUS, input_shapes=shapes), f"{path.name} at {GENEROUS}")
+
+    probe = api.analyze(path, 64, input_shapes=shapes, emit=False)
+    assert not probe.fits and probe.min_fast_budget, probe.reason
+    small = int(probe.min_fast_budget * SMALL_FACTOR)
+    r = api.verify(path, small, input_shapes=shapes)
+    _check(r, f"{path.name} at {small}")
+    # The small budget must really constrain the plan: more than one stage, or a tiled stage. (The MLP has no
+    # spatial op to tile and its two Gemms fit one stage at any budget that holds the larger of them.)
+    if family != "mlp":
+        assert len(r["plan"]["stages"]) > 1 or r["plan"]["tiling"]["tiled_stages"] > 0, r["plan"]["stages"]
+    if variant in FULL:
+        _check(api.verify(path, small, input_shapes=shapes, xip=True), f"{path.name} at {small} --xip")
+        _check(api.verify(path, small, input_shapes=shapes, compression="lz4"), f"{path.name} at {small} -c lz4")
+
+
+def test_dynamic_batch_binds_to_one_without_input_shape(model_dir):
+    """A dim_param batch needs no --input-shape: the CLI binds it to 1 and verify passes (exit 0)."""
+    path = _model_path(model_dir, "ae_dyn", "f32")
+    assert onnx.load(str(path)).graph.input[0].type.tensor_type.shape.dim[0].dim_param
+    r = subprocess.run([sys.executable, "-m", "tigris.cli", "verify", str(path), "-m", GENEROUS, "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["pass"]
+
+
+def _analyze_cli(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tigris.cli", "analyze", str(path), "-m", GENEROUS, "--json"],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("family,variant,op", [
+    ("convt", "f32", "ConvTranspose"),
+    ("convt", "int8_pc", "ConvTranspose"),
+    ("bilinear_unet", "uint8_pc", "Resize"),
+    ("bilinear_unet", "int8_pt", "Resize"),
+])
+def test_unsupported_reported_cleanly(model_dir, family, variant, op):
+    """No traceback, no wrong numbers: exit 2 and the node listed under "unsupported" in the JSON report."""
+    path = _model_path(model_dir, family, variant, builders.UNSUPPORTED)
+    r = _analyze_cli(path)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    report = json.loads(r.stdout)
+    assert report["fits"] is False
+    assert [u["op"] for u in report["unsupported"]] == [op]
+
+
+def test_float_bilinear_decoder_runs(model_dir):
+    """The float twin of the unsupported int8 model runs: float linear Resize has a kernel."""
+    path = _model_path(model_dir, "bilinear_unet", "f32", builders.UNSUPPORTED)
+    _check(api.verify(path, GENEROUS), f"{path.name} at {GENEROUS}")
