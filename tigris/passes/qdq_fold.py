@@ -14,6 +14,8 @@ Rules:
    input becomes a boundary Q, rule 3).
 3. Boundary Q: a Q reading a float *graph input* is kept: the model's interface is float, the plan converts at the
    edge (design.md: ``QuantizeLinear`` at the model boundary only).
+3b. Likewise a Q whose float input is computed from float graph inputs and constants alone (a preprocessing head ORT
+   left in float, e.g. ``(x - mean) / std``): the head runs on the float kernels, then the Q converts.
 4. Activation DQ: readers of its float output read the int8 input instead; the int8 tensor takes the DQ's QuantParam
    (how a graph's int8 input learns its scale). Declined when the int8 tensor already carries a different
    QuantParam (two scales for one tensor cannot both hold).
@@ -96,7 +98,7 @@ def run(graph: AnalyzedGraph) -> PassResult:
             n += 1
             hoisted = _hoist(g, ops, op)
         prod = {t: i for i, o in enumerate(ops) for t in o.outputs if t}
-        if x in g.inputs:
+        if x in g.inputs or _float_head(g, ops, x):
             # rule 3: boundary quantize stays; its scale/zero point now live on the output tensor
             if len(op.inputs) > 1:
                 ops = [o.with_(inputs=o.inputs[:1]) if o.name == op.name else o for o in ops]
@@ -151,6 +153,30 @@ def run(graph: AnalyzedGraph) -> PassResult:
         if qd is not None:
             g.boundary[name] = Boundary(b.name, b.shape, b.dtype, qd)
     return PassResult(g, n, tuple(declined))
+
+
+def _float_head(g: AnalyzedGraph, ops: list, x: str) -> bool:
+    """Rule 3b: ``x`` is computed in float from float graph inputs and constants only (no DequantizeLinear
+    upstream): a preprocessing head ORT left in float, e.g. ``(x - mean) / std`` before the first Q."""
+    prod = {t: o for o in ops for t in o.outputs if t}
+    seen: set[str] = set()
+    todo = [x]
+    reached_input = False
+    while todo:
+        t = todo.pop()
+        if t in seen or t in g.weights:
+            continue
+        seen.add(t)
+        if t in g.inputs:
+            if g.tensors[t].dtype != "float32":
+                return False
+            reached_input = True
+            continue
+        o = prod.get(t)
+        if o is None or o.op_type in ("DequantizeLinear", "QuantizeLinear"):
+            return False
+        todo.extend(i for i in o.inputs if i)
+    return reached_input
 
 
 def _hoist(g: AnalyzedGraph, ops: list, qop) -> tuple[list, object] | None:

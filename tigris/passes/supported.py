@@ -63,8 +63,6 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
         return "slope is not a constant"
     if t in ("QuantizeLinear", "DequantizeLinear"):
         f, q = (ins[0], op.outputs[0]) if t == "QuantizeLinear" else (op.outputs[0], ins[0])
-        if t == "QuantizeLinear" and ins[0] not in g.inputs:
-            return "QuantizeLinear inside the graph (only at a float model input)"
         if len(ins) != 1:
             return "its scale or zero point is not a constant"
         qt, ft = g.tensors[q], g.tensors[f]
