@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "tgrs_format.h"
+#include "tigris.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +45,20 @@ typedef struct tgrs_op_ctx {
 } tgrs_op_ctx;
 
 typedef int (*tgrs_kernel_fn)(const tgrs_op_ctx *ctx);
+
+/*
+ * Op resolver (docs/deploying.md "Linking only the kernels a model uses"). tgrs_run calls the full registry, so a
+ * firmware calling it links every kernel. tgrs_run_kernels takes the caller's const table instead: kernels[k] is
+ * the entry point for kind k = TGRS_OP_* (index 0 unused; n_kernels entries, normally TGRS_OP_COUNT + 1), NULL for a
+ * kind the firmware does not link, so --gc-sections drops the rest. A plan with an op whose kind has no entry is
+ * refused before any op runs: TGRS_ERR_UNSUPPORTED with stats.failed_op naming the first such op.
+ * tgrs_check_kernels makes the same check once, at init: TGRS_OK, TGRS_ERR_NULL, TGRS_ERR_STATE (plan not loaded)
+ * or TGRS_ERR_UNSUPPORTED. `tigris codegen` emits the table with exactly the kinds of its plan.
+ */
+int tgrs_check_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels);
+int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
+                     size_t fast_len, void *slow, size_t slow_len, const void *const *inputs, void *const *outputs,
+                     tgrs_stats *stats);
 
 /* A float parameter is stored as the bits of an IEEE-754 single in its int32 slot. */
 static inline float tgrs_p_f32(const tgrs_op_ctx *ctx, int idx)

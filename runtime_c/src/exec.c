@@ -40,6 +40,7 @@ static const tgrs_kernel_fn tgrs_kernel_table[TGRS_OP_COUNT + 1u] = {
 /* One run's context, on the stack of tgrs_run. */
 typedef struct tgrs_exec {
     const tgrs_plan *plan;
+    const tgrs_kernel_fn *kernels; /* the caller's op resolver; tgrs_first_missing proved every used entry set */
     uint8_t *fast;
     uint8_t *slow;
     const uint8_t *weights; /* WEIGHTS section */
@@ -205,7 +206,7 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
         }
         return rc;
     }
-    return tgrs_kernel_table[kind](&ctx);
+    return ex->kernels[kind](&ctx);
 }
 
 /* Unit start: the unit's weights into the fast prefix [0, wraw_size). */
@@ -309,8 +310,41 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     return TGRS_OK;
 }
 
+/* The first op whose kind has no kernel in `kernels` (n_kernels entries, indexed by TGRS_OP_*), or TGRS_NONE. The
+   loader proved every kind lies in 1..TGRS_OP_COUNT; a table may be shorter and may leave kinds NULL. */
+static uint32_t tgrs_first_missing(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels)
+{
+    uint32_t i;
+    for (i = 0; i < plan->sec_count[TGRS_SEC_OPS]; ++i) {
+        uint32_t kind = tgrs_rd_u32(tgrs_op(plan, i) + TGRS_OP_OFF_KIND);
+        if (kind >= n_kernels || kernels[kind] == NULL) {
+            return i;
+        }
+    }
+    return TGRS_NONE;
+}
+
+int tgrs_check_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels)
+{
+    if (plan == NULL || kernels == NULL) {
+        return TGRS_ERR_NULL;
+    }
+    if (plan->loaded != TGRS_PLAN_LOADED) {
+        return TGRS_ERR_STATE;
+    }
+    return tgrs_first_missing(plan, kernels, n_kernels) == TGRS_NONE ? TGRS_OK : TGRS_ERR_UNSUPPORTED;
+}
+
 int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
              const void *const *inputs, void *const *outputs, tgrs_stats *stats)
+{
+    return tgrs_run_kernels(plan, tgrs_kernel_table, TGRS_OP_COUNT + 1u, fast, fast_len, slow, slow_len, inputs,
+                            outputs, stats);
+}
+
+int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
+                     size_t fast_len, void *slow, size_t slow_len, const void *const *inputs, void *const *outputs,
+                     tgrs_stats *stats)
 {
     tgrs_stats local;
     tgrs_stats *st = stats != NULL ? stats : &local;
@@ -321,7 +355,7 @@ int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, siz
     memset(st, 0, sizeof *st);
     st->failed_op = -1;
     st->failed_unit = -1;
-    if (plan == NULL || inputs == NULL || outputs == NULL) {
+    if (plan == NULL || kernels == NULL || inputs == NULL || outputs == NULL) {
         return TGRS_ERR_NULL;
     }
     if (plan->loaded != TGRS_PLAN_LOADED) {
@@ -346,7 +380,14 @@ int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, siz
             return TGRS_ERR_NULL;
         }
     }
+    i = tgrs_first_missing(plan, kernels, n_kernels);
+    if (i != TGRS_NONE) {
+        /* Refused before anything runs: a kind the firmware did not link is never called through NULL. */
+        st->failed_op = (int32_t)i;
+        return TGRS_ERR_UNSUPPORTED;
+    }
     ex.plan = plan;
+    ex.kernels = kernels;
     ex.fast = (uint8_t *)fast;
     ex.slow = (uint8_t *)slow;
     ex.weights = plan->base + plan->sec_off[TGRS_SEC_WEIGHTS];

@@ -9,7 +9,9 @@ What the generated code promises (docs/deploying.md explains how firmware uses i
    PSRAM). A name beginning with ``.bss`` makes the compiler emit it as NOBITS, so it costs no flash.
 3. ``NAME_init()`` runs the runtime's loader over the embedded bytes (every byte validated once, on the device) and
    checks the arenas are large enough; ``NAME_run(inputs, outputs)`` runs one inference. Both return TGRS_OK (0) or
-   a negative TGRS_ERR_* code.
+   a negative TGRS_ERR_* code. They dispatch through an op resolver table naming only the kinds the plan uses
+   (``tgrs_run_kernels``), so ``--gc-sections`` links no other kernel; init refuses a plan needing any other kind
+   (TGRS_ERR_UNSUPPORTED). ``kernels="all"`` names every kind instead.
 4. The header states the interface as constants: count, name, dtype, layout, declared shape, byte size and
    quantization of every input and output, and the arena sizes.
 5. ``fmt="app"`` adds a ``main()`` for the emulator harness of ``examples/cortex-m`` (semihosting file I/O, SysTick
@@ -23,6 +25,7 @@ block sits behind the same include guard, so a translation unit that includes bo
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from tigris.codegen.planinfo import DTYPE_C, DTYPE_NAMES, LAYOUT_C, IoInfo, PlanInfo, read_plan_info
@@ -171,6 +174,8 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
     has_slow = info.slow_arena > 0
     lines = [
         "",
+        '#include "tgrs_op.h" /* tgrs_kernel_fn, the kernel entry points, tgrs_run_kernels */',
+        "",
         "/* The plan is read in place and never copied whole to RAM: its records on every run, and with XIP the",
         "   weights as well (otherwise each unit's weights are copied or decompressed into the fast arena). */",
         f"static const uint8_t {name}_plan_bytes[{P}_PLAN_BYTES]",
@@ -195,6 +200,12 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
     slow_len = f"sizeof {name}_slow_arena" if has_slow else "0u"  # tigris.h: slow may be NULL when unneeded
     lines += [
         "",
+        "/* The op resolver: the kernels of exactly the kinds this plan uses, so --gc-sections drops every other",
+        "   kernel. A plan swapped in later that needs another kind is refused by init (TGRS_ERR_UNSUPPORTED). */",
+        f"static const tgrs_kernel_fn {name}_kernels[TGRS_OP_COUNT + 1u] = {{",
+        *_kernel_entries(info.kinds),
+        "};",
+        "",
         f"static tgrs_plan {name}_state;",
         f"static int {name}_loaded;",
         "",
@@ -202,6 +213,9 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
         "{",
         f"    int rc = tgrs_load(&{name}_state, {name}_plan_bytes, sizeof {name}_plan_bytes);",
         f"    {name}_loaded = 0;",
+        "    if (rc == TGRS_OK) {",
+        f"        rc = tgrs_check_kernels(&{name}_state, {name}_kernels, TGRS_OP_COUNT + 1u);",
+        "    }",
         "    if (rc != TGRS_OK) {",
         "        return rc;",
         "    }",
@@ -219,8 +233,8 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
         f"    if (!{name}_loaded) {{",
         "        return TGRS_ERR_STATE;",
         "    }",
-        f"    return tgrs_run(&{name}_state, {name}_fast_arena, sizeof {name}_fast_arena, {slow_ptr}, {slow_len},",
-        "                    inputs, outputs, stats);",
+        f"    return tgrs_run_kernels(&{name}_state, {name}_kernels, TGRS_OP_COUNT + 1u, {name}_fast_arena,",
+        f"                            sizeof {name}_fast_arena, {slow_ptr}, {slow_len}, inputs, outputs, stats);",
         "}",
         "",
         f"int {name}_run(const void *const inputs[], void *const outputs[])",
@@ -234,6 +248,15 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
         "}",
     ]
     return lines
+
+
+def _kernel_entries(kinds: tuple[int, ...]) -> list[str]:
+    """Designated initializers `[TGRS_OP_X] = tgrs_kernel_x,` for the plan's kinds (KINDS fixes name and number)."""
+    from tigris.ops import KINDS
+
+    names = {i + 1: kname for i, (kname, _, _) in enumerate(KINDS)}
+    entries = [f"    [TGRS_OP_{names[k].upper()}] = tgrs_kernel_{names[k]}," for k in kinds if k in names]
+    return entries or ["    NULL, /* the plan runs no op */"]
 
 
 def _app(info: PlanInfo, name: str) -> list[str]:
@@ -381,10 +404,20 @@ def generate_c(
     fmt: str = "core",
     section: str = ".rodata.tgrs",
     slow_section: str = ".bss.tgrs_slow",
+    kernels: str = "plan",
 ) -> tuple[str, str]:
-    """(C source, header) embedding ``plan_bytes``; see the module docstring for what they promise."""
+    """(C source, header) embedding ``plan_bytes``; see the module docstring for what they promise.
+
+    ``kernels``: "plan" links the kernels of the plan's kinds only (the op resolver); "all" links every kind, for
+    firmware that must accept any plan later (or to measure the whole runtime)."""
     _check_args(name, fmt, section, slow_section)
+    if kernels not in ("plan", "all"):
+        raise TigrisError(f"--kernels must be plan or all, not {kernels!r}", "--kernels")
     info = read_plan_info(bytes(plan_bytes))
+    if kernels == "all":
+        from tigris.ops import KINDS
+
+        info = dataclasses.replace(info, kinds=tuple(range(1, len(KINDS) + 1)))
     header = _header(info, name, section, slow_section)
     body = [
         f"/* {name}.c - generated by `tigris codegen`; regenerate instead of editing. Interface block first: */",

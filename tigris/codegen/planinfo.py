@@ -67,6 +67,8 @@ class PlanInfo:
     slow_arena: int
     inputs: tuple[IoInfo, ...]
     outputs: tuple[IoInfo, ...]
+    # TGRS_OP_* kinds the plan's ops use, ascending: codegen links only their kernels (the op resolver).
+    kinds: tuple[int, ...] = ()
 
     @property
     def xip(self) -> bool:
@@ -162,4 +164,12 @@ def read_plan_info(data: bytes) -> PlanInfo:
         slow_arena=int(plan["slow_arena"]),  # type: ignore[call-overload]
         inputs=tuple(ios[:n_in]),
         outputs=tuple(ios[n_in:]),
+        kinds=_op_kinds(data, sections.get(F.SectionId.OPS, (0, 0))),
     )
+
+
+def _op_kinds(data: bytes, section: tuple[int, int]) -> tuple[int, ...]:
+    """The distinct kinds of the OPS section's records (its bounds were checked against the file above)."""
+    off, size = section
+    starts = range(off, off + size - F.OP.size + 1, F.OP.size)
+    return tuple(sorted({int(F.OP.unpack(data, o)["kind"]) for o in starts}))  # type: ignore[call-overload]
