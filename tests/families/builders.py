@@ -282,6 +282,34 @@ def detection_head() -> onnx.ModelProto:
     return _finish(g, "det_head", [1, 3, 16, 16], [scores, boxes])
 
 
+def tf_style_head() -> onnx.ModelProto:
+    """A TensorFlow-converted classifier: NHWC input normalized by ``(x - mean) / std`` (ORT leaves this head float),
+    Transpose to NCHW, an explicit asymmetric Pad before a stride-2 conv (TF "SAME"), dilated conv, GAP, Squeeze
+    and a Gemm with transB=0."""
+    g = _new(16)
+    x = g.op("Sub", ["x", g.const(np.array([0.5, 0.4, 0.3], np.float32), "mean")])
+    x = g.op("Div", [x, g.const(np.array([0.2, 0.25, 0.3], np.float32), "std")])
+    x = g.op("Transpose", [x], perm=[0, 3, 1, 2])
+    x = g.op("Pad", [x, g.const(np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64), "pads")], mode="constant")
+    x = g.op("Relu", [g.conv(x, 3, 8, 3, 2, pad=0)])                          # 8 x 12 x 12
+    w = (g.rng.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32)
+    x = g.op("Relu", [g.op("Conv", [x, g.const(w)], kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 2, 2, 2])])
+    x = g.op("Squeeze", [g.op("GlobalAveragePool", [x]), g.const(np.array([2, 3], np.int64), "axes")])
+    out = g.op("Gemm", [x, g.const((g.rng.standard_normal((8, 5)) * 0.3).astype(np.float32)),
+                        g.const(np.zeros(5, np.float32), "b")])
+    return _finish(g, "tf_head", [1, 24, 24, 3], out)
+
+
+def channel_split() -> onnx.ModelProto:
+    """ShuffleNetV2's channel Split: no runtime kernel for Split, must be reported unsupported (exit 2)."""
+    g = _new(17)
+    x = g.op("Relu", [g.conv("x", 3, 8, 3)])
+    a, b = g.name("split_a"), g.name("split_b")
+    g.nodes.append(helper.make_node("Split", [x, g.const(np.array([4, 4], np.int64), "split")], [a, b], axis=1))
+    b = g.op("Relu", [g.conv(b, 4, 4, 1)])
+    return _finish(g, "split", [1, 3, 8, 8], g.op("Concat", [a, b], axis=1))
+
+
 def bilinear_unet() -> onnx.ModelProto:
     """A decoder with Resize linear (half_pixel) up-sampling + Concat skip: float runs; ORT's int8 version has an int8
     bilinear Resize, which TiGrIS reports as unsupported (nearest only in int8)."""
@@ -317,12 +345,14 @@ FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
     "mbv2": mobilenet_v2,
     "effnet_lite": efficientnet_lite,
     "det_head": detection_head,
+    "tf_head": tf_style_head,
 }
 
 # Models (or variants) with a feature TiGrIS does not run: `analyze` must list them as unsupported (exit 2).
 UNSUPPORTED: dict[str, Callable[[], onnx.ModelProto]] = {
     "bilinear_unet": bilinear_unet,  # float runs; the int8 variants have an int8 linear Resize
     "convt": conv_transpose,
+    "split": channel_split,
 }
 
 

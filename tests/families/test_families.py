@@ -101,6 +101,8 @@ def _analyze_cli(path: Path) -> subprocess.CompletedProcess:
     ("convt", "int8_pc", "ConvTranspose"),
     ("bilinear_unet", "uint8_pc", "Resize"),
     ("bilinear_unet", "int8_pt", "Resize"),
+    ("split", "f32", "Split"),
+    ("split", "uint8_pt", "Split"),
 ])
 def test_unsupported_reported_cleanly(model_dir, family, variant, op):
     """No traceback, no wrong numbers: exit 2 and the node listed under "unsupported" in the JSON report."""

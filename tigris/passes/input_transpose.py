@@ -13,6 +13,9 @@ Rules:
 3. Any other leading Transpose is left alone (it moves bytes).
 4. The same holds when a boundary ``QuantizeLinear`` sits between the float graph input and the Transpose (a
    float-interface int8 model): both the input and the quantized tensor take the transposed logical shape.
+5. Elementwise ops between the input and such a Transpose (a TF model normalizing its NHWC input, ``(x - mean) /
+   std``, before transposing; a boundary Q) are moved after it, their constants transposed with the same perm, one
+   at a time while each is its operand's only reader; then rules 1-4 apply.
 
 Why just before the layout pass: it assigns a layout, which only the layout pass's rule may predict; earlier passes
 see the ordinary NCHW graph.
@@ -21,8 +24,10 @@ Postcondition: no graph input is read by a Transpose that only converts NHWC to 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tigris.ir import AnalyzedGraph, Tensor
-from tigris.passes._util import PassResult, consumers, replace_uses, tidy
+from tigris.passes._util import PassResult, consumers, fresh_name, replace_uses, set_const, tidy
 
 NAME = "input_transpose"
 _TO_LOGICAL = {4: ((0, 3, 1, 2), "nhwc"), 3: ((0, 2, 1), "nwc")}
@@ -39,12 +44,66 @@ def _through_quantize(g: AnalyzedGraph, x: str) -> tuple[str, str] | None:
     return q.inputs[0], q.name
 
 
+_ELEMENTWISE = ("Add", "Mul", "Sub", "Relu", "Relu6", "Clip", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid",
+                "LeakyRelu", "QuantizeLinear")
+
+
+def _hoist(g: AnalyzedGraph, tname: str) -> AnalyzedGraph | None:
+    """Rule 5: ``src -> E -> x -> Transpose -> y`` becomes ``src -> Transpose -> E -> y`` for an elementwise E whose
+    only activation operand is ``src`` (read by E alone) and whose constants broadcast; constants are transposed
+    with the same perm. None when the pattern does not apply."""
+    t = next(o for o in g.ops if o.name == tname)
+    x, y = t.inputs[0], t.outputs[0]
+    e = next((o for o in g.ops if x in o.outputs), None)
+    if e is None or e.op_type not in _ELEMENTWISE or len(e.outputs) != 1 or x in g.outputs:
+        return None
+    acts = [i for i in e.inputs if i and i not in g.weights]
+    if len(acts) != 1 or len(consumers(g, x)) != 1 or len(consumers(g, acts[0])) != 1 or acts[0] in g.outputs:
+        return None
+    src = acts[0]
+    perm = [int(p) for p in t.attrs.get("perm", ())]
+    rank = len(perm)
+    if len(g.tensors[src].shape) != rank:
+        return None
+    g = g.replace()
+    new_inputs = []
+    for i in e.inputs:
+        if i and i in g.weights:
+            w = np.asarray(g.weights[i])
+            if w.ndim > rank:
+                return None
+            full = w.reshape((1,) * (rank - w.ndim) + w.shape)
+            cn = fresh_name(g, f"{i}_{'_'.join(map(str, perm))}")
+            set_const(g, cn, np.ascontiguousarray(np.transpose(full, perm)), g.tensors[i].quant)
+            i = cn
+        elif i == src:
+            i = x  # the transposed source; the name is free again once E writes y
+        new_inputs.append(i)
+    ts = g.tensors[src]
+    g.tensors[x] = Tensor(x, tuple(ts.shape[p] for p in perm), ts.dtype, ts.quant, ts.layout)
+    ops = []
+    for o in g.ops:
+        if o.name == t.name:
+            continue
+        if o.name == e.name:
+            ops.append(t.with_(inputs=(src,), outputs=(x,)))
+            o = o.with_(inputs=tuple(new_inputs), outputs=(y,))
+        ops.append(o)
+    g.ops = ops
+    return g
+
+
 def run(graph: AnalyzedGraph) -> PassResult:
     g = graph
     n = 0
     for op in list(graph.ops):
         if op.op_type != "Transpose" or op.outputs[0] in g.outputs:
             continue
+        if tuple(int(p) for p in op.attrs.get("perm", ())) in [v[0] for v in _TO_LOGICAL.values()]:
+            while (h := _hoist(g, op.name)) is not None:  # rule 5
+                g = h
+                n += 1
+            op = next(o for o in g.ops if o.name == op.name)
         via = None if op.inputs[0] in g.inputs else _through_quantize(g, op.inputs[0])
         if op.inputs[0] not in g.inputs and via is None:
             continue
