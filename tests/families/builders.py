@@ -311,8 +311,8 @@ def channel_split() -> onnx.ModelProto:
 
 
 def bilinear_unet() -> onnx.ModelProto:
-    """A decoder with Resize linear (half_pixel) up-sampling + Concat skip: float runs; ORT's int8 version has an int8
-    bilinear Resize, which TiGrIS reports as unsupported (nearest only in int8)."""
+    """A decoder with Resize linear (half_pixel) up-sampling + Concat skip (the int8 bilinear Resize runs as a float
+    island: passes/float_tail.py)."""
     g = _new(14)
     e = g.op("Relu", [g.conv("x", 3, 6, 3)])                                  # 6 x 16 x 16
     b = g.op("Relu", [g.conv(g.op("MaxPool", [e], kernel_shape=[2, 2], strides=[2, 2]), 6, 8, 3)])
@@ -346,11 +346,11 @@ FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
     "effnet_lite": efficientnet_lite,
     "det_head": detection_head,
     "tf_head": tf_style_head,
+    "bilinear_unet": bilinear_unet,
 }
 
 # Models (or variants) with a feature TiGrIS does not run: `analyze` must list them as unsupported (exit 2).
 UNSUPPORTED: dict[str, Callable[[], onnx.ModelProto]] = {
-    "bilinear_unet": bilinear_unet,  # float runs; the int8 variants have an int8 linear Resize
     "convt": conv_transpose,
     "split": channel_split,
 }

@@ -13,10 +13,16 @@ Rules:
 2. Each such int8 input gets one ``DequantizeLinear`` (shared by all tail readers of that tensor), placed right
    before its first tail reader; the int8 readers keep reading the int8 tensor.
 
+3. Float island: an int8 op whose attributes have no int8 kernel, a ``Resize`` in ``linear`` mode (U-Net
+   bilinear up-sampling that ORT quantizes), runs in float between a new ``DequantizeLinear`` and a new
+   ``QuantizeLinear`` that restores its int8 output (same tensor, same QuantParam). This is exactly what the QDQ
+   model states (``DQ -> Resize -> Q``); the dequantize, float resize and quantize kernels are bit-exact against
+   the reference, so the int8 result stays bit-exact.
+
 Why here: after every pass that folds a float op into an int8 one (bias fold, activation fuse) had its chance, so
 only genuinely float ops remain; before the layout pass, which lays out the new float tensor like any other.
 
-Postcondition: no op other than DQ reads an int8 activation and writes only float tensors.
+Postcondition: no op other than DQ reads an int8 activation and writes only float tensors; no int8 linear Resize.
 """
 from __future__ import annotations
 
@@ -53,11 +59,45 @@ def _float_downstream(g: AnalyzedGraph, op: Op) -> bool:
     return True
 
 
+def _needs_float(g: AnalyzedGraph, op: Op) -> bool:
+    """Rule 3: an int8 op without an int8 kernel for its attributes."""
+    if op.op_type != "Resize" or len(op.outputs) != 1:
+        return False
+    mode = op.attrs.get("mode", "nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    return mode == "linear" and _is_int8_act(g, op.inputs[0]) and _is_int8_act(g, op.outputs[0])
+
+
+def _islands(graph: AnalyzedGraph) -> tuple[AnalyzedGraph, int]:
+    """Rule 3: wrap each int8 op that must run in float in DQ ... Q."""
+    if not any(_needs_float(graph, op) for op in graph.ops):
+        return graph, 0
+    g = graph.replace()
+    ops: list[Op] = []
+    n = 0
+    for op in graph.ops:
+        if not _needs_float(graph, op):
+            ops.append(op)
+            continue
+        x, y = op.inputs[0], op.outputs[0]
+        xf = fresh_name(g, f"{x}_dequantized")
+        g.tensors[xf] = Tensor(xf, g.tensors[x].shape, "float32")
+        yf = fresh_name(g, f"{y}_float", [xf])
+        g.tensors[yf] = Tensor(yf, g.tensors[y].shape, "float32")
+        ops.append(Op(fresh_name(g, f"{op.name}_dequantize", [xf, yf]), "DequantizeLinear", (x,), (xf,), {}))
+        ops.append(op.with_(inputs=(xf, *op.inputs[1:]), outputs=(yf,)))
+        ops.append(Op(fresh_name(g, f"{op.name}_quantize", [xf, yf]), "QuantizeLinear", (yf,), (y,), {}))
+        n += 1
+    g.ops = ops
+    return g, n
+
+
 def run(graph: AnalyzedGraph) -> PassResult:
+    graph, n_islands = _islands(graph)
     tails = [op for op in graph.ops if op.op_type not in ("QuantizeLinear", "DequantizeLinear")
              and any(_is_int8_act(graph, i) for i in op.inputs) and _float_downstream(graph, op)]
     if not tails:
-        return PassResult(graph)
+        return PassResult(graph, n_islands)
     g = graph.replace()
     tail_names = {op.name for op in tails}
     converted: dict[str, str] = {}  # int8 tensor -> its float twin
@@ -77,4 +117,4 @@ def run(graph: AnalyzedGraph) -> PassResult:
             op = op.with_(inputs=tuple(new_inputs))
         ops.append(op)
     g.ops = ops
-    return PassResult(g, len(tails))
+    return PassResult(g, len(tails) + n_islands)
