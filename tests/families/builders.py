@@ -362,9 +362,10 @@ def input_shape(m: onnx.ModelProto) -> tuple[int, ...]:
     return tuple(d.dim_value if d.dim_value > 0 else 1 for d in dims)
 
 
-def quantize(float_path: Path, out_path: Path, activation: str, per_channel: bool) -> None:
+def quantize(float_path: Path, out_path: Path, activation: str, per_channel: bool, qoperator: bool = False) -> None:
     """ORT static quantization to QDQ with a seeded random calibration reader. ``activation`` is 'uint8' (ORT's
-    default QUInt8) or 'int8'; weights are always QInt8, per channel or per tensor."""
+    default QUInt8) or 'int8'; weights are always QInt8, per channel or per tensor. ``qoperator``: ORT's QOperator
+    format instead (QLinearConv, com.microsoft QLinearAdd...), which TiGrIS does not take."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     m = onnx.load(str(float_path))
@@ -387,6 +388,7 @@ def quantize(float_path: Path, out_path: Path, activation: str, per_channel: boo
         def get_next(self):
             return next(self.data, None)
 
-    quantize_static(str(float_path), str(out_path), Reader(), quant_format=QuantFormat.QDQ,
+    quantize_static(str(float_path), str(out_path), Reader(),
+                    quant_format=QuantFormat.QOperator if qoperator else QuantFormat.QDQ,
                     activation_type=QuantType.QUInt8 if activation == "uint8" else QuantType.QInt8,
                     weight_type=QuantType.QInt8, per_channel=per_channel)

@@ -112,3 +112,14 @@ def test_unsupported_reported_cleanly(model_dir, family, variant, op):
     assert report["fits"] is False
     assert [u["op"] for u in report["unsupported"]] == [op]
 
+
+
+def test_qoperator_format_reported_cleanly(model_dir):
+    """ORT's QOperator format (com.microsoft QLinearAdd/QLinearMul/QGemm...) is reported node by node, exit 2."""
+    fp = _model_path(model_dir, "mbv3_small", "f32")
+    qp = model_dir / "mbv3_small_qoperator.onnx"
+    builders.quantize(fp, qp, "uint8", True, qoperator=True)
+    r = _analyze_cli(qp)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    report = json.loads(r.stdout)
+    assert report["unsupported"] and all("com.microsoft" in u["reason"] for u in report["unsupported"])

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from tigris.ir import AnalyzedGraph, Boundary, Op, Tensor, TigrisError
+from tigris.ir import AnalyzedGraph, Boundary, Op, Tensor, TigrisError, UnsupportedModelError
 from tigris.load.fold import fold_shape_subgraph
 from tigris.load.onnx_io import default_opset, dtype_name, is_static, node_attrs, read_model, value_info_map, vi_shape
 from tigris.load.order import dfs_postorder
@@ -65,6 +65,14 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
     dropped = len(raw_ops) - len(ops)
     if dropped:
         notes.append(f"{dropped} node(s) from which no graph output is reachable were dropped")
+
+    # An operator of another domain (ORT's QOperator format: com.microsoft QLinearAdd, QLinearConcat...) has no kernel
+    # here and no ONNX shape inference: report every such node as unsupported before a shape question hides them.
+    custom = [{"node": op.name, "op": op.op_type, "reason": f"operator of domain {op.attrs['domain']!r} (only the "
+               f"standard ONNX domain is supported; QDQ-format quantized models are)"}
+              for op in ops if op.attrs.get("domain") not in (None, "", "ai.onnx")]
+    if custom:
+        raise UnsupportedModelError(custom, name)
 
     used = {t for op in ops for t in (*op.inputs, *op.outputs) if t} | set(inputs) | set(outputs)
     weights = {k: v for k, v in weights_all.items() if k in used and k not in inputs}
