@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from passes._build import F, assert_same_as_ort, load, model, run_pass, assert_reference_matches_ort
+from passes._build import F, assert_same_as_ort, load, model, run_pass, upto, assert_reference_matches_ort
 
 
 def test_keepdims_and_not():
@@ -31,3 +31,21 @@ def test_reference_executor_agrees_with_ort():
     for keep in (1, 0):
         assert_reference_matches_ort(model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=keep)],
                                            [("x", F, [1, 3, 4, 5])], [("y", F, None)], opset=13))
+
+
+def test_global_max_pool_becomes_whole_image_max_pool(tmp_path):
+    """Rule 5 (regression: GlobalMaxPool had no kernel and was refused). Float within verify's 1e-4 x max(1, max|ref|)
+    of ONNX Runtime, on the C runtime."""
+    from tigris import api
+
+    w = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    m = model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+               helper.make_node("GlobalMaxPool", ["c"], ["y"])],
+              [("x", F, [1, 3, 6, 5])], [("y", F, [1, 4, 1, 1])], {"w": w})
+    g = run_pass(upto(load(m), "reducemean_gap"), "reducemean_gap").graph
+    mp = next(op for op in g.ops if op.op_type == "MaxPool")
+    assert list(mp.attrs["kernel_shape"]) == [6, 5]
+    assert_same_as_ort(m, g, tol=1e-6)
+    p = tmp_path / "gmp.onnx"
+    p.write_bytes(m.SerializeToString())
+    assert api.verify(p, "1M")["pass"]

@@ -7,10 +7,12 @@ Rules:
 3. ``keepdims=0``: GlobalAveragePool writes a new [N, C, 1, 1] tensor and a ``Reshape`` produces the [N, C] output
    (an alias at run time, since the bytes are the same).
 4. Anything else is left alone (validation reports the ReduceMean).
+5. ``GlobalMaxPool`` on a rank-4 tensor becomes a ``MaxPool`` whose window is the whole image (stride 1, no pads):
+   the runtime has no global max kernel, and the windowed one computes exactly this.
 
 Why here: exporters (Keras, timm) write global pooling as a mean over H and W; the runtime's GAP kernel does it.
 
-Postcondition: no ReduceMean over exactly the spatial axes of a rank-4 tensor remains.
+Postcondition: no ReduceMean over exactly the spatial axes of a rank-4 tensor, and no rank-4 GlobalMaxPool, remains.
 """
 from __future__ import annotations
 
@@ -26,6 +28,14 @@ def run(graph: AnalyzedGraph) -> PassResult:
     n = 0
     declined: list[Decline] = []
     for op in graph.ops:
+        if op.op_type == "GlobalMaxPool" and len(g.tensors[op.inputs[0]].shape) == 4:
+            # rule 5: one window over the whole image; the pool kernel runs it (and reads whole rows)
+            h, w = g.tensors[op.inputs[0]].shape[2:]
+            ops.append(Op(op.name, "MaxPool", op.inputs[:1], op.outputs,
+                          {"kernel_shape": [h, w], "strides": [1, 1], "dilations": [1, 1], "pads": [0, 0, 0, 0],
+                           "ceil_mode": 0}))
+            n += 1
+            continue
         if op.op_type != "ReduceMean":
             ops.append(op)
             continue
