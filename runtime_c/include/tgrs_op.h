@@ -42,7 +42,14 @@ typedef struct tgrs_op_ctx {
     tgrs_tview *out;                       /* the output view: compute exactly its rows */
     void *scratch;                         /* fast-memory scratch planned by the compiler, or NULL */
     uint32_t scratch_size;
+    uint32_t phase;                        /* 0, or TGRS_PHASE_* bits: the GAP of an ACCUM unit (below) */
 } tgrs_op_ctx;
+
+/* ctx.phase of the accumulating GlobalAveragePool (tgrs_kernel_gap passes such a call to tgrs_gap_phases): every
+   tile's call accumulates its band, the first tile's also clears the sums first, the last's also averages after. */
+#define TGRS_PHASE_ACCUMULATE 1u
+#define TGRS_PHASE_BEGIN 2u
+#define TGRS_PHASE_FINISH 4u
 
 typedef int (*tgrs_kernel_fn)(const tgrs_op_ctx *ctx);
 
@@ -110,6 +117,9 @@ int tgrs_kernel_copy(const tgrs_op_ctx *ctx);
 int tgrs_gap_begin(const tgrs_op_ctx *ctx);
 int tgrs_gap_accumulate(const tgrs_op_ctx *ctx);
 int tgrs_gap_finish(const tgrs_op_ctx *ctx);
+/* begin (TGRS_PHASE_BEGIN), accumulate, finish (TGRS_PHASE_FINISH) as ctx->phase says. The executor reaches it
+   through the GAP entry of the kernel table (tgrs_kernel_gap), so an image without GAP links none of this. */
+int tgrs_gap_phases(const tgrs_op_ctx *ctx);
 
 /* Scratch sizes, mirrored in Python by OpKind.scratch_bytes (the planner places the scratch in the fast arena). */
 uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tgrs_tview *out);

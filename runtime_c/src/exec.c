@@ -196,15 +196,10 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
         tgrs_touch(&ex->fast_peak, soff, ctx.scratch_size);
     }
     if (op_index == at->accum_op) {
-        /* Accumulating GAP: clear with the first tile, add every tile's band, average after the last tile. */
-        int rc = at->tile == 0u ? tgrs_gap_begin(&ctx) : TGRS_OK;
-        if (rc == TGRS_OK) {
-            rc = tgrs_gap_accumulate(&ctx);
-        }
-        if (rc == TGRS_OK && at->tile + 1u == at->tiles) {
-            rc = tgrs_gap_finish(&ctx);
-        }
-        return rc;
+        /* Accumulating GAP (the loader proved its kind is GAP): clear with the first tile, add every tile's band,
+           average after the last tile. Through the table, so a firmware without GAP links no accumulator. */
+        ctx.phase = TGRS_PHASE_ACCUMULATE | (at->tile == 0u ? TGRS_PHASE_BEGIN : 0u) |
+                    (at->tile + 1u == at->tiles ? TGRS_PHASE_FINISH : 0u);
     }
     return ex->kernels[kind](&ctx);
 }

@@ -133,6 +133,7 @@ typedef struct tgrs_op_ctx {
     tgrs_tview *out;
     void *scratch;
     uint32_t scratch_size;
+    uint32_t phase;
 } tgrs_op_ctx;
 """
 

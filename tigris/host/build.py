@@ -35,8 +35,10 @@ KERNELS = (
 )
 # The dtype variants runtime_c/src/kernels/registry.c dispatches to (kernels/variants.h), ``tgrs_<kind>_<dtype>``.
 # A build that leaves a variant's file out gets a stub for it like for a missing kind.
+# Also ``gap_phases`` (kernels/gap_accum.c, the accumulating GAP), which registry.c's tgrs_kernel_gap calls the same
+# way: a build without that file gets the same refusing stub.
 VARIANTS = tuple(f"{k}_{d}" for k in ("conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "mul", "softmax")
-                 for d in ("f32", "s8"))
+                 for d in ("f32", "s8")) + ("gap_phases",)
 
 # The public API as cffi sees it. tgrs_plan is opaque to Python (cffi takes its size from the compiler).
 CDEF = """

@@ -2,7 +2,9 @@
  * gap_accum.c - GlobalAveragePool accumulated over the tiles of a unit (unit flag ACCUM, docs/format.md).
  *
  * The executor calls, on the unit's last op, tgrs_gap_begin before the first tile's band is added, tgrs_gap_accumulate
- * every tile with that tile's input band, and tgrs_gap_finish after the last tile's band (before the unit spills).
+ * every tile with that tile's input band, and tgrs_gap_finish after the last tile's band (before the unit spills):
+ * one call per tile of the GAP entry of its kernel table with ctx->phase set, which tgrs_kernel_gap hands to
+ * tgrs_gap_phases (so firmware whose table has no GAP links none of this file).
  * The arithmetic is tigris/ops/pool.py's gap_begin / gap_accumulate / gap_finish:
  *   float: per channel, pixels added one at a time in row-major order from 0.0f into the output buffer itself
  *          (float32[N*C], live across the tiles); finish divides by (float)(H*W). Bands are consecutive and in
@@ -156,4 +158,16 @@ int tgrs_gap_finish(const tgrs_op_ctx *ctx)
         }
     }
     return TGRS_OK;
+}
+
+int tgrs_gap_phases(const tgrs_op_ctx *ctx)
+{
+    int rc = (ctx->phase & TGRS_PHASE_BEGIN) != 0u ? tgrs_gap_begin(ctx) : TGRS_OK;
+    if (rc == TGRS_OK && (ctx->phase & TGRS_PHASE_ACCUMULATE) != 0u) {
+        rc = tgrs_gap_accumulate(ctx);
+    }
+    if (rc == TGRS_OK && (ctx->phase & TGRS_PHASE_FINISH) != 0u) {
+        rc = tgrs_gap_finish(ctx);
+    }
+    return rc;
 }
