@@ -66,11 +66,13 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
     if dropped:
         notes.append(f"{dropped} node(s) from which no graph output is reachable were dropped")
 
-    # An operator of another domain (ORT's QOperator format: com.microsoft QLinearAdd, QLinearConcat...) has no kernel
-    # here and no ONNX shape inference: report every such node as unsupported before a shape question hides them.
+    # An operator of another domain whose output shape ONNX cannot infer (ORT's QOperator format: com.microsoft
+    # QLinearAdd, QGemm...) has no kernel here: report every such node as unsupported rather than a shape question.
+    # (Custom ops with inferable shapes, e.g. a Swish the passes decompose, load normally.)
     custom = [{"node": op.name, "op": op.op_type, "reason": f"operator of domain {op.attrs['domain']!r} (only the "
                f"standard ONNX domain is supported; QDQ-format quantized models are)"}
-              for op in ops if op.attrs.get("domain") not in (None, "", "ai.onnx")]
+              for op in ops if op.attrs.get("domain") not in (None, "", "ai.onnx")
+              and any(t and not is_static(vi_shape(vis[t]) if t in vis else None) for t in op.outputs)]
     if custom:
         raise UnsupportedModelError(custom, name)
 
