@@ -108,6 +108,26 @@ def mobilenet_v3_small() -> onnx.ModelProto:
     return _finish(g, "mbv3_small", [1, 3, 32, 32], out, opset=14)
 
 
+def mobilenet_v3_decomposed() -> onnx.ModelProto:
+    """MobileNetV3 as older exporters spell it: HardSwish = x * Clip(x + 3, 0, 6) / 6 and an SE gate
+    HardSigmoid = Clip(x + 3, 0, 6) / 6 out of primitives (opset 13); ORT leaves each Div float in QDQ."""
+    g = _new(18)
+
+    def six(x: str) -> str:
+        return g.op("Clip", [g.op("Add", [x, g.const(np.array(3, np.float32), "three")]),
+                             g.const(np.array(0, np.float32), "lo"), g.const(np.array(6, np.float32), "hi")])
+
+    def hswish(x: str) -> str:
+        return g.op("Div", [g.op("Mul", [x, six(x)]), g.const(np.array(6, np.float32), "six")])
+
+    x = hswish(g.conv("x", 3, 8, 3, 2))                                         # 8 x 12 x 12
+    d = hswish(g.conv(x, 8, 8, 3, group=8))
+    s = g.op("Relu", [g.conv(g.op("GlobalAveragePool", [d]), 8, 4, 1)])
+    s = g.op("Div", [six(g.conv(s, 4, 8, 1)), g.const(np.array(6, np.float32), "six")])
+    y = g.op("Add", [x, g.conv(g.op("Mul", [d, s]), 8, 8, 1)])
+    return _finish(g, "mbv3_decomposed", [1, 3, 24, 24], hswish(g.conv(y, 8, 8, 1)))
+
+
 def resnet18_stem() -> onnx.ModelProto:
     """7x7 s2 conv + BatchNormalization (not folded) + ReLU + MaxPool 3x3 s2 p1, then two basic blocks, the second
     with a strided projection shortcut (1x1 conv + BN)."""
@@ -333,6 +353,7 @@ def conv_transpose() -> onnx.ModelProto:
 # Models TiGrIS must run (float and every quantized variant).
 FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
     "mbv3_small": mobilenet_v3_small,
+    "mbv3_decomposed": mobilenet_v3_decomposed,
     "resnet18_stem": resnet18_stem,
     "dscnn1d": dscnn_conv1d,
     "tiny_unet": tiny_unet,

@@ -1,10 +1,12 @@
 """Extra pass, Sub/Div by a constant: ``x - c`` becomes ``x + (-c)`` and ``x / c`` becomes ``x * (1/c)`` (float).
 
 Rules:
-1. Only float tensors: for int8, ``-c`` and ``1/c`` would need new quantization of the constant and the runtime's
-   int8 ``Sub`` already exists.
+1. Float outputs: ``x - c`` and ``x / c`` as above (also when ``x`` is int8: a float tail that the float_tail pass
+   dequantizes). An int8 ``Sub`` is left alone (its kernel exists).
 2. Only when the constant is the second operand (``c - x`` is not the same rewrite) and holds no zero (Div).
-3. Declined for an int8 Div (no int8 divide kernel): validation reports it.
+3. An int8 Div (ORT leaves Div float between DQ and Q, e.g. HardSwish spelled ``x * Relu6(x + 3) / 6``) by ONE
+   constant value becomes an int8 Mul by ``1/c``, stored as the code +-127 with scale ``|1/c| / 127`` (exact to
+   float32). Other int8 Divs are declined (no int8 divide kernel): validation reports them.
 
 Why here: exporters write normalization (``(x - mean) / std``) and HardSwish's ``/ 6`` this way; turning them into
 Add/Mul lets the HardSwish pattern pass (next) and the runtime's Add/Mul kernels handle them.
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tigris.ir import AnalyzedGraph
+from tigris.ir import AnalyzedGraph, Op, QuantParam
+from tigris.passes._quant import dequantize
 from tigris.passes._util import Decline, PassResult, fresh_name, set_const
 
 NAME = "sub_div_const"
@@ -31,9 +34,15 @@ def run(graph: AnalyzedGraph) -> PassResult:
         x, c = op.inputs
         if c not in g.weights or x in g.weights:
             continue
-        if g.tensors[x].dtype != "float32" or g.tensors[op.outputs[0]].dtype != "float32":
+        # A float output read from an int8 input is a float tail (the float_tail pass dequantizes the input later):
+        # rewritten like a float op.
+        if g.tensors[op.outputs[0]].dtype != "float32" or g.tensors[c].dtype != "float32":
             if op.op_type == "Div":
-                declined.append(Decline(op.name, "rule 3: int8 Div has no kernel"))
+                why = _int8_div(g, i, op)
+                if why is None:
+                    n += 1
+                else:
+                    declined.append(Decline(op.name, why))
             continue
         cv = g.weights[c].astype(np.float32)
         if op.op_type == "Div":
@@ -49,3 +58,26 @@ def run(graph: AnalyzedGraph) -> PassResult:
         g.ops[i] = op.with_(op_type=new_type, inputs=(x, cn), attrs=attrs)
         n += 1
     return PassResult(g, n, tuple(declined))
+
+
+def _int8_div(g: AnalyzedGraph, i: int, op: Op) -> str | None:
+    """Rule 3: an int8 Div by one constant value becomes an int8 Mul by its reciprocal, stored as the code +-127 with
+    scale |1/c| / 127, which represents 1/c to float32 precision. None when rewritten, else the decline reason."""
+    x, c = op.inputs
+    y = op.outputs[0]
+    tx, ty, tc = g.tensors[x], g.tensors[y], g.tensors[c]
+    if tx.dtype != "int8" or tx.quant is None or ty.dtype != "int8" or ty.quant is None:
+        return "rule 3: Div mixes int8 and float"
+    cv = np.asarray(g.weights[c])
+    real = (dequantize(cv, tc.quant) if tc.quant is not None else cv).astype(np.float64)
+    if real.size != 1:
+        return "rule 3: int8 Div by a non-scalar constant has no exact int8 form"
+    if real.reshape(-1)[0] == 0:
+        return "rule 2: divides by zero"
+    r = 1.0 / float(real.reshape(-1)[0])
+    code = np.full(cv.shape, 127 if r > 0 else -127, dtype=np.int8)
+    q = QuantParam(np.array([abs(r) / 127.0], dtype=np.float32), np.zeros(1, dtype=np.int64))
+    cn = fresh_name(g, f"{c}_recip")
+    set_const(g, cn, code, q)
+    g.ops[i] = op.with_(op_type="Mul", inputs=(x, cn), attrs={})
+    return None
