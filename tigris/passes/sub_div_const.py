@@ -7,6 +7,8 @@ Rules:
 3. An int8 Div (ORT leaves Div float between DQ and Q, e.g. HardSwish spelled ``x * Relu6(x + 3) / 6``) by ONE
    constant value becomes an int8 Mul by ``1/c``, stored as the code +-127 with scale ``|1/c| / 127`` (exact to
    float32). Other int8 Divs are declined (no int8 divide kernel): validation reports them.
+4. An int8 Sub of an unquantized float constant (ORT leaves it so) becomes an int8 Add of ``-c`` quantized
+   symmetric per tensor (exact for a single value).
 
 Why here: exporters write normalization (``(x - mean) / std``) and HardSwish's ``/ 6`` this way; turning them into
 Add/Mul lets the HardSwish pattern pass (next) and the runtime's Add/Mul kernels handle them.
@@ -43,6 +45,8 @@ def run(graph: AnalyzedGraph) -> PassResult:
                     n += 1
                 else:
                     declined.append(Decline(op.name, why))
+            elif g.tensors[c].quant is None and _int8_sub(g, i, op):
+                n += 1
             continue
         cv = g.weights[c].astype(np.float32)
         if op.op_type == "Div":
@@ -81,3 +85,25 @@ def _int8_div(g: AnalyzedGraph, i: int, op: Op) -> str | None:
     set_const(g, cn, code, q)
     g.ops[i] = op.with_(op_type="Mul", inputs=(x, cn), attrs={})
     return None
+
+
+def _int8_sub(g: AnalyzedGraph, i: int, op: Op) -> bool:
+    """Rule 4: an int8 Sub of a float constant (ORT leaves ``x - c`` unquantized between DQ and Q) becomes an int8
+    Add of ``-c`` quantized symmetric per tensor (scale max|c| / 127): exact for one value, within half a step of
+    that scale per element otherwise."""
+    x, c = op.inputs
+    tx, ty = g.tensors[x], g.tensors[op.outputs[0]]
+    if tx.dtype != "int8" or tx.quant is None or ty.dtype != "int8" or ty.quant is None:
+        return False
+    neg = -np.asarray(g.weights[c], dtype=np.float64)
+    m = float(np.abs(neg).max()) if neg.size else 0.0
+    if m == 0.0:
+        code, scale = np.zeros(neg.shape, np.int8), 1.0
+    else:
+        scale = m / 127.0
+        code = np.clip(np.rint(neg / scale), -127, 127).astype(np.int8)
+    q = QuantParam(np.array([scale], dtype=np.float32), np.zeros(1, dtype=np.int64))
+    cn = fresh_name(g, f"{c}_neg")
+    set_const(g, cn, code, q)
+    g.ops[i] = op.with_(op_type="Add", inputs=(x, cn), attrs={"fused_activation": None})
+    return True
