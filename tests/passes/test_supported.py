@@ -73,3 +73,12 @@ def test_resize_mode_without_kernel_reported_unsupported():
     with pytest.raises(UnsupportedModelError) as e:
         check_supported(g)
     assert e.value.exit_code == 2
+
+
+def test_reflect_pad_reason_names_the_mode():
+    """A reflect Pad is reported with its mode as the reason (was: "operand(s) were not folded")."""
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect")]
+    m = model(nodes, [("x", F, [1, 2, 4, 4])], [("y", F, [1, 2, 6, 6])],
+              {"pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)})
+    g, _ = normalize(load(m), check=True)
+    assert "reflect" in {b["node"]: b["reason"] for b in unsupported_nodes(g)}["pad"]

@@ -29,6 +29,11 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
     if t not in VOCAB:
         return f"no runtime kernel for {t}"
     ins = [i for i in op.inputs if i]
+    if t == "Pad":
+        mode = op.attrs.get("mode", "constant")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        if mode != "constant":
+            return f"Pad mode {mode!r} (only constant padding is supported)"
     if t in _SINGLE_INPUT and len(ins) != 1:
         return f"operand(s) {ins[1:]} were not folded into attributes"
     if t in _CONVS:
