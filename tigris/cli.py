@@ -201,12 +201,14 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
 @click.option("--format", "fmt", type=click.Choice(["core", "app"]), default="core", show_default=True)
 @click.option("--section", default=".rodata.tgrs", show_default=True, help="Flash section of the plan array.")
 @click.option("--slow-section", default=".bss.tgrs_slow", show_default=True, help="Section of the slow arena.")
+@click.option("--kernels", type=click.Choice(["plan", "all"]), default="plan", show_default=True,
+              help="Op resolver: link the kernels of the plan's kinds only, or every kernel (to swap plans later).")
 @guarded
-def codegen(plan: str, output: str, name: str, fmt: str, section: str, slow_section: str) -> None:
+def codegen(plan: str, output: str, name: str, fmt: str, section: str, slow_section: str, kernels: str) -> None:
     """C source embedding PLAN for firmware: arenas, NAME_init(), NAME_run()."""
     from tigris.codegen import codegen_command
 
-    out, hdr = codegen_command(plan, output, name, fmt, section, slow_section)
+    out, hdr = codegen_command(plan, output, name, fmt, section, slow_section, kernels)
     click.echo(f"wrote {out} and {hdr}")
 
 

@@ -148,3 +148,22 @@ def test_run_with_an_empty_table_is_refused_before_any_op(plan_and_input, tmp_pa
     lines, _ = _build_and_run(tmp_path, data, x, "none")
     assert lines[0] == "init 0"
     assert lines[1] == f"run {CODES['ERR_UNSUPPORTED']} 0", lines  # the first op is named; nothing was called
+
+
+def test_cli_kernels_option(plan_and_input, tmp_path):
+    from click.testing import CliRunner
+
+    from tigris.cli import main
+    from tigris.ops import KINDS
+
+    (tmp_path / "p.tgrs").write_bytes(plan_and_input[0])
+    counts = {}
+    for choice in ("plan", "all"):
+        res = CliRunner().invoke(main, ["codegen", str(tmp_path / "p.tgrs"), "-o", str(tmp_path / f"{choice}.c"),
+                                        "--kernels", choice])
+        assert res.exit_code == 0, res.output
+        counts[choice] = len(re.findall(r"\] = tgrs_kernel_", (tmp_path / f"{choice}.c").read_text()))
+    assert counts["all"] == len(KINDS) and 0 < counts["plan"] < len(KINDS), counts
+    res = CliRunner().invoke(main, ["codegen", str(tmp_path / "p.tgrs"), "-o", str(tmp_path / "x.c"),
+                                    "--kernels", "some"])
+    assert res.exit_code != 0

@@ -1,6 +1,6 @@
 """``tigris codegen``: turn a .tgrs plan into C for firmware (see :mod:`tigris.codegen.cgen` for the promises).
 
-* :func:`generate_c` — ``(plan_bytes, name, fmt, section, slow_section) -> (c_source, header)``, pure.
+* :func:`generate_c` — ``(plan_bytes, name, fmt, section, slow_section, kernels) -> (c_source, header)``, pure.
 * :func:`codegen_command` — what the CLI command does: read the plan, write ``OUT.c`` and ``OUT.h`` beside it.
 * :func:`read_plan_info` — arena sizes, flags and the interface of a plan, as codegen sees them.
 """
@@ -23,6 +23,7 @@ def codegen_command(
     fmt: str = "core",
     section: str = ".rodata.tgrs",
     slow_section: str = ".bss.tgrs_slow",
+    kernels: str = "plan",
 ) -> tuple[Path, Path]:
     """Read ``plan``, write the C source to ``output`` and the header beside it (same stem, ``.h``).
 
@@ -32,7 +33,7 @@ def codegen_command(
         data = Path(plan).read_bytes()
     except OSError as e:
         raise TigrisError(f"cannot read plan: {e.strerror}", str(plan)) from None
-    c_src, header = generate_c(data, name, fmt, section, slow_section)
+    c_src, header = generate_c(data, name, fmt, section, slow_section, kernels)
     out = Path(output)
     hdr = out.with_suffix(".h")
     if out.suffix == ".h":
