@@ -128,3 +128,49 @@ def test_float_head_keeps_its_quantize(tmp_path):
     p.write_bytes(_float_head_model().SerializeToString())
     r = api.verify(p, "1M")
     assert r["pass"], r["outputs"]
+
+
+def _ort_quantized(tmp_path, extra: dict):
+    """A conv whose output has two readers, quantized by ORT's static quantizer with ``extra`` options."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3
+    w2 = RNG.standard_normal((4, 4, 1, 1)).astype(np.float32) * 0.3
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["s"]),
+             helper.make_node("Conv", ["c", "w2"], ["d"]),
+             helper.make_node("Add", ["s", "d"], ["y"])]
+    fp, qp = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    fp.write_bytes(model(nodes, [("x", F, [1, 3, 6, 6])], [("y", F, [1, 4, 6, 6])],
+                         {"w": w, "w2": w2}, opset=13).SerializeToString())
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(5)
+            self.d = iter([{"x": rng.standard_normal((1, 3, 6, 6)).astype(np.float32)} for _ in range(3)])
+
+        def get_next(self):
+            return next(self.d, None)
+
+    quantize_static(str(fp), str(qp), Reader(), quant_format=QuantFormat.QDQ, extra_options=extra)
+    return qp
+
+
+def test_ort_dedicated_pairs_and_weight_qdq_pairs(tmp_path):
+    """Rules 2a and 1 (regressions): ORT's DedicatedQDQPair (one Q -> DQ per reader) and AddQDQPairToWeight (float
+    weights behind Q -> DQ) were refused ("mixes int8 and float", in-graph DQ). Both now normalize fully and pass
+    verify (bit-exact against the reference, cosine >= 0.99 against ONNX Runtime)."""
+    import onnx
+
+    from tigris import api
+    from tigris.load import load_onnx_model
+    from tigris.passes import normalize, unsupported_nodes
+
+    for extra in ({"DedicatedQDQPair": True}, {"AddQDQPairToWeight": True}):
+        d = tmp_path / next(iter(extra))
+        d.mkdir()
+        qp = _ort_quantized(d, extra)
+        g, _ = normalize(load_onnx_model(onnx.load(str(qp))), check=True)
+        assert unsupported_nodes(g) == [], extra
+        r = api.verify(qp, "1M")
+        assert r["pass"], (extra, r["outputs"])

@@ -6,9 +6,11 @@ A QDQ model states an int8 op as ``DQ(x_q) -> float op -> Q -> y_q``. After this
 Rules:
 1. Weights: a ``DequantizeLinear`` of a constant becomes that constant's integer values with a QuantParam
    (per-channel ``axis`` kept; int32 biases keep their scale, which the quantizer set to ``s_in * s_w``).
-   A ``QuantizeLinear`` of a float constant is evaluated (round half to even, saturate) into an int8 constant.
+   A ``QuantizeLinear`` of a float constant is evaluated (round half to even, saturate) into an int8 constant, and a
+   ``DequantizeLinear`` after it (ORT's ``AddQDQPairToWeight``) folds onto that constant too.
 2. Activation Q: the op producing the float input now writes the Q's output; the Q is removed. Declined (Q kept)
    when the float value has other readers or is a graph output, since removing it would change what they read.
+2a. Twin Qs (same float input, scale, zero point and type: ORT's ``DedicatedQDQPair``) merge into the first one.
 2b. A Q whose float input comes from a data-movement op (Reshape, Transpose, ...) that only it reads is moved in
    front of that op, repeatedly, so the data movement runs on int8 (and a Q reached this way from a float graph
    input becomes a boundary Q, rule 3).
@@ -56,17 +58,25 @@ def run(graph: AnalyzedGraph) -> PassResult:
     n = 0
     remove: set[str] = set()
 
-    # Rule 1: constants.
+    # Rule 1: constants. g.weights grows as Qs of constants are evaluated, so a Q -> DQ pair on a float weight
+    # (ORT's AddQDQPairToWeight) folds in one walk (ops are in topological order).
     for op in graph.ops:
-        if op.op_type not in ("QuantizeLinear", "DequantizeLinear") or op.inputs[0] not in graph.weights:
+        if op.op_type not in ("QuantizeLinear", "DequantizeLinear") or op.inputs[0] not in g.weights:
             continue
         if op.outputs[0] in graph.outputs:
             declined.append(Decline(op.name, "rule 1: a constant is a graph output"))
             continue
-        data = graph.weights[op.inputs[0]]
+        data = g.weights[op.inputs[0]]
         q = qparam_of(graph, op, data.ndim)
         if isinstance(q, str):
             declined.append(Decline(op.name, f"rule 9: {q}"))
+            continue
+        done = g.tensors[op.inputs[0]].quant if op.inputs[0] not in graph.weights else None
+        if op.op_type == "DequantizeLinear" and done is not None:
+            # the DQ of a constant this walk quantized: its codes (already restated to int8) and QuantParam
+            set_const(g, op.outputs[0], np.asarray(data), done)
+            remove.add(op.name)
+            n += 1
             continue
         if op.op_type == "DequantizeLinear":
             vals = np.asarray(data)
@@ -79,6 +89,8 @@ def run(graph: AnalyzedGraph) -> PassResult:
         n += 1
 
     ops = [op for op in g.ops if op.name not in remove]
+    ops, merged = _merge_twin_quantizes(g, ops)
+    n += merged
     prod = {t: i for i, op in enumerate(ops) for t in op.outputs if t}
 
     # Rules 2 and 3: activation Q.
@@ -153,6 +165,27 @@ def run(graph: AnalyzedGraph) -> PassResult:
         if qd is not None:
             g.boundary[name] = Boundary(b.name, b.shape, b.dtype, qd)
     return PassResult(g, n, tuple(declined))
+
+
+def _merge_twin_quantizes(g: AnalyzedGraph, ops: list) -> tuple[list, int]:
+    """Rule 2a: Qs of one float tensor with the same scale, zero point and type (ORT's ``DedicatedQDQPair`` gives every
+    reader its own Q -> DQ) are one Q: readers of the twins read the first one's output."""
+    first: dict[tuple, str] = {}
+    twin_of: dict[str, str] = {}
+    out = []
+    for op in ops:
+        if op.op_type == "QuantizeLinear" and op.inputs[0] not in g.weights and op.outputs[0] not in g.outputs:
+            q = qparam_of(g, op, len(g.tensors[op.inputs[0]].shape))
+            if not isinstance(q, str):
+                key = (op.inputs[0], q.scale.tobytes(), q.zero_point.tobytes(), q.axis, zp_dtype(g, op))
+                if key in first:
+                    twin_of[op.outputs[0]] = first[key]
+                    continue
+                first[key] = op.outputs[0]
+        out.append(op)
+    for twin, keep in twin_of.items():
+        out = replace_uses(out, twin, keep)
+    return out, len(twin_of)
 
 
 def _float_head(g: AnalyzedGraph, ops: list, x: str) -> bool:
