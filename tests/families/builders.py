@@ -383,10 +383,12 @@ def input_shape(m: onnx.ModelProto) -> tuple[int, ...]:
     return tuple(d.dim_value if d.dim_value > 0 else 1 for d in dims)
 
 
-def quantize(float_path: Path, out_path: Path, activation: str, per_channel: bool, qoperator: bool = False) -> None:
+def quantize(float_path: Path, out_path: Path, activation: str, per_channel: bool, qoperator: bool = False,
+             extra: dict | None = None) -> None:
     """ORT static quantization to QDQ with a seeded random calibration reader. ``activation`` is 'uint8' (ORT's
     default QUInt8) or 'int8'; weights are always QInt8, per channel or per tensor. ``qoperator``: ORT's QOperator
-    format instead (QLinearConv, com.microsoft QLinearAdd...), which TiGrIS does not take."""
+    format instead (QLinearConv, com.microsoft QLinearAdd...), which TiGrIS does not take. ``extra``: ORT's
+    ``extra_options`` (e.g. DedicatedQDQPair, AddQDQPairToWeight)."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     m = onnx.load(str(float_path))
@@ -412,4 +414,4 @@ def quantize(float_path: Path, out_path: Path, activation: str, per_channel: boo
     quantize_static(str(float_path), str(out_path), Reader(),
                     quant_format=QuantFormat.QOperator if qoperator else QuantFormat.QDQ,
                     activation_type=QuantType.QUInt8 if activation == "uint8" else QuantType.QInt8,
-                    weight_type=QuantType.QInt8, per_channel=per_channel)
+                    weight_type=QuantType.QInt8, per_channel=per_channel, extra_options=dict(extra or {}))

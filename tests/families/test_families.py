@@ -123,3 +123,20 @@ def test_qoperator_format_reported_cleanly(model_dir):
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     report = json.loads(r.stdout)
     assert report["unsupported"] and all("com.microsoft" in u["reason"] for u in report["unsupported"])
+
+
+ORT_OPTIONS = {"dedicated": {"DedicatedQDQPair": True}, "weight_qdq": {"AddQDQPairToWeight": True},
+               "keep_act": {"QDQKeepRemovableActivations": True}}
+
+
+@pytest.mark.parametrize("option", sorted(ORT_OPTIONS))
+@pytest.mark.parametrize("family", ["resnet18_stem", "det_head", "mbv3_small"])
+def test_ort_quantizer_options(model_dir, family, option):
+    """Other QDQ spellings ORT's quantizer writes: a Q -> DQ pair per reader, Q -> DQ on float weights, Relu kept as
+    its own op. Same criteria, at 4M and at 1.3x the smallest fast budget."""
+    fp = _model_path(model_dir, family, "f32")
+    qp = model_dir / f"{family}_{option}.onnx"
+    builders.quantize(fp, qp, "uint8", True, extra=ORT_OPTIONS[option])
+    _check(api.verify(qp, GENEROUS), f"{qp.name} at {GENEROUS}")
+    small = int(api.analyze(qp, 64, emit=False).min_fast_budget * SMALL_FACTOR)
+    _check(api.verify(qp, small), f"{qp.name} at {small}")
