@@ -270,6 +270,19 @@ def mobilenet_v2() -> onnx.ModelProto:
     return _finish(g, "mbv2", [1, 3, 32, 32], out)
 
 
+def person_detection_mbv1() -> onnx.ModelProto:
+    """Person-detection style MobileNetV1 on a grayscale image: depthwise/pointwise pairs with ReLU6, an AveragePool
+    over the last feature map, a 1x1 conv classifier, Reshape to [1, 2] and Softmax."""
+    g = _new(19)
+    x = _relu6(g, g.conv("x", 1, 8, 3, 2))                                   # 8 x 24 x 24
+    for cin, cout, st in ((8, 16, 1), (16, 16, 2), (16, 32, 2)):
+        x = _relu6(g, g.conv(x, cin, cin, 3, st, group=cin))
+        x = _relu6(g, g.conv(x, cin, cout, 1))                                # 32 x 6 x 6 at the end
+    x = g.op("AveragePool", [x], kernel_shape=[6, 6], strides=[2, 2])
+    x = g.op("Reshape", [g.conv(x, 32, 2, 1), g.const(np.array([1, 2], np.int64), "shape")])
+    return _finish(g, "person_mbv1", [1, 1, 48, 48], g.op("Softmax", [x], axis=-1))
+
+
 def efficientnet_lite() -> onnx.ModelProto:
     """EfficientNet-style MBConv with Swish (x * Sigmoid(x)) and a Swish squeeze-excite; Lite's ReLU6 stem."""
     g = _new(12)
@@ -364,6 +377,7 @@ FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
     "shuffle": channel_shuffle,
     "ae_dyn": dynamic_batch,
     "mbv2": mobilenet_v2,
+    "person_mbv1": person_detection_mbv1,
     "effnet_lite": efficientnet_lite,
     "det_head": detection_head,
     "tf_head": tf_style_head,
