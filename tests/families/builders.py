@@ -189,6 +189,18 @@ def depth_multiplier() -> onnx.ModelProto:
     return _finish(g, "dw_mult2", [1, 4, 20, 20], out)
 
 
+def dense_autoencoder() -> onnx.ModelProto:
+    """Anomaly-detection autoencoder: Gemm -> BatchNormalization (unfolded) -> ReLU, 32-16-8-16-32, on a [1, 32]
+    input; ORT quantizes each BatchNorm separately."""
+    g = _new(20)
+    x = "x"
+    for a, b in ((32, 16), (16, 8), (8, 16), (16, 32)):
+        w = (g.rng.standard_normal((b, a)) * np.sqrt(2.0 / a)).astype(np.float32)
+        x = g.op("Gemm", [x, g.const(w), g.const(np.zeros(b, np.float32), "b")], transB=1)
+        x = g.op("Relu", [g.bn(x, b)])
+    return _finish(g, "dense_ae", [1, 32], x)
+
+
 def mlp_flatten() -> onnx.ModelProto:
     """Flatten of a 4-D tensor into an MLP of Gemm with transB=0 (weights stored K x N), ReLU and Tanh."""
     g = _new(6)
@@ -372,6 +384,7 @@ FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
     "tiny_unet": tiny_unet,
     "dw_mult2": depth_multiplier,
     "mlp": mlp_flatten,
+    "dense_ae": dense_autoencoder,
     "softmax_c": softmax_axis1,
     "acts": activations_mix,
     "shuffle": channel_shuffle,

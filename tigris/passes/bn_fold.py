@@ -1,4 +1,5 @@
-"""Pass 4, BatchNorm fold: ``Conv -> BatchNormalization`` becomes one Conv with scaled weights and a new bias.
+"""Pass 4, BatchNorm fold: ``Conv -> BatchNormalization`` becomes one Conv with scaled weights and a new bias (also
+``Gemm -> BatchNormalization``: a dense autoencoder's BatchNorm; the Gemm weight is [OC, K] after pass 3).
 
 With ``f = gamma / sqrt(var + eps)`` per output channel: ``W' = W * f`` and ``b' = (b - mean) * f + beta``.
 
@@ -66,7 +67,9 @@ def run(graph: AnalyzedGraph) -> PassResult:
         x = bn.inputs[0]
         pi = next((i for i, o in enumerate(g.ops) if x in o.outputs), None)
         conv = g.ops[pi] if pi is not None else None
-        ok = conv is not None and conv.op_type == "Conv" and len(consumers(g, x)) == 1 and x not in g.outputs \
+        # a Gemm's weight is [OC, K] after matmul_relabel: output channels first, like a Conv's
+        ok = conv is not None and conv.op_type in ("Conv", "Gemm") and len(consumers(g, x)) == 1 \
+            and x not in g.outputs \
             and conv.inputs[1] in g.weights
         if ok:
             why = _fold_into_conv(g, pi, target, f, shift)
