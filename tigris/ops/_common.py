@@ -10,6 +10,7 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor, TigrisError
 from tigris.layout import tensor_view_dims
+from tigris.ops._mac import act_bounds_int8
 from tigris.ops.base import TensorView
 
 # -----------------------------------------------------------------------------------------------------------------
@@ -114,15 +115,8 @@ def dtype_kind(graph: AnalyzedGraph, op: Op) -> str:
 
 
 def act_bounds(act: str | None, scale: float, zp: int) -> tuple[int, int]:
-    """int8 clamp bounds of a fused activation (docs/design.md): relu -> [zp, 127], relu6 -> [zp, zp + round(6/s)]."""
-    if act is None:
-        return -128, 127
-    lo = max(-128, zp)
-    if act == "relu":
-        return lo, 127
-    if act == "relu6":
-        return lo, int(min(127, zp + round(6.0 / scale)))
-    raise TigrisError(f"unknown fused activation {act!r}")
+    """int8 clamp bounds of a fused activation; the one rule lives in :func:`tigris.ops._mac.act_bounds_int8`."""
+    return act_bounds_int8(act, zp, scale, "")
 
 
 def float_act_bounds(act: str | None) -> tuple[float, float]:

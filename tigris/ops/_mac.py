@@ -151,7 +151,7 @@ def act_bounds_int8(fused: str | None, zp_out: int, s_out: float, where: str) ->
         return lo, 127
     if fused == "relu6":
         return lo, max(lo, min(127, zp_out + round(6.0 / s_out)))
-    raise TigrisError(f"unsupported fused activation {fused!r}", where)
+    raise TigrisError(f"unsupported fused activation {fused!r}", where or None)
 
 
 def act_bounds_f32(fused: str | None, where: str) -> tuple[int, int]:
