@@ -332,14 +332,8 @@ def _first_quant(prep: Prepared, name: str) -> tuple[float, int] | None:
     return None
 
 
-def run_onnxruntime(model: str | Path, inputs: dict[str, np.ndarray], optimized: bool = False) -> dict[str, np.ndarray]:
-    """ONNX Runtime on the original model, one thread.
-
-    By default with graph optimizations off: ONNX Runtime then evaluates a QDQ model as written (dequantize, float op,
-    quantize), which is the semantics the model states. Its optimizer fuses QDQ groups into integer kernels that round
-    differently: on kws_dscnn_int8 the fused and unfused runs of ONNX Runtime itself differ by up to 11 LSB at the
-    softmax output. ``optimized=True`` gives the fused execution, for reporting that spread.
-    """
+def _ort_session(model: str | Path, optimized: bool = False):
+    """An ONNX Runtime session on the original model, one thread (see :func:`run_onnxruntime`)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -347,13 +341,30 @@ def run_onnxruntime(model: str | Path, inputs: dict[str, np.ndarray], optimized:
     opts.inter_op_num_threads = 1
     if not optimized:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+
+
+def run_onnxruntime(model: str | Path, inputs: dict[str, np.ndarray], optimized: bool = False,
+                    session: Any = None) -> dict[str, np.ndarray]:
+    """ONNX Runtime on the original model, one thread.
+
+    By default with graph optimizations off: ONNX Runtime then evaluates a QDQ model as written (dequantize, float op,
+    quantize), which is the semantics the model states. Its optimizer fuses QDQ groups into integer kernels that round
+    differently: on kws_dscnn_int8 the fused and unfused runs of ONNX Runtime itself differ by up to 11 LSB at the
+    softmax output. ``optimized=True`` gives the fused execution, for reporting that spread. ``session`` reuses one
+    made by :func:`_ort_session` (verify runs many samples).
+    """
+    sess = session if session is not None else _ort_session(model, optimized)
     names = [o.name for o in sess.get_outputs()]
     res = sess.run(names, {k: v for k, v in inputs.items()})
     return dict(zip(names, res))
 
 
 def compare(got: np.ndarray, ref: np.ndarray, integer: bool) -> dict[str, Any]:
+    """Error metrics of ``got`` against ``ref`` over all their elements (verify's table; docs/cli.md).
+
+    ``l2r`` is the relative L2 error ||got - ref|| / ||ref|| (None when ref is all zeros and got is not);
+    ``max_lsb`` is the largest integer difference, for integer outputs only."""
     g = np.asarray(got, dtype=np.float64).ravel()
     r = np.asarray(ref, dtype=np.float64).ravel()
     if g.shape != r.shape:
@@ -361,18 +372,68 @@ def compare(got: np.ndarray, ref: np.ndarray, integer: bool) -> dict[str, Any]:
     d = np.abs(g - r)
     denom = float(np.linalg.norm(g) * np.linalg.norm(r))
     cos = float(np.dot(g, r) / denom) if denom > 0 else (1.0 if np.array_equal(g, r) else 0.0)
+    ref_norm = float(np.linalg.norm(r))
+    err_norm = float(np.linalg.norm(d))
+    l2r = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else None)
     return {
         "max_abs_err": float(d.max()) if d.size else 0.0,
         "rmse": float(math.sqrt(float(np.mean(d * d)))) if d.size else 0.0,
+        "mae": float(np.mean(d)) if d.size else 0.0,
+        "l2r": l2r,
         "cosine": cos,
         "max_lsb": int(d.max()) if integer and d.size else None,
         "max_abs_ref": float(np.abs(r).max()) if r.size else 0.0,
     }
 
 
+def is_classifier(shape: tuple[int, ...] | list[int]) -> bool:
+    """An output that looks like class scores: exactly one axis longer than 1 (e.g. 1x10), of at least 2."""
+    long_axes = [d for d in shape if d > 1]
+    return len(long_axes) == 1
+
+
+def top1_agreement(got: list[np.ndarray], ref: list[np.ndarray]) -> float:
+    """Share of samples whose highest-scoring class is the same in ``got`` and ``ref`` (first index on ties)."""
+    same = [int(np.argmax(np.asarray(g).ravel())) == int(np.argmax(np.asarray(r).ravel())) for g, r in zip(got, ref)]
+    return sum(same) / len(same) if same else 1.0
+
+
 FLOAT_RTOL = 1e-4  # float outputs: max abs error <= FLOAT_RTOL * max(1, max|ref|) against ONNX Runtime
 INT8_MAX_LSB = 1  # int8 outputs: within 1 LSB of ONNX Runtime (and bit-exact against the reference)
 QUANT_FLOAT_MIN_COSINE = 0.99  # quantized model with float outputs: end-to-end gross-error check
+
+
+def _sample_passes(got: np.ndarray, ort_v: np.ndarray, ref_v: np.ndarray, quantized: bool, float_tail: bool) -> bool:
+    """verify's pass criteria for one output of one sample (docs/cli.md, "Pass criteria of verify")."""
+    integer = got.dtype.kind in "iu"
+    vs_ort = compare(got, ort_v, integer)
+    vs_ref = compare(got, ref_v, integer)
+    if quantized:
+        exact = bool(np.array_equal(got, ref_v))
+        if integer:
+            return exact and vs_ort["max_lsb"] <= INT8_MAX_LSB
+        if float_tail:
+            # computed by float kernels after an in-graph dequantize (e.g. ORT leaves a final Tanh float): float
+            # kernels match the reference to the float tolerance, not bit for bit
+            tol = FLOAT_RTOL * max(1.0, vs_ref["max_abs_ref"])
+            return vs_ref["max_abs_err"] <= tol and vs_ort["cosine"] >= QUANT_FLOAT_MIN_COSINE
+        return exact and vs_ort["cosine"] >= QUANT_FLOAT_MIN_COSINE
+    tol = FLOAT_RTOL * max(1.0, vs_ort["max_abs_ref"])
+    return vs_ort["max_abs_err"] <= tol and vs_ref["max_abs_err"] <= tol
+
+
+def _boundaries(prep: Prepared, names: list[str]):
+    from tigris.samples import Boundary
+
+    return [Boundary(d["name"], tuple(d["shape"]), d["dtype"]) for d in _io_json(prep, names)]
+
+
+def _metrics(got: list[np.ndarray], ref: list[np.ndarray], integer: bool, classifier: bool) -> dict[str, Any]:
+    """compare() over every sample's elements together, plus top-1 agreement for a classifier output."""
+    m = compare(np.concatenate([np.ravel(g) for g in got]), np.concatenate([np.ravel(r) for r in ref]), integer)
+    m.pop("max_abs_ref")
+    m["top1_agreement"] = top1_agreement(got, ref) if classifier else None
+    return m
 
 
 def verify(
@@ -386,66 +447,104 @@ def verify(
     inputs: dict[str, np.ndarray] | None = None,
     seed: int = 0,
     progress: Progress = _quiet,
+    samples: int | None = None,
+    data: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Compile, run on the C runtime, compare with ONNX Runtime and with the NumPy reference."""
-    from tigris.reference import run_reference
+    """Compile, run on the C runtime, compare with ONNX Runtime and with the NumPy reference, over many samples.
 
+    The samples are ``inputs`` (one sample), or those ``data`` holds (tigris.samples: an .npz, a folder of ONNX
+    test_data_set_* .pb files or of .npz files; its expected outputs are compared too), or ``samples`` random ones
+    (seeds ``seed``, ``seed + 1``, ...). ``samples`` also caps how many of ``data`` are used. Raises
+    :class:`DoesNotFitError` when no plan fits the budgets (nothing runs)."""
+    from tigris.reference import run_reference
+    from tigris.samples import Sample, conform, read_samples
+
+    if inputs and data is not None:
+        raise TigrisError("give inputs either one by one (--input) or as a data set (--data), not both", "--data")
+    if samples is not None and samples < 1:
+        raise TigrisError(f"--samples must be at least 1, not {samples}", "--samples")
     progress("compiling")
     compiled = compile_model(model, fast, slow, flash, xip, compression, input_shapes)
     prep = compiled.analysis.prepared
     assert prep is not None
-    if inputs is None:
-        inputs = random_inputs(prep, seed)
-    progress("running the C runtime")
-    res = run_plan(compiled.plan_bytes, inputs)
-    progress("running ONNX Runtime")
-    ort_out = run_onnxruntime(model, inputs)
-    progress("running the NumPy reference")
-    ref_out = run_reference(prep.graph, inputs, prep.lowered)
+    in_b = _boundaries(prep, prep.graph.inputs)
+    out_b = _boundaries(prep, prep.graph.outputs)
+    if data is not None:
+        todo = read_samples(data, in_b, out_b)[:samples]
+        source = str(data)
+    elif inputs:
+        by_name = {b.name: b for b in in_b}
+        unknown = sorted(set(inputs) - set(by_name))
+        if unknown:
+            raise TigrisError(f"{unknown} name no graph input (inputs: {sorted(by_name)})", "--input")
+        todo = [Sample({k: conform(v, by_name[k], k) for k, v in inputs.items()}, {}, "--input")]
+        source = "given inputs"
+    else:
+        todo = [Sample(random_inputs(prep, seed + i), {}, f"random seed {seed + i}") for i in range(samples or 1)]
+        source = f"random (seeds {seed}..{seed + len(todo) - 1})" if len(todo) > 1 else f"random (seed {seed})"
+
+    from tigris.host import Session
+
+    session = Session(compiled.plan_bytes)
+    ort_session = _ort_session(model)
     quantized = any(t.dtype == "int8" for t in prep.graph.tensors.values())
     # float outputs of a quantized model written by a float op rather than by the boundary DequantizeLinear
     float_tail = {t for op in prep.graph.ops if op.op_type != "DequantizeLinear" for t in op.outputs
                   if t in prep.graph.outputs}
+    names = list(prep.graph.outputs)
+    got: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    ort_all: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    ref_all: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    failed: dict[str, int] = {n: 0 for n in names}
+    fast_peak = slow_peak = 0
+    for i, sample in enumerate(todo):
+        tag = f" (sample {i + 1}/{len(todo)})" if len(todo) > 1 else ""
+        progress("running the C runtime" + tag)
+        res = session.run(sample.inputs)
+        fast_peak, slow_peak = max(fast_peak, int(res.fast_peak)), max(slow_peak, int(res.slow_peak))
+        progress("running ONNX Runtime" + tag)
+        ort_out = run_onnxruntime(model, sample.inputs, session=ort_session)
+        progress("running the NumPy reference" + tag)
+        ref_out = run_reference(prep.graph, sample.inputs, prep.lowered)
+        for n in names:
+            g, o, r = np.asarray(res.outputs[n]), np.asarray(ort_out[n]), np.asarray(ref_out[n])
+            got[n].append(g)
+            ort_all[n].append(o)
+            ref_all[n].append(r)
+            if not _sample_passes(g, o, r, quantized, n in float_tail):
+                failed[n] += 1
     outputs = []
-    ok = True
-    for name in prep.graph.outputs:
-        got = np.asarray(res.outputs[name])
-        ort_v = np.asarray(ort_out[name])
-        integer = got.dtype.kind in "iu"
-        vs_ort = compare(got, ort_v, integer)
-        vs_ref = compare(got, ref_out[name], integer)
-        if quantized:
-            exact = bool(np.array_equal(got, ref_out[name]))
-            if integer:
-                passed = exact and vs_ort["max_lsb"] <= INT8_MAX_LSB
-            elif name in float_tail:
-                # computed by float kernels after an in-graph dequantize (e.g. ORT leaves a final Tanh float): float
-                # kernels match the reference to the float tolerance, not bit for bit
-                tol = FLOAT_RTOL * max(1.0, vs_ref["max_abs_ref"])
-                passed = vs_ref["max_abs_err"] <= tol and vs_ort["cosine"] >= QUANT_FLOAT_MIN_COSINE
-            else:
-                passed = exact and vs_ort["cosine"] >= QUANT_FLOAT_MIN_COSINE
-        else:
-            tol = FLOAT_RTOL * max(1.0, vs_ort["max_abs_ref"])
-            passed = vs_ort["max_abs_err"] <= tol and vs_ref["max_abs_err"] <= tol
-        ok = ok and passed
-        outputs.append(
-            {
-                "name": name,
-                "max_abs_err": vs_ort["max_abs_err"],
-                "rmse": vs_ort["rmse"],
-                "cosine": vs_ort["cosine"],
-                "max_lsb": vs_ort["max_lsb"],
-                "reference_max_abs_err": vs_ref["max_abs_err"],
-                "reference_bit_exact": bool(np.array_equal(got, ref_out[name])),
-                "pass": passed,
-            }
-        )
+    for n, b in zip(names, out_b):
+        integer = got[n][0].dtype.kind in "iu"
+        cls = is_classifier(b.shape)
+        vs_ort = _metrics(got[n], ort_all[n], integer, cls)
+        vs_ref = _metrics(got[n], ref_all[n], integer, cls)
+        have_exp = [s.expected[n] for s in todo if n in s.expected]
+        vs_exp = None
+        if have_exp and len(have_exp) == len(todo):
+            vs_exp = _metrics(got[n], have_exp, integer, cls)
+        elif have_exp:
+            raise TigrisError(f"only {len(have_exp)} of {len(todo)} samples give expected output {n}", source)
+        outputs.append({
+            "name": n,
+            "dtype": b.dtype,
+            "shape": list(b.shape),
+            "classifier": cls,
+            **vs_ort,
+            "reference_max_abs_err": vs_ref["max_abs_err"],
+            "reference_bit_exact": all(np.array_equal(g, r) for g, r in zip(got[n], ref_all[n])),
+            "reference": vs_ref,
+            "expected": vs_exp,
+            "failed_samples": failed[n],
+            "pass": failed[n] == 0,
+        })
     return {
-        "pass": ok,
+        "pass": all(o["pass"] for o in outputs),
+        "samples": len(todo),
+        "inputs_from": source,
         "plan": compiled.analysis.json,
         "outputs": outputs,
-        "runtime": {"fast_peak_bytes": int(res.fast_peak), "slow_peak_bytes": int(res.slow_peak)},
+        "runtime": {"fast_peak_bytes": fast_peak, "slow_peak_bytes": slow_peak},
     }
 
 

@@ -1,7 +1,8 @@
 """The `tigris` command line: thin wrappers over :mod:`tigris.api`.
 
-Exit codes (architecture.md): 0 success / fits / pass, 1 does not fit / mismatch, 2 bad input or unsupported model.
-3 is an internal error (a bug in TiGrIS, never the user's input); it too prints one line, never a traceback.
+Exit codes (docs/cli.md): 0 success / fits / pass, 1 does not fit (analyze, compile) or mismatch (verify), 2 bad
+input or unsupported model, 3 an internal error (a bug in TiGrIS, never the user's input; it too prints one line,
+never a traceback), 4 verify only: the model does not fit the budgets, so nothing ran (1 stays "mismatch").
 Errors go to stderr as one line: ``error: <what> (<where>)``.
 """
 from __future__ import annotations
@@ -20,6 +21,8 @@ from tigris.fileio import write_atomic
 from tigris.ir import TigrisError, UnsupportedModelError
 
 EXIT_OK, EXIT_NO_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_MISMATCH = 1  # verify: ran, and an output is outside the tolerance
+EXIT_VERIFY_NO_FIT = 4  # verify: no plan fits the budgets, nothing ran (kept apart from a mismatch)
 
 
 def _fail(msg: str, code: int) -> None:
@@ -57,15 +60,14 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _load_inputs(specs: tuple[str, ...]) -> dict[str, np.ndarray]:
+    from tigris.samples import read_array
+
     out: dict[str, np.ndarray] = {}
     for spec in specs:
         name, sep, file = spec.partition("=")
         if not sep or not name or not file:
-            raise TigrisError(f"cannot read {spec!r}; use NAME=FILE.npy", "--input")
-        try:
-            out[name] = np.load(file, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise TigrisError(f"cannot read input array: {e}", file) from None
+            raise TigrisError(f"cannot read {spec!r}; use NAME=FILE.npy or NAME=FILE.pb", "--input")
+        out[name] = read_array(file)
     return out
 
 
@@ -174,24 +176,40 @@ def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool) -> None:
 @click.argument("model", type=click.Path(dir_okay=False))
 @_budget_options
 @_plan_options
-@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy", help="An input tensor (repeatable).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
+              help="One input tensor, .npy or ONNX TensorProto .pb (repeatable; one sample).")
+@click.option("--data", default=None, type=click.Path(), metavar="PATH",
+              help="Samples: an .npz (input names, optional output names), a folder of test_data_set_*/*.pb, or of "
+                   ".npz files.")
+@click.option("--samples", default=None, type=click.IntRange(min=1), metavar="N",
+              help="Number of random samples (default 1), or the first N of --data.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the first random sample (then seed+1, ...).")
+@click.option("--json", "as_json", is_flag=True, help="Every metric of every output as JSON.")
 @guarded
 def verify(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-           compression: str, inputs: tuple[str, ...], seed: int, as_json: bool) -> None:
-    """Compile, run on the C runtime, compare with ONNX Runtime and the NumPy reference. Exit 0 pass, 1 mismatch."""
+           compression: str, inputs: tuple[str, ...], data: str | None, samples: int | None, seed: int,
+           as_json: bool) -> None:
+    """Compile, run on the C runtime, compare with ONNX Runtime and the NumPy reference.
+
+    Exit 0 pass, 1 mismatch, 2 bad input, 4 does not fit (nothing ran)."""
+    from tigris.ir import DoesNotFitError
     from tigris.report import console_progress, print_verify
 
     given = _load_inputs(inputs) or None
-    with console_progress(enabled=not as_json) as progress:
-        res = api.verify(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
-                         given, seed, progress)
+    try:
+        with console_progress(enabled=not as_json) as progress:
+            res = api.verify(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
+                             given, seed, progress, samples=samples, data=data)
+    except DoesNotFitError as e:
+        if as_json:
+            click.echo(json.dumps({"pass": False, "fits": False, "error": str(e), "exit": EXIT_VERIFY_NO_FIT},
+                                  indent=2))
+        _fail(str(e), EXIT_VERIFY_NO_FIT)
     if as_json:
         click.echo(json.dumps(res, indent=2))
     else:
         print_verify(res)
-    sys.exit(EXIT_OK if res["pass"] else EXIT_NO_FIT)
+    sys.exit(EXIT_OK if res["pass"] else EXIT_MISMATCH)
 
 
 @main.command()

@@ -85,20 +85,73 @@ def print_inspect(info: dict[str, Any], indent: int = 0) -> None:
             console.print(f"{pad}{k}: {v}")
 
 
+def _metric_cells(m: dict[str, Any] | None) -> list[str]:
+    """One column of the verify table: the metrics of one comparison, in the order of VERIFY_METRICS."""
+    if m is None:
+        return ["-"] * len(VERIFY_METRICS)
+    cells = []
+    for key, _ in VERIFY_METRICS:
+        v = m.get(key)
+        if v is None:
+            cells.append("-")
+        elif key == "cosine":
+            cells.append(f"{v:.6f}")
+        elif key == "top1_agreement":
+            cells.append(f"{100.0 * v:.1f}%")
+        elif key == "max_lsb":
+            cells.append(str(v))
+        else:
+            cells.append(f"{v:.3g}")
+    return cells
+
+
+VERIFY_METRICS = (("max_abs_err", "max abs error"), ("rmse", "RMSE"), ("mae", "MAE"), ("l2r", "L2 relative"),
+                  ("cosine", "cosine"), ("max_lsb", "max LSB"), ("top1_agreement", "top-1 agreement"))
+
+
 def print_verify(res: dict[str, Any]) -> None:
-    t = Table(show_header=True, header_style="bold")
-    for col in ("output", "max abs err", "rmse", "cosine", "max LSB", "vs reference", "result"):
-        t.add_column(col, justify="right")
+    """One block per output (full names: never cut), metrics as rows, comparisons as columns."""
+    n = res["samples"]
+    console.print(f"{n} sample{'s' if n != 1 else ''}, inputs: {res['inputs_from']}", soft_wrap=True)
     for o in res["outputs"]:
-        t.add_row(o["name"], f"{o['max_abs_err']:.3g}", f"{o['rmse']:.3g}", f"{o['cosine']:.6f}",
-                  "-" if o["max_lsb"] is None else str(o["max_lsb"]),
-                  "bit-exact" if o["reference_bit_exact"] else f"{o['reference_max_abs_err']:.3g}",
-                  "[green]pass[/green]" if o["pass"] else "[red]FAIL[/red]")
-    console.print(t)
+        verdict = "[green]pass[/green]" if o["pass"] else f"[red]FAIL[/red] in {o['failed_samples']} of {n}"
+        kind = ", classifier" if o["classifier"] else ""
+        console.print(f"[bold]output {o['name']}[/bold] ({o['dtype']} {'x'.join(map(str, o['shape']))}{kind}): "
+                      f"{verdict}", soft_wrap=True)
+        t = Table(show_header=True, header_style="bold", box=None, pad_edge=False, padding=(0, 2, 0, 2))
+        t.add_column("metric", no_wrap=True)
+        cols = [("vs ONNX Runtime", o), ("vs NumPy reference", o["reference"])]
+        if o.get("expected") is not None:
+            cols.append(("vs expected", o["expected"]))
+        for title, _ in cols:
+            t.add_column(title, justify="right", no_wrap=True)
+        cells = [_metric_cells(m) for _, m in cols]
+        for i, (_, label) in enumerate(VERIFY_METRICS):
+            t.add_row(label, *(c[i] for c in cells))
+        _print_uncut(t)
+        if o["reference_bit_exact"]:
+            console.print("  bit-exact against the NumPy reference on every sample")
     rt = res["runtime"]
     console.print(f"runtime high-water: fast {kib(rt['fast_peak_bytes'])}, slow {kib(rt['slow_peak_bytes'])} "
-                  f"(plan: fast {kib(res['plan']['fast']['peak_bytes'])})")
+                  f"(plan: fast {kib(res['plan']['fast']['peak_bytes'])})", soft_wrap=True)
     console.print("[bold green]pass[/bold green]" if res["pass"] else "[bold red]mismatch[/bold red]")
+
+
+def _print_uncut(table: Table) -> None:
+    """Print a table at its natural width even when the console is narrower: numbers and names are never cut
+    (a narrow terminal wraps the lines instead)."""
+    from rich.measure import Measurement
+
+    need = Measurement.get(console, console.options.update(width=1000), table).maximum
+    if need <= console.width:
+        console.print(table)
+        return
+    saved = console.width
+    console.width = need
+    try:
+        console.print(table)
+    finally:
+        console.width = saved
 
 
 @contextmanager
