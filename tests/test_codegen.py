@@ -106,6 +106,31 @@ def test_plan_bytes_embedded_exactly_in_the_named_section():
     assert values == plan
 
 
+def test_fast_arena_section_only_when_asked():
+    c_src, header = generate_c(synthetic_plan(), "m")
+    arena = next(ln for ln in c_src.splitlines() if "m_fast_arena[M_FAST_ARENA_BYTES]" in ln)
+    assert "section(" not in arena and "fast arena section: .bss;" in header
+    c_src, header = generate_c(synthetic_plan(), "m", fast_section=".bss.dtcm")
+    i = c_src.index("static uint8_t m_fast_arena[M_FAST_ARENA_BYTES]")
+    assert c_src[i:].split(";", 1)[0].endswith('section(".bss.dtcm")))')
+    assert "fast arena section: .bss.dtcm;" in header
+    with pytest.raises(TigrisError, match="--fast-section"):
+        generate_c(synthetic_plan(), "m", fast_section='.x") evil')
+
+
+def test_header_states_io_buffers_and_total_ram():
+    """The caller's buffers are RAM too: the header and PlanInfo.ram_json give them and the total."""
+    plan = synthetic_plan(fast=8192, slow=512)
+    _, header = generate_c(plan, "m")
+    info = read_plan_info(plan)
+    # the synthetic plan's input is 48 bytes, its output 40
+    assert info.ram_json() == {"fast_arena_bytes": 8192, "slow_arena_bytes": 512, "input_bytes": 48,
+                               "output_bytes": 40, "total_ram_bytes": 8192 + 512 + 48 + 40}
+    for line in ("#define M_INPUT_BYTES_TOTAL 48u", "#define M_OUTPUT_BYTES_TOTAL 40u", "#define M_IO_BYTES 88u",
+                 f"#define M_TOTAL_RAM_BYTES {8192 + 512 + 88}u"):
+        assert line in header
+
+
 def test_no_slow_arena_when_the_plan_never_spills():
     c_src, header = generate_c(synthetic_plan(slow=0), "m")
     assert "#define M_SLOW_ARENA_BYTES 0u" in header
@@ -191,3 +216,11 @@ def test_cli_command_writes_files_and_reports_errors(tmp_path):
     corrupt.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
     bad = runner.invoke(main, ["codegen", str(corrupt), "-o", str(tmp_path / "c.c")])
     assert bad.exit_code == 2 and not (tmp_path / "c.c").exists()
+
+
+def test_api_firmware_ram_is_what_the_header_states():
+    from tigris import api
+
+    plan = synthetic_plan(fast=4096, slow=0)
+    assert api.firmware_ram(plan) == read_plan_info(plan).ram_json()
+    assert f"#define M_TOTAL_RAM_BYTES {api.firmware_ram(plan)['total_ram_bytes']}u" in generate_c(plan, "m")[1]

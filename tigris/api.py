@@ -5,6 +5,7 @@
 * :func:`run_plan` — run a plan on the host build of runtime_c.
 * :func:`verify` — compile, run on the C runtime, compare with ONNX Runtime and the NumPy reference.
 * :func:`inspect` — what an ``.onnx`` or ``.tgrs`` file contains, without compiling or running.
+* :func:`firmware_ram` — the RAM a firmware running a plan needs: both arenas, the I/O buffers, the total.
 """
 from __future__ import annotations
 
@@ -546,6 +547,14 @@ def verify(
         "outputs": outputs,
         "runtime": {"fast_peak_bytes": fast_peak, "slow_peak_bytes": slow_peak},
     }
+
+
+def firmware_ram(plan_bytes: bytes) -> dict[str, int]:
+    """RAM of a firmware running this plan, as the generated header states it: fast and slow arena, the caller's
+    input and output buffers, and their total (tigris.codegen.PlanInfo.ram_json)."""
+    from tigris.codegen import read_plan_info
+
+    return read_plan_info(bytes(plan_bytes)).ram_json()
 
 
 def inspect(path: str | Path) -> dict[str, Any]:

@@ -219,14 +219,17 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
 @click.option("--format", "fmt", type=click.Choice(["core", "app"]), default="core", show_default=True)
 @click.option("--section", default=".rodata.tgrs", show_default=True, help="Flash section of the plan array.")
 @click.option("--slow-section", default=".bss.tgrs_slow", show_default=True, help="Section of the slow arena.")
+@click.option("--fast-section", default=None, metavar="NAME",
+              help="Section of the fast arena, e.g. .bss.dtcm for a DTCM (default: plain .bss).")
 @click.option("--kernels", type=click.Choice(["plan", "all"]), default="plan", show_default=True,
               help="Op resolver: link the kernels of the plan's kinds only, or every kernel (to swap plans later).")
 @guarded
-def codegen(plan: str, output: str, name: str, fmt: str, section: str, slow_section: str, kernels: str) -> None:
+def codegen(plan: str, output: str, name: str, fmt: str, section: str, slow_section: str,
+            fast_section: str | None, kernels: str) -> None:
     """C source embedding PLAN for firmware: arenas, NAME_init(), NAME_run()."""
     from tigris.codegen import codegen_command
 
-    out, hdr = codegen_command(plan, output, name, fmt, section, slow_section, kernels)
+    out, hdr = codegen_command(plan, output, name, fmt, section, slow_section, kernels, fast_section)
     click.echo(f"wrote {out} and {hdr}")
 
 

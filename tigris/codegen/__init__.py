@@ -1,8 +1,10 @@
 """``tigris codegen``: turn a .tgrs plan into C for firmware (see :mod:`tigris.codegen.cgen` for the promises).
 
-* :func:`generate_c` — ``(plan_bytes, name, fmt, section, slow_section, kernels) -> (c_source, header)``, pure.
+* :func:`generate_c` — ``(plan_bytes, name, fmt, section, slow_section, kernels, fast_section) -> (c_source,
+  header)``, pure.
 * :func:`codegen_command` — what the CLI command does: read the plan, write ``OUT.c`` and ``OUT.h`` beside it.
-* :func:`read_plan_info` — arena sizes, flags and the interface of a plan, as codegen sees them.
+* :func:`read_plan_info` — arena sizes, flags and the interface of a plan, as codegen sees them; its
+  ``ram_json()`` gives the firmware's RAM figures (arenas, I/O buffers, total).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ def codegen_command(
     section: str = ".rodata.tgrs",
     slow_section: str = ".bss.tgrs_slow",
     kernels: str = "plan",
+    fast_section: str | None = None,
 ) -> tuple[Path, Path]:
     """Read ``plan``, write the C source to ``output`` and the header beside it (same stem, ``.h``).
 
@@ -33,7 +36,7 @@ def codegen_command(
         data = Path(plan).read_bytes()
     except OSError as e:
         raise TigrisError(f"cannot read plan: {e.strerror}", str(plan)) from None
-    c_src, header = generate_c(data, name, fmt, section, slow_section, kernels)
+    c_src, header = generate_c(data, name, fmt, section, slow_section, kernels, fast_section)
     out = Path(output)
     hdr = out.with_suffix(".h")
     if out.suffix == ".h":

@@ -75,6 +75,31 @@ class PlanInfo:
         return bool(self.flags & F.Flag.XIP)
 
     @property
+    def input_bytes(self) -> int:
+        """Bytes of every input buffer the caller passes (the runtime reads them, never owns them)."""
+        return sum(io.nbytes for io in self.inputs)
+
+    @property
+    def output_bytes(self) -> int:
+        return sum(io.nbytes for io in self.outputs)
+
+    @property
+    def total_ram_bytes(self) -> int:
+        """All the RAM one model needs besides the stack: both arenas and the caller's input and output buffers
+        (those live outside the arenas: the runtime copies inputs in and outputs out)."""
+        return self.fast_arena + self.slow_arena + self.input_bytes + self.output_bytes
+
+    def ram_json(self) -> dict[str, int]:
+        """The RAM figures of a firmware built from this plan (the generated header states the same numbers)."""
+        return {
+            "fast_arena_bytes": self.fast_arena,
+            "slow_arena_bytes": self.slow_arena,
+            "input_bytes": self.input_bytes,
+            "output_bytes": self.output_bytes,
+            "total_ram_bytes": self.total_ram_bytes,
+        }
+
+    @property
     def lz4(self) -> bool:
         return bool(self.flags & F.Flag.LZ4)
 
