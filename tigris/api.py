@@ -75,13 +75,23 @@ class Prepared:
     lowered: list[Lowered]
 
 
-def prepare(model: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Prepared:
-    """Load (stage 1), normalize (stage 2), refuse unsupported ops (all of them at once), and lower every op."""
+def prepare(model: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None,
+            numerics: str | None = None) -> Prepared:
+    """Load (stage 1), normalize (stage 2), refuse unsupported ops (all of them at once), and lower every op.
+
+    ``numerics`` ("onnx" or "tflm", docs/numerics.md) selects the integer arithmetic the int8 ops are lowered for;
+    None keeps the loader's default for the model's source (ONNX: onnx, TFLite: tflm).
+    """
     from tigris.load import load_model
     from tigris.ops import lower
+    from tigris.ops.qmath import numerics_code
     from tigris.passes import check_supported, normalize
 
+    if numerics is not None:
+        numerics_code(numerics)  # a bad value is a one-line error before any work
     graph = load_model(model, input_shapes or {})
+    if numerics is not None:
+        graph = graph.replace(numerics=numerics)
     graph, reports = normalize(graph)
     check_supported(graph)
     lowered = []
@@ -162,6 +172,7 @@ def analyze(
     compression: str = "none",
     emit: bool = True,
     prepared: Prepared | None = None,
+    numerics: str | None = None,
 ) -> Analysis:
     """Stages 1-6 and the figures of the JSON contract (architecture.md). Unsupported models raise
     :class:`UnsupportedModelError` (the caller reports every node)."""
@@ -169,7 +180,7 @@ def analyze(
     slow_b = parse_size(slow)
     flash_b = parse_size(flash)
     assert fast_b is not None
-    prep = prepared if prepared is not None else prepare(model, input_shapes)
+    prep = prepared if prepared is not None else prepare(model, input_shapes, numerics)
     graph = prep.graph
     macs = int(sum(low.macs for low in prep.lowered))
     weight_bytes = int(sum(_const_bytes(low) for low in prep.lowered))
@@ -277,12 +288,14 @@ def compile_model(
     compression: str = "none",
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     prepared: Prepared | None = None,
+    numerics: str | None = None,
 ) -> Compiled:
     """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written.
     ``prepared`` reuses stages 1-2 of an earlier call on the same model (tests compile one model many ways)."""
     if compression not in ("none", "lz4"):
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
-    a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared)
+    a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared,
+                numerics=numerics)
     if not a.fits or a.plan_bytes is None:
         hint = f"; smallest fast budget that fits: {a.min_fast_budget} bytes" if a.min_fast_budget else ""
         raise DoesNotFitError(f"does not fit: {a.reason}{hint}", str(model))
@@ -450,6 +463,7 @@ def verify(
     progress: Progress = _quiet,
     samples: int | None = None,
     data: str | Path | None = None,
+    numerics: str | None = None,
 ) -> dict[str, Any]:
     """Compile, run on the C runtime, compare with ONNX Runtime and with the NumPy reference, over many samples.
 
@@ -465,7 +479,7 @@ def verify(
     if samples is not None and samples < 1:
         raise TigrisError(f"--samples must be at least 1, not {samples}", "--samples")
     progress("compiling")
-    compiled = compile_model(model, fast, slow, flash, xip, compression, input_shapes)
+    compiled = compile_model(model, fast, slow, flash, xip, compression, input_shapes, numerics=numerics)
     prep = compiled.analysis.prepared
     assert prep is not None
     in_b = _boundaries(prep, prep.graph.inputs)

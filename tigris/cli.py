@@ -84,6 +84,9 @@ def _plan_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("-c", "--compression", type=click.Choice(["none", "lz4"]), default="none",
                      help="Weight compression (one LZ4 block per stage).")(f)
     f = click.option("--xip", is_flag=True, help="Kernels read weights in place from flash (no RAM for weights).")(f)
+    f = click.option("--numerics", type=click.Choice(["onnx", "tflm"]), default=None,
+                     help="int8 arithmetic to reproduce: onnx (default for .onnx) or tflm, bit-exact with TensorFlow "
+                          "Lite Micro (default for .tflite). See docs/numerics.md.")(f)
     return f
 
 
@@ -101,9 +104,10 @@ def main() -> None:
 @click.option("-v", "--verbose", is_flag=True, help="Per-stage table and the passes that fired.")
 @guarded
 def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-            compression: str, as_json: bool, verbose: bool) -> None:
+            compression: str, numerics: str | None, as_json: bool, verbose: bool) -> None:
     """Will MODEL fit? If not, why not, and what would. Exit 0 fits, 1 does not fit, 2 bad input."""
-    a = api.analyze(model, fast, slow, flash, api.parse_input_shapes(input_shape), xip=xip, compression=compression)
+    a = api.analyze(model, fast, slow, flash, api.parse_input_shapes(input_shape), xip=xip, compression=compression,
+                    numerics=numerics)
     if as_json:
         click.echo(json.dumps(a.json, indent=2))
     else:
@@ -121,9 +125,10 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
               help="Plan file to write (default: MODEL with .tgrs).")
 @guarded
 def compile_cmd(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-                compression: str, output: str | None) -> None:
+                compression: str, numerics: str | None, output: str | None) -> None:
     """Write the .tgrs plan. Exit 0 written, 1 does not fit (nothing written), 2 bad input."""
-    c = api.compile_model(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape))
+    c = api.compile_model(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
+                          numerics=numerics)
     out = Path(output) if output else Path(model).with_suffix(".tgrs")
     write_atomic(out, c.plan_bytes)
     j = c.analysis.json
@@ -187,8 +192,8 @@ def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Every metric of every output as JSON.")
 @guarded
 def verify(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-           compression: str, inputs: tuple[str, ...], data: str | None, samples: int | None, seed: int,
-           as_json: bool) -> None:
+           compression: str, numerics: str | None, inputs: tuple[str, ...], data: str | None, samples: int | None,
+           seed: int, as_json: bool) -> None:
     """Compile, run on the C runtime, compare with ONNX Runtime and the NumPy reference.
 
     Exit 0 pass, 1 mismatch, 2 bad input, 4 does not fit (nothing ran)."""
@@ -199,7 +204,7 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
     try:
         with console_progress(enabled=not as_json) as progress:
             res = api.verify(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
-                             given, seed, progress, samples=samples, data=data)
+                             given, seed, progress, samples=samples, data=data, numerics=numerics)
     except DoesNotFitError as e:
         if as_json:
             click.echo(json.dumps({"pass": False, "fits": False, "error": str(e), "exit": EXIT_VERIFY_NO_FIT},

@@ -124,6 +124,9 @@ class AnalyzedGraph:
     boundary: dict[str, Boundary] = field(default_factory=dict)
     # Notes a stage wants the user to see (e.g. "input x axis 0 bound to 1").
     notes: list[str] = field(default_factory=list)
+    # The integer arithmetic the int8 kernels reproduce (docs/numerics.md, "Numerics contracts"): "onnx" or "tflm".
+    # A loader sets its source's default (the TFLite importer: "tflm"); ``api.prepare(numerics=...)`` overrides it.
+    numerics: str = "onnx"
 
     # -- construction helpers ------------------------------------------------------------------------------------
     def replace(self, **changes: Any) -> "AnalyzedGraph":
@@ -137,6 +140,7 @@ class AnalyzedGraph:
             weights=dict(self.weights),
             boundary=dict(self.boundary),
             notes=list(self.notes),
+            numerics=self.numerics,
         )
         base.update(changes)
         return AnalyzedGraph(**base)

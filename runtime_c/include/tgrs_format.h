@@ -38,7 +38,8 @@
 /* ---- header flags ---- */
 #define TGRS_FLAG_XIP 1u
 #define TGRS_FLAG_LZ4 2u
-#define TGRS_FLAGS_KNOWN 3u                              /* any other bit is an error */
+#define TGRS_FLAG_TFLM 4u
+#define TGRS_FLAGS_KNOWN 7u                              /* any other bit is an error */
 
 /* ---- dtype codes (tigris/ops/base.py DTYPE_CODES) ---- */
 #define TGRS_DT_F32 1                                    /* float32 */
@@ -66,6 +67,8 @@
 #define TGRS_UNIT_F_SHUFFLE 2u
 #define TGRS_UNIT_F_ACCUM 4u
 #define TGRS_STAGE_F_TILED 1u
+#define TGRS_NUMERICS_ONNX 0u
+#define TGRS_NUMERICS_TFLM 1u
 #define TGRS_UNIT_FLAGS_KNOWN 7u                         /* any other unit flag bit is an error */
 #define TGRS_SHUFFLE_CHUNK 256u                          /* bytes per byte-plane shuffle chunk */
 
@@ -142,7 +145,7 @@
 #define TGRS_OP_COPY 18u
 #define TGRS_OP_COUNT 18u                                /* kinds are 1..TGRS_OP_COUNT */
 
-#define TGRS_OP_CONV_NPARAMS 19
+#define TGRS_OP_CONV_NPARAMS 20
 #define TGRS_P_CONV_KH 0
 #define TGRS_P_CONV_KW 1
 #define TGRS_P_CONV_SH 2
@@ -162,13 +165,14 @@
 #define TGRS_P_CONV_ZP_OUT 16
 #define TGRS_P_CONV_PACK_NR 17
 #define TGRS_P_CONV_PATCH 18
+#define TGRS_P_CONV_NUMERICS 19
 #define TGRS_OP_CONV_NCONSTS 4
 #define TGRS_C_CONV_WEIGHT 0
 #define TGRS_C_CONV_BIAS 1
 #define TGRS_C_CONV_MULT 2
 #define TGRS_C_CONV_SHIFT 3
 
-#define TGRS_OP_DWCONV_NPARAMS 17
+#define TGRS_OP_DWCONV_NPARAMS 18
 #define TGRS_P_DWCONV_KH 0
 #define TGRS_P_DWCONV_KW 1
 #define TGRS_P_DWCONV_SH 2
@@ -186,13 +190,14 @@
 #define TGRS_P_DWCONV_FMAX 14
 #define TGRS_P_DWCONV_ZP_IN 15
 #define TGRS_P_DWCONV_ZP_OUT 16
+#define TGRS_P_DWCONV_NUMERICS 17
 #define TGRS_OP_DWCONV_NCONSTS 4
 #define TGRS_C_DWCONV_WEIGHT 0
 #define TGRS_C_DWCONV_BIAS 1
 #define TGRS_C_DWCONV_MULT 2
 #define TGRS_C_DWCONV_SHIFT 3
 
-#define TGRS_OP_FC_NPARAMS 7
+#define TGRS_OP_FC_NPARAMS 8
 #define TGRS_P_FC_ACT_MIN 0
 #define TGRS_P_FC_ACT_MAX 1
 #define TGRS_P_FC_FMIN 2
@@ -200,6 +205,7 @@
 #define TGRS_P_FC_ZP_IN 4
 #define TGRS_P_FC_ZP_OUT 5
 #define TGRS_P_FC_K 6
+#define TGRS_P_FC_NUMERICS 7
 #define TGRS_OP_FC_NCONSTS 4
 #define TGRS_C_FC_WEIGHT 0
 #define TGRS_C_FC_BIAS 1

@@ -37,6 +37,7 @@ class MacCase:
     int8: bool = False
     scale_mode: str = "normal"  # "normal", "big" (effective scale >= 1) or "tiny"
     seed: int = 0
+    numerics: str = "onnx"  # the graph's numerics contract (int8 requantization: onnx or tflm)
     data: dict = field(default_factory=dict, repr=False)
 
     # -- shapes ------------------------------------------------------------------------------------------------------
@@ -131,7 +132,9 @@ class MacCase:
         if self.bias:
             weights["b"] = d["b"]
             ins.append("b")
-        return single_op_graph(self.op_type, [tx, tw, tb, ty], weights, ins, ["y"], self.attrs())
+        g = single_op_graph(self.op_type, [tx, tw, tb, ty], weights, ins, ["y"], self.attrs())
+        g.numerics = self.numerics
+        return g
 
     def onnx_model(self):
         """The same op for ONNX Runtime: input "x" (int8 for int8 cases), output "y"."""
@@ -252,7 +255,7 @@ def conv_cases(draw, op_type: str | None = None, int8: bool | None = None, max_h
         kernel=(kh, kw), strides=(sh, sw), dils=(dh, dw), pads=(pt, pl, pb, pr),
         act=draw(st.sampled_from([None, "relu", "relu6"])), bias=draw(st.booleans()), int8=int8,
         scale_mode=draw(st.sampled_from(["normal", "normal", "normal", "big", "tiny"])),
-        seed=draw(st.integers(0, 2**31 - 1)),
+        seed=draw(st.integers(0, 2**31 - 1)), numerics=draw(st.sampled_from(["onnx", "tflm"])),
     ).build()
 
 
@@ -263,5 +266,5 @@ def fc_cases(draw, int8: bool | None = None) -> MacCase:
         op_type="Gemm", n=1, c=draw(st.integers(1, 70)), h=draw(st.integers(1, 3)), w=1,
         oc=draw(st.integers(1, 40)), act=draw(st.sampled_from([None, "relu", "relu6"])), bias=draw(st.booleans()),
         int8=int8, scale_mode=draw(st.sampled_from(["normal", "normal", "big", "tiny"])),
-        seed=draw(st.integers(0, 2**31 - 1)),
+        seed=draw(st.integers(0, 2**31 - 1)), numerics=draw(st.sampled_from(["onnx", "tflm"])),
     ).build()

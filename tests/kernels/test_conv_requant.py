@@ -32,7 +32,14 @@ int32_t t_requant_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp, int32
 { return tgrs_requant_s8(acc, mult, shift, zp, lo, hi); }
 int32_t t_wrap_add(int32_t a, int32_t b) { return tgrs_wrap_add(a, b); }
 int32_t t_rq_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp, int32_t lo, int32_t hi)
-{ tgrs_rq r = tgrs_rq_make(mult, shift, zp); return tgrs_rq_s8(&r, acc, lo, hi); }
+{ tgrs_rq r = tgrs_rq_make(mult, shift, zp, TGRS_RQ_ONNX); return tgrs_rq_s8(&r, acc, lo, hi); }
+int32_t t_srdhm(int32_t a, int32_t b) { return tgrs_srdhm(a, b); }
+int32_t t_rdbpot(int32_t x, int32_t e) { return tgrs_rdbpot(x, e); }
+int32_t t_requant_tflm(int32_t acc, int32_t mult, int32_t shift) { return tgrs_requant_tflm(acc, mult, shift); }
+int32_t t_requant_nm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp, int32_t lo, int32_t hi, int32_t nm)
+{ return tgrs_requant_nm_s8(acc, mult, shift, zp, lo, hi, nm); }
+int32_t t_rq_tflm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp, int32_t lo, int32_t hi)
+{ tgrs_rq r = tgrs_rq_make(mult, shift, zp, TGRS_RQ_TFLM); return tgrs_rq_s8(&r, acc, lo, hi); }
 """
 
 
@@ -47,7 +54,11 @@ def rq(tmp_path_factory):
     ffi.cdef("int64_t t_requant(int32_t, int32_t, int32_t);"
              "int32_t t_requant_s8(int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);"
              "int32_t t_wrap_add(int32_t, int32_t);"
-             "int32_t t_rq_s8(int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);")
+             "int32_t t_rq_s8(int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);"
+             "int32_t t_srdhm(int32_t, int32_t); int32_t t_rdbpot(int32_t, int32_t);"
+             "int32_t t_requant_tflm(int32_t, int32_t, int32_t);"
+             "int32_t t_requant_nm_s8(int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);"
+             "int32_t t_rq_tflm_s8(int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);")
     return ffi.dlopen(str(so))
 
 
@@ -135,3 +146,86 @@ def test_extreme_shifts(rq):
 def test_wrap_add_is_twos_complement(rq):
     assert rq.t_wrap_add(2**31 - 1, 1) == -(2**31)
     assert rq.t_wrap_add(-5, 3) == -2
+
+
+# -- tflm numerics: the gemmlowp pair, C == Python == the stated definition ------------------------------------------
+def _srdhm_spec(a: int, b: int) -> int:
+    """gemmlowp's statement: (a*b + nudge) / 2**31 truncated toward zero, nudge 2**30 or 1 - 2**30 by the sign."""
+    if a == b == -(2**31):
+        return 2**31 - 1
+    ab = a * b
+    num = ab + ((1 << 30) if ab >= 0 else 1 - (1 << 30))
+    q = abs(num) // (1 << 31)
+    return q if num >= 0 else -q
+
+
+def _rdbpot_spec(x: int, e: int) -> int:
+    """x / 2**e rounded to nearest, halves away from zero (exact rational arithmetic)."""
+    from fractions import Fraction
+
+    v = Fraction(x, 2**e)
+    q = math.floor(abs(v) + Fraction(1, 2))
+    return q if v >= 0 else -q
+
+
+def _tflm_spec(acc: int, mult: int, shift: int) -> int:
+    if shift <= -32:
+        return 0
+    if shift > 0:
+        x = ((acc << shift) + 2**31) % 2**32 - 2**31  # TFLM's int32 multiply by 2**shift wraps
+        return _srdhm_spec(x, mult)
+    return _rdbpot_spec(_srdhm_spec(acc, mult), -shift)
+
+
+I32 = st.integers(-(2**31), 2**31 - 1)
+
+
+@settings(**SETTINGS)
+@given(a=I32, b=I32)
+def test_srdhm_matches_its_statement(rq, a, b):
+    assert int(qmath.srdhm(np.array([a]), b)[0]) == _srdhm_spec(a, b) == rq.t_srdhm(a, b)
+
+
+@settings(**SETTINGS)
+@given(x=I32, e=st.integers(0, 31))
+def test_rdbpot_matches_its_statement(rq, x, e):
+    assert int(qmath.rdbpot(np.array([x]), e)[0]) == _rdbpot_spec(x, e) == rq.t_rdbpot(x, e)
+
+
+@settings(**SETTINGS)
+@given(acc=I32, mult=st.integers(2**30, 2**31 - 1), shift=st.integers(-40, 31), zp=st.integers(-128, 127),
+       lo=st.integers(-128, 127), width=st.integers(0, 255))
+def test_tflm_requant_c_equals_python(rq, acc, mult, shift, zp, lo, width):
+    hi = min(127, lo + width)
+    r = _tflm_spec(acc, mult, shift)
+    assert int(qmath.requantize_tflm(np.array([acc]), mult, shift)[0]) == r
+    assert rq.t_requant_tflm(acc, mult, shift) == r
+    expect = max(lo, min(hi, r + zp))
+    assert rq.t_requant_nm_s8(acc, mult, shift, zp, lo, hi, 1) == expect
+    assert rq.t_rq_tflm_s8(acc, mult, shift, zp, lo, hi) == expect  # the prepared form
+    onnx = int(qmath.saturate(qmath.requantize(np.array([acc]), mult, shift) + zp, lo, hi)[0])
+    assert rq.t_requant_nm_s8(acc, mult, shift, zp, lo, hi, 0) == onnx
+
+
+@pytest.mark.parametrize("acc, onnx, tflm", [
+    # mult 2**30, shift -1: scale 0.25. srdhm (by 0.5) rounds halves up, rdbpot (by 2) rounds halves away from zero
+    (1, 0, 1),     # 0.25: srdhm 0.5 -> 1, rdbpot 0.5 -> 1: the double rounding moves it by one
+    (-1, 0, 0),    # -0.25: srdhm -0.5 -> 0
+    (2, 1, 1),     # 0.5
+    (-2, -1, -1),  # -0.5: srdhm -1, rdbpot -0.5 -> -1
+    (3, 1, 1),     # 0.75: srdhm 1.5 -> 2, rdbpot 1
+    (-3, -1, -1),  # -0.75: srdhm -1.5 -> -1, rdbpot -0.5 -> -1
+    (5, 1, 2),     # 1.25: srdhm 2.5 -> 3, rdbpot 1.5 -> 2
+    (-5, -1, -1),  # -1.25: srdhm -2.5 -> -2, rdbpot -1
+    (6, 2, 2),     # 1.5
+])
+def test_double_rounding_examples(rq, acc, onnx, tflm):
+    assert _py(acc, 1 << 30, -1) == onnx
+    got = int(qmath.requantize_tflm(np.array([acc]), 1 << 30, -1)[0])
+    assert got == tflm == _tflm_spec(acc, 1 << 30, -1) == rq.t_requant_tflm(acc, 1 << 30, -1)
+
+
+def test_numerics_codes():
+    assert qmath.numerics_code("onnx") == 0 and qmath.numerics_code("tflm") == 1
+    with pytest.raises(TigrisError):
+        qmath.numerics_code("tflite")

@@ -132,3 +132,23 @@ def test_long_int8_rows_cross_the_accumulation_block(lib):
     assert lib.run(low, [case.in_view()], out) == lib.const["TGRS_OK"]
     np.testing.assert_array_equal(out.data, ref)
     assert len(np.unique(ref)) > 1  # not all saturated: the sums themselves are compared
+
+
+@pytest.mark.parametrize("numerics", ["onnx", "tflm"])
+def test_numerics_param_selects_the_rounding(lib, numerics):
+    """Scale 0.25 (mult 2**30, shift -1) on accumulators 1 and 5: one rounding gives 0 and 1, TFLM's double rounding
+    1 and 2. The C kernel follows the op's NUMERICS parameter exactly like the reference."""
+    case = MacCase(op_type="Gemm", n=1, c=1, h=2, w=1, oc=1, bias=False, int8=True, numerics=numerics).build()
+    low = lowered(case)
+    assert low.params["numerics"] == (1 if numerics == "tflm" else 0)
+    low.consts["weight"] = np.ones((1, 1), np.int8)
+    low.consts["bias"] = np.zeros(1, np.int32)
+    low.consts["mult"] = np.array([1 << 30], np.int32)
+    low.consts["shift"] = np.array([-1], np.int32)
+    low.params.update(zp_in=0, zp_out=0, act_min=-128, act_max=127)
+    case.data["x"] = np.array([[1], [5]], np.int8)
+    ref = reference(case, low)
+    out = case.out_view()
+    assert lib.run(low, [case.in_view()], out) == lib.const["TGRS_OK"]
+    np.testing.assert_array_equal(out.data, ref)
+    assert ref.ravel().tolist() == ([1, 2] if numerics == "tflm" else [0, 1])

@@ -46,9 +46,18 @@ class Flag(IntEnum):
 
     XIP = 1  # const refs are offsets into the WEIGHTS section, read in place
     LZ4 = 2  # per-unit weight blobs are LZ4 blocks (never together with XIP)
+    TFLM = 4  # compiled for the tflm numerics contract (docs/numerics.md); 0: the onnx contract
 
 
-FLAGS_KNOWN = Flag.XIP | Flag.LZ4
+FLAGS_KNOWN = Flag.XIP | Flag.LZ4 | Flag.TFLM
+
+
+class Numerics(IntEnum):
+    """Numerics contract codes, stored in the NUMERICS parameter of every int8 op whose arithmetic depends on it
+    (docs/numerics.md). The loader checks each such op's code against the header's TFLM flag."""
+
+    ONNX = 0
+    TFLM = 1
 
 
 class Layout(IntEnum):

@@ -142,6 +142,7 @@ def generate() -> str:
         ("TGRS_IO_F_", F.IoFlag),
         ("TGRS_UNIT_F_", F.UnitFlag),
         ("TGRS_STAGE_F_", F.StageFlag),
+        ("TGRS_NUMERICS_", F.Numerics),
     ):
         for m in enum:
             L.append(_define(f"{prefix}{m.name}", f"{int(m)}u"))

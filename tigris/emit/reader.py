@@ -205,6 +205,11 @@ class PlanFile:
     def compression(self) -> str:
         return "lz4" if self.flags & F.Flag.LZ4 else "none"
 
+    @property
+    def numerics(self) -> str:
+        """The numerics contract the plan was compiled for (header flag TFLM)."""
+        return "tflm" if self.flags & F.Flag.TFLM else "onnx"
+
     def tensor(self, name: str) -> TensorInfo:
         for t in self.tensors:
             if t.name == name:

@@ -114,9 +114,9 @@ def dtype_kind(graph: AnalyzedGraph, op: Op) -> str:
     raise TigrisError(f"{op.op_type}: mixed float and int8 operands are not supported", op.name)
 
 
-def act_bounds(act: str | None, scale: float, zp: int) -> tuple[int, int]:
+def act_bounds(act: str | None, scale: float, zp: int, numerics: str = "onnx") -> tuple[int, int]:
     """int8 clamp bounds of a fused activation; the one rule lives in :func:`tigris.ops._mac.act_bounds_int8`."""
-    return act_bounds_int8(act, zp, scale, "")
+    return act_bounds_int8(act, zp, scale, "", numerics)
 
 
 def float_act_bounds(act: str | None) -> tuple[float, float]:

@@ -121,10 +121,11 @@ def int_bias(graph: AnalyzedGraph, name: str | None, acc_scale: np.ndarray) -> n
     return np.rint(b.astype(np.float64) / acc_scale).astype(np.int64)
 
 
-def requant_params(s_in: float, s_w: np.ndarray, s_out: float, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel Q0.31 (mult, shift) of ``s_in * s_w / s_out``."""
+def requant_params(s_in: float, s_w: np.ndarray, s_out: float, where: str,
+                   numerics: str = "onnx") -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel Q0.31 (mult, shift) of ``s_in * s_w / s_out`` (in float64 from the float32 scales, as TFLite)."""
     eff = s_in * np.asarray(s_w, dtype=np.float64) / s_out
-    return qmath.quantize_multipliers(eff, where)
+    return qmath.quantize_multipliers(eff, where, numerics)
 
 
 def fold_input_zero_point(bias: np.ndarray, w2d: np.ndarray, zp_in: int, where: str) -> np.ndarray:
@@ -142,15 +143,23 @@ def fold_input_zero_point(bias: np.ndarray, w2d: np.ndarray, zp_in: int, where: 
     return folded.astype(np.int32)
 
 
-def act_bounds_int8(fused: str | None, zp_out: int, s_out: float, where: str) -> tuple[int, int]:
-    """int8 clamp bounds of a fused activation (design.md: relu -> [zp, 127], relu6 -> [zp, zp + round(6/s)])."""
+def act_bounds_int8(fused: str | None, zp_out: int, s_out: float, where: str,
+                    numerics: str = "onnx") -> tuple[int, int]:
+    """int8 clamp bounds of a fused activation (design.md: relu -> [zp, 127], relu6 -> [zp, zp + round(6/s)]).
+
+    ``round(6/s)`` is float64 and half to even for onnx; TFLite's, for tflm: float32 division, half away from zero.
+    """
     if fused is None:
         return -128, 127
     lo = max(-128, zp_out)
     if fused == "relu":
         return lo, 127
     if fused == "relu6":
-        return lo, max(lo, min(127, zp_out + round(6.0 / s_out)))
+        if numerics == "tflm":
+            six = qmath.round_half_away(float(np.float32(6.0) / np.float32(s_out)))
+        else:
+            six = round(6.0 / s_out)
+        return lo, max(lo, min(127, zp_out + six))
     raise TigrisError(f"unsupported fused activation {fused!r}", where or None)
 
 
@@ -165,9 +174,12 @@ def act_bounds_f32(fused: str | None, where: str) -> tuple[int, int]:
     raise TigrisError(f"unsupported fused activation {fused!r}", where)
 
 
-def epilogue_int8(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp_out: int, lo: int, hi: int) -> np.ndarray:
-    """int8 output of int64 accumulators ``[..., OC]`` (bias already included), exactly like the C kernels."""
-    q = qmath.requantize(acc, mult, shift) + int(zp_out)
+def epilogue_int8(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, zp_out: int, lo: int, hi: int,
+                  numerics: int = 0) -> np.ndarray:
+    """int8 output of int64 accumulators ``[..., OC]`` (bias already included), exactly like the C kernels.
+
+    ``numerics`` is the op's NUMERICS code: 0 onnx (one rounding), 1 tflm (TFLM's double rounding)."""
+    q = qmath.requantize_nm(acc, mult, shift, int(numerics)) + int(zp_out)
     return qmath.saturate(q, lo, hi).astype(np.int8)
 
 

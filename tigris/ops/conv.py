@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
-from tigris.ops import _mac
+from tigris.ops import _mac, qmath
 from tigris.ops._geometry import Window, padded_band, window_from_attrs, window_patches
 from tigris.ops.base import Lowered, OpKind, TensorView
 
@@ -63,6 +63,7 @@ class Conv(OpKind):
         "zp_in", "zp_out",
         "pack_nr",  # PACK_NR the weights were packed with
         "patch",  # K = KH*KW*ICg, the patch length of one group
+        "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -98,9 +99,11 @@ class Conv(OpKind):
             w2d = w_q.transpose(0, 2, 3, 1).reshape(oc, k)  # OHWI rows: the patch order (kh, kw, ic)
             bias = _mac.int_bias(graph, bname, s_in * s_w)
             folded = _mac.fold_input_zero_point(bias, w2d, zp_in, op.name)
-            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}")
-            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name)
-            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out)
+            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}",
+                                              graph.numerics)
+            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name, graph.numerics)
+            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out,
+                          numerics=qmath.numerics_code(graph.numerics))
             consts = dict(
                 weight=pack_panels(w2d.reshape(group, ocg, k).astype(np.int8), PACK_NR_S8),
                 bias=folded,
@@ -146,7 +149,7 @@ class Conv(OpKind):
         if int8:
             acc = acc.astype(np.int64) + np.asarray(low.consts["bias"], dtype=np.int64)
             res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],
-                                     p["act_max"])
+                                     p["act_max"], p.get("numerics", 0))
         else:
             acc = acc + np.asarray(low.consts["bias"], dtype=np.float64)
             res = _mac.epilogue_f32(acc, p["fmin"], p["fmax"])

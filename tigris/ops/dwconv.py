@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
-from tigris.ops import _mac
+from tigris.ops import _mac, qmath
 from tigris.ops._geometry import Window, padded_band, window_from_attrs, window_patches
 from tigris.ops.base import Lowered, OpKind, TensorView
 
@@ -29,6 +29,7 @@ class DepthwiseConv(OpKind):
         "act_min", "act_max",  # int8 clamp bounds (fused activation included)
         "fmin", "fmax",  # float clamp bounds as f32 bits
         "zp_in", "zp_out",
+        "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -59,9 +60,11 @@ class DepthwiseConv(OpKind):
             w2d = w_q.reshape(oc, kh * kw)  # every weight feeding output channel oc
             bias = _mac.int_bias(graph, bname, s_in * s_w)
             folded = _mac.fold_input_zero_point(bias, w2d, zp_in, op.name)
-            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}")
-            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name)
-            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out)
+            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}",
+                                              graph.numerics)
+            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name, graph.numerics)
+            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out,
+                          numerics=qmath.numerics_code(graph.numerics))
             consts = dict(weight=np.ascontiguousarray(w2d.T.reshape(kh, kw, oc).astype(np.int8)), bias=folded,
                           mult=mult, shift=shift)
         else:
@@ -92,7 +95,7 @@ class DepthwiseConv(OpKind):
             acc = np.einsum("nrwijc,ijc->nrwc", pt.astype(np.int64), w.astype(np.int64))
             acc = acc + np.asarray(low.consts["bias"], dtype=np.int64)
             res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],
-                                     p["act_max"])
+                                     p["act_max"], p.get("numerics", 0))
         else:
             acc = np.einsum("nrwijc,ijc->nrwc", pt.astype(np.float64), w.astype(np.float64))
             res = _mac.epilogue_f32(acc + np.asarray(low.consts["bias"], dtype=np.float64), p["fmin"], p["fmax"])

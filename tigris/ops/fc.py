@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
-from tigris.ops import _mac
+from tigris.ops import _mac, qmath
 from tigris.ops.base import Lowered, OpKind, TensorView
 
 
@@ -24,6 +24,7 @@ class FullyConnected(OpKind):
         "fmin", "fmax",  # float clamp bounds as f32 bits
         "zp_in", "zp_out",
         "k",  # input features per row
+        "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -47,9 +48,11 @@ class FullyConnected(OpKind):
             s_out, zp_out = _mac.per_tensor(y)
             bias = _mac.int_bias(graph, bname, s_in * s_w)
             folded = _mac.fold_input_zero_point(bias, w_q, zp_in, op.name)
-            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}")
-            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name)
-            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out)
+            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}",
+                                              graph.numerics)
+            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name, graph.numerics)
+            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out,
+                          numerics=qmath.numerics_code(graph.numerics))
             consts = dict(weight=np.ascontiguousarray(w_q, np.int8), bias=folded, mult=mult, shift=shift)
         else:
             lo, hi = _mac.act_bounds_f32(fused, op.name)
@@ -69,7 +72,7 @@ class FullyConnected(OpKind):
         if out.dtype == "int8":
             acc = acc.astype(np.int64) + np.asarray(low.consts["bias"], dtype=np.int64)
             res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],
-                                     p["act_max"])
+                                     p["act_max"], p.get("numerics", 0))
         else:
             res = _mac.epilogue_f32(acc + np.asarray(low.consts["bias"], dtype=np.float64), p["fmin"], p["fmax"])
         out.data[...] = res.reshape(out.data.shape)

@@ -9,6 +9,13 @@ See docs/numerics.md for the prose. Summary:
   below one half in magnitude for every int32 ``acc``).
 * Results are then offset by the output zero point and clamped to the op's int8 bounds (which carry any fused
   Relu/Relu6).
+
+Two numerics contracts share these definitions (docs/numerics.md, "Numerics contracts"): ``onnx`` (the single
+rounding above) and ``tflm``, which reproduces TensorFlow Lite Micro's reference kernels: ``requantize_tflm`` is the
+gemmlowp pair (a saturating rounding doubling high multiply, then a rounding divide by a power of two), and the
+fixed-point helpers below (``srdhm``, ``rdbpot``, ``reciprocal_q31``, ``exp_on_negative``, ``logistic_q31``,
+``tanh_q31``) are the Q-format arithmetic TFLM's softmax, logistic and tanh are stated in. Every function here works
+on int64 NumPy arrays holding int32 values and wraps or saturates exactly where the 32-bit definition does.
 """
 from __future__ import annotations
 
@@ -24,12 +31,31 @@ SHIFT_MIN = -32  # below this the scale is so small that requantize returns 0 fo
 SHIFT_MAX = 31  # a divisor exponent of 0: scales up to 2**31
 
 
-def quantize_multiplier(real: float, where: str = "") -> tuple[int, int]:
-    """Decompose a positive scale into a Q0.31 multiplier and a power-of-two shift (see module doc)."""
+NUMERICS = ("onnx", "tflm")  # the index is the code stored in op params and the plan header (format.Numerics)
+
+
+def numerics_code(numerics: str, where: str = "") -> int:
+    """0 for ``onnx``, 1 for ``tflm``; anything else is a TigrisError."""
+    if numerics not in NUMERICS:
+        raise TigrisError(f"unknown numerics {numerics!r}; use onnx or tflm", where or "--numerics")
+    return NUMERICS.index(numerics)
+
+
+def round_half_away(x: float) -> int:
+    """Round a float to the nearest integer, halves away from zero (C's ``round``, which TFLite uses)."""
+    return int(math.copysign(math.floor(abs(x) + 0.5), x))
+
+
+def quantize_multiplier(real: float, where: str = "", numerics: str = "onnx") -> tuple[int, int]:
+    """Decompose a positive scale into a Q0.31 multiplier and a power-of-two shift (see module doc).
+
+    The mantissa ``m * 2**31`` is rounded half to even for ``onnx`` and half away from zero for ``tflm`` (TFLite's
+    rounding); the two differ only when ``m`` has an exact half below bit 31.
+    """
     if not math.isfinite(real) or real <= 0.0:
         raise TigrisError(f"quantization scale must be positive and finite, got {real!r}", where or None)
     m, e = math.frexp(real)  # real = m * 2**e, m in [0.5, 1)
-    mult = int(round(m * (1 << 31)))
+    mult = round_half_away(m * (1 << 31)) if numerics == "tflm" else int(round(m * (1 << 31)))
     if mult == 1 << 31:  # m rounded up to 1.0
         mult //= 2
         e += 1
@@ -41,8 +67,8 @@ def quantize_multiplier(real: float, where: str = "") -> tuple[int, int]:
     return mult, e
 
 
-def quantize_multipliers(reals: np.ndarray, where: str = "") -> tuple[np.ndarray, np.ndarray]:
-    pairs = [quantize_multiplier(float(r), where) for r in np.asarray(reals, dtype=np.float64).ravel()]
+def quantize_multipliers(reals: np.ndarray, where: str = "", numerics: str = "onnx") -> tuple[np.ndarray, np.ndarray]:
+    pairs = [quantize_multiplier(float(r), where, numerics) for r in np.asarray(reals, dtype=np.float64).ravel()]
     mult = np.array([p[0] for p in pairs], dtype=np.int32)
     shift = np.array([p[1] for p in pairs], dtype=np.int32)
     return mult, shift
@@ -69,6 +95,58 @@ def requantize(acc: np.ndarray, mult: np.ndarray | int, shift: np.ndarray | int)
     if np.any(n < 0):
         raise ValueError("shift above 31")
     return rounding_rshift(prod, n)
+
+
+def wrap32(x: np.ndarray) -> np.ndarray:
+    """Reduce int64 values modulo 2**32 into the int32 range (two's-complement wrapping), as int64."""
+    x = np.asarray(x, dtype=np.int64)
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def srdhm(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """Saturating rounding doubling high multiply of int32 values: ``round(a * b / 2**31)``, halves toward +inf.
+
+    (gemmlowp states it as ``(a*b + nudge) / 2**31`` truncated toward zero with ``nudge = 2**30`` for a non-negative
+    product and ``1 - 2**30`` otherwise; that equals ``floor((a*b + 2**30) / 2**31)``.) The one overflowing case,
+    ``a = b = -2**31``, saturates to ``2**31 - 1``.
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    r = (a * b + (1 << 30)) >> 31
+    return np.where((a == -(1 << 31)) & (b == -(1 << 31)), (1 << 31) - 1, r).astype(np.int64)
+
+
+def rdbpot(x: np.ndarray, e: np.ndarray | int) -> np.ndarray:
+    """Rounding divide of int32 ``x`` by ``2**e`` (``0 <= e <= 31``), halves away from zero."""
+    x = np.asarray(x, dtype=np.int64)
+    e = np.asarray(e, dtype=np.int64)
+    mask = (np.int64(1) << e) - 1
+    rem = x & mask
+    thr = (mask >> 1) + (x < 0)
+    return (x >> e) + (rem > thr)
+
+
+def requantize_tflm(acc: np.ndarray, mult: np.ndarray | int, shift: np.ndarray | int) -> np.ndarray:
+    """TFLM's requantization of an int32 ``acc`` by ``(mult, shift)`` (same encoding as :func:`requantize`).
+
+    ``shift > 0``: ``srdhm(acc << shift, mult)`` with the left shift wrapping in int32; ``shift <= 0``:
+    ``rdbpot(srdhm(acc, mult), -shift)``, two roundings. ``shift <= -32`` gives 0 (TFLite stores such a scale as 0).
+    Not yet offset or clamped.
+    """
+    acc = np.asarray(acc, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    if np.any(shift > SHIFT_MAX):
+        raise ValueError("shift above 31")
+    left = np.clip(shift, 0, 31)
+    right = np.clip(-shift, 0, 31)
+    x = wrap32(acc << left)
+    r = rdbpot(srdhm(x, mult), right)
+    return np.where(shift <= -32, 0, r).astype(np.int64)
+
+
+def requantize_nm(acc: np.ndarray, mult: np.ndarray | int, shift: np.ndarray | int, numerics: int) -> np.ndarray:
+    """:func:`requantize` (numerics code 0, onnx) or :func:`requantize_tflm` (code 1)."""
+    return requantize_tflm(acc, mult, shift) if numerics else requantize(acc, mult, shift)
 
 
 def saturate(x: np.ndarray, lo: int = -128, hi: int = 127) -> np.ndarray:

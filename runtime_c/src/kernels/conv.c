@@ -384,6 +384,7 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
     const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
     const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
     const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
+    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
     int16_t *scr = (int16_t *)ctx->scratch;
@@ -392,7 +393,7 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
     int32_t acc[CONV_MR][2];
     int32_t n, g, i, j, oc;
     int64_t q0;
-    const int st = tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg->oc, lo, hi, zp_in, zp_out);
+    const int st = tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg->oc, lo, hi, zp_in, zp_out, nm);
     if (st != TGRS_OK) {
         return st;
     }
@@ -423,7 +424,7 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     const int8_t *w0 = wt + ch * cg->k;
                     conv_mk_s8(cg->k, a, w0, (ncol == 2) ? w0 + cg->k : w0, acc);
                     for (j = 0; j < ncol; ++j) {
-                        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out);
+                        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
                         const int32_t b = bias[ch + j];
                         for (i = 0; i < nv; ++i) {
                             o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), lo, hi);

@@ -240,6 +240,7 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
     const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT];
     const int32_t lo = ctx->p[TGRS_P_DWCONV_ACT_MIN], hi = ctx->p[TGRS_P_DWCONV_ACT_MAX];
     const int32_t zp_in = ctx->p[TGRS_P_DWCONV_ZP_IN], zp_out = ctx->p[TGRS_P_DWCONV_ZP_OUT];
+    const int32_t nm = ctx->p[TGRS_P_DWCONV_NUMERICS];
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
     const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
@@ -247,7 +248,7 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
     int64_t toff[DW_MAX_TAPS];
     const int32_t ntaps = (dg->m == 1) ? dw_tap_offsets(dg, toff) : 0;
     int32_t n, r, ow, i, j, c0, cc, t;
-    const int st = tgrs_mac_s8_check(ctx, TGRS_C_DWCONV_MULT, TGRS_C_DWCONV_SHIFT, dg->oc, lo, hi, zp_in, zp_out);
+    const int st = tgrs_mac_s8_check(ctx, TGRS_C_DWCONV_MULT, TGRS_C_DWCONV_SHIFT, dg->oc, lo, hi, zp_in, zp_out, nm);
     if (st != TGRS_OK) {
         return st;
     }
@@ -260,7 +261,7 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                 const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
                 tgrs_rq rq[DW_CB];
                 for (cc = 0; cc < nc; ++cc) {
-                    rq[cc] = tgrs_rq_make(mult[c0 + cc], shift[c0 + cc], zp_out);
+                    rq[cc] = tgrs_rq_make(mult[c0 + cc], shift[c0 + cc], zp_out, nm);
                 }
                 int32_t step;
                 for (ow = 0; ow < dg->ow; ow += step) {

@@ -149,10 +149,11 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
     const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_FC_SHIFT];
     const int32_t lo = ctx->p[TGRS_P_FC_ACT_MIN], hi = ctx->p[TGRS_P_FC_ACT_MAX];
     const int32_t zp_in = ctx->p[TGRS_P_FC_ZP_IN], zp_out = ctx->p[TGRS_P_FC_ZP_OUT];
+    const int32_t nm = ctx->p[TGRS_P_FC_NUMERICS];
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
     int32_t n, o;
-    const int st = tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg->oc, lo, hi, zp_in, zp_out);
+    const int st = tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg->oc, lo, hi, zp_in, zp_out, nm);
     if (st != TGRS_OK) {
         return st;
     }
@@ -160,7 +161,7 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
         const int8_t *x = in + (int64_t)n * fg->k;
         for (o = 0; o < fg->oc; ++o) {
             const int32_t acc = tgrs_wrap_add(fc_dot_s8(x, wt + (int64_t)o * fg->k, fg->k), bias[o]);
-            const tgrs_rq rq = tgrs_rq_make(mult[o], shift[o], zp_out);
+            const tgrs_rq rq = tgrs_rq_make(mult[o], shift[o], zp_out, nm);
             out[(int64_t)n * fg->oc + o] = tgrs_rq_s8(&rq, acc, lo, hi);
         }
     }

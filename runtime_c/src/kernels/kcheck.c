@@ -45,8 +45,17 @@ int tgrs_window_load(tgrs_window *w, const int32_t *p)
     return 1;
 }
 
+/* requant.h spells the codes without the generated header; they must agree. */
+typedef char tgrs_check_rq_onnx[(TGRS_RQ_ONNX == TGRS_NUMERICS_ONNX) ? 1 : -1];
+typedef char tgrs_check_rq_tflm[(TGRS_RQ_TFLM == TGRS_NUMERICS_TFLM) ? 1 : -1];
+
+int tgrs_numerics_ok(int32_t numerics)
+{
+    return numerics == TGRS_NUMERICS_ONNX || numerics == TGRS_NUMERICS_TFLM;
+}
+
 int tgrs_mac_s8_check(const tgrs_op_ctx *ctx, int mult_slot, int shift_slot, int32_t oc, int32_t lo, int32_t hi,
-                      int32_t zp_in, int32_t zp_out)
+                      int32_t zp_in, int32_t zp_out, int32_t numerics)
 {
     const int32_t *mult = (const int32_t *)ctx->c[mult_slot];
     const int32_t *shift = (const int32_t *)ctx->c[shift_slot];
@@ -54,7 +63,8 @@ int tgrs_mac_s8_check(const tgrs_op_ctx *ctx, int mult_slot, int shift_slot, int
         ctx->clen[shift_slot] != (uint64_t)oc * 4u) {
         return TGRS_ERR_SHAPE;
     }
-    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 || !tgrs_requant_check(mult, shift, oc)) {
+    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 || !tgrs_requant_check(mult, shift, oc) ||
+        !tgrs_numerics_ok(numerics)) {
         return TGRS_ERR_PARAM;
     }
     return TGRS_OK;

@@ -12,6 +12,10 @@
  * n = 31 - shift of 63 or more gives 0: |acc * mult| < 2^62, so the true quotient is below one half.
  * The caller then adds the output zero point and clamps to the op's bounds (tgrs_requant_s8).
  *
+ * Two numerics contracts (docs/numerics.md, "Numerics contracts"); a kernel reads its op's NUMERICS parameter and
+ * passes it here: 0 (TGRS_NUMERICS_ONNX) is the single rounding above; 1 (TGRS_NUMERICS_TFLM) is TensorFlow Lite
+ * Micro's double rounding, tgrs_requant_tflm: srdhm(acc << max(shift, 0), mult), then rdbpot(., max(-shift, 0)).
+ *
  * Only the header is shared; everything is static inline so each kernel file compiles alone with no globals.
  * Kernels validate shift <= 31 once per op (tgrs_requant_check) before the inner loops call these.
  */
@@ -22,6 +26,10 @@
 
 /* Largest shift the format allows (a divisor of 2^0). Anything above it is a corrupt parameter. */
 #define TGRS_SHIFT_MAX 31
+
+/* Numerics codes as stored in op parameters (the same values as TGRS_NUMERICS_* in tgrs_format.h). */
+#define TGRS_RQ_ONNX 0
+#define TGRS_RQ_TFLM 1
 
 /*
  * Divide x by 2^n rounding halves away from zero, for 0 <= n; n >= 63 gives 0.
@@ -55,6 +63,60 @@ static inline int64_t tgrs_requant(int32_t acc, int32_t mult, int32_t shift)
     return tgrs_rounding_rshift64(prod, 31 - shift);
 }
 
+/* Arithmetic right shift of an int32 by 0..31 (floor division by 2^e), without relying on the implementation-defined
+ * >> of a negative value: offset by 2^31 into an unsigned value, shift, subtract the shifted offset. */
+static inline int32_t tgrs_asr32(int32_t x, int32_t e)
+{
+    const uint32_t u = (uint32_t)x ^ 0x80000000u; /* x + 2^31 */
+    return (int32_t)((int64_t)(u >> e) - (int64_t)(0x80000000u >> e));
+}
+
+/*
+ * Saturating rounding doubling high multiply: round(a * b / 2^31) with halves rounded toward +infinity, i.e.
+ * floor((a * b + 2^30) / 2^31); a = b = INT32_MIN saturates to INT32_MAX. The sum is offset by 2^62 so an unsigned
+ * shift computes the floor (|a * b| <= 2^62).
+ */
+static inline int32_t tgrs_srdhm(int32_t a, int32_t b)
+{
+    const int64_t ab = (int64_t)a * (int64_t)b;
+    if (a == INT32_MIN && b == INT32_MIN) {
+        return INT32_MAX;
+    }
+    return (int32_t)((int64_t)(((uint64_t)ab + ((uint64_t)1 << 30) + ((uint64_t)1 << 62)) >> 31) -
+                     ((int64_t)1 << 31));
+}
+
+/* Rounding divide by a power of two: x / 2^e for 0 <= e <= 31, halves away from zero. */
+static inline int32_t tgrs_rdbpot(int32_t x, int32_t e)
+{
+    const int32_t mask = (int32_t)(((uint32_t)1 << e) - 1u);
+    const int32_t rem = (int32_t)((uint32_t)x & (uint32_t)mask);
+    const int32_t thr = (mask >> 1) + (x < 0 ? 1 : 0);
+    return tgrs_asr32(x, e) + (rem > thr ? 1 : 0);
+}
+
+/*
+ * TFLM's requantization (qmath.requantize_tflm): srdhm(acc << shift, mult) for shift > 0 (the left shift wraps in
+ * 32 bits, as TFLM's int32 multiply does), rdbpot(srdhm(acc, mult), -shift) for shift <= 0; shift <= -32 gives 0.
+ * Requires shift <= TGRS_SHIFT_MAX, mult >= 0. Not yet offset or clamped.
+ */
+static inline int32_t tgrs_requant_tflm(int32_t acc, int32_t mult, int32_t shift)
+{
+    if (shift <= -32) {
+        return 0;
+    }
+    if (shift > 0) {
+        return tgrs_srdhm((int32_t)((uint32_t)acc << shift), mult);
+    }
+    return tgrs_rdbpot(tgrs_srdhm(acc, mult), -shift);
+}
+
+/* The requantization of a numerics code: tgrs_requant (TGRS_RQ_ONNX) or tgrs_requant_tflm (TGRS_RQ_TFLM). */
+static inline int64_t tgrs_requant_nm(int32_t acc, int32_t mult, int32_t shift, int32_t numerics)
+{
+    return numerics == TGRS_RQ_TFLM ? (int64_t)tgrs_requant_tflm(acc, mult, shift) : tgrs_requant(acc, mult, shift);
+}
+
 /*
  * a + b wrapping modulo 2^32 (defined behaviour). Kernels accumulate with it because the compiler proved the true
  * sums fit in int32; a corrupted plan then yields a wrong number, never undefined behaviour. The conversion back to
@@ -83,10 +145,18 @@ static inline int8_t tgrs_requant_s8(int32_t acc, int32_t mult, int32_t shift, i
     return (int8_t)tgrs_clamp64(tgrs_requant(acc, mult, shift) + (int64_t)zp_out, lo, hi);
 }
 
+/* tgrs_requant_s8 for either numerics code. */
+static inline int8_t tgrs_requant_nm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out, int32_t lo,
+                                        int32_t hi, int32_t numerics)
+{
+    return (int8_t)tgrs_clamp64(tgrs_requant_nm(acc, mult, shift, numerics) + (int64_t)zp_out, lo, hi);
+}
+
 /*
  * The same requantization, output zero point included, prepared once per channel for inner loops:
- * tgrs_rq_s8(tgrs_rq_make(m, s, zp), acc, lo, hi) equals tgrs_requant_s8(acc, m, s, zp, lo, hi) for every input
- * (tested exhaustively at the edges and randomly elsewhere). Requires shift <= TGRS_SHIFT_MAX, mult >= 0.
+ * tgrs_rq_s8(tgrs_rq_make(m, s, zp, nm), acc, lo, hi) equals tgrs_requant_nm_s8(acc, m, s, zp, lo, hi, nm) for
+ * every input (tested exhaustively at the edges and randomly elsewhere). Requires shift <= TGRS_SHIFT_MAX, mult >= 0.
+ * The numerics code is a field, so one loop serves both contracts; the branch on it is the same for every element.
  *
  * Why it is exact: with p = acc * mult (|p| < 2^62), h = 2^(n-1) and n = 31 - shift in [1, 62], rounding half away
  * from zero is floor((p + h - [p < 0]) / 2^n) (for p < 0 this equals -floor((|p| + h) / 2^n)). Adding 2^62 makes the
@@ -100,12 +170,22 @@ typedef struct tgrs_rq {
     uint64_t neg;  /* 1 when the (p < 0) correction applies (n > 0), else 0 */
     int64_t sub;   /* (2^62 >> n) - zp_out */
     int32_t n;
+    int32_t tflm;  /* TGRS_RQ_TFLM: the fields below apply instead */
+    int32_t m32;   /* tflm: multiplier (0 when shift <= -32) */
+    int32_t lsh;   /* tflm: max(shift, 0) */
+    int32_t rsh;   /* tflm: max(-shift, 0) */
+    int32_t zp;    /* tflm: output zero point */
 } tgrs_rq;
 
-static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift, int32_t zp_out)
+static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift, int32_t zp_out, int32_t numerics)
 {
     tgrs_rq r;
     const uint64_t base = (uint64_t)1 << 62;
+    r.tflm = numerics == TGRS_RQ_TFLM;
+    r.m32 = shift <= -32 ? 0 : mult;
+    r.lsh = shift > 0 ? shift : 0;
+    r.rsh = (shift < 0 && shift > -32) ? -shift : 0;
+    r.zp = zp_out;
     if (shift <= -32) {
         r.mult = 0;
         r.n = 0;
@@ -121,8 +201,13 @@ static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift, int32_t zp_out)
 
 static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
 {
-    const uint64_t p = (uint64_t)((int64_t)acc * r->mult);
-    const uint64_t u = p + r->add - ((p >> 63) & r->neg);
+    uint64_t p, u;
+    if (r->tflm) {
+        const int32_t t = tgrs_srdhm((int32_t)((uint32_t)acc << r->lsh), r->m32);
+        return (int8_t)tgrs_clamp64((int64_t)tgrs_rdbpot(t, r->rsh) + r->zp, lo, hi);
+    }
+    p = (uint64_t)((int64_t)acc * r->mult);
+    u = p + r->add - ((p >> 63) & r->neg);
     return (int8_t)tgrs_clamp64((int64_t)(u >> r->n) - r->sub, lo, hi);
 }
 
