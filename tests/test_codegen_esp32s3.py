@@ -86,6 +86,10 @@ def test_cmakelists_registers_every_runtime_source(tmp_path):
     assert any(ln.startswith("INC ") and Path(ln[4:]).resolve() == rs.include.resolve() for ln in lines)
     opts = next(ln for ln in lines if ln.startswith("OPTS "))
     assert "-std=c99" in opts and "-ffp-contract=off" in opts
+    # the list is runtime_c/sources.cmake, the file runtime_c/CMakeLists.txt reads too, not a second glob here
+    text = (ESP / "components" / "tigris" / "CMakeLists.txt").read_text()
+    assert 'include("${TIGRIS_RT}/sources.cmake")' in text and "GLOB" not in text
+    assert 'include("${CMAKE_CURRENT_LIST_DIR}/sources.cmake")' in (ESP.parents[1] / "runtime_c" / "CMakeLists.txt").read_text()
 
 
 def test_example_main_compiles_against_generated_header(tmp_path):

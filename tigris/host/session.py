@@ -145,6 +145,15 @@ class Session:
         # exactly like the reference executor's boundary.
         return a.astype(np.dtype(s.dtype), copy=False)
 
+    def caller_bytes(self, name: str, array: np.ndarray) -> bytes:
+        """The bytes of input or output ``name`` as firmware exchanges them with NAME_run() (tigris.h: the stored
+        layout, the caller dtype), from an array in the model's declared shape: what the device reads from and
+        writes to its buffers (examples/cortex-m/make_io.py writes such files)."""
+        for s in self.inputs + self.outputs:
+            if s.name == name:
+                return self._to_caller(s, array)
+        raise TigrisError("no input or output of the plan has this name", name)
+
     def run(self, inputs: dict[str, np.ndarray]) -> RunResult:
         missing = [s.name for s in self.inputs if s.name not in inputs]
         if missing:
