@@ -162,3 +162,48 @@ def test_inspect_plan_and_model(tmp_path):
         res = invoke("inspect", f, "--json")
         assert res.exit_code == 0, res.output
         assert json.loads(res.stdout)
+
+
+def test_outputs_honour_the_umask_and_leave_no_temporary(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "p.tgrs"
+        res = invoke("compile", MNIST, "-m", "1M", "-o", out)
+        assert res.exit_code == 0, res.output
+        assert (out.stat().st_mode & 0o777) == 0o644  # mkstemp's 0600 must not leak into the output
+        res = invoke("codegen", out, "-o", tmp_path / "m.c")
+        assert res.exit_code == 0, res.output
+        assert (tmp_path / "m.c").stat().st_mode & 0o777 == 0o644
+        assert (tmp_path / "m.h").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.c", "m.h", "p.tgrs"]
+
+
+def test_output_symlink_is_written_through(tmp_path):
+    target = tmp_path / "real.tgrs"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.tgrs"
+    link.symlink_to(target.name)
+    res = invoke("compile", MNIST, "-m", "1M", "-o", link)
+    assert res.exit_code == 0, res.output
+    assert link.is_symlink() and target.read_bytes()[:4] == b"TGRS"
+
+
+def test_output_resolving_to_the_model_is_refused(tmp_path):
+    model = tmp_path / "m.onnx"
+    model.write_bytes(MNIST.read_bytes())
+    for out in (model, tmp_path / "." / "m.onnx"):
+        line = assert_one_line_error(invoke("compile", model, "-m", "1M", "-o", out), 2)
+        assert "overwrite" in line
+    assert model.read_bytes() == MNIST.read_bytes()
+    assert "empty" in assert_one_line_error(invoke("compile", model, "-m", "1M", "-o", ""), 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def test_usage_errors_are_one_line():
+    res = invoke("analyze", MNIST)
+    line = assert_one_line_error(res, 2)
+    assert len(res.stderr.strip().splitlines()) == 1 and "analyze)" in line

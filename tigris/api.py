@@ -305,11 +305,26 @@ def compile_model(
 # ---------------------------------------------------------------------------------------------------------------
 # Running and verifying
 # ---------------------------------------------------------------------------------------------------------------
+def check_inputs(declared: dict[str, tuple[tuple[int, ...], str]], inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The input rule (docs/cli.md) for ``run`` as for ``verify``: every given name is an input of the model, and
+    every array is brought to the declared dtype and shape by :func:`tigris.samples.conform` (value-preserving casts
+    only) or refused."""
+    from tigris.samples import Boundary as SampleBoundary
+    from tigris.samples import conform
+
+    unknown = [n for n in inputs if n not in declared]
+    if unknown:
+        raise TigrisError(f"the model has no input {unknown[0]!r}; its inputs are {list(declared)}", unknown[0])
+    return {n: conform(a, SampleBoundary(n, tuple(declared[n][0]), declared[n][1]), n) for n, a in inputs.items()}
+
+
 def run_plan(plan_bytes: bytes, inputs: dict[str, np.ndarray]):
-    """Run a plan on the host build of runtime_c. Returns the Session's RunResult (outputs + high-water marks)."""
+    """Run a plan on the host build of runtime_c. Returns the Session's RunResult (outputs + high-water marks).
+    The inputs follow :func:`check_inputs`."""
     from tigris.host import Session
 
-    return Session(plan_bytes).run(inputs)
+    sess = Session(plan_bytes)
+    return sess.run(check_inputs({s.name: (tuple(s.shape), s.dtype) for s in sess.inputs}, inputs))
 
 
 def random_inputs(prep: Prepared, seed: int = 0) -> dict[str, np.ndarray]:
@@ -346,6 +361,12 @@ def _first_quant(prep: Prepared, name: str) -> tuple[float, int] | None:
     return None
 
 
+def _ort_refuses(e: Exception, model: str | Path) -> TigrisError:
+    """A model or input ONNX Runtime refuses (duplicate node names, an opset it lacks) is the user's input: exit 2."""
+    first = " ".join(str(e).split())[:300] or type(e).__name__
+    return TigrisError(f"ONNX Runtime refuses the model or its inputs: {first}", str(model))
+
+
 def _ort_session(model: str | Path, optimized: bool = False):
     """An ONNX Runtime session on the original model, one thread (see :func:`run_onnxruntime`)."""
     import onnxruntime as ort
@@ -368,9 +389,12 @@ def run_onnxruntime(model: str | Path, inputs: dict[str, np.ndarray], optimized:
     softmax output. ``optimized=True`` gives the fused execution, for reporting that spread. ``session`` reuses one
     made by :func:`_ort_session` (verify runs many samples).
     """
-    sess = session if session is not None else _ort_session(model, optimized)
-    names = [o.name for o in sess.get_outputs()]
-    res = sess.run(names, {k: v for k, v in inputs.items()})
+    try:
+        sess = session if session is not None else _ort_session(model, optimized)
+        names = [o.name for o in sess.get_outputs()]
+        res = sess.run(names, {k: v for k, v in inputs.items()})
+    except Exception as e:  # onnxruntime raises its own exception types for models and inputs it refuses
+        raise _ort_refuses(e, model) from None
     return dict(zip(names, res))
 
 
@@ -501,7 +525,10 @@ def verify(
     from tigris.host import Session
 
     session = Session(compiled.plan_bytes)
-    ort_session = _ort_session(model)
+    try:
+        ort_session = _ort_session(model)
+    except Exception as e:  # noqa: BLE001 - see run_onnxruntime
+        raise _ort_refuses(e, model) from None
     quantized = any(t.dtype == "int8" for t in prep.graph.tensors.values())
     # float outputs of a quantized model written by a float op rather than by the boundary DequantizeLinear
     float_tail = {t for op in prep.graph.ops if op.op_type != "DequantizeLinear" for t in op.outputs

@@ -8,7 +8,10 @@ Errors go to stderr as one line: ``error: <what> (<where>)``.
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
+import warnings
 from functools import wraps
 from pathlib import Path
 from typing import Any, Callable
@@ -17,12 +20,51 @@ import click
 import numpy as np
 
 from tigris import api
-from tigris.fileio import write_atomic
-from tigris.ir import TigrisError, UnsupportedModelError
+from tigris.fileio import resolve_output, write_atomic
+from tigris.ir import TigrisError, TigrisWarning, UnsupportedModelError
 
-EXIT_OK, EXIT_NO_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_NO_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_MISMATCH = 1  # verify: ran, and an output is outside the tolerance
 EXIT_VERIFY_NO_FIT = 4  # verify: no plan fits the budgets, nothing ran (kept apart from a mismatch)
+
+
+def exit_code_of(e: BaseException) -> int:
+    """The exit code of an exception that reaches the command line: the one policy, by type (docs/cli.md).
+
+    * :class:`~tigris.ir.TigrisError` carries its own code: 1 for "does not fit", 2 for bad input;
+    * an ``OSError`` (a file that cannot be read or written) and a ``MemoryError`` (an input too large for this host)
+      are the user's input, 2;
+    * ``KeyboardInterrupt`` is 130, the shell's convention for SIGINT;
+    * anything else is a bug in TiGrIS, 3.
+    """
+    if isinstance(e, TigrisError):
+        return int(e.exit_code)
+    if isinstance(e, (OSError, MemoryError)):
+        return EXIT_BAD_INPUT
+    if isinstance(e, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_INTERNAL
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def error_line(e: BaseException, where: str) -> str:
+    """The one stderr line for ``e`` (without the ``error: `` prefix)."""
+    if isinstance(e, TigrisError):
+        if e.where == "plan" and where != "plan":  # the plan reader and runtime know no file name; the CLI does
+            return _one_line(f"{e.what} ({where})")
+        return _one_line(str(e))
+    if isinstance(e, OSError):
+        what = e.strerror or type(e).__name__
+        return _one_line(f"{what} ({e.filename or where})")
+    if isinstance(e, MemoryError):
+        return f"out of memory: the input is too large for this host ({where})"
+    if isinstance(e, KeyboardInterrupt):
+        return "interrupted"
+    first = str(e).splitlines()[0] if str(e) else ""
+    return _one_line(f"internal error: {type(e).__name__}: {first} ({where}); please report this")
 
 
 def _fail(msg: str, code: int) -> None:
@@ -30,11 +72,31 @@ def _fail(msg: str, code: int) -> None:
     sys.exit(code)
 
 
+def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """TiGrIS's own warnings, one line each and once; library warnings (NumPy's RuntimeWarning on an inf weight,
+    deprecations) are not the user's business and are dropped."""
+    seen: set[str] = set()
+    for w in caught:
+        if issubclass(w.category, TigrisWarning):
+            line = _one_line(str(w.message))
+            if line not in seen:
+                seen.add(line)
+                click.echo(f"warning: {line}", err=True)
+
+
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn every failure into one line on stderr and a documented exit code."""
+    """Turn every failure into one line on stderr and the exit code of :func:`exit_code_of`."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                return _run(*args, **kwargs)
+            finally:
+                _print_warnings(caught)
+
+    def _run(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except SystemExit:
@@ -43,20 +105,31 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             if kwargs.get("as_json"):
                 click.echo(json.dumps(api.unsupported_json(e, kwargs.get("model", "")), indent=2))
             else:
-                click.echo(f"error: {e}", err=True)
+                click.echo(f"error: {_one_line(str(e))}", err=True)
                 for n in e.nodes:
                     click.echo(f"  unsupported: {n['node']} ({n['op']}): {n.get('reason', '')}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
-        except TigrisError as e:
-            _fail(str(e), e.exit_code)
-        except KeyboardInterrupt:
-            _fail("interrupted", EXIT_INTERNAL)
-        except Exception as e:  # noqa: BLE001 - the last line of defence against tracebacks
-            where = f" ({fn.__name__})"
-            first = str(e).splitlines()[0] if str(e) else ""
-            _fail(f"internal error: {type(e).__name__}: {first}{where}; please report this", EXIT_INTERNAL)
+            sys.exit(exit_code_of(e))
+        except BaseException as e:  # noqa: BLE001 - the last line of defence against tracebacks
+            where = next((str(kwargs[k]) for k in ("model", "plan", "file") if kwargs.get(k)), fn.__name__)
+            _fail(error_line(e, where), exit_code_of(e))
 
     return wrapper
+
+
+class _Group(click.Group):
+    """Click's own errors (unknown option, missing argument, bad value) in the same one-line form, exit 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except click.exceptions.Abort:
+            _fail("interrupted", EXIT_INTERRUPTED)
+        except click.ClickException as e:
+            ctx = getattr(e, "ctx", None)
+            where = ctx.command_path if ctx is not None else "tigris"
+            _fail(f"{_one_line(e.format_message())} ({where})", EXIT_BAD_INPUT)
+        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
 def _load_inputs(specs: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -67,6 +140,8 @@ def _load_inputs(specs: tuple[str, ...]) -> dict[str, np.ndarray]:
         name, sep, file = spec.partition("=")
         if not sep or not name or not file:
             raise TigrisError(f"cannot read {spec!r}; use NAME=FILE.npy or NAME=FILE.pb", "--input")
+        if name in out:
+            raise TigrisError("input given twice", name)
         out[name] = read_array(file)
     return out
 
@@ -90,7 +165,7 @@ def _plan_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tigris")
 def main() -> None:
     """TiGrIS: compile an ONNX model and a memory budget into a static execution plan for microcontrollers."""
@@ -127,10 +202,11 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
 def compile_cmd(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
                 compression: str, numerics: str | None, output: str | None) -> None:
     """Write the .tgrs plan. Exit 0 written, 1 does not fit (nothing written), 2 bad input."""
+    out = Path(model).with_suffix(".tgrs") if output is None else output
+    resolve_output(out, [model])  # refused before the (possibly long) compilation, not after
     c = api.compile_model(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
                           numerics=numerics)
-    out = Path(output) if output else Path(model).with_suffix(".tgrs")
-    write_atomic(out, c.plan_bytes)
+    write_atomic(out, c.plan_bytes, [model])
     j = c.analysis.json
     click.echo(f"wrote {out} ({len(c.plan_bytes)} bytes): fast peak {j['fast']['peak_bytes']} bytes, "
                f"{len(j['stages'])} stage(s), {j['tiling']['tiled_stages']} tiled")
@@ -159,16 +235,19 @@ def inspect(file: str, as_json: bool) -> None:
 @guarded
 def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool) -> None:
     """Run PLAN on the host build of the C runtime. Exit 0, or 2 on a bad plan or input."""
+    given = _load_inputs(inputs)
+    in_files = [plan, *(spec.partition("=")[2] for spec in inputs)]
+    resolve_output(output, in_files)
     try:
         data = Path(plan).read_bytes()
     except OSError as e:
         raise TigrisError(f"cannot read plan: {e.strerror}", plan) from None
-    res = api.run_plan(data, _load_inputs(inputs))
+    res = api.run_plan(data, given)
     import io
 
     buf = io.BytesIO()
     np.savez(buf, **res.outputs)
-    write_atomic(Path(output), buf.getvalue())
+    write_atomic(output, buf.getvalue(), in_files)
     summary = {"outputs": {k: list(v.shape) for k, v in res.outputs.items()},
                "fast_peak_bytes": int(res.fast_peak), "slow_peak_bytes": int(res.slow_peak)}
     if as_json:
@@ -188,7 +267,7 @@ def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool) -> None:
                    ".npz files.")
 @click.option("--samples", default=None, type=click.IntRange(min=1), metavar="N",
               help="Number of random samples (default 1), or the first N of --data.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the first random sample (then seed+1, ...).")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the first random sample (then seed+1, ...).")
 @click.option("--json", "as_json", is_flag=True, help="Every metric of every output as JSON.")
 @guarded
 def verify(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,

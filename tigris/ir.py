@@ -197,6 +197,10 @@ class TigrisError(Exception):
         super().__init__(f"{what} ({where})" if where else what)
 
 
+class TigrisWarning(UserWarning):
+    """Something the user should know that does not stop compilation; the CLI prints it as one ``warning:`` line."""
+
+
 class UnsupportedModelError(TigrisError):
     """The model uses operators the runtime cannot execute. ``nodes`` lists every one, not just the first."""
 

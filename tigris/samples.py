@@ -15,6 +15,8 @@ the file and tensor named.
 """
 from __future__ import annotations
 
+import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,17 +59,37 @@ def read_pb(path: str | Path) -> tuple[str, np.ndarray]:
                           str(p)) from None
 
 
+def _check_npy_size(p: Path) -> None:
+    """A .npy header is checked against the file's size before np.load allocates what it claims (a header may claim
+    petabytes). Files that are not .npy (.npz) are left to np.load."""
+    with open(p, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            return
+        f.seek(0)
+        version = np.lib.format.read_magic(f)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _fortran, dtype = read_header(f)
+        if dtype.hasobject:
+            raise TigrisError("input array holds Python objects; save plain numbers", str(p))
+        need = math.prod(shape) * dtype.itemsize
+        have = os.fstat(f.fileno()).st_size - f.tell()
+        if need != have:
+            raise TigrisError(f"input array header claims {need} bytes of data but the file holds {have}", str(p))
+
+
 def read_array(path: str | Path) -> np.ndarray:
     """One array from ``.npy`` or ``.pb``; never unpickles."""
     p = Path(path)
     if p.suffix.lower() == ".pb":
         return read_pb(p)[1]
     try:
+        _check_npy_size(p)
         a = np.load(p, allow_pickle=False)
     except OSError as e:
         raise TigrisError(f"cannot read input array: {e.strerror or e}", str(p)) from None
-    except ValueError as e:
-        raise TigrisError(f"cannot read input array: {str(e).splitlines()[0]}", str(p)) from None
+    except (ValueError, EOFError, TypeError, SyntaxError) as e:
+        first = " ".join(str(e).split()) or type(e).__name__
+        raise TigrisError(f"cannot read input array: {first}", str(p)) from None
     if isinstance(a, np.lib.npyio.NpzFile):
         a.close()
         raise TigrisError("an .npz holds several arrays; pass it with --data", str(p))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tigris.codegen.cgen import FORMATS, generate_c
 from tigris.codegen.planinfo import IoInfo, PlanInfo, read_plan_info
-from tigris.fileio import write_atomic
+from tigris.fileio import resolve_output, write_outputs
 from tigris.ir import TigrisError
 
 __all__ = ["FORMATS", "IoInfo", "PlanInfo", "codegen_command", "generate_c", "read_plan_info"]
@@ -36,11 +36,14 @@ def codegen_command(
         data = Path(plan).read_bytes()
     except OSError as e:
         raise TigrisError(f"cannot read plan: {e.strerror}", str(plan)) from None
-    c_src, header = generate_c(data, name, fmt, section, slow_section, kernels, fast_section)
+    if str(output) == "":
+        raise TigrisError("the output path is empty", "-o")
     out = Path(output)
     hdr = out.with_suffix(".h")
     if out.suffix == ".h":
         raise TigrisError("the output must be the .c file (the header is written beside it)", str(out))
-    write_atomic(hdr, header.encode("ascii"))
-    write_atomic(out, c_src.encode("ascii"))
+    for p in (out, hdr):
+        resolve_output(p, [plan])
+    c_src, header = generate_c(data, name, fmt, section, slow_section, kernels, fast_section)
+    write_outputs([(hdr, header.encode("ascii")), (out, c_src.encode("ascii"))], [plan])
     return out, hdr

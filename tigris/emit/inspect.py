@@ -147,6 +147,9 @@ def inspect_onnx(path: str | Path) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - any parse failure is the user's file, reported as one line
         raise TigrisError(f"cannot read ONNX model: {type(e).__name__}", str(p)) from None
     g = model.graph
+    if not g.node and not g.output and not g.input:
+        # protobuf parses an empty file (or /dev/null, or some garbage) as an empty model without complaint
+        raise TigrisError("not an ONNX model (no graph)", str(p))
     inits = {i.name for i in g.initializer}
 
     def dtype_name(code: int) -> str:

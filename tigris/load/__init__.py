@@ -25,6 +25,9 @@ from tigris.load.fold import fold_shape_subgraph
 from tigris.load.onnx_io import default_opset, dtype_name, is_static, node_attrs, read_model, value_info_map, vi_shape
 from tigris.load.order import dfs_postorder
 from tigris.load.shapes import bind_input_shapes, real_inputs
+from tigris.load.validate import (
+    check_declared_outputs, check_model, check_tensor_limits, warn_non_finite,
+)
 from tigris.load.weights import initializer_arrays
 
 __all__ = ["load_model", "load_onnx_model", "dfs_postorder"]
@@ -47,10 +50,14 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
     """Stage 1 on an in-memory model (tests build models with ``onnx.helper``). ``model`` is not modified."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
+    check_model(m, [vi.name for vi in real_inputs(m.graph)], name)
     notes = bind_input_shapes(m, input_shapes)
+    declared = _strip_output_shapes(m.graph)
     m = fold_shape_subgraph(m)
     g = m.graph
     opset = default_opset(m)
+    check_declared_outputs(declared, {o.name: vi_shape(o) for o in g.output})
+    _restore_output_shapes(g, declared)
 
     weights_all = initializer_arrays(g)
     vis = value_info_map(g)
@@ -78,6 +85,7 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
 
     used = {t for op in ops for t in (*op.inputs, *op.outputs) if t} | set(inputs) | set(outputs)
     weights = {k: v for k, v in weights_all.items() if k in used and k not in inputs}
+    warn_non_finite(weights)
     tensors: dict[str, Tensor] = {}
     for t in sorted(used):
         if t in weights:
@@ -86,16 +94,59 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
         vi = vis.get(t)
         shp = vi_shape(vi) if vi is not None else None
         if not is_static(shp):
-            raise TigrisError(f"cannot resolve the shape of tensor (inferred {shp}); give the input shapes with "
-                              f"--input-shape or simplify the model", t)
+            raise TigrisError(_unresolved(m, t, shp), t)
         if 0 in shp:
             raise TigrisError(f"tensor has a zero-size dimension {shp}; zero-size tensors cannot be executed", t)
+        check_tensor_limits(t, tuple(shp), dtype_name(vi.type.tensor_type.elem_type))
         tensors[t] = Tensor(t, tuple(int(d) for d in shp), dtype_name(vi.type.tensor_type.elem_type))
 
     ops = [_settle_versions(op, tensors, opset) for op in ops]
     boundary = {t: Boundary(t, tensors[t].shape, tensors[t].dtype) for t in inputs + outputs}
     return AnalyzedGraph(name=name, tensors=tensors, ops=ops, inputs=inputs, outputs=outputs, weights=weights,
                          boundary=boundary, notes=notes)
+
+
+def _unresolved(m: onnx.ModelProto, t: str, shp) -> str:
+    """Why tensor ``t`` has no static shape: the error strict shape inference reports (an invalid model: bad
+    attribute, incompatible shapes), else the node whose output inference cannot state."""
+    try:
+        onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+        reason = None
+    except Exception as e:  # noqa: BLE001 - onnx raises InferenceError, ValidationError, RuntimeError
+        reason = " ".join(str(e).split())[:400] or type(e).__name__
+    if reason:
+        return f"cannot resolve the shape of tensor: ONNX shape inference fails: {reason}"
+    producer = next((f"{n.name or n.op_type} ({n.op_type})" for n in m.graph.node if t in n.output), None)
+    by = f" computed by {producer}" if producer else ""
+    return (f"cannot resolve the shape of tensor{by} (inferred {list(shp) if shp is not None else 'no rank'}); "
+            f"give the input shapes with --input-shape or simplify the model")
+
+
+def _strip_output_shapes(g: onnx.GraphProto) -> dict[str, tuple | None]:
+    """Declared shapes of the graph outputs some node computes, cleared so inference states its own (validate
+    rule 6)."""
+    produced = {t for n in g.node for t in n.output}
+    declared: dict[str, tuple | None] = {}
+    for o in g.output:
+        if o.name in produced and o.type.HasField("tensor_type"):
+            declared[o.name] = vi_shape(o)
+            o.type.tensor_type.ClearField("shape")
+    return declared
+
+
+def _restore_output_shapes(g: onnx.GraphProto, declared: dict[str, tuple | None]) -> None:
+    """Outputs inference could not shape (another domain's op) keep their declared shape."""
+    for o in g.output:
+        want = declared.get(o.name)
+        if want is None or o.type.tensor_type.HasField("shape"):
+            continue
+        o.type.tensor_type.shape.SetInParent()
+        for d in want:
+            dim = o.type.tensor_type.shape.dim.add()
+            if isinstance(d, int):
+                dim.dim_value = d
+            elif isinstance(d, str):
+                dim.dim_param = d
 
 
 def _np_dtype(a: np.ndarray) -> str:

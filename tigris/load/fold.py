@@ -17,11 +17,14 @@ Rules for what may fold:
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
 from tigris.load.onnx_io import default_opset, is_static, node_attrs, value_info_map, vi_shape
+from tigris.load.validate import FOLD_MAX_ELEMENTS
 
 FOLDABLE = frozenset({
     "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Mul", "Add", "Sub", "Div",
@@ -86,6 +89,48 @@ def _evaluate(node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: int)
         return None
 
 
+def _small_enough(node: onnx.NodeProto, consts: dict[str, np.ndarray], vis: dict) -> bool:
+    """Whether folding ``node`` stays within FOLD_MAX_ELEMENTS per output, judged before anything is allocated: from
+    the inferred output shapes, or for the ops whose output size is a value of their inputs, from those values. A
+    node that would be larger stays a node (shape arithmetic is never that big)."""
+    limit = FOLD_MAX_ELEMENTS
+    for o in node.output:
+        shp = vi_shape(vis[o]) if o in vis else None
+        if is_static(shp) and math.prod(shp) > limit:
+            return False
+    vals = [consts.get(i) for i in node.input]
+    try:
+        if node.op_type in ("ConstantOfShape", "Expand") and len(vals) >= 1:
+            target = vals[0 if node.op_type == "ConstantOfShape" else 1]
+            t = [int(d) for d in np.asarray(target).reshape(-1)]
+            if any(d < 0 for d in t) or math.prod(max(d, 1) for d in t) > limit:
+                return False
+            if node.op_type == "Expand" and vals[0] is not None:
+                if math.prod(np.broadcast_shapes(np.shape(vals[0]), tuple(t))) > limit:
+                    return False
+        elif node.op_type == "Tile" and len(vals) >= 2:
+            reps = [int(d) for d in np.asarray(vals[1]).reshape(-1)]
+            if any(r < 0 for r in reps) or np.asarray(vals[0]).size * math.prod(reps) > limit:
+                return False
+        elif node.op_type == "Range" and len(vals) == 3:
+            start, stop, delta = (float(np.asarray(v).reshape(-1)[0]) for v in vals)
+            if delta == 0 or not all(math.isfinite(x) for x in (start, stop, delta)):
+                return False
+            if (stop - start) / delta > limit:
+                return False
+        elif len(node.input) >= 2 and all(v is not None for v in vals):
+            # broadcasting ops: the output has at most the product of the inputs' largest dims per axis
+            try:
+                b = np.broadcast_shapes(*(np.shape(v) for v in vals))
+                if math.prod(b) > limit:
+                    return False
+            except ValueError:
+                pass  # not a broadcast (Concat, Gather, ...): bounded by its inputs, which are bounded
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return False
+    return True
+
+
 def _fold_once(model: onnx.ModelProto) -> bool:
     g = model.graph
     opset = default_opset(model)
@@ -112,7 +157,7 @@ def _fold_once(model: onnx.ModelProto) -> bool:
                     start = a.get("start", 0)
                     end = a.get("end", r)
                     outs = [arr[slice(start, end)]]
-        elif all((not i) or i in consts for i in node.input):
+        elif all((not i) or i in consts for i in node.input) and _small_enough(node, consts, vis):
             outs = _evaluate(node, [consts.get(i) for i in node.input], opset)
         if outs is None or any(o in graph_outputs for o in node.output):
             keep.append(node)

@@ -40,19 +40,24 @@ def numpy_dtype_name(arr: np.ndarray) -> str:
 def read_model(path: str | Path) -> onnx.ModelProto:
     """Load and check an ONNX file; any failure is a :class:`TigrisError` that names the file."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise TigrisError("model file not found", str(p))
+    if not p.is_file():
+        raise TigrisError("not a regular file", str(p))
     try:
         model = onnx.load(str(p))
     except Exception as e:  # protobuf raises several unrelated types for garbage input
         raise TigrisError(f"cannot parse ONNX model: {type(e).__name__}: {e}", str(p)) from e
     if not model.graph.node and not model.graph.output:
         raise TigrisError("not an ONNX model (empty graph)", str(p))
+    from tigris.load.validate import check_opsets
+
+    check_opsets(model, str(p))  # before the checker, which would judge the nodes by the wrong opset
     try:
         onnx.checker.check_model(model)
     except Exception as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise TigrisError(f"invalid ONNX model: {first}", str(p)) from e
+        text = " ".join(str(e).split()) or type(e).__name__  # its messages span lines; keep the node name
+        raise TigrisError(f"invalid ONNX model: {text}", str(p)) from e
     return model
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import onnx
 
 from tigris.ir import TigrisError
-from tigris.load.onnx_io import vi_shape
+from tigris.load.onnx_io import dtype_name, vi_shape
+from tigris.load.validate import check_tensor_limits
 
 
 def real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
@@ -58,6 +59,7 @@ def bind_input_shapes(model: onnx.ModelProto, input_shapes: dict[str, tuple[int,
                     label = f"'{d}'" if isinstance(d, str) and d else "unknown"
                     notes.append(f"input {vi.name} axis {ax} ({label}) bound to 1")
             shape = tuple(shape_l)
+        check_tensor_limits(vi.name, shape, dtype_name(vi.type.tensor_type.elem_type))
         _set_dims(vi, shape)
     return notes
 
