@@ -305,7 +305,9 @@ def compile_model(
 # ---------------------------------------------------------------------------------------------------------------
 # Running and verifying
 # ---------------------------------------------------------------------------------------------------------------
-def check_inputs(declared: dict[str, tuple[tuple[int, ...], str]], inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def check_inputs(
+    declared: dict[str, tuple[tuple[int, ...], str]], inputs: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     """The input rule (docs/cli.md) for ``run`` as for ``verify``: every given name is an input of the model, and
     every array is brought to the declared dtype and shape by :func:`tigris.samples.conform` (value-preserving casts
     only) or refused."""
