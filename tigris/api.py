@@ -19,7 +19,7 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, DoesNotFitError, TigrisError, UnsupportedModelError
 from tigris.ops import Lowered
-from tigris.plan.types import MemoryPlan, align_up
+from tigris.plan.types import XIP_DEFAULT, MemoryPlan, NoFit, PlanResult, align_up
 
 Progress = Callable[[str], None]
 
@@ -120,6 +120,7 @@ class Analysis:
     plan: MemoryPlan | None = None
     plan_bytes: bytes | None = None
     reason: str | None = None
+    nofit: NoFit | None = None  # the planner's reason when no plan fits the fast/slow budgets (stage, op, bytes)
     min_fast_budget: int | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -140,10 +141,16 @@ def _plan_kwargs(prep: Prepared, xip: bool) -> dict[str, Any]:
     return {"xip": xip, "weight_bytes_of": weight_bytes_of, "scratch_bytes_of": scratch_bytes_of}
 
 
-def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool) -> MemoryPlan:
-    from tigris.plan import plan_memory
+def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool) -> PlanResult:
+    from tigris.plan import plan
 
-    return plan_memory(prep.graph, fast, slow, **_plan_kwargs(prep, xip))
+    return plan(prep.graph, fast, slow, **_plan_kwargs(prep, xip))
+
+
+def _fits(prep: Prepared, fast: int, slow: int | None, xip: bool) -> bool:
+    from tigris.plan import fits
+
+    return fits(prep.graph, fast, slow_budget=slow, **_plan_kwargs(prep, xip))
 
 
 def _min_fast(prep: Prepared, slow: int | None, xip: bool) -> int | None:
@@ -168,7 +175,7 @@ def analyze(
     slow: int | str | None = None,
     flash: int | str | None = None,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
-    xip: bool = False,
+    xip: bool = XIP_DEFAULT,
     compression: str = "none",
     emit: bool = True,
     prepared: Prepared | None = None,
@@ -198,17 +205,15 @@ def analyze(
     }
     result = Analysis(fits=False, json={}, prepared=prep, notes=list(graph.notes))
     plan: MemoryPlan | None = None
-    try:
-        plan = _plan(prep, fast_b, slow_b, xip)
-    except DoesNotFitError as e:
-        result.reason = e.what  # already names the stage and the op; the model is named by the caller
+    res = _plan(prep, fast_b, slow_b, xip)
+    if isinstance(res, NoFit):
+        result.nofit = res
+        result.reason = res.message  # already names the stage and the op; the model is named by the caller
         result.min_fast_budget = _min_fast(prep, slow_b, xip)
-        if not xip:
-            try:
-                _plan(prep, fast_b, slow_b, True)
-                result.reason += "; it fits with --xip (weights read from flash instead of copied to SRAM)"
-            except DoesNotFitError:
-                pass
+        if not xip and _fits(prep, fast_b, slow_b, True):
+            result.reason += "; it fits with --xip (weights read from flash instead of copied to SRAM)"
+    else:
+        plan = res.plan
     plan_bytes: bytes | None = None
     if plan is not None and emit:
         from tigris.emit import emit_plan
@@ -284,7 +289,7 @@ def compile_model(
     fast: int | str,
     slow: int | str | None = None,
     flash: int | str | None = None,
-    xip: bool = False,
+    xip: bool = XIP_DEFAULT,
     compression: str = "none",
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     prepared: Prepared | None = None,
@@ -298,7 +303,7 @@ def compile_model(
                 numerics=numerics)
     if not a.fits or a.plan_bytes is None:
         hint = f"; smallest fast budget that fits: {a.min_fast_budget} bytes" if a.min_fast_budget else ""
-        raise DoesNotFitError(f"does not fit: {a.reason}{hint}", str(model))
+        raise DoesNotFitError(f"does not fit: {a.reason}{hint}", str(model), a.nofit)
     return Compiled(a.plan_bytes, a)
 
 
@@ -481,7 +486,7 @@ def verify(
     fast: int | str,
     slow: int | str | None = None,
     flash: int | str | None = None,
-    xip: bool = False,
+    xip: bool = XIP_DEFAULT,
     compression: str = "none",
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     inputs: dict[str, np.ndarray] | None = None,

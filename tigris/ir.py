@@ -19,9 +19,12 @@ Conventions (the rest of the compiler relies on them):
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tigris.plan.types import NoFit
 
 # Element sizes of the dtypes the compiler understands.
 DTYPE_SIZE = {
@@ -212,6 +215,13 @@ class UnsupportedModelError(TigrisError):
 
 
 class DoesNotFitError(TigrisError):
-    """The model cannot be planned or written within a budget. Exit code 1."""
+    """The model cannot be planned or written within a budget. Exit code 1.
+
+    ``nofit`` is the planner's :class:`~tigris.plan.types.NoFit` (stage, op, need_bytes, cause) when the planner is
+    what found no plan; None for other budgets (flash, slow memory of a written plan)."""
 
     exit_code = 1
+
+    def __init__(self, what: str, where: str | None = None, nofit: NoFit | None = None):
+        self.nofit = nofit
+        super().__init__(what, where)

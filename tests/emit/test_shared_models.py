@@ -10,7 +10,7 @@ import pytest
 from _emit_compare import assert_lossless
 from tigris.emit import emit_plan
 from tigris.emit.weights import lz4_bound
-from tigris.ir import DoesNotFitError, UnsupportedModelError
+from tigris.ir import UnsupportedModelError
 
 from tigris_testing import SHARED_FLOAT, SHARED_INT8, shared_model  # noqa: E402
 MODELS = SHARED_FLOAT + SHARED_INT8
@@ -37,11 +37,12 @@ def _fitting(api, prep, tier: str, xip: bool):
     else:
         half = max(16 << 10, unscheduled_peak(prep.graph) // 2 // 1024 * 1024)
         budgets = [half << k for k in range(6)]
+    from tigris.plan import Fit
+
     for fast in budgets:
-        try:
-            return api._plan(prep, fast, None, xip)
-        except DoesNotFitError:
-            continue
+        res = api._plan(prep, fast, None, xip)
+        if isinstance(res, Fit):
+            return res.plan
     pytest.skip(f"{prep.graph.name} fits none of the {tier} budgets {budgets}")
 
 

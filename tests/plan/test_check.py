@@ -15,7 +15,7 @@ def chain_plan():
     g = G()
     x = g.input("x", (1, 1, 16, 16))
     graph = g.graph([g.conv(g.conv(g.conv(x, 1), 1), 1)])
-    plan = plan_memory(graph, 500, strategy="spec")
+    plan = plan_memory(graph, 500, strategy="spec", xip=True)
     assert check_plan(graph, plan) == []
     return graph, plan
 
@@ -25,7 +25,7 @@ def two_unit_plan():
     x = g.input("x", (1, 8, 4, 4))
     y = g.gemm(g.flatten(g.gap(g.conv(x, 8, k=1))), 4)
     graph = g.graph([y])
-    plan = plan_memory(graph, 200)  # x + t0 = 256 B: the conv is tiled on its own, then GAP/Flatten/Gemm
+    plan = plan_memory(graph, 200, xip=True)  # x + t0 = 256 B: the conv is tiled on its own, then GAP/Flatten/Gemm
     assert len(plan.units) > 1 and check_plan(graph, plan) == []
     return graph, plan
 

@@ -15,7 +15,7 @@ def three_convs():
 
 def test_stage_table_and_summary_of_a_chain():
     graph = three_convs()
-    plan = plan_memory(graph, 500, strategy="spec")
+    plan = plan_memory(graph, 500, strategy="spec", xip=True)
     rows = stage_table(plan, graph)
     assert [r["op_names"] for r in rows] == [["op0"], ["op1"], ["op2"]]
     assert [r["tile_h"] for r in rows] == [15, 14, 13] and all(r["tiles"] == 2 and r["chain"] == 0 for r in rows)
@@ -28,10 +28,10 @@ def test_stage_table_and_summary_of_a_chain():
 
 def test_diagnosis_names_the_op_and_finds_the_smallest_budget():
     graph = three_convs()
-    d = diagnose(graph, 48)
+    d = diagnose(graph, 48, xip=True)
     assert not d.fits and d.stage == 0 and d.op == "op0" and d.op_type == "Conv"
     # one output row per tile: a 3x3 conv reads 3 input rows (48 B) and writes 1 row (16 B)
     assert d.need_bytes == 64 and "64 bytes" in d.message
     assert d.min_fast_budget == 64
-    assert diagnose(graph, d.min_fast_budget).fits
-    assert not diagnose(graph, d.min_fast_budget - 16, search=False).fits
+    assert diagnose(graph, d.min_fast_budget, xip=True).fits
+    assert not diagnose(graph, d.min_fast_budget - 16, search=False, xip=True).fits

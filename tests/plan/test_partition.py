@@ -5,7 +5,7 @@ import pytest
 from plan_graphs import G
 
 from tigris.ir import DoesNotFitError
-from tigris.plan import min_fast_budget, plan_memory
+from tigris.plan import NoFit, min_fast_budget, plan, plan_memory
 from tigris.plan.check import check_plan
 from tigris.plan.lifetime import buffers
 from tigris.plan.spatial import halo, input_rows, receptive_field, spec_tile_h, stage_tileable
@@ -32,7 +32,7 @@ def test_greedy_cuts_before_the_op_that_overflows():
 
 def test_single_over_budget_stage_is_tiled():
     graph = residual()
-    plan = plan_memory(graph, 600, strategy="spec")
+    plan = plan_memory(graph, 600, strategy="spec", xip=True)
     assert check_plan(graph, plan) == []
     assert [s.ops for s in plan.stages] == [[0, 1], [2]]
     add = plan.stages[1]
@@ -53,7 +53,7 @@ def three_convs():
 
 def test_chain_of_three_stages_hand_computed():
     graph = three_convs()
-    plan = plan_memory(graph, 500, strategy="spec")
+    plan = plan_memory(graph, 500, strategy="spec", xip=True)
     assert check_plan(graph, plan) == []
     assert [s.ops for s in plan.stages] == [[0], [1], [2]]  # every op alone is 512 > 500
     assert len(plan.units) == 1 and all(s.chain == 0 for s in plan.stages)
@@ -73,8 +73,8 @@ def test_chain_of_three_stages_hand_computed():
 
 def test_tigris_strategy_tiles_across_the_residual():
     graph = residual()
-    spec = plan_memory(graph, 600, strategy="spec")
-    plan = plan_memory(graph, 600, strategy="tigris")
+    spec = plan_memory(graph, 600, strategy="spec", xip=True)
+    plan = plan_memory(graph, 600, strategy="tigris", xip=True)
     assert check_plan(graph, plan) == []
     # one tiled unit for all three ops (x is reloaded per band, only t2 is spilled), reported as two chained stages
     assert len(plan.units) == 1 and [s.ops for s in plan.stages] == [[0], [1, 2]]
@@ -86,7 +86,7 @@ def test_tigris_strategy_tiles_across_the_residual():
 
 def test_single_stage_plan_keeps_io_in_fast():
     graph = residual()
-    plan = plan_memory(graph, 768)
+    plan = plan_memory(graph, 768, xip=True)
     assert check_plan(graph, plan) == []
     assert len(plan.units) == 1 and not plan.units[0].tile_rows
     assert plan.home("x").arena == "fast" and plan.slow == {}
@@ -143,11 +143,14 @@ def test_does_not_fit_names_stage_op_and_bytes():
     x = g.input("x", (1, 64, 4, 4))  # 1024 B
     y = g.gemm(g.flatten(g.gap(x)), 512)
     graph = g.graph([y])
+    res = plan(graph, 256, accumulate_gap=False, xip=True)  # the GAP then needs its whole input
+    assert res == NoFit(0, "op0", 1024 + 64, "untileable", 256, "GlobalAveragePool",
+                       "op0: GlobalAveragePool is structural")
     with pytest.raises(DoesNotFitError) as ei:
-        plan_memory(graph, 256, accumulate_gap=False)  # the GAP then needs its whole input (rule 2)
+        plan_memory(graph, 256, accumulate_gap=False, xip=True)
     err = ei.value
-    assert "stage 0" in str(err) and err.op == "op0" and err.need == 1024 + 64
-    assert "GlobalAveragePool" in str(err)
+    assert err.nofit == res and str(err) == f"{res.message} (op0)"
+    assert "stage 0" in str(err) and "GlobalAveragePool" in str(err) and "1088 bytes" in str(err)
 
 
 def test_weight_prefix_counts_against_the_budget_when_not_xip():
@@ -166,7 +169,7 @@ def test_weight_prefix_counts_against_the_budget_when_not_xip():
 
 def test_scratch_is_placed_and_counted():
     graph = residual()
-    plan = plan_memory(graph, 2048, scratch_bytes_of=lambda i, rows: 40 * rows if i == 1 else 0)
+    plan = plan_memory(graph, 2048, scratch_bytes_of=lambda i, rows: 40 * rows if i == 1 else 0, xip=True)
     assert check_plan(graph, plan) == []
     unit = plan.units[0]
     assert unit.scratch[1].size == 640  # 40 B x 16 rows
@@ -175,19 +178,19 @@ def test_scratch_is_placed_and_counted():
 
 def test_min_fast_budget_is_tight():
     graph = residual()
-    b = min_fast_budget(graph)
-    plan_memory(graph, b)
+    b = min_fast_budget(graph, xip=True)
+    plan_memory(graph, b, xip=True)
     with pytest.raises(DoesNotFitError):
-        plan_memory(graph, b - 16)
+        plan_memory(graph, b - 16, xip=True)
 
 
 def test_slow_budget_is_enforced():
     graph = three_convs()
-    plan = plan_memory(graph, 500)
+    plan = plan_memory(graph, 500, xip=True)
     assert plan.slow_peak == 512  # x and t2 (256 B each) both live in slow memory
-    assert check_plan(graph, plan_memory(graph, 500, slow_budget=512)) == []
+    assert check_plan(graph, plan_memory(graph, 500, slow_budget=512, xip=True)) == []
     with pytest.raises(DoesNotFitError, match="slow memory"):
-        plan_memory(graph, 500, slow_budget=511)
+        plan_memory(graph, 500, slow_budget=511, xip=True)
 
 
 def test_alias_groups_are_planned_as_one_buffer():
@@ -195,7 +198,7 @@ def test_alias_groups_are_planned_as_one_buffer():
     x = g.input("x", (1, 8, 4, 4))
     y = g.gemm(g.flatten(g.gap(g.conv(x, 8, k=1))), 4)
     graph = g.graph([y])
-    plan = plan_memory(graph, 4096)
+    plan = plan_memory(graph, 4096, xip=True)
     assert plan.alias_of == {"t2": "t1"}
     unit = plan.units[0]
     assert "t2" not in unit.fast and "t1" in unit.fast
@@ -209,9 +212,9 @@ def test_accumulating_gap_is_the_default_and_hand_computed():
     y = g.gap(t0)  # 4 B, 16 aligned
     graph = g.graph([y])
     with pytest.raises(DoesNotFitError, match="GlobalAveragePool"):
-        plan_memory(graph, 300, accumulate_gap=False)  # without rule 7 GAP needs its whole input: 1024 + 16 B
+        plan_memory(graph, 300, accumulate_gap=False, xip=True)  # without rule 7 GAP needs its whole input: 1024 + 16 B
     for strategy in ("spec", "tigris"):
-        plan = plan_memory(graph, 300, strategy=strategy)  # rule 7 is on by default
+        plan = plan_memory(graph, 300, strategy=strategy, xip=True)  # rule 7 is on by default
         assert check_plan(graph, plan) == []
         (unit,) = plan.units
         assert unit.accumulate == [1]

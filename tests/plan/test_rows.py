@@ -22,7 +22,7 @@ def test_conv1d_on_nwc_tiles_along_l():
     op = graph.ops[0]
     assert untileable_reason(graph, op) is None
     assert input_rows(graph, op, "x", (5, 8)) == (9, 16)  # [5*2-1, 7*2-1+3)
-    plan = plan_memory(graph, 160)  # whole: 160 + 80 = 240 B; tiled fits
+    plan = plan_memory(graph, 160, xip=True)  # whole: 160 + 80 = 240 B; tiled fits
     assert plan.units[0].tile_rows and check_plan(graph, plan) == []
 
 
@@ -38,7 +38,7 @@ def test_pad_shifts_rows_and_resize_widens_them():
     assert input_rows(graph, pad, "x", (0, 4)) == (0, 2)  # rows 0-1 of the output are the top padding
     assert input_rows(graph, pad, "x", (5, 11)) == (3, 8)  # clipped below (row 10 is bottom padding)
     assert input_rows(graph, rs, "p", (6, 10)) == (2, 6)  # [6//2 - 1, ceil(10/2) + 1)
-    plan = plan_memory(graph, 600)
+    plan = plan_memory(graph, 600, xip=True)
     assert check_plan(graph, plan) == [] and plan.units[0].tile_rows
 
 
@@ -50,7 +50,7 @@ def test_broadcast_operand_is_read_whole_by_every_tile():
     g.ops.append(Op("mul", "Mul", ("x", "s"), ("y",), {}))
     graph = g.graph(["y"])
     assert input_rows(graph, graph.ops[0], "s", (3, 9)) == (0, 1)
-    plan = plan_memory(graph, 96)
+    plan = plan_memory(graph, 96, xip=True)
     assert check_plan(graph, plan) == []
     unit = plan.units[0]
     assert unit.tiles > 1 and all(rows["s"] == (0, 1) for rows in unit.tile_rows)

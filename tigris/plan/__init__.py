@@ -12,8 +12,10 @@ The driver, in the order a reader meets the spec:
 5. ``arena.assign_offsets`` places every buffer of every unit in the fast arena (after the weight prefix when not
    XIP) and every tensor crossing units in the slow arena; ``check.check_plan`` can prove the result.
 
-When nothing fits, :class:`~tigris.ir.DoesNotFitError` names the stage, the op and the bytes it needs; the error also
-carries them as ``stage``, ``op`` and ``need`` attributes for the report.
+:func:`plan` returns a typed result: :class:`~tigris.plan.types.Fit` with the plan, or
+:class:`~tigris.plan.types.NoFit` naming the stage, the op, the bytes it needs and the rule that gave up.
+:func:`plan_memory` is the same for callers that want the plan or :class:`~tigris.ir.DoesNotFitError` (exit 1),
+whose ``nofit`` is that NoFit.
 """
 from __future__ import annotations
 
@@ -26,10 +28,13 @@ from tigris.plan.lifetime import Buffers, buffers, is_alias, lifetimes, tensor_r
 from tigris.plan.spatial import TiledLayout, halo, op_macs, plan_bands, row_bytes, stage_tileable
 from tigris.plan.temporal import Costs, Uses, greedy_stages, stage_io, stage_timeline, stage_weight_bytes, uses
 from tigris.plan.timeline import sweep, unscheduled_peak
-from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan, align_up
+from tigris.plan.types import XIP_DEFAULT, ExecUnit, Fit, MemoryPlan, NoFit, Placement, PlanResult, StagePlan, align_up
 
 __all__ = [
+    "plan",
     "plan_memory",
+    "Fit",
+    "NoFit",
     "min_fast_budget",
     "unscheduled_peak",
     "is_alias",
@@ -53,14 +58,12 @@ def _no_scratch(i: int, rows: int) -> int:
     return 0
 
 
-def _does_not_fit(graph: AnalyzedGraph, stage: int, op: int, need: int, budget: int, why: str) -> DoesNotFitError:
+Planned = tuple[list[ExecUnit], list[StagePlan]]
+
+
+def _no_fit(graph: AnalyzedGraph, stage: int, op: int, need: int, budget: int, cause, detail: str = "") -> NoFit:
     o = graph.ops[op]
-    err = DoesNotFitError(
-        f"stage {stage}: op {o.name} ({o.op_type}) needs {need} bytes of fast memory, budget is {budget} ({why})",
-        o.name,
-    )
-    err.stage, err.op, err.need = stage, o.name, need  # type: ignore[attr-defined]
-    return err
+    return NoFit(stage, o.name, need, cause, budget, o.op_type, detail)
 
 
 def _stage_infos(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, ranges: list[range]) -> list[StageInfo]:
@@ -143,7 +146,7 @@ def _plan_units(
     budget: int,
     groups: list[list[int]],
     tiled: list[bool],
-) -> tuple[list[ExecUnit], list[StagePlan]]:
+) -> Planned | NoFit:
     """Plan every unit: ``groups`` are the stage indices of each unit, ``tiled`` whether it runs tile by tile."""
     single = len(groups) == 1 and not tiled[0]
     units: list[ExecUnit] = []
@@ -160,7 +163,7 @@ def _plan_units(
             continue
         if len(group) == 1 and first.untileable:
             i = first.ops[min(first.peak_step, len(first.ops) - 1)]
-            raise _does_not_fit(graph, group[0], i, first.peak, budget, f"untiled; cannot tile: {first.untileable}")
+            return _no_fit(graph, group[0], i, first.peak, budget, "untileable", first.untileable)
         inside = {n for s in group for n in infos[s].outputs}
         inputs = list(dict.fromkeys(n for s in group for n in infos[s].inputs if n not in inside))
         output = last.outputs[0]
@@ -173,7 +176,7 @@ def _plan_units(
             )
             need = one.peak if one else first.peak
             step = one.peak_step if one else first.peak_step
-            raise _does_not_fit(graph, group[0], ops[step], need, budget, "even with one output row per tile")
+            return _no_fit(graph, group[0], ops[step], need, budget, "one_row")
         unit = _tiled_unit(graph, bufs, costs, ops, inputs, output, lay)
         unit.stages = list(group)
         units.append(unit)
@@ -185,9 +188,7 @@ def _plan_units(
     for unit in units:
         if unit.peak_bytes > budget:
             info = infos[unit.stages[0]]
-            raise _does_not_fit(
-                graph, unit.stages[0], info.ops[0], unit.peak_bytes, budget, "arena packing exceeds the budget"
-            )
+            return _no_fit(graph, unit.stages[0], info.ops[0], unit.peak_bytes, budget, "packing")
     return units, stages
 
 
@@ -296,28 +297,26 @@ def _traffic(graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]) -> tupl
     return spill, reload
 
 
-def _partition_with(graph, bufs, u, costs, budget, how) -> tuple[list[ExecUnit], list[StagePlan]] | None:
-    """Partition with ``how`` and plan the units. The cuts are judged on the timeline peak; arena packing can need a
-    little more on branched graphs, so when a unit overshoots, cut again with a budget lowered by the overshoot (the
-    real budget still judges every unit)."""
+def _partition_with(graph, bufs, u, costs, budget, how) -> Planned | NoFit | None:
+    """Partition with ``how`` and plan the units (None: ``how`` has no partition). The cuts are judged on the
+    timeline peak; arena packing can need a little more on branched graphs, so when a unit overshoots, cut again with
+    a budget lowered by the overshoot (the real budget still judges every unit)."""
     cut_budget = budget
-    last: DoesNotFitError | None = None
+    last: NoFit | None = None
     for _attempt in range(8):
         parts = how(graph, bufs, u, costs, budget, cut_budget)
         if parts is None:
             break
         infos, groups, tiled = parts
-        try:
-            return _plan_units(graph, bufs, u, costs, infos, budget, groups, tiled)
-        except DoesNotFitError as err:
-            over = getattr(err, "need", 0) - budget
-            if "arena packing" not in str(err) or over <= 0:
-                raise
-            last = err
-            cut_budget -= align_up(over)
-    if last is not None:
-        raise last
-    return None
+        res = _plan_units(graph, bufs, u, costs, infos, budget, groups, tiled)
+        if not isinstance(res, NoFit):
+            return res
+        over = res.need_bytes - budget
+        if res.cause != "packing" or over <= 0:
+            return res
+        last = res
+        cut_budget -= align_up(over)
+    return last
 
 
 def _cost_of(graph, bufs, costs, planned) -> float:
@@ -326,49 +325,49 @@ def _cost_of(graph, bufs, costs, planned) -> float:
     return sum(_traffic(graph, bufs, units)) + costs.recompute_weight * sum(s.recompute_macs for s in stages)
 
 
-def _partition(graph, bufs, u, costs, budget, strategy) -> tuple[list[ExecUnit], list[StagePlan]]:
-    if strategy == "spec":
-        return _partition_with(graph, bufs, u, costs, budget, _spec_partition)  # type: ignore[return-value]
-    try:
-        spec = _partition_with(graph, bufs, u, costs, budget, _spec_partition)
-        spec_err = None
-    except DoesNotFitError as err:
-        spec, spec_err = None, err
-    try:
-        dp = _partition_with(graph, bufs, u, costs, budget, _dp_partition)
-    except DoesNotFitError:
-        dp = None
-    cands = [p for p in (dp, spec) if p is not None]
+def _partition(graph, bufs, u, costs, budget, strategy, any_fit: bool = False) -> Planned | NoFit:
+    """The partition of ``strategy``; for ``tigris`` the cheaper of both strategies' plans, or (``any_fit``, when
+    only feasibility matters) the spec's plan as soon as it fits. A NoFit is the spec strategy's."""
+    spec = _partition_with(graph, bufs, u, costs, budget, _spec_partition)
+    assert spec is not None  # the greedy partition always exists
+    if strategy == "spec" or (any_fit and not isinstance(spec, NoFit)):
+        return spec
+    dp = _partition_with(graph, bufs, u, costs, budget, _dp_partition)
+    cands = [p for p in (dp, spec) if p is not None and not isinstance(p, NoFit)]
     if not cands:
-        assert spec_err is not None
-        raise spec_err
+        return spec
     return min(cands, key=lambda p: _cost_of(graph, bufs, costs, p))
 
 
-def plan_memory(
+def plan(
     graph: AnalyzedGraph,
     fast_budget: int,
     slow_budget: int | None = None,
-    xip: bool = True,
+    xip: bool = XIP_DEFAULT,
     weight_bytes_of: Callable[[int], int] | None = None,
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     strategy: str = "tigris",
     accumulate_gap: bool = True,
     recompute_weight: float = 0.0,
-) -> MemoryPlan:
-    """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring).
+    feasibility: bool = False,
+) -> PlanResult:
+    """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring):
+    :class:`Fit` or :class:`NoFit`.
 
     ``strategy="spec"`` is the spec's greedy partition and chain rule exactly; ``"tigris"`` (the default) also tries
     the traffic-minimizing partition of ``search.py`` and keeps whichever moves fewer bytes through slow memory.
 
     ``accumulate_gap`` enables spatial rule 7 (a GlobalAveragePool may end a tiled unit, accumulating over its
     tiles; the format's unit flag ACCUM and the runtime implement ``ExecUnit.accumulate``). On by default; False
-    gives the older rule (GAP structural, never tiled).
+    keeps every GAP structural (never tiled).
+
+    ``feasibility`` answers only whether a plan exists: with no slow budget the first strategy that fits decides, so
+    a search probe skips the second strategy and the slow arena. The Fit's plan is then *a* plan, not the chosen one.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
     if not graph.ops:
-        raise DoesNotFitError("the graph has no operators", graph.name)
+        return NoFit(None, None, 0, "empty", fast_budget)
     bufs = buffers(graph)
     u = uses(bufs)
     costs = Costs(
@@ -378,12 +377,15 @@ def plan_memory(
         accumulate_gap,
         recompute_weight,
     )
-    units, stages = _partition(graph, bufs, u, costs, fast_budget, strategy)
+    planned = _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None)
+    if isinstance(planned, NoFit):
+        return planned
+    units, stages = planned
     slow, slow_peak = _slow_arena(graph, bufs, units)
     if slow_budget is not None and slow_peak > slow_budget:
-        raise DoesNotFitError(f"slow memory: needs {slow_peak} bytes, budget is {slow_budget}", graph.name)
+        return NoFit(None, None, slow_peak, "slow_memory", slow_budget)
     spill, reload = _traffic(graph, bufs, units)
-    return MemoryPlan(
+    return Fit(MemoryPlan(
         fast_budget=fast_budget,
         slow_budget=slow_budget,
         xip=xip,
@@ -397,19 +399,26 @@ def plan_memory(
         spill_bytes=spill,
         reload_bytes=reload,
         recompute_macs=sum(s.recompute_macs for s in stages),
-    )
+    ))
+
+
+def plan_memory(graph: AnalyzedGraph, fast_budget: int, *args, **kw) -> MemoryPlan:
+    """:func:`plan` (same arguments), for callers that want the plan or :class:`DoesNotFitError` (its ``nofit`` says
+    why)."""
+    res = plan(graph, fast_budget, *args, **kw)
+    if isinstance(res, NoFit):
+        raise DoesNotFitError(res.message, res.op or graph.name, res)
+    return res.plan
 
 
 def fits(graph: AnalyzedGraph, fast_budget: int, **kw) -> bool:
-    try:
-        plan_memory(graph, fast_budget, **kw)
-        return True
-    except DoesNotFitError:
-        return False
+    """Whether a plan exists (a feasibility probe: cheaper than building the chosen plan)."""
+    return isinstance(plan(graph, fast_budget, feasibility=True, **kw), Fit)
 
 
 def min_fast_budget(graph: AnalyzedGraph, granularity: int = 16, **kw) -> int | None:
-    """The smallest fast budget (a multiple of ``granularity``) at which ``plan_memory`` succeeds, by search.
+    """The smallest fast budget (a multiple of ``granularity``) at which :func:`plan` fits, by search; each probe is
+    a feasibility probe (:func:`fits`).
 
     Feasibility is close to monotone in the budget but the greedy cuts make it not strictly so; the search returns a
     budget that was actually planned successfully. None when even a budget of 2**31 bytes does not fit (e.g. the

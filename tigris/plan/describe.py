@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tigris.ir import AnalyzedGraph, DoesNotFitError
+from tigris.ir import AnalyzedGraph
 from tigris.plan.spatial import op_macs
 from tigris.plan.types import MemoryPlan
 
@@ -75,21 +75,12 @@ class Diagnosis:
 def diagnose(graph: AnalyzedGraph, fast_budget: int, search: bool = True, **plan_kw: Any) -> Diagnosis:
     """Plan ``graph`` at ``fast_budget``; on failure say where and by how much, and search the smallest fitting
     budget (``plan_kw`` are passed to ``plan_memory``: slow_budget, xip, weight_bytes_of, scratch_bytes_of, ...)."""
-    from tigris.plan import min_fast_budget, plan_memory
+    from tigris.plan import NoFit, min_fast_budget, plan
 
-    try:
-        plan = plan_memory(graph, fast_budget, **plan_kw)
-        return Diagnosis(True, plan, budget=fast_budget, message="fits")
-    except DoesNotFitError as err:
-        d = Diagnosis(False, None, budget=fast_budget, message=str(err))
-        d.stage = getattr(err, "stage", None)
-        d.op = getattr(err, "op", None)
-        d.need_bytes = getattr(err, "need", None)
-        if d.op is not None:
-            try:
-                d.op_type = graph.op_by_name(d.op).op_type
-            except KeyError:
-                pass
-        if search:
-            d.min_fast_budget = min_fast_budget(graph, **plan_kw)
-        return d
+    res = plan(graph, fast_budget, **plan_kw)
+    if not isinstance(res, NoFit):
+        return Diagnosis(True, res.plan, budget=fast_budget, message="fits")
+    d = Diagnosis(False, None, res.stage, res.op, res.op_type, res.need_bytes, fast_budget, message=res.message)
+    if search:
+        d.min_fast_budget = min_fast_budget(graph, **plan_kw)
+    return d

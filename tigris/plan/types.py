@@ -19,8 +19,13 @@ unit runs); activations of that unit are placed after it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, Union
 
 ALIGN = 16
+
+# Weights are copied (or decompressed) into the fast arena unless the caller asks for XIP: the planner, the library
+# (tigris.api) and the CLI's --xip flag share this one default.
+XIP_DEFAULT = False
 
 
 def align_up(n: int, a: int = ALIGN) -> int:
@@ -71,8 +76,9 @@ class ExecUnit:
     tile_rows: list[dict[str, tuple[int, int]]] = field(default_factory=list)  # per tile; empty when untiled
     peak_bytes: int = 0  # fast high water of this unit (prefix + activations + scratch), from the assigned offsets
     timeline_peak: int = 0  # the stage-4 timeline peak of the same buffers: the lower bound peak_bytes is judged by
-    # GlobalAveragePool ops that accumulate over the tiles (opt-in planner rule, see docs/memory-planning.md): output
-    # zeroed before tile 0, each tile adds its band, finalized after the last; output and scratch live across tiles.
+    # GlobalAveragePool ops that accumulate over the tiles (planner rule 7, on by default; docs/memory-planning.md):
+    # output zeroed before tile 0, each tile adds its band, finalized after the last; output and scratch live across
+    # tiles.
     accumulate: list[int] = field(default_factory=list)
 
 
@@ -103,3 +109,51 @@ class MemoryPlan:
             if root in unit.fast:
                 return unit.fast[root]
         return None
+
+
+NoFitCause = Literal["untileable", "one_row", "packing", "slow_memory", "empty"]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The planner found a plan within the budgets."""
+
+    plan: MemoryPlan
+
+
+@dataclass(frozen=True)
+class NoFit:
+    """The planner found no plan: which stage and op overflow, by how much, and why.
+
+    ``cause`` says which rule gave up: ``untileable`` (an untiled stage is over the budget and cannot be tiled,
+    ``detail`` says why), ``one_row`` (a tiled unit is over the budget even at one output row per tile),
+    ``packing`` (the timeline fits but placing the buffers in the arena needs more), ``slow_memory`` (the slow arena
+    exceeds its budget; ``stage`` and ``op`` are None) and ``empty`` (the graph has no operators).
+    """
+
+    stage: int | None
+    op: str | None
+    need_bytes: int
+    cause: NoFitCause
+    budget: int
+    op_type: str | None = None
+    detail: str = ""
+
+    @property
+    def message(self) -> str:
+        if self.cause == "empty":
+            return "the graph has no operators"
+        if self.cause == "slow_memory":
+            return f"slow memory: needs {self.need_bytes} bytes, budget is {self.budget}"
+        why = {
+            "untileable": f"untiled; cannot tile: {self.detail}",
+            "one_row": "even with one output row per tile",
+            "packing": "arena packing exceeds the budget",
+        }[self.cause]
+        return (
+            f"stage {self.stage}: op {self.op} ({self.op_type}) needs {self.need_bytes} bytes of fast memory, "
+            f"budget is {self.budget} ({why})"
+        )
+
+
+PlanResult = Union[Fit, NoFit]
