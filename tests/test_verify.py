@@ -171,3 +171,18 @@ def test_report_prints_full_output_names_on_a_narrow_pipe():
     assert "…" not in r.stdout
     for label in ("max abs error", "RMSE", "MAE", "L2 relative", "cosine", "max LSB", "top-1 agreement"):
         assert label in r.stdout
+
+
+def test_onnxruntime_refusing_the_model_is_exit_2_in_one_line(monkeypatch):
+    """ONNX Runtime failing on the model (a model it cannot load or run) is the model's problem: exit 2 with its
+    message in one line, not an internal error."""
+    def refuse(*a, **k):
+        raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running "
+                           "DequantizeLinear node. Name:'q' Status Message: scale must be\n a 1D tensor")
+
+    monkeypatch.setattr(api, "_ort_session", refuse)
+    res = invoke("verify", MNIST, "-m", "32K")
+    assert res.exit_code == 2, res.output
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ONNX Runtime refuses the model") and str(MNIST) in err[0]
+    assert "scale must be a 1D tensor" in err[0]
