@@ -217,6 +217,14 @@ def analyze(
     plan_bytes: bytes | None = None
     if plan is not None and emit:
         from tigris.emit import emit_plan
+        from tigris.plan.check import check_plan
+
+        # The overlap proof of every plan that is written: independent of the planner, and a few ms even on the
+        # largest shared models. A violation is a planner bug, reported instead of writing an unsafe plan.
+        errs = check_plan(graph, plan)
+        if errs:
+            raise TigrisError(f"internal error: the memory plan fails its proof ({len(errs)} violation(s)): "
+                              f"{errs[0]}", graph.name)
 
         plan_bytes = emit_plan(graph, plan, prep.lowered, xip=xip, compression=compression)
         if flash_b is not None and len(plan_bytes) > flash_b:

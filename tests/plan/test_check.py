@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 
+import pytest
 from plan_graphs import G
 
 from tigris.plan import plan_memory
@@ -72,3 +73,29 @@ def test_missing_reload_spill_and_slow_placement_are_caught():
     bad = copy.deepcopy(plan)
     del bad.slow[spilled]
     assert any("has no slow placement" in e for e in check_plan(graph, bad))
+
+
+def test_every_written_plan_is_proven(monkeypatch, tmp_path):
+    """analyze (hence compile and verify) runs the proof on the plan it writes and refuses one that fails it."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    from tigris import api
+    from tigris.ir import TigrisError
+    from tigris.plan import check
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 2, 3, 3], np.ones(36, np.float32))
+    conv = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], kernel_shape=[3, 3])
+    model = helper.make_model(helper.make_graph([conv], "g", [x], [y], [w]), opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "conv.onnx"
+    onnx.save(model, path)
+    calls = []
+    real = check.check_plan
+    monkeypatch.setattr(check, "check_plan", lambda g, p: calls.append(p) or real(g, p))
+    assert api.compile_model(path, "64K", xip=True).plan_bytes and len(calls) == 1
+    monkeypatch.setattr(check, "check_plan", lambda g, p: ["unit 0: t0 and t1 are live together"])
+    with pytest.raises(TigrisError, match="fails its proof.*live together"):
+        api.compile_model(path, "64K", xip=True)
