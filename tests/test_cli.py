@@ -1,4 +1,4 @@
-"""The command line contract (architecture.md, docs/cli.md): exit codes, one-line errors, no tracebacks, no
+"""The command line contract (docs/cli.md): exit codes, one-line errors, no tracebacks, no
 half-written outputs. Uses the small real models kept in tests/models, so it runs on a fresh clone."""
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def test_analyze_json_follows_the_contract():
     assert j["flash"]["budget_bytes"] == 1024 * 1024
     assert j["flash"]["plan_bytes"] > j["model"]["weight_bytes"] > 0
     for s in j["stages"]:
-        assert set(s) == {"index", "ops", "peak_bytes", "inputs", "outputs", "tiled", "tile_h", "tiles", "halo",
-                          "chain"}
+        assert set(s) == {"index", "ops", "op_names", "peak_bytes", "weight_bytes", "inputs", "outputs", "tiled",
+                          "tile_h", "tiles", "halo", "chain"}
 
 
 def test_analyze_does_not_fit_says_why_and_what_would():

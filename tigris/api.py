@@ -48,6 +48,62 @@ def parse_size(text: str | int | None) -> int | None:
     return int(value)
 
 
+def format_size(n: int | None) -> str:
+    """Bytes as the size options accept them back: ``64K``, ``1G``, ``18.75K`` when exact to two decimals,
+    otherwise plain bytes (``30144``). ``parse_size(format_size(n)) == n`` for every n >= 0."""
+    if n is None:
+        return "-"
+    n = int(n)
+    for unit, mult in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
+        if n >= mult:
+            v = n / mult
+            if round(v, 2) * mult == n:
+                text = f"{v:.2f}".rstrip("0").rstrip(".")
+                return f"{text}{unit}"
+    return str(n)
+
+
+def parse_clock(text: str | int | None) -> int | None:
+    """``168M``, ``480MHz``, ``32000000`` -> Hz (M = 10**6, k = 10**3: clocks are decimal)."""
+    if text is None or isinstance(text, int):
+        return text
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)(?:[hH][zZ])?\s*$", str(text))
+    if not m:
+        raise TigrisError(f"cannot read clock {text!r}; use e.g. 168M, 480MHz or Hz", "--clock")
+    value = float(m.group(1)) * {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}[m.group(2).lower()]
+    if value <= 0:
+        raise TigrisError(f"clock {text!r} must be positive", "--clock")
+    return int(round(value))
+
+
+def parse_bandwidth(text: str | int | None) -> int | None:
+    """``--psram-bandwidth``: bytes per second, ``40M`` (= 40 x 2**20 B/s, like sizes) or ``40M/s``."""
+    if text is None or isinstance(text, int):
+        return text
+    value = parse_size(str(text).strip().removesuffix("/s"))
+    if not value:
+        raise TigrisError(f"bandwidth {text!r} must be positive bytes per second", "--psram-bandwidth")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The JSON envelope every command's --json output shares
+# ---------------------------------------------------------------------------------------------------------------
+SCHEMA_VERSION = 1  # bumped when a JSON field changes meaning or disappears (adding fields keeps it)
+
+
+def json_envelope(command: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``{"tool": {"name", "version"}, "schema", "command", ...body}``: the first keys of every --json output."""
+    from tigris import __version__
+
+    return {"tool": {"name": "tigris", "version": __version__}, "schema": SCHEMA_VERSION, "command": command, **body}
+
+
+def json_error(command: str, message: str, exit_code: int, **extra: Any) -> dict[str, Any]:
+    """What a failing command prints on stdout in --json mode (the one-line error still goes to stderr)."""
+    return json_envelope(command, {"error": message, "exit": exit_code, **extra})
+
+
 def parse_input_shapes(specs: tuple[str, ...] | list[str] | None) -> dict[str, tuple[int, ...]]:
     """``NAME:1x3x96x96`` (repeatable) -> {NAME: (1, 3, 96, 96)}. The name may itself contain ':'."""
     shapes: dict[str, tuple[int, ...]] = {}
@@ -125,7 +181,7 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
 
 
-def _plan_kwargs(prep: Prepared, xip: bool) -> dict[str, Any]:
+def _plan_kwargs(prep: Prepared, xip: bool, recompute_weight: float = 0.0) -> dict[str, Any]:
     """How the lowered ops feed the planner: their weight bytes (the fast prefix when not XIP) and kernel scratch."""
     from tigris.ops import kind
 
@@ -138,26 +194,55 @@ def _plan_kwargs(prep: Prepared, xip: bool) -> dict[str, Any]:
         low = lowered[i]
         return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, out_rows))
 
-    return {"xip": xip, "weight_bytes_of": weight_bytes_of, "scratch_bytes_of": scratch_bytes_of}
+    return {"xip": xip, "weight_bytes_of": weight_bytes_of, "scratch_bytes_of": scratch_bytes_of,
+            "recompute_weight": recompute_weight}
 
 
-def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool) -> PlanResult:
+def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weight: float = 0.0) -> PlanResult:
     from tigris.plan import plan
 
-    return plan(prep.graph, fast, slow, **_plan_kwargs(prep, xip))
+    return plan(prep.graph, fast, slow, **_plan_kwargs(prep, xip, recompute_weight))
 
 
-def _fits(prep: Prepared, fast: int, slow: int | None, xip: bool) -> bool:
+def _fits(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weight: float = 0.0) -> bool:
     from tigris.plan import fits
 
-    return fits(prep.graph, fast, slow_budget=slow, **_plan_kwargs(prep, xip))
+    return fits(prep.graph, fast, slow_budget=slow, **_plan_kwargs(prep, xip, recompute_weight))
 
 
-def _min_fast(prep: Prepared, slow: int | None, xip: bool) -> int | None:
+def _min_fast(prep: Prepared, slow: int | None, xip: bool, recompute_weight: float = 0.0) -> int | None:
     """Smallest fast budget at which a plan exists (the planner's own search, to 16 bytes)."""
     from tigris.plan import min_fast_budget
 
-    return min_fast_budget(prep.graph, slow_budget=slow, **_plan_kwargs(prep, xip))
+    return min_fast_budget(prep.graph, slow_budget=slow, **_plan_kwargs(prep, xip, recompute_weight))
+
+
+OBJECTIVES = ("traffic", "recompute", "latency")
+RECOMPUTE_FIRST = 1e6  # the recompute objective: one recomputed MAC outweighs any traffic a plan can save
+
+
+def objective_weight(prep: Prepared, objective: str, target: str, clock: int | None, bandwidth: int | None) -> float:
+    """The planner's ``recompute_weight`` (bytes of slow traffic one recomputed MAC is worth) for an objective."""
+    if objective not in OBJECTIVES:
+        raise TigrisError(f"unknown objective {objective!r}; use {', '.join(OBJECTIVES)}", "--objective")
+    if objective == "traffic":
+        return 0.0
+    if objective == "recompute":
+        return RECOMPUTE_FIRST
+    from tigris.cost import recompute_weight
+
+    return recompute_weight(prep.graph, prep.lowered, target, clock, bandwidth)
+
+
+def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: float) -> dict[str, Any] | None:
+    """The op that fails just below the smallest budget that fits: the one that sets that budget."""
+    if budget <= 16:
+        return None
+    res = _plan(prep, budget - 16, slow, xip, weight)
+    if not isinstance(res, NoFit) or res.op is None:
+        return None
+    return {"stage": res.stage, "op": res.op, "op_type": res.op_type, "need_bytes": res.need_bytes,
+            "cause": res.cause, "message": res.message}
 
 
 def _io_json(prep: Prepared, names: list[str]) -> list[dict[str, Any]]:
@@ -180,14 +265,40 @@ def analyze(
     emit: bool = True,
     prepared: Prepared | None = None,
     numerics: str | None = None,
+    target: str | None = None,
+    clock: int | str | None = None,
+    psram_bandwidth: int | str | None = None,
+    objective: str | None = None,
+    io_buffers: str = "separate",
+    tradeoff: bool = True,
 ) -> Analysis:
-    """Stages 1-6 and the figures of the JSON contract (architecture.md). Unsupported models raise
-    :class:`UnsupportedModelError` (the caller reports every node)."""
+    """Stages 1-6 and the figures of the JSON contract (docs/cli.md). Unsupported models raise
+    :class:`UnsupportedModelError` (the caller reports every node).
+
+    ``target``/``clock``/``psram_bandwidth`` feed the latency estimate (tigris/cost.py; the generic target when
+    None); ``objective`` chooses what the planner trades (traffic, recompute or latency; latency when a target is
+    given, traffic otherwise); ``io_buffers`` is ``separate`` (the caller's input/output buffers count in the RAM
+    total) or ``excluded`` (the application accounts for them); ``tradeoff`` also plans the other objectives so the
+    report shows what was traded."""
     fast_b = parse_size(fast)
     slow_b = parse_size(slow)
     flash_b = parse_size(flash)
+    clock_hz = parse_clock(clock)
+    bandwidth = parse_bandwidth(psram_bandwidth)
     assert fast_b is not None
+    if io_buffers not in ("separate", "excluded"):
+        raise TigrisError(f"unknown --io-buffers {io_buffers!r}; use separate or excluded", "--io-buffers")
+    if compression not in ("none", "lz4"):
+        raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
+    from tigris.cost import TARGETS, load_target
+
+    cost_target = target or "generic"
+    if cost_target not in TARGETS:
+        raise TigrisError(f"unknown target {cost_target!r}; use one of {', '.join(TARGETS)}", "--target")
+    load_target(cost_target)
     prep = prepared if prepared is not None else prepare(model, input_shapes, numerics)
+    obj = objective or ("latency" if target else "traffic")
+    weight = objective_weight(prep, obj, cost_target, clock_hz, bandwidth)
     graph = prep.graph
     macs = int(sum(low.macs for low in prep.lowered))
     weight_bytes = int(sum(_const_bytes(low) for low in prep.lowered))
@@ -205,13 +316,25 @@ def analyze(
     }
     result = Analysis(fits=False, json={}, prepared=prep, notes=list(graph.notes))
     plan: MemoryPlan | None = None
-    res = _plan(prep, fast_b, slow_b, xip)
+    advice: dict[str, Any] = {}
+    res = _plan(prep, fast_b, slow_b, xip, weight)
     if isinstance(res, NoFit):
         result.nofit = res
         result.reason = res.message  # already names the stage and the op; the model is named by the caller
-        result.min_fast_budget = _min_fast(prep, slow_b, xip)
-        if not xip and _fits(prep, fast_b, slow_b, True):
-            result.reason += "; it fits with --xip (weights read from flash instead of copied to SRAM)"
+        result.min_fast_budget = _min_fast(prep, slow_b, xip, weight)
+        advice = {"min_fast_budget_bytes": result.min_fast_budget,
+                  "min_fast_budget": format_size(result.min_fast_budget) if result.min_fast_budget else None,
+                  "min_fast_budget_xip_bytes": None, "min_fast_budget_xip": None, "limiting_op": None,
+                  "failed_op": {"stage": res.stage, "op": res.op, "op_type": res.op_type,
+                                "need_bytes": res.need_bytes, "cause": res.cause}}
+        if result.min_fast_budget:
+            advice["limiting_op"] = _limiting(prep, result.min_fast_budget, slow_b, xip, weight)
+        if not xip:
+            m_xip = _min_fast(prep, slow_b, True, weight)
+            advice["min_fast_budget_xip_bytes"] = m_xip
+            advice["min_fast_budget_xip"] = format_size(m_xip) if m_xip else None
+            if m_xip is not None and m_xip <= fast_b:
+                result.reason += "; it fits with --xip (weights read from flash instead of copied to SRAM)"
     else:
         plan = res.plan
     plan_bytes: bytes | None = None
@@ -233,6 +356,21 @@ def analyze(
     result.plan_bytes = plan_bytes
     result.fits = plan is not None and result.reason is None
     result.json = _analysis_json(result, model_json, fast_b, slow_b, flash_b, weight_bytes)
+    from tigris.report import analysis_details
+
+    settings = {"target": cost_target, "clock_hz": clock_hz, "psram_bandwidth": bandwidth, "objective": obj,
+                "recompute_weight": weight, "io_buffers": io_buffers, "xip": xip, "compression": compression}
+    alternatives: dict[str, MemoryPlan | None] = {}
+    if plan is not None and tradeoff:
+        for other in OBJECTIVES:
+            if other == obj:
+                alternatives[other] = plan
+                continue
+            w = objective_weight(prep, other, cost_target, clock_hz, bandwidth)
+            alt = _plan(prep, fast_b, slow_b, xip, w) if w != weight else None
+            alternatives[other] = plan if w == weight else (None if isinstance(alt, NoFit) else alt.plan)
+    result.json.update(analysis_details(prep, plan, result.json, settings, alternatives))
+    result.json.update(advice)
     return result
 
 
@@ -242,7 +380,11 @@ def _analysis_json(
     plan = a.plan
     from tigris.plan.describe import stage_table
 
-    stages = stage_table(plan) if plan is not None else []
+    stages = stage_table(plan, a.prepared.graph if a.prepared else None) if plan is not None else []
+    for row, sp in zip(stages, plan.stages if plan else []):
+        row["weight_bytes"] = sp.weight_bytes
+        if not sp.tiled:
+            row["halo"] = None  # the receptive-field halo means nothing for a stage that is not tiled
     j: dict[str, Any] = {
         "fits": a.fits,
         "model": model_json,
@@ -302,17 +444,47 @@ def compile_model(
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     prepared: Prepared | None = None,
     numerics: str | None = None,
+    objective: str | None = None,
 ) -> Compiled:
     """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written.
     ``prepared`` reuses stages 1-2 of an earlier call on the same model (tests compile one model many ways)."""
     if compression not in ("none", "lz4"):
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
     a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared,
-                numerics=numerics)
+                numerics=numerics, objective=objective, tradeoff=False)
     if not a.fits or a.plan_bytes is None:
         hint = f"; smallest fast budget that fits: {a.min_fast_budget} bytes" if a.min_fast_budget else ""
         raise DoesNotFitError(f"does not fit: {a.reason}{hint}", str(model), a.nofit)
     return Compiled(a.plan_bytes, a)
+
+
+def compile_json(c: Compiled, out: str | Path) -> dict[str, Any]:
+    """``compile --json``: the file written and the plan's figures (the analyze JSON under "analysis")."""
+    import hashlib
+
+    return {"file": str(out), "plan_bytes": len(c.plan_bytes), "sha256": hashlib.sha256(c.plan_bytes).hexdigest(),
+            "analysis": c.analysis.json}
+
+
+def run_json(res: Any, output: str | Path) -> dict[str, Any]:
+    """``run --json``: the outputs file, each output's shape and dtype, and the runtime's high-water marks."""
+    return {"file": str(output), "outputs": {k: list(v.shape) for k, v in res.outputs.items()},
+            "dtypes": {k: str(v.dtype) for k, v in res.outputs.items()},
+            "fast_peak_bytes": int(res.fast_peak), "slow_peak_bytes": int(res.slow_peak)}
+
+
+def codegen_json(plan: str | Path, c_file: str | Path, header: str | Path, name: str, fmt: str,
+                 kernels: str) -> dict[str, Any]:
+    """``codegen --json``: the files written and the arena sizes the generated code declares."""
+    from tigris.emit import inspect_plan
+
+    info = inspect_plan(Path(plan).read_bytes())
+    io = info["interface"]
+    return {"c_file": str(c_file), "header": str(header), "name": name, "format": fmt, "kernels": kernels,
+            "fast_arena_bytes": info["memory"]["fast_arena_bytes"], "slow_arena_bytes":
+            info["memory"]["slow_arena_bytes"], "plan_bytes": info["header"]["file_size"],
+            "inputs": [{"name": i["name"], "nbytes": i["nbytes"]} for i in io["inputs"]],
+            "outputs": [{"name": o["name"], "nbytes": o["nbytes"]} for o in io["outputs"]]}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -625,4 +797,22 @@ def inspect(path: str | Path) -> dict[str, Any]:
 
     if data[:4] == b"TGRS":
         return inspect_plan(data)
-    return inspect_onnx(p)
+    info = inspect_onnx(p)
+    info["layers"] = _onnx_layers(p)
+    return info
+
+
+def _onnx_layers(p: Path) -> list[dict[str, Any]] | None:
+    """The per-layer view of a model TiGrIS can load (after normalization: the ops the plan would run); None when
+    it cannot (inspect still shows the stored graph)."""
+    try:
+        prep = prepare(p)
+    except TigrisError:
+        return None
+    rows = []
+    for op, low in zip(prep.graph.ops, prep.lowered):
+        t = prep.graph.tensors.get(op.outputs[0]) if op.outputs else None
+        rows.append({"name": op.name, "type": op.op_type, "kernel": "alias" if low.alias else low.kind,
+                     "shape": list(t.shape) if t else [], "dtype": t.dtype if t else None, "macs": int(low.macs),
+                     "weight_bytes": _const_bytes(low), "activation_bytes": int(t.nbytes) if t else 0})
+    return rows

@@ -67,9 +67,31 @@ def error_line(e: BaseException, where: str) -> str:
     return _one_line(f"internal error: {type(e).__name__}: {first} ({where}); please report this")
 
 
-def _fail(msg: str, code: int) -> None:
+def _fail(msg: str, code: int, json_command: str | None = None) -> None:
+    """One line on stderr; in --json mode also ``{"error", "exit"}`` on stdout, so a script always gets JSON."""
     click.echo(f"error: {msg}", err=True)
+    if json_command:
+        click.echo(json.dumps(api.json_error(json_command, msg, code), indent=2))
     sys.exit(code)
+
+
+def _command_name(fn: Callable[..., Any]) -> str:
+    return fn.__name__.removesuffix("_cmd")
+
+
+def _echo_json(command: str, body: dict[str, Any]) -> None:
+    click.echo(json.dumps(api.json_envelope(command, body), indent=2))
+
+
+def _width(width: int | None) -> int | None:
+    """Text width: ``--width``, else the terminal's, else unlimited (a pipe or file gets whole lines)."""
+    if width:
+        return width
+    if sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
 
 
 def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
@@ -97,21 +119,22 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
                 _print_warnings(caught)
 
     def _run(*args: Any, **kwargs: Any) -> Any:
+        jc = _command_name(fn) if kwargs.get("as_json") else None
         try:
             return fn(*args, **kwargs)
         except SystemExit:
             raise
         except UnsupportedModelError as e:
-            if kwargs.get("as_json"):
-                click.echo(json.dumps(api.unsupported_json(e, kwargs.get("model", "")), indent=2))
-            else:
-                click.echo(f"error: {_one_line(str(e))}", err=True)
-                for n in e.nodes:
-                    click.echo(f"  unsupported: {n['node']} ({n['op']}): {n.get('reason', '')}", err=True)
+            click.echo(f"error: {_one_line(str(e))}", err=True)
+            for n in e.nodes:
+                click.echo(f"  unsupported: {n['node']} ({n['op']}): {n.get('reason', '')}", err=True)
+            if jc:
+                body = api.unsupported_json(e, kwargs.get("model", ""))
+                click.echo(json.dumps(api.json_error(jc, _one_line(str(e)), exit_code_of(e), **body), indent=2))
             sys.exit(exit_code_of(e))
         except BaseException as e:  # noqa: BLE001 - the last line of defence against tracebacks
             where = next((str(kwargs[k]) for k in ("model", "plan", "file") if kwargs.get(k)), fn.__name__)
-            _fail(error_line(e, where), exit_code_of(e))
+            _fail(error_line(e, where), exit_code_of(e), jc)
 
     return wrapper
 
@@ -150,7 +173,7 @@ def _budget_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--input-shape", "input_shape", multiple=True, metavar="NAME:1x3x96x96",
                      help="Concrete shape for a graph input (repeatable).")(f)
     f = click.option("-f", "--flash", default=None, metavar="SIZE", help="Flash budget for the plan (e.g. 4M).")(f)
-    f = click.option("-s", "--slow", default=None, metavar="SIZE", help="Slow (PSRAM) budget; unlimited if absent.")(f)
+    f = click.option("-s", "--slow", default=None, metavar="SIZE", help="Slow (PSRAM) budget; unlimited if absent, 0 = no PSRAM.")(f)
     f = click.option("-m", "--fast", required=True, metavar="SIZE", help="Fast SRAM budget (e.g. 256K).")(f)
     return f
 
@@ -171,24 +194,81 @@ def main() -> None:
     """TiGrIS: compile an ONNX model and a memory budget into a static execution plan for microcontrollers."""
 
 
+def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--width", type=click.IntRange(40, 1000), default=None, metavar="COLS",
+                     help="Text width (default: the terminal's; unlimited when not a terminal).")(f)
+    f = click.option("-q", "--quiet", is_flag=True, help="No report on stdout (errors still go to stderr).")(f)
+    f = click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout (docs/cli.md).")(f)
+    return f
+
+
+def _report_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--io-buffers", type=click.Choice(["separate", "excluded"]), default="separate",
+                     show_default=True, help="Count the caller's input/output buffers in total RAM, or not (the "
+                     "application accounts for them).")(f)
+    f = click.option("--objective", type=click.Choice(list(api.OBJECTIVES)), default=None,
+                     help="What the planner minimizes: slow traffic, halo recompute, or estimated latency "
+                     "(default: latency with --target, else traffic).")(f)
+    f = click.option("--psram-bandwidth", default=None, metavar="BYTES/S",
+                     help="Slow-memory bandwidth for the latency estimate (e.g. 40M = 40 MiB/s).")(f)
+    f = click.option("--clock", default=None, metavar="HZ", help="Core clock for ms estimates (e.g. 168M).")(f)
+    f = click.option("--target", type=click.Choice(["cortex-m4", "cortex-m55", "generic"]), default=None,
+                     help="Core of the latency estimate (default generic).")(f)
+    return f
+
+
 @main.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @_budget_options
 @_plan_options
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable report (architecture.md contract).")
-@click.option("-v", "--verbose", is_flag=True, help="Per-stage table and the passes that fired.")
+@_report_options
+@_output_options
+@click.option("-o", "--output", "report_json", default=None, type=click.Path(dir_okay=False),
+              help="Also write the JSON report to this file.")
+@click.option("--html", "html", default=None, type=click.Path(dir_okay=False),
+              help="Also write an HTML report (with the memory picture when matplotlib is installed).")
+@click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
+              help="Draw the memory picture (SVG) to this file; needs the [plot] extra (matplotlib).")
+@click.option("-v", "--verbose", is_flag=True, help="Also the passes that fired and the per-stage table.")
 @guarded
 def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-            compression: str, numerics: str | None, as_json: bool, verbose: bool) -> None:
+            compression: str, numerics: str | None, target: str | None, clock: str | None,
+            psram_bandwidth: str | None, objective: str | None, io_buffers: str, as_json: bool, quiet: bool,
+            width: int | None, report_json: str | None, html: str | None, plot: str | None, verbose: bool) -> None:
     """Will MODEL fit? If not, why not, and what would. Exit 0 fits, 1 does not fit, 2 bad input."""
-    a = api.analyze(model, fast, slow, flash, api.parse_input_shapes(input_shape), xip=xip, compression=compression,
-                    numerics=numerics)
-    if as_json:
-        click.echo(json.dumps(a.json, indent=2))
-    else:
-        from tigris.report import print_analysis
+    outputs = [p for p in (report_json, html, plot) if p]
+    for p in outputs:
+        resolve_output(p, [model])  # refused before the analysis, not after
+    if plot:
+        from tigris.plot import require_matplotlib
 
-        print_analysis(a, verbose=verbose)
+        require_matplotlib()
+    a = api.analyze(model, fast, slow, flash, api.parse_input_shapes(input_shape), xip=xip, compression=compression,
+                    numerics=numerics, target=target, clock=clock, psram_bandwidth=psram_bandwidth,
+                    objective=objective, io_buffers=io_buffers)
+    body = api.json_envelope("analyze", a.json)
+    svg = None
+    if plot or html:
+        from tigris.plot import have_matplotlib, memory_svg
+
+        if a.plan is not None and (plot or have_matplotlib()):
+            svg = memory_svg(a.prepared.graph, a.plan, a.prepared.lowered)
+    if report_json:
+        write_atomic(report_json, (json.dumps(body, indent=2) + "\n").encode(), [model])
+    if plot and svg is not None:
+        write_atomic(plot, svg.encode(), [model])
+    from tigris.report import render_analysis
+
+    passes = [(r.name, r.rewritten) for r in a.prepared.reports if getattr(r, "rewritten", 0)] if a.prepared else []
+    if html:
+        from tigris.plot import html_report
+
+        page = html_report(body, render_analysis(a.json, a.notes, passes, verbose=True), svg)
+        write_atomic(html, page.encode(), [model])
+    if as_json:
+        click.echo(json.dumps(body, indent=2))
+    elif not quiet:
+        click.echo(render_analysis(a.json, a.notes, passes, verbose=verbose, width=_width(width)), nl=False)
     sys.exit(EXIT_OK if a.fits else EXIT_NO_FIT)
 
 
@@ -198,42 +278,53 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
 @_plan_options
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Plan file to write (default: MODEL with .tgrs).")
+@click.option("--objective", type=click.Choice(list(api.OBJECTIVES)), default=None,
+              help="What the planner minimizes (default traffic; see analyze).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @guarded
 def compile_cmd(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-                compression: str, numerics: str | None, output: str | None) -> None:
+                compression: str, numerics: str | None, output: str | None, objective: str | None, as_json: bool,
+                quiet: bool) -> None:
     """Write the .tgrs plan. Exit 0 written, 1 does not fit (nothing written), 2 bad input."""
     out = Path(model).with_suffix(".tgrs") if output is None else output
     resolve_output(out, [model])  # refused before the (possibly long) compilation, not after
     c = api.compile_model(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
-                          numerics=numerics)
+                          numerics=numerics, objective=objective)
     write_atomic(out, c.plan_bytes, [model])
     j = c.analysis.json
-    click.echo(f"wrote {out} ({len(c.plan_bytes)} bytes): fast peak {j['fast']['peak_bytes']} bytes, "
-               f"{len(j['stages'])} stage(s), {j['tiling']['tiled_stages']} tiled")
+    if as_json:
+        _echo_json("compile", api.compile_json(c, out))
+    elif not quiet:
+        click.echo(f"wrote {out} ({len(c.plan_bytes)} bytes): fast peak {j['fast']['peak_bytes']} bytes, "
+                   f"{len(j['stages'])} stage(s), {j['tiling']['tiled_stages']} tiled")
 
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@click.option("--width", type=click.IntRange(40, 1000), default=None, metavar="COLS",
+              help="Text width (default: the terminal's; unlimited when not a terminal).")
 @guarded
-def inspect(file: str, as_json: bool) -> None:
-    """What an .onnx model or a .tgrs plan contains (reads only)."""
+def inspect(file: str, as_json: bool, width: int | None) -> None:
+    """What an .onnx model (per layer) or a .tgrs plan contains (reads only)."""
     info = api.inspect(file)
     if as_json:
-        click.echo(json.dumps(info, indent=2))
+        _echo_json("inspect", info)
     else:
-        from tigris.report import print_inspect
+        from tigris.report import render_inspect
 
-        print_inspect(info)
+        click.echo(render_inspect(info, _width(width)), nl=False)
 
 
 @main.command()
 @click.argument("plan", type=click.Path(dir_okay=False))
 @click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy", help="An input tensor (repeatable).")
 @click.option("--output", "output", required=True, type=click.Path(dir_okay=False), help="Outputs as .npz.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @guarded
-def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool) -> None:
+def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool, quiet: bool) -> None:
     """Run PLAN on the host build of the C runtime. Exit 0, or 2 on a bad plan or input."""
     given = _load_inputs(inputs)
     in_files = [plan, *(spec.partition("=")[2] for spec in inputs)]
@@ -248,12 +339,13 @@ def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool) -> None:
     buf = io.BytesIO()
     np.savez(buf, **res.outputs)
     write_atomic(output, buf.getvalue(), in_files)
-    summary = {"outputs": {k: list(v.shape) for k, v in res.outputs.items()},
-               "fast_peak_bytes": int(res.fast_peak), "slow_peak_bytes": int(res.slow_peak)}
+    summary = api.run_json(res, output)
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
-    else:
-        click.echo(f"wrote {output}: fast high-water {res.fast_peak} bytes, slow high-water {res.slow_peak} bytes")
+        _echo_json("run", summary)
+    elif not quiet:
+        from tigris.report import render_run
+
+        click.echo(render_run(summary), nl=False)
 
 
 @main.command()
@@ -286,11 +378,11 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
                              given, seed, progress, samples=samples, data=data, numerics=numerics)
     except DoesNotFitError as e:
         if as_json:
-            click.echo(json.dumps({"pass": False, "fits": False, "error": str(e), "exit": EXIT_VERIFY_NO_FIT},
+            click.echo(json.dumps(api.json_error("verify", str(e), EXIT_VERIFY_NO_FIT, **{"pass": False, "fits": False}),
                                   indent=2))
         _fail(str(e), EXIT_VERIFY_NO_FIT)
     if as_json:
-        click.echo(json.dumps(res, indent=2))
+        _echo_json("verify", res)
     else:
         print_verify(res)
     sys.exit(EXIT_OK if res["pass"] else EXIT_MISMATCH)
@@ -307,14 +399,19 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
               help="Section of the fast arena, e.g. .bss.dtcm for a DTCM (default: plain .bss).")
 @click.option("--kernels", type=click.Choice(["plan", "all"]), default="plan", show_default=True,
               help="Op resolver: link the kernels of the plan's kinds only, or every kernel (to swap plans later).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @guarded
 def codegen(plan: str, output: str, name: str, fmt: str, section: str, slow_section: str,
-            fast_section: str | None, kernels: str) -> None:
+            fast_section: str | None, kernels: str, as_json: bool, quiet: bool) -> None:
     """C source embedding PLAN for firmware: arenas, NAME_init(), NAME_run()."""
     from tigris.codegen import codegen_command
 
     out, hdr = codegen_command(plan, output, name, fmt, section, slow_section, kernels, fast_section)
-    click.echo(f"wrote {out} and {hdr}")
+    if as_json:
+        _echo_json("codegen", api.codegen_json(plan, out, hdr, name, fmt, kernels))
+    elif not quiet:
+        click.echo(f"wrote {out} and {hdr}")
 
 
 if __name__ == "__main__":
