@@ -1,7 +1,8 @@
 """Stage 1: ONNX file -> :class:`~tigris.ir.AnalyzedGraph`.
 
 Steps, in the spec's order:
-1. read and check the file (:mod:`tigris.load.onnx_io`);
+1. read and check the file (:mod:`tigris.load.onnx_io`); a quantized model in the QOperator format is rewritten
+   to the QDQ form (:mod:`tigris.load.qoperator`);
 2. bind every graph input to a concrete shape (:mod:`tigris.load.shapes`);
 3. fold the shape subgraph and run ONNX shape inference to a fixed point (:mod:`tigris.load.fold`);
 4. build IR ops and tensors; every activation must now have a static shape, else an error names the tensor;
@@ -24,6 +25,7 @@ from tigris.ir import AnalyzedGraph, Boundary, Op, Tensor, TigrisError, Unsuppor
 from tigris.load.fold import fold_shape_subgraph
 from tigris.load.onnx_io import default_opset, dtype_name, is_static, node_attrs, read_model, value_info_map, vi_shape
 from tigris.load.order import dfs_postorder
+from tigris.load.qoperator import qoperator_to_qdq
 from tigris.load.shapes import bind_input_shapes, real_inputs
 from tigris.load.validate import (
     check_declared_outputs, check_model, check_tensor_limits, warn_non_finite,
@@ -49,7 +51,7 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
                     name: str = "model") -> AnalyzedGraph:
     """Stage 1 on an in-memory model (tests build models with ``onnx.helper``). ``model`` is not modified."""
     m = onnx.ModelProto()
-    m.CopyFrom(model)
+    m.CopyFrom(qoperator_to_qdq(model))
     check_model(m, [vi.name for vi in real_inputs(m.graph)], name)
     notes = bind_input_shapes(m, input_shapes)
     declared = _strip_output_shapes(m.graph)
@@ -73,11 +75,11 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
     if dropped:
         notes.append(f"{dropped} node(s) from which no graph output is reachable were dropped")
 
-    # An operator of another domain whose output shape ONNX cannot infer (ORT's QOperator format: com.microsoft
-    # QLinearAdd, QGemm...) has no kernel here: report every such node as unsupported rather than a shape question.
+    # An operator of another domain whose output shape ONNX cannot infer (ORT's QOperator ops were rewritten to QDQ
+    # above; anything else, e.g. com.microsoft FusedConv) has no kernel here: report every such node as unsupported rather than a shape question.
     # (Custom ops with inferable shapes, e.g. a Swish the passes decompose, load normally.)
     custom = [{"node": op.name, "op": op.op_type, "reason": f"operator of domain {op.attrs['domain']!r} (only the "
-               f"standard ONNX domain is supported; QDQ-format quantized models are)"}
+               f"standard ONNX domain and ONNX Runtime's quantized operators are supported)"}
               for op in ops if op.attrs.get("domain") not in (None, "", "ai.onnx")
               and any(t and not is_static(vi_shape(vis[t]) if t in vis else None) for t in op.outputs)]
     if custom:

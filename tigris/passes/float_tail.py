@@ -12,6 +12,8 @@ Rules:
    it int8. (A float product output that a Relu -> Q quantizes is not a tail: activation fuse handled it.)
 2. Each such int8 input gets one ``DequantizeLinear`` (shared by all tail readers of that tensor), placed right
    before its first tail reader; the int8 readers keep reading the int8 tensor.
+2b. A tail op's quantized constants (int8 weights, int32 bias: QDQ fold gave them their QuantParam expecting an int8
+   op) become float32 constants of their real values, since the op now runs on the float kernels.
 
 3. Float island: an int8 op whose attributes have no int8 kernel, a ``Resize`` in ``linear`` mode (U-Net
    bilinear up-sampling that ORT quantizes), runs in float between a new ``DequantizeLinear`` and a new
@@ -27,7 +29,8 @@ Postcondition: no op other than DQ reads an int8 activation and writes only floa
 from __future__ import annotations
 
 from tigris.ir import AnalyzedGraph, Op, Tensor
-from tigris.passes._util import PassResult, fresh_name
+from tigris.passes._quant import dequantize
+from tigris.passes._util import PassResult, fresh_name, set_const
 
 NAME = "float_tail"
 
@@ -113,6 +116,10 @@ def run(graph: AnalyzedGraph) -> PassResult:
                         converted[i] = f
                         ops.append(Op(fresh_name(g, f"{i}_dequantize"), "DequantizeLinear", (i,), (f,), {}))
                     i = converted[i]
+                elif i in g.weights and g.tensors[i].quant is not None:  # rule 2b
+                    f = fresh_name(g, f"{i}_real")
+                    set_const(g, f, dequantize(g.weights[i], g.tensors[i].quant).astype("float32"))
+                    i = f
                 new_inputs.append(i)
             op = op.with_(inputs=tuple(new_inputs))
         ops.append(op)
