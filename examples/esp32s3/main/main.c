@@ -39,8 +39,12 @@ void app_main(void)
         printf("model_run: %s at op %" PRId32 "\n", tgrs_status_name(rc), stats.failed_op);
         return;
     }
-    printf("inference: %" PRId64 " us, fast peak %" PRIu32 " B, slow peak %" PRIu32 " B\noutput:",
-           t1 - t0, stats.fast_peak, stats.slow_peak);
+    printf("inference: %" PRId64 " us, fast peak %" PRIu32 " B, slow peak %" PRIu32 " B\n", t1 - t0, stats.fast_peak,
+           stats.slow_peak);
+    /* What the model costs in RAM: the arenas plus these I/O buffers (the header's figure). */
+    printf("model RAM: %lu B (fast arena %lu + slow arena %lu + I/O %lu)\noutput:",
+           (unsigned long)MODEL_TOTAL_RAM_BYTES, (unsigned long)MODEL_FAST_ARENA_BYTES,
+           (unsigned long)MODEL_SLOW_ARENA_BYTES, (unsigned long)MODEL_IO_BYTES);
     for (i = 0; i < MODEL_OUTPUT0_BYTES; i++) {
         printf(" %02x", output0[i]);
     }
