@@ -138,6 +138,12 @@ def test_bad_npz_is_one_line_exit_2(tmp_path, arrays, words):
     assert len(err) == 1 and err[0].startswith("error: ") and words in err[0] and "bad.npz" in err[0]
 
 
+def test_samples_with_one_given_input_is_refused():
+    res = invoke("verify", MNIST, "-m", "32K", "--samples", "3",
+                 "--input", f"Input3={MNIST_SETS / 'test_data_set_0' / 'input_0.pb'}")
+    assert res.exit_code == 2 and res.stderr.startswith("error: --input gives one sample")
+
+
 def test_does_not_fit_has_its_own_exit_code():
     res = invoke("verify", MNIST, "-m", "2K")
     assert res.exit_code == EXIT_VERIFY_NO_FIT == 4

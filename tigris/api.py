@@ -690,6 +690,9 @@ def verify(
         raise TigrisError("give inputs either one by one (--input) or as a data set (--data), not both", "--data")
     if samples is not None and samples < 1:
         raise TigrisError(f"--samples must be at least 1, not {samples}", "--samples")
+    if inputs and samples not in (None, 1):
+        raise TigrisError("--input gives one sample; use --data for several (or --samples alone for random ones)",
+                          "--samples")
     progress("compiling")
     compiled = compile_model(model, fast, slow, flash, xip, compression, input_shapes, numerics=numerics)
     prep = compiled.analysis.prepared
