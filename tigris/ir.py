@@ -130,6 +130,9 @@ class AnalyzedGraph:
     # The integer arithmetic the int8 kernels reproduce (docs/numerics.md, "Numerics contracts"): "onnx" or "tflm".
     # A loader sets its source's default (the TFLite importer: "tflm"); ``api.prepare(numerics=...)`` overrides it.
     numerics: str = "onnx"
+    # The format the model was read from: "onnx" or "tflite" (the TFLite importer sets it). Later stages that follow
+    # the source's own arithmetic (e.g. the default numerics of a TFLite model) read it here.
+    source: str = "onnx"
 
     # -- construction helpers ------------------------------------------------------------------------------------
     def replace(self, **changes: Any) -> "AnalyzedGraph":
@@ -144,6 +147,7 @@ class AnalyzedGraph:
             boundary=dict(self.boundary),
             notes=list(self.notes),
             numerics=self.numerics,
+            source=self.source,
         )
         base.update(changes)
         return AnalyzedGraph(**base)

@@ -32,11 +32,27 @@ from tigris.load.validate import (
 )
 from tigris.load.weights import initializer_arrays
 
-__all__ = ["load_model", "load_onnx_model", "dfs_postorder"]
+__all__ = ["load_model", "load_onnx_model", "dfs_postorder", "is_tflite_file"]
+
+
+def is_tflite_file(path: str | Path) -> bool:
+    """True when the file starts like a TFLite flatbuffer (identifier ``TFL3`` at byte offset 4)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return False
+    return len(head) == 8 and head[4:8] == b"TFL3"
 
 
 def load_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> AnalyzedGraph:
-    """Load an ONNX file into the IR. Raises :class:`TigrisError` naming the file, input or tensor at fault."""
+    """Load an ONNX or TFLite file into the IR. Raises :class:`TigrisError` naming the file, input or tensor at fault.
+
+    The format is decided by the file's content, not its name: a TFLite flatbuffer carries ``TFL3`` at byte 4."""
+    if is_tflite_file(path):
+        from tigris.load.tflite import load_tflite
+
+        return load_tflite(path, input_shapes)
     model = read_model(path)
     name = Path(path).stem
     try:
