@@ -333,6 +333,9 @@ def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool, quiet: b
         data = Path(plan).read_bytes()
     except OSError as e:
         raise TigrisError(f"cannot read plan: {e.strerror}", plan) from None
+    if data[4:8] == b"TFL3":
+        raise TigrisError("this is a TFLite model, not a plan: compile it first (tigris compile MODEL --fast SIZE)",
+                          plan)
     res = api.run_plan(data, given)
     import io
 

@@ -191,3 +191,46 @@ def inspect_onnx(path: str | Path) -> dict[str, Any]:
             "bytes_by_dtype": dict(sorted(by_dtype.items())),
         },
     }
+
+
+def inspect_tflite(path: str | Path) -> dict[str, Any]:
+    """Inputs, outputs, op histogram and constant tensors of a TFLite model, as stored (nothing is imported)."""
+    from tigris.load.tflite.reader import read_tflite
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise TigrisError(f"cannot read file: {e.strerror}", str(p)) from None
+    m = read_tflite(data, str(p))
+
+    def value(i: int) -> dict[str, Any]:
+        t = m.tensors[i]
+        out: dict[str, Any] = {"name": t.name, "shape": list(t.shape),
+                               "dtype": str(t.dtype) if t.dtype is not None else f"tflite:{t.type_code}"}
+        if t.quant is not None and t.quant.scale.size == 1:
+            out["quant"] = {"scale": float(t.quant.scale[0]), "zero_point": int(t.quant.zero_point[0])}
+        return out
+
+    ops = Counter(op.builtin if op.builtin != "CUSTOM" else f"CUSTOM:{op.custom_code}" for op in m.ops)
+    consts = [t for t in m.tensors if t.data is not None]
+    by_dtype: Counter[str] = Counter()
+    for t in consts:
+        by_dtype[str(t.data.dtype)] += int(t.data.nbytes)
+    return {
+        "kind": "tflite",
+        "file": p.name,
+        "schema_version": m.version,
+        "subgraphs": m.subgraphs,
+        "description": m.description,
+        "inputs": [value(i) for i in m.inputs if m.tensors[i].data is None],
+        "outputs": [value(i) for i in m.outputs],
+        "operators": len(m.ops),
+        "op_histogram": dict(sorted(ops.items())),
+        "weights": {
+            "tensors": len(consts),
+            "parameters": int(sum(t.data.size for t in consts)),
+            "bytes": int(sum(t.data.nbytes for t in consts)),
+            "bytes_by_dtype": dict(sorted(by_dtype.items())),
+        },
+    }

@@ -11,6 +11,8 @@ Rules:
    quantization) with the channels-last layout. ``graph.boundary`` keeps the declared (NHWC) shape, and a note
    records the change.
 3. Any other leading Transpose is left alone (it moves bytes).
+3b. So is one whose output shape equals its input's (``[1, 3, 3, 3]``): the boundary marks channels-last bytes by a
+   declared shape that differs from the logical one (``tigris.layout.boundary_is_physical``), which it cannot here.
 4. The same holds when a boundary ``QuantizeLinear`` sits between the float graph input and the Transpose (a
    float-interface int8 model): both the input and the quantized tensor take the transposed logical shape.
 5. Elementwise ops between the input and such a Transpose (a TF model normalizing its NHWC input, ``(x - mean) /
@@ -113,6 +115,8 @@ def run(graph: AnalyzedGraph) -> PassResult:
         perm = tuple(int(p) for p in op.attrs.get("perm", ()))
         if want is None or perm != want[0] or len(consumers(g, x)) != 1:
             continue
+        if tuple(g.tensors[x].shape) == tuple(g.tensors[y].shape):
+            continue  # rule 3b: the declared shape could not mark the bytes as channels-last (equal shapes)
         ops = replace_uses([o for o in g.ops if o.name != op.name], y, x)
         g = g.replace(ops=ops)
         ty, tx = g.tensors[y], g.tensors[x]

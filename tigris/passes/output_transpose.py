@@ -12,7 +12,10 @@ Rules:
 Why here: late, after every pass that could add or remove ops next to outputs, and before activation fuse, so an
 activation in front of the trimmed Transpose still fuses.
 
-Postcondition: no channels-last Transpose writes a graph output.
+A Transpose whose input and output shapes are equal (``[1, 3, 3, 3]``) stays: the boundary marks storage order by a
+declared shape that differs from the logical one (``tigris.layout.boundary_is_physical``).
+
+Postcondition: no channels-last Transpose writes a graph output, except one between equal shapes.
 """
 from __future__ import annotations
 
@@ -39,6 +42,10 @@ def run(graph: AnalyzedGraph) -> PassResult:
             continue
         if x in g.inputs or x in g.outputs or x in g.weights or len(consumers(g, x)) != 1:
             declined.append(Decline(op.name, "rule 1: its input is read elsewhere or part of the interface"))
+            continue
+        if tuple(g.tensors[x].shape) == tuple(g.tensors[y].shape):
+            # e.g. [1, 3, 3, 3]: the boundary's shape could not tell that its bytes are in storage order
+            declined.append(Decline(op.name, "rule 1: the transposed shape equals the declared one"))
             continue
         ops = [o for o in g.ops if o.name != op.name]
         ops = rename_tensor(ops, x, y)

@@ -135,6 +135,16 @@ def _emit(b: _Builder, op: Op) -> None:
                coordinate_transformation_mode=a["coordinate_transformation_mode"], nearest_mode=a["nearest_mode"])
     elif t == "Concat":
         b.node("Concat", ins, [mid], axis=int(a.get("logical_axis", a["axis"])))
+    elif t == "Slice":  # the TFLite importer states a slice in attributes; ONNX takes them as inputs
+        b.node("Slice", [ins[0]] + [b.const(np.array(a[k], dtype=np.int64)) for k in ("starts", "ends", "axes",
+                                                                                      "steps")], [mid])
+    elif t == "Split":
+        b.node("Split", [ins[0], b.const(np.array(a["split"], dtype=np.int64))], [mid] + list(op.outputs[1:]),
+               axis=int(a["axis"]))
+    elif t in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd") and "axes" in a:
+        b.node(t, [ins[0], b.const(np.array(a["axes"], dtype=np.int64))], [mid], keepdims=int(a.get("keepdims", 1)))
+    elif t == "Gather":
+        b.node("Gather", ins, [mid], axis=int(a.get("axis", 0)))
     elif t in _SAME:
         keep = {k: v for k, v in a.items() if k not in _MARKERS and v is not None}
         if t == "AveragePool" and keep.get("dilations") and all(d == 1 for d in keep["dilations"]):

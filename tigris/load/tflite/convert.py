@@ -123,6 +123,12 @@ class Importer:
             return None
         scale = q.scale.astype(np.float32)
         zp = q.zero_point.astype(np.int64)
+        if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+            raise self.err(f"tensor {self.names[t.index]} has a non-positive or non-finite scale")
+        if t.dtype is not None and t.dtype.kind in "iu" and t.dtype.itemsize <= 2:
+            info = np.iinfo(t.dtype)
+            if np.any(zp < info.min) or np.any(zp > info.max):
+                raise self.err(f"tensor {self.names[t.index]} has a zero point outside its type {t.dtype}")
         if t.dtype is not None and t.dtype == np.uint8:
             zp = zp - 128
         if scale.size == 1:
@@ -319,6 +325,24 @@ class Importer:
         m = self.m
         self._produced: set[int] = set()
         self._pending_act = None
+        # A channels-last boundary whose permuted shape equals its own (e.g. [1, 3, 3, 3]) cannot say by its shape
+        # that the caller's bytes are already in storage order (tigris.layout.boundary_is_physical), so it keeps the
+        # TFLite shape as a logical tensor and an explicit Transpose converts it.
+        edge: dict[int, str] = {}
+        for i in dict.fromkeys(list(m.inputs) + list(m.outputs)):
+            t = self.tt(i)
+            r = len(t.shape)
+            if t.data is None and r in PERM and to_ir_shape(t.shape) == tuple(t.shape) \
+                    and not same_order(t.shape, PERM[r]) and not (i in m.inputs and i in m.outputs):
+                edge[i] = self.names[i]
+                self.names[i] = self.fresh(f"{edge[i]}_ir")
+        for i in m.inputs:
+            if i in edge:
+                t = self.tt(i)
+                inner = self.declare(i)
+                self.tensors[edge[i]] = Tensor(edge[i], tuple(t.shape), self.ir_dtype(t), self.quant_of(t))
+                self.ops.append(Op(f"{edge[i]}_to_ir", "Transpose", (edge[i],), (inner,),
+                                   {"perm": list(PERM[len(t.shape)])}))
         for op in m.ops:
             self.cur = op
             handler = HANDLERS.get(op.builtin)
@@ -344,6 +368,9 @@ class Importer:
             t = self.tt(i)
             if t.data is not None:
                 continue  # a constant listed as input (old converters)
+            if i in edge:
+                inputs.append(edge[i])
+                continue
             n = self.declare(i)
             x = self.tensors[n]
             if len(x.shape) in PERM:  # the caller's bytes are TFLite's, i.e. the channels-last storage of x
@@ -353,7 +380,14 @@ class Importer:
         for i in m.outputs:
             if i not in self._produced and i not in m.inputs:
                 raise TigrisError("graph output is not computed by any operator", self.names[i])
-            outputs.append(self.declare(i))
+            inner = self.declare(i)
+            if i in edge:
+                t = self.tt(i)
+                self.tensors[edge[i]] = Tensor(edge[i], tuple(t.shape), self.ir_dtype(t), self.quant_of(t))
+                self.ops.append(Op(f"{edge[i]}_from_ir", "Transpose", (inner,), (edge[i],),
+                                   {"perm": list(inv(PERM[len(t.shape)]))}))
+                inner = edge[i]
+            outputs.append(inner)
         ops = dfs_postorder(self.ops, outputs)
         if len(ops) < len(self.ops):
             self.notes.append(f"{len(self.ops) - len(ops)} IR op(s) from which no graph output is reachable were "
@@ -364,7 +398,7 @@ class Importer:
         boundary = {}
         for i in list(m.inputs) + list(m.outputs):
             t = self.tt(i)
-            name = self.names[i]
+            name = edge.get(i, self.names[i])
             if name not in tensors or name in weights:
                 continue
             decl = "uint8" if t.dtype is not None and t.dtype == np.uint8 else tensors[name].dtype
@@ -373,7 +407,8 @@ class Importer:
                 q = QuantParam(t.quant.scale.astype(np.float32), t.quant.zero_point.astype(np.int64), None)
             boundary[name] = Boundary(name, tuple(t.shape), decl, q)
         return AnalyzedGraph(name=self.name, tensors=tensors, ops=ops, inputs=inputs, outputs=outputs,
-                             weights=weights, boundary=boundary, notes=self.notes, source="tflite")
+                             weights=weights, boundary=boundary, notes=self.notes, source="tflite",
+                             numerics="tflm")  # TFLite's own arithmetic by default (docs/numerics.md)
 
     def _generic(self, op: TflOp) -> None:
         """An operator without an IR mapping: imported under its TFLite name so validation reports it."""
@@ -410,6 +445,17 @@ def _window(imp: Importer, op: TflOp, x_shape: tuple[int, ...], kh: int, kw: int
     return dict(kernel_shape=[kh, kw], strides=[sh, sw], dilations=[dh, dw], pads=[pt, pl, pb, pr]), (oh, ow)
 
 
+def _expect(imp: Importer, op: TflOp, shape, k: int = 0) -> None:
+    """The stored output shape must be what the operator computes: a corrupted file is refused here, by name."""
+    got = tuple(imp.tt(op.outputs[k]).shape)
+    if got != tuple(int(d) for d in shape):
+        raise imp.err(f"output shape {list(got)} disagrees with the operator's result {list(shape)}")
+
+
+def _same(imp: Importer, op: TflOp) -> None:
+    _expect(imp, op, imp.tt(op.inputs[0]).shape)
+
+
 def _check_out(imp: Importer, op: TflOp, want_hw: tuple[int, int]) -> None:
     shp = imp.tt(op.outputs[0]).shape
     if len(shp) != 4 or tuple(shp[1:3]) != tuple(want_hw):
@@ -422,6 +468,9 @@ def _bias(imp: Importer, op: TflOp, k: int) -> list[str]:
     i = op.inputs[k]
     t = imp.tt(i)
     v = imp.const_values(i).reshape(-1)
+    oc = imp.tt(op.outputs[0]).shape[-1] if imp.tt(op.outputs[0]).shape else 1
+    if v.size != oc:
+        raise imp.err(f"bias {imp.names[i]} has {v.size} values for {oc} output channels")
     q = imp.quant_of(t, lambda d: 0) if t.quant is not None else None
     return [imp.add_weight(imp.names[i], v, q)]
 
@@ -457,6 +506,9 @@ def conv_2d(imp: Importer, op: TflOp) -> None:
         raise imp.err(f"input channels {xs[3]} are not a multiple of the filter's {ws[3]}")
     attrs, hw = _window(imp, op, xs, ws[1], ws[2])
     _check_out(imp, op, hw)
+    _expect(imp, op, (xs[0], hw[0], hw[1], ws[0]))
+    if ws[0] % (xs[3] // ws[3]):
+        raise imp.err(f"{ws[0]} filters do not split into {xs[3] // ws[3]} groups")
     attrs["group"] = xs[3] // ws[3]
     act = imp.activation(int(_opt(op, "FusedActivationFunction")))
     y, fused = imp.output_with_act(op.outputs[0], act, True)
@@ -476,6 +528,7 @@ def depthwise_conv_2d(imp: Importer, op: TflOp) -> None:
         raise imp.err(f"filter channels {c_out} are not a multiple of the input channels {c_in}")
     attrs, hw = _window(imp, op, xs, ws[1], ws[2])
     _check_out(imp, op, hw)
+    _expect(imp, op, (xs[0], hw[0], hw[1], c_out))
     attrs["group"] = c_in  # one group per input channel, depth multiplier c_out / c_in (options may hold 0)
     act = imp.activation(int(_opt(op, "FusedActivationFunction")))
     y, fused = imp.output_with_act(op.outputs[0], act, True)
@@ -530,6 +583,8 @@ def fully_connected(imp: Importer, op: TflOp) -> None:
         return
     act = imp.activation(int(_opt(op, "FusedActivationFunction")))
     ys = imp.tt(op.outputs[0]).shape
+    if int(np.prod(ys)) != rows * oc or (ys and ys[-1] != oc):
+        raise imp.err(f"output shape {list(ys)} disagrees with {rows} rows of {oc} outputs")
     y_final, fused = imp.output_with_act(op.outputs[0], act, True)
     x = imp.operand(xi)
     wv = imp.const_values(wi)
@@ -567,9 +622,10 @@ def _binary(op_type: str, fusable: bool = True) -> Callable[[Importer, TflOp], N
     def handler(imp: Importer, op: TflOp) -> None:
         ai, bi = op.inputs[0], op.inputs[1]
         r = max(len(imp.tt(ai).shape), len(imp.tt(bi).shape), len(imp.tt(op.outputs[0]).shape))
+        _expect(imp, op, np.broadcast_shapes(imp.tt(ai).shape, imp.tt(bi).shape))
         act = imp.activation(int(_opt(op, "FusedActivationFunction")))
         y, fused = imp.output_with_act(op.outputs[0], act, fusable)
-        attrs = {"fused_activation": fused} if fusable else {}
+        attrs = {"fused_activation": fused}
         imp.emit(op_type, [imp.operand(ai, r), imp.operand(bi, r)], [y], attrs)
     return handler
 
@@ -582,11 +638,10 @@ def _pool(op_type: str) -> Callable[[Importer, TflOp], None]:
             raise imp.err(f"{op.builtin} needs a rank-4 input, got {list(xs)}")
         attrs, hw = _window(imp, op, xs, int(_opt(op, "FilterHeight", 0)), int(_opt(op, "FilterWidth", 0)))
         _check_out(imp, op, hw)
+        _expect(imp, op, (xs[0], hw[0], hw[1], xs[3]))
         attrs.update(ceil_mode=0, count_include_pad=0)
         act = imp.activation(int(_opt(op, "FusedActivationFunction")))
-        y, fused = imp.output_with_act(op.outputs[0], act, True)
-        if fused is not None:
-            attrs["fused_activation"] = fused
+        y, _ = imp.output_with_act(op.outputs[0], act, False)  # pools take no fused activation in the IR
         imp.emit(op_type, [imp.operand(xi)], [y], attrs)
     return handler
 
@@ -594,6 +649,12 @@ def _pool(op_type: str) -> Callable[[Importer, TflOp], None]:
 def concatenation(imp: Importer, op: TflOp) -> None:
     r = len(imp.tt(op.outputs[0]).shape)
     axis = ir_axis(int(_opt(op, "Axis", 0)), r)
+    a = inv(perm_of(r)).index(axis) if r else 0
+    shapes = [imp.tt(i).shape for i in op.inputs]
+    if any(len(s_) != r or tuple(s_[:a]) + tuple(s_[a + 1:]) != tuple(shapes[0][:a]) + tuple(shapes[0][a + 1:])
+           for s_ in shapes):
+        raise imp.err(f"inputs {[list(s_) for s_ in shapes]} do not concatenate on axis {a}")
+    _expect(imp, op, tuple(shapes[0][:a]) + (sum(s_[a] for s_ in shapes),) + tuple(shapes[0][a + 1:]))
     act = imp.activation(int(_opt(op, "FusedActivationFunction")))
     y, _ = imp.output_with_act(op.outputs[0], act, False)
     imp.emit("Concat", [imp.operand(i) for i in op.inputs], [y], {"axis": axis})
@@ -602,6 +663,7 @@ def concatenation(imp: Importer, op: TflOp) -> None:
 def softmax(imp: Importer, op: TflOp) -> None:
     xi = op.inputs[0]
     r = len(imp.tt(xi).shape)
+    _same(imp, op)
     attrs: dict[str, Any] = {"axis": ir_axis(-1, r)}
     beta = float(_opt(op, "Beta", 1.0))
     if beta != 1.0:
@@ -611,6 +673,7 @@ def softmax(imp: Importer, op: TflOp) -> None:
 
 def _unary(op_type: str, attrs_of: Callable[[TflOp], dict] | None = None) -> Callable[[Importer, TflOp], None]:
     def handler(imp: Importer, op: TflOp) -> None:
+        _same(imp, op)
         attrs = attrs_of(op) if attrs_of else {}
         imp.emit(op_type, [imp.operand(op.inputs[0])], [imp.declare(op.outputs[0])], attrs)
     return handler
@@ -618,6 +681,7 @@ def _unary(op_type: str, attrs_of: Callable[[TflOp], dict] | None = None) -> Cal
 
 def prelu(imp: Importer, op: TflOp) -> None:
     r = len(imp.tt(op.inputs[0]).shape)
+    _same(imp, op)
     imp.emit("PRelu", [imp.operand(op.inputs[0]), imp.operand(op.inputs[1], r)], [imp.declare(op.outputs[0])])
 
 
@@ -637,6 +701,9 @@ def pad(imp: Importer, op: TflOp) -> None:
     if p.shape[0] != r:
         raise imp.err(f"paddings of shape {list(p.shape)} for a rank-{r} input")
     perm = perm_of(r)
+    if np.any(p < 0):
+        raise imp.err("negative paddings")
+    _expect(imp, op, tuple(int(d + p[a, 0] + p[a, 1]) for a, d in enumerate(xs)))
     begins = [int(p[perm[i], 0]) for i in range(r)]
     ends = [int(p[perm[i], 1]) for i in range(r)]
     value = 0.0
@@ -664,6 +731,8 @@ def reduce(imp: Importer, op: TflOp) -> None:
     r = len(xs)
     axes = _axes(imp, op, 1, r)
     keep = bool(_opt(op, "KeepDims", False))
+    kept_shape = tuple(1 if a in axes else d for a, d in enumerate(xs))
+    _expect(imp, op, kept_shape if keep else tuple(d for a, d in enumerate(xs) if a not in axes))
     x = imp.operand(xi)
     y = imp.declare(op.outputs[0])
     spatial = r == 4 and axes == [1, 2]
@@ -698,6 +767,8 @@ def resize(imp: Importer, op: TflOp) -> None:
     align = bool(_opt(op, "AlignCorners", False))
     half = bool(_opt(op, "HalfPixelCenters", False))
     nearest = op.builtin == "RESIZE_NEAREST_NEIGHBOR"
+    size = [int(v) for v in np.asarray(imp.const_values(op.inputs[1])).reshape(-1)]
+    _expect(imp, op, (xs[0], *size, xs[3]))
     if align:
         ctm, nmode = "align_corners", "round_prefer_ceil"
     elif half:
@@ -715,6 +786,7 @@ def resize(imp: Importer, op: TflOp) -> None:
 
 def quantize(imp: Importer, op: TflOp) -> None:
     xi, yi = op.inputs[0], op.outputs[0]
+    _same(imp, op)
     x, y = imp.operand(xi), imp.declare(yi)
     tx, ty = imp.tensors[x], imp.tensors[y]
     if tx.dtype == "float32":
@@ -731,6 +803,7 @@ def quantize(imp: Importer, op: TflOp) -> None:
 
 def dequantize(imp: Importer, op: TflOp) -> None:
     xi = op.inputs[0]
+    _same(imp, op)
     y = imp.declare(op.outputs[0])
     if imp.is_const(xi):
         t = imp.tt(xi)
@@ -774,6 +847,7 @@ def transpose(imp: Importer, op: TflOp) -> None:
     p = [int(v) for v in np.asarray(imp.const_values(op.inputs[1])).reshape(-1)]
     if sorted(p) != list(range(r)):
         raise imp.err(f"perm {p} is not a permutation of rank {r}")
+    _expect(imp, op, tuple(imp.tt(xi).shape[a] for a in p))
     pin, pout = perm_of(r), perm_of(r)
     # IR output axis i holds TFLite output axis pout[i] = TFLite input axis p[pout[i]] = IR input axis inv(pin)[...]
     ir_perm = [inv(pin)[p[pout[i]]] for i in range(r)]
@@ -883,8 +957,9 @@ HANDLERS: dict[str, Callable[[Importer, TflOp], None]] = {
     "TRANSPOSE_CONV": transpose_conv,
     "FULLY_CONNECTED": fully_connected,
     "ADD": _binary("Add"),
-    "SUB": _binary("Sub"),
-    "MUL": _binary("Mul"),
+    # the IR fuses activations into Add only: Sub and Mul get theirs as a following op (activation fuse may merge it)
+    "SUB": _binary("Sub", False),
+    "MUL": _binary("Mul", False),
     "AVERAGE_POOL_2D": _pool("AveragePool"),
     "MAX_POOL_2D": _pool("MaxPool"),
     "CONCATENATION": concatenation,
