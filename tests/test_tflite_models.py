@@ -2,9 +2,9 @@
 
 Each model compiles at 256K (plain, ``--xip``, ``-c lz4``) and at the tiling budget 32K with ``--xip``; every plan runs on the
 C runtime and its outputs are bit-exact with the NumPy reference, the tiled plans bit-exact with the untiled one, and
-the runtime's high-water marks equal the compiler's peaks. Against the TFLite interpreter (reference kernels) and
-TFLite Micro the int8 outputs stay within ``MAX_LSB[model]`` on 20 seeded inputs: the figures measured with the ONNX
-arithmetic contract (docs/tflite.md), which rounds once where TFLite rounds twice.
+the runtime's high-water marks equal the compiler's peaks. Against TFLite Micro and the TFLite interpreter (reference
+kernels) the int8 outputs stay within the measured ``MAX_LSB[model]`` on 20 seeded inputs, with the default numerics
+of a TFLite model (``tflm``) and with ``--numerics onnx`` (docs/tflite.md gives the figures).
 """
 from __future__ import annotations
 
@@ -23,14 +23,16 @@ from tigris.reference.tflite_run import run_litert, run_tflm  # noqa: E402
 pytestmark = pytest.mark.shared
 TFLITE = MODELS / "tflite"
 
-# max |ours - TFLite| in LSB over seeds 0..19 (TFLite interpreter reference kernels, TFLite Micro)
+# max |ours - reference| in LSB over seeds 0..19, as (TFLite interpreter's reference kernels, TFLite Micro), for
+# --numerics tflm (the default for .tflite) and --numerics onnx. TFLite's reference FULLY_CONNECTED rounds once where
+# TFLM rounds twice (ad_autoencoder); resnet8's residual ADDs are not yet TFLM's arithmetic.
 MAX_LSB = {
-    "ad_autoencoder_int8": (0, 3),
-    "kws_dscnn_int8": (5, 5),
-    "person_detect_int8": (2, 2),
-    "resnet8_cifar_int8": (51, 51),
-    "streaming_wakeword_int8": (0, 0),
-    "vww_mbv1_025_96_int8": (1, 1),
+    "ad_autoencoder_int8": {"tflm": (3, 0), "onnx": (0, 3)},
+    "kws_dscnn_int8": {"tflm": (0, 0), "onnx": (5, 5)},
+    "person_detect_int8": {"tflm": (0, 0), "onnx": (2, 2)},
+    "resnet8_cifar_int8": {"tflm": (19, 19), "onnx": (51, 51)},
+    "streaming_wakeword_int8": {"tflm": (0, 0), "onnx": (0, 0)},
+    "vww_mbv1_025_96_int8": {"tflm": (0, 0), "onnx": (1, 1)},
 }
 SEEDS = range(20)
 
@@ -74,10 +76,12 @@ def test_plans_run_and_agree(prepared, name):
         assert tiled_any, f"{name}: 32K should need tiling"
 
 
+@pytest.mark.parametrize("numerics", ["tflm", "onnx"])
 @pytest.mark.parametrize("name", sorted(MAX_LSB))
-def test_against_tflite_interpreters(prepared, name):
+def test_against_tflite_interpreters(prepared, name, numerics):
     path = TFLITE / f"{name}.tflite"
-    prep = _prep(prepared, name)
+    prep = _prep(prepared, name) if numerics == "tflm" else api.prepare(path, numerics=numerics)
+    assert prep.graph.numerics == numerics
     c = api.compile_model(path, "256K", prepared=prep)
     worst = [0, 0]
     for seed in SEEDS:
@@ -88,7 +92,8 @@ def test_against_tflite_interpreters(prepared, name):
             g = np.asarray(got[n]).astype(np.int64)
             for k, r in enumerate(refs):
                 worst[k] = max(worst[k], int(np.abs(g - np.asarray(r[n]).astype(np.int64).reshape(g.shape)).max()))
-    assert tuple(worst) == MAX_LSB[name], f"{name}: max LSB (TFLite, TFLM) = {tuple(worst)}"
+    bound = MAX_LSB[name][numerics]
+    assert worst[0] <= bound[0] and worst[1] <= bound[1], f"{name}: max LSB (TFLite, TFLM) = {tuple(worst)}"
 
 
 def test_verify_command_uses_tflite(prepared, tmp_path):

@@ -23,6 +23,7 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Boundary, Op, QuantParam, Tensor, TigrisError, UnsupportedModelError
 from tigris.load.order import dfs_postorder
+from tigris.load.validate import check_tensor_limits, warn_non_finite
 from tigris.load.tflite.reader import TflModel, TflOp, TflTensor
 
 # TFLite order -> IR logical order, by rank: IR axis i holds TFLite axis PERM[r][i].
@@ -395,6 +396,9 @@ class Importer:
         used = {t for op in ops for t in (*op.inputs, *op.outputs) if t} | set(inputs) | set(outputs)
         tensors = {k: v for k, v in self.tensors.items() if k in used}
         weights = {k: v for k, v in self.weights.items() if k in used}
+        for t in tensors.values():  # the plan format's limits, as for ONNX (tigris/load/validate.py rule 5)
+            check_tensor_limits(t.name, t.shape, t.dtype)
+        warn_non_finite(weights)
         boundary = {}
         for i in list(m.inputs) + list(m.outputs):
             t = self.tt(i)
