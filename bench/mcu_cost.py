@@ -14,6 +14,7 @@ Needs arm-none-eabi-gcc, qemu-system-arm and ../shared/models.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -43,6 +44,119 @@ MODELS = [
     ("mlperf_tiny/kws_dscnn_f32.onnx", "48K", False, "none"),
 ]
 BOARDS = ("mps2-an386", "mps3-an547")
+# The models of the per-layer-type table (issue 11's acceptance set).
+LAYER_MODELS = ("kws_dscnn_int8", "vww_mbv1_025_96_int8", "person_detect_int8", "resnet8_cifar_int8",
+                "mobilenet_v2_035_96_int8")
+# Layer types of the per-layer table, in column order; "other" is every other kernel (quantize, copy, pad...).
+LAYER_TYPES = ("conv", "pointwise", "depthwise", "fc", "pool", "softmax", "elementwise", "other")
+MAC_TYPES = ("conv", "pointwise", "depthwise", "fc")
+BASELINE = HERE / "mcu_layers_baseline.json"
+
+# C for the profiling firmware: every entry of the op resolver table goes through prof_call, which adds the kernel's
+# SysTick cycles (and, for the MAC kinds, its multiply-accumulates) to its layer type's counters. A 1x1 conv of one
+# group is "pointwise"; every other conv is "conv".
+_PROF_C = r"""
+#include "board.h" /* board_cycles */
+
+enum { PROF_CONV, PROF_POINTWISE, PROF_DEPTHWISE, PROF_FC, PROF_POOL, PROF_SOFTMAX, PROF_ELEMENTWISE, PROF_OTHER,
+       PROF_N };
+static uint64_t prof_cycles[PROF_N];
+static uint64_t prof_macs[PROF_N];
+static uint64_t prof_outs[PROF_N];
+
+static uint64_t prof_out_elems(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *o = ctx->out;
+    return o == NULL ? 0u : (uint64_t)o->dims[0] * (uint64_t)o->rows * (uint64_t)o->dims[2] * (uint64_t)o->dims[3];
+}
+
+static int prof_call(const tgrs_op_ctx *ctx, tgrs_kernel_fn fn, int type, uint64_t macs_per_out)
+{
+    const uint64_t t0 = board_cycles();
+    const int rc = fn(ctx);
+    prof_cycles[type] += board_cycles() - t0;
+    prof_macs[type] += prof_out_elems(ctx) * macs_per_out;
+    prof_outs[type] += prof_out_elems(ctx);
+    return rc;
+}
+"""
+
+_PROF_WRAP = {  # kind -> (layer type expression, MACs per output element expression)
+    "conv": ("(ctx->p[TGRS_P_CONV_KH] == 1 && ctx->p[TGRS_P_CONV_KW] == 1 && ctx->p[TGRS_P_CONV_GROUP] == 1) ? "
+             "PROF_POINTWISE : PROF_CONV", "(uint64_t)ctx->p[TGRS_P_CONV_PATCH]"),
+    "dwconv": ("PROF_DEPTHWISE", "(uint64_t)ctx->p[TGRS_P_DWCONV_KH] * (uint64_t)ctx->p[TGRS_P_DWCONV_KW]"),
+    "fc": ("PROF_FC", "(uint64_t)ctx->p[TGRS_P_FC_K]"),
+    "maxpool": ("PROF_POOL", "0u"), "avgpool": ("PROF_POOL", "0u"), "gap": ("PROF_POOL", "0u"),
+    "softmax": ("PROF_SOFTMAX", "0u"),
+    "add": ("PROF_ELEMENTWISE", "0u"), "sub": ("PROF_ELEMENTWISE", "0u"), "mul": ("PROF_ELEMENTWISE", "0u"),
+    "unary": ("PROF_ELEMENTWISE", "0u"), "prelu": ("PROF_ELEMENTWISE", "0u"),
+}
+
+
+def profiling_app(c_src: str) -> str:
+    """The generated app source with every kernel of its op resolver timed per layer type (see _PROF_C)."""
+    import re
+
+    kinds = re.findall(r"\[TGRS_OP_([A-Z0-9_]+)\] = tgrs_kernel_([a-z0-9_]+),", c_src)
+    wrappers = [_PROF_C]
+    for _, kind in kinds:
+        typ, macs = _PROF_WRAP.get(kind, ("PROF_OTHER", "0u"))
+        wrappers.append(f"static int prof_{kind}(const tgrs_op_ctx *ctx)\n{{\n"
+                        f"    return prof_call(ctx, tgrs_kernel_{kind}, {typ}, {macs});\n}}\n")
+        c_src = c_src.replace(f"= tgrs_kernel_{kind},", f"= prof_{kind},")
+    marker = "/* The op resolver:"
+    c_src = c_src.replace(marker, "\n".join(wrappers) + "\n" + marker, 1)
+    report = "".join(
+        f'    board_report("{t}_instructions", prof_cycles[{i}] * 1000000000u / BOARD_CPU_HZ);\n'
+        f'    board_report("{t}_macs", prof_macs[{i}]);\n    board_report("{t}_outputs", prof_outs[{i}]);\n'
+        for i, t in enumerate(LAYER_TYPES))
+    tail = "    return BOARD_EXIT_OK;\n}"
+    head, sep, rest = c_src.rpartition(tail)
+    assert sep, "generated app has no final return"
+    return head + report + sep + rest
+
+
+def layer_profile(rel: str, fast: str, xip: bool, comp: str, work: Path, boards=BOARDS) -> dict:
+    """Per board: per layer type, instructions, MACs and output elements of one inference (profiling firmware),
+    and the total of the unprofiled firmware."""
+    from tigris.codegen import generate_c
+
+    path = SHARED / rel
+    prep = api.prepare(str(path))
+    c = api.compile_model(str(path), fast, xip=xip, compression=comp, prepared=prep)
+    s = Session(c.plan_bytes)
+    inputs = api.random_inputs(prep, seed=0)
+    host = s.run(inputs)
+    result = {}
+    for board in boards:
+        res = {}
+        for variant in ("plain", "prof"):
+            d = work / "layers" / Path(rel).stem / board / variant
+            d.mkdir(parents=True, exist_ok=True)
+            c_src, header = generate_c(c.plan_bytes, "model", "app")
+            if variant == "prof":
+                c_src = profiling_app(c_src)
+            (d / "model.c").write_text(c_src)
+            (d / "model.h").write_text(header)
+            elf = qh.build(board, d / "build", model_c=d / "model.c", obj_dir=work / "obj" / board)
+            ins = [f"in{i}.bin" for i in range(len(s.inputs))]
+            outs = [f"out{i}.bin" for i in range(len(s.outputs))]
+            for name, spec in zip(ins, s.inputs):
+                (d / name).write_bytes(s._to_caller(spec, inputs[spec.name]))
+            r = qh.run(board, elf, ins + outs, cwd=d, timeout_s=900)
+            if r.returncode != 0:
+                raise RuntimeError(f"{rel} on {board}: exit {r.returncode}\n{r.console}")
+            for o, spec in zip(outs, s.outputs):
+                if (d / o).read_bytes() != s._to_caller(spec, host.outputs[spec.name]) and \
+                        spec.caller_dtype != "float32":
+                    raise RuntimeError(f"{rel} on {board}: output differs from the host runtime")
+            if variant == "plain":
+                res["total"] = r.report["instructions"]
+            else:
+                res["types"] = {t: [r.report[f"{t}_instructions"], r.report[f"{t}_macs"], r.report[f"{t}_outputs"]]
+                                for t in LAYER_TYPES}
+        result[board] = res
+    return result
 
 
 def run_model(rel: str, fast: str, xip: bool, comp: str, work: Path) -> list[object]:
@@ -168,14 +282,74 @@ def footprint(work: Path) -> tuple[str, list[str]]:
     return table, alloc
 
 
+def layer_profiles(work: Path, only: list[str] | None = None) -> dict:
+    out = {}
+    for rel, fast, xip, comp in MODELS:
+        stem = Path(rel).stem
+        if stem not in LAYER_MODELS or (only and stem not in only) or not (SHARED / rel).exists():
+            continue
+        out[stem] = layer_profile(rel, fast, xip, comp, work)
+        print(stem, out[stem], flush=True)
+    return out
+
+
+def _per_mac(t: list[int]) -> str:
+    return f"{t[0] / t[1]:.2f}" if t[1] else "-"
+
+
+def layer_tables(profiles: dict, baseline: dict | None) -> str:
+    """Instructions per MAC per model and core (before -> after when a baseline is given), then every layer type's
+    share of the instructions."""
+    rows, rows2 = [], []
+    for stem, per_board in profiles.items():
+        for board, res in per_board.items():
+            core = qh.BOARDS[board]
+            macs = sum(v[1] for v in res["types"].values())
+            base = (baseline or {}).get(stem, {}).get(board)
+            cells = []
+            for t in MAC_TYPES:
+                now = _per_mac(res["types"][t])
+                was = _per_mac(base["types"][t]) if base else None
+                cells.append(now if was in (None, "-") else f"{was} -> {now}")
+            tot = f"{res['total'] / macs:.2f}"
+            if base:
+                tot = f"{base['total'] / macs:.2f} -> {tot}"
+            rows.append([stem, core, f"{macs:,}", *cells, tot,
+                         f"{base['total']:,}" if base else "-", f"{res['total']:,}"])
+            kern = {t: v[0] for t, v in res["types"].items()}
+            rest = res["total"] - sum(kern.values())
+            shares = [f"{kern[t] / res['total'] * 100:.1f}%" for t in LAYER_TYPES] + [f"{rest / res['total'] * 100:.1f}%"]
+            per_out = [f"{v[0] / v[2]:.1f}" if v[2] else "-" for t, v in res["types"].items()
+                       if t in ("pool", "softmax", "elementwise")]
+            rows2.append([stem, core, *shares, *per_out])
+    t1 = markdown_table(["model", "core", "MACs", *[f"{t} instr/MAC" for t in MAC_TYPES], "whole run instr/MAC",
+                         "instructions before", "instructions after"], rows)
+    t2 = markdown_table(["model", "core", *[f"{t} %" for t in LAYER_TYPES], "executor, weights, spills %",
+                         "pool instr/output", "softmax instr/output", "element-wise instr/output"], rows2)
+    return t1 + "\n\n" + t2
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--layers-only", action="store_true", help="only the per-layer-type profiles")
+    ap.add_argument("--model", action="append", help="with --layers-only: only this model (stem); repeatable")
+    ap.add_argument("--record-baseline", action="store_true",
+                    help=f"with --layers-only: store the profiles as the 'before' figures ({BASELINE.name})")
     args = ap.parse_args()
     if qh.missing_tools():
         sys.exit(f"error: missing tools: {', '.join(qh.missing_tools())}")
+    baseline = json.loads(BASELINE.read_text()) if BASELINE.exists() else None
+    if args.layers_only:
+        with tempfile.TemporaryDirectory(prefix="mcu_layers-") as tmp:
+            prof = layer_profiles(Path(tmp), args.model)
+        if args.record_baseline:
+            BASELINE.write_text(json.dumps(prof, indent=1, sort_keys=True) + "\n")
+        print(layer_tables(prof, None if args.record_baseline else baseline))
+        return
     with tempfile.TemporaryDirectory(prefix="mcu_cost-") as tmp:
         work = Path(tmp)
+        layers = layer_tables(layer_profiles(work), baseline)
         rows = []
         for rel, fast, xip, comp in MODELS:
             if not (SHARED / rel).exists():
@@ -215,6 +389,13 @@ def main() -> None:
         + "; ".join(alloc) + ".\n\n"
         + modes
     )
+    body += (
+        "\n\nPer layer type (issue 11), -O2: a profiling build of the same firmware times every kernel call with "
+        "SysTick and adds it to its layer type (a conv with a 1x1 window and one group is pointwise). instr/MAC is "
+        "the kernel instructions of that type over its multiply-accumulates; the whole-run figure divides the "
+        "unprofiled firmware's count (everything in `tgrs_run`) by all MACs. Before: the kernels of "
+        f"`{BASELINE.name}` (plain C99 on both cores), recorded with `--layers-only --record-baseline`.\n\n"
+        + layers)
     print(body)
     if not args.no_write:
         write_section("mcu_cost", body)

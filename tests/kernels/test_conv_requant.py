@@ -143,6 +143,25 @@ def test_extreme_shifts(rq):
             assert rq.t_rq_s8(acc, big, shift, 5, -128, 127) == rq.t_requant_s8(acc, big, shift, 5, -128, 127)
 
 
+@pytest.mark.parametrize("shift", range(-34, 2))
+def test_prepared_requant_32bit_form_at_ties_and_edges(rq, shift):
+    """Shifts <= -2 take the prepared form's 32-bit path: exact ties of both signs (acc * mult = odd * 2^(n-1)),
+    one off each tie, and the accumulator extremes, against the definition."""
+    n = 31 - shift
+    accs = [0, 1, -1, 2**31 - 1, -(2**31), 2**30, -(2**30)]
+    mult = 1 << 30
+    if n - 31 >= 0:
+        for odd in (1, 3, 5, 127, 2**20 + 1):
+            tie = odd << (n - 31)
+            if tie < 2**31:
+                accs += [tie, -tie, tie + 1, -tie - 1, tie - 1, -tie + 1]
+    for acc in accs:
+        for m, zp in ((mult, 0), (2**31 - 1, -7), (1518500250, 100)):
+            expect = int(qmath.saturate(qmath.requantize(np.array([acc]), m, shift) + zp, -128, 127)[0])
+            assert rq.t_rq_s8(acc, m, shift, zp, -128, 127) == expect, (acc, m, shift, zp)
+            assert rq.t_rq_s8(acc, m, shift, zp, -20, 30) == max(-20, min(30, expect))
+
+
 def test_wrap_add_is_twos_complement(rq):
     assert rq.t_wrap_add(2**31 - 1, 1) == -(2**31)
     assert rq.t_wrap_add(-5, 3) == -2

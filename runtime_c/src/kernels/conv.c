@@ -23,6 +23,7 @@
 
 #include "kcheck.h"
 #include "requant.h"
+#include "target.h"
 #include "tgrs_op.h"
 #include "variants.h"
 #include "vec.h"
@@ -264,6 +265,8 @@ static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
 
 /* ------------------------------------------------------------------------------------------------------- int8 -- */
 
+#if TGRS_ISA == TGRS_ISA_PLAIN /* the reference loops; target.h selects another variant on DSP/MVE cores */
+
 /* int8 is a character type and may alias anything: restrict tells the compiler the copy can be vectorized. */
 static void conv_widen(const int8_t *restrict src, int16_t *restrict dst)
 {
@@ -376,7 +379,7 @@ static void conv_mk_s8(int32_t k, const int16_t *const a[CONV_MR], const int8_t 
     acc[3][1] = s31;
 }
 
-static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
+static int conv_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
     const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
     const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
@@ -393,10 +396,6 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
     int32_t acc[CONV_MR][2];
     int32_t n, g, i, j, oc;
     int64_t q0;
-    const int st = tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg->oc, lo, hi, zp_in, zp_out, nm);
-    if (st != TGRS_OK) {
-        return st;
-    }
     for (n = 0; n < cg->n; ++n) {
         const int8_t *img = in + n * in_img;
         int8_t *oimg = out + n * npix * cg->oc;
@@ -435,6 +434,22 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
         }
     }
     return TGRS_OK;
+}
+
+#endif /* TGRS_ISA_PLAIN */
+
+#include "conv_dsp.h" /* conv_s8_dsp */
+
+/* The int8 GEMM of the target (target.h picks it): the same exact sums, requantized through requant.h. */
+static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
+{
+    const int st = tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg->oc, ctx->p[TGRS_P_CONV_ACT_MIN],
+                                     ctx->p[TGRS_P_CONV_ACT_MAX], ctx->p[TGRS_P_CONV_ZP_IN],
+                                     ctx->p[TGRS_P_CONV_ZP_OUT], ctx->p[TGRS_P_CONV_NUMERICS]);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    return TGRS_CONV_S8(ctx, cg);
 }
 
 /* The dtype variants (registry.c picks one per op): each checks its own dtypes, then the shared geometry. */

@@ -175,6 +175,11 @@ typedef struct tgrs_rq {
     int32_t lsh;   /* tflm: max(shift, 0) */
     int32_t rsh;   /* tflm: max(-shift, 0) */
     int32_t zp;    /* tflm: output zero point */
+    /* The 32-bit form, for onnx numerics with n >= 33 (every real layer's shift <= -2): see tgrs_rq_s8_fast. */
+    int32_t fast;  /* 1 when it applies */
+    int32_t n2;    /* n - 32, in [1, 30]; 1 when mult is 0 */
+    uint32_t add2; /* 2^31 + 2^(n2 - 1) */
+    int32_t sub2;  /* (2^31 >> n2) - zp_out */
 } tgrs_rq;
 
 static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift, int32_t zp_out, int32_t numerics)
@@ -193,15 +198,46 @@ static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift, int32_t zp_out, 
         r.mult = mult;
         r.n = 31 - shift;
     }
+    r.fast = !r.tflm && (r.mult == 0 || r.n >= 33);
+    r.n2 = r.fast && r.mult != 0 ? r.n - 32 : 1;
+    r.add2 = ((uint32_t)1 << 31) + ((uint32_t)1 << (r.n2 - 1));
+    r.sub2 = (int32_t)(((uint32_t)1 << 31) >> r.n2) - zp_out;
+    if (r.fast) { /* the 64-bit fields are unused: skip their 64-bit shifts (inner loops make one per channel) */
+        r.add = 0;
+        r.neg = 0;
+        r.sub = 0;
+        return r;
+    }
     r.add = base + ((r.n > 0) ? ((uint64_t)1 << (r.n - 1)) : 0);
     r.neg = (r.n > 0) ? 1u : 0u;
     r.sub = (int64_t)(base >> r.n) - zp_out;
     return r;
 }
 
+/*
+ * The 32-bit form (r->fast: onnx numerics, n >= 33): only the high word of the corrected product P = p - [p < 0]
+ * matters, since floor((P + 2^(n-1)) / 2^n) = floor((hi(P) + 2^(n-33)) / 2^(n-32)) (nested floors; 2^(n-1) is a
+ * multiple of 2^32). |p| < 2^62 puts hi(P) in [-2^30, 2^30), so hi(P) + 2^(n-33) + 2^31 lies in (0, 2^32) and an
+ * unsigned shift computes the floor; 2^31 >> (n - 32) (minus the zero point) is subtracted back. mult 0
+ * (shift <= -32) gives hi(P) = 0 and the result zp_out, as the 64-bit form does. One 32x32->64 multiply, a 64-bit
+ * decrement and 32-bit work: about a third of the 64-bit form's instructions on a 32-bit core. Inner loops that test
+ * r->fast once per channel call it directly; tgrs_rq_s8 picks it by itself.
+ */
+static inline int8_t tgrs_rq_s8_fast(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
+{
+    const int64_t prod = (int64_t)acc * (int32_t)r->mult;
+    const uint64_t pc = (uint64_t)prod - (uint64_t)(prod < 0);
+    const uint32_t u = (uint32_t)(pc >> 32) + r->add2;
+    const int32_t q = (int32_t)(u >> r->n2) - r->sub2;
+    return (int8_t)((q < lo) ? lo : ((q > hi) ? hi : q));
+}
+
 static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
 {
     uint64_t p, u;
+    if (r->fast) {
+        return tgrs_rq_s8_fast(r, acc, lo, hi);
+    }
     if (r->tflm) {
         const int32_t t = tgrs_srdhm((int32_t)((uint32_t)acc << r->lsh), r->m32);
         return (int8_t)tgrs_clamp64((int64_t)tgrs_rdbpot(t, r->rsh) + r->zp, lo, hi);

@@ -1,0 +1,50 @@
+/*
+ * target.h - which instruction set the int8 multiply-accumulate kernels (conv, dwconv, fc) compile their inner loops
+ * for: the one place that reads the compiler's target feature macros. Kernel files never test a feature macro; they
+ * call the variant this header selects (TGRS_ISA), whose inner loops live in a per-target header next to the
+ * kernel (conv_dsp.h, ...). The plain C99 loops are the reference and build everywhere.
+ *
+ *   TGRS_ISA_MVE    Cortex-M55/M85 Helium (M-profile vector extension, integer): __ARM_FEATURE_MVE bit 0
+ *   TGRS_ISA_DSP    Cortex-M4/M7/M33 DSP extension (packed 16-bit multiply-accumulate): __ARM_FEATURE_DSP
+ *   TGRS_ISA_PLAIN  everything else, and any build with -DTGRS_FORCE_PLAIN (tests run the reference that way)
+ *
+ * Every variant computes the same exact integer sums and requantizes each output through requant.h, so outputs are
+ * identical bytes whichever is selected (tests/cortex_m/test_kernel_variants.py runs each against the host).
+ */
+#ifndef TGRS_TARGET_H
+#define TGRS_TARGET_H
+
+#define TGRS_ISA_PLAIN 0
+#define TGRS_ISA_DSP 1
+#define TGRS_ISA_MVE 2
+
+#if defined(TGRS_FORCE_PLAIN) || defined(__ARM_BIG_ENDIAN) /* the pair orders assume little-endian loads */
+#define TGRS_ISA TGRS_ISA_PLAIN
+#elif defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define TGRS_ISA TGRS_ISA_MVE
+#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#define TGRS_ISA TGRS_ISA_DSP
+#else
+#define TGRS_ISA TGRS_ISA_PLAIN
+#endif
+
+/* Every Helium core also has the DSP extension: the MVE build may use the DSP inner loops where it has no vector
+ * loop of its own. */
+#define TGRS_HAVE_DSP (TGRS_ISA == TGRS_ISA_DSP || TGRS_ISA == TGRS_ISA_MVE)
+#define TGRS_HAVE_MVE (TGRS_ISA == TGRS_ISA_MVE)
+
+/* The variant each kernel family runs (the functions live in the family's file and its per-target headers). */
+#if TGRS_HAVE_DSP
+#define TGRS_CONV_S8 conv_s8_dsp
+#else
+#define TGRS_CONV_S8 conv_s8_plain
+#endif
+
+#if TGRS_HAVE_DSP
+#include <arm_acle.h>
+#endif
+#if TGRS_HAVE_MVE
+#include <arm_mve.h>
+#endif
+
+#endif /* TGRS_TARGET_H */

@@ -1,0 +1,132 @@
+"""Every int8 multiply-accumulate kernel variant on the emulated cores, against the host runtime.
+
+runtime_c/src/kernels/target.h picks the inner loops from the compiler's target: the DSP extension on the
+Cortex-M4F (mps2-an386), Helium on the Cortex-M55 (mps3-an547), the plain C99 reference elsewhere. Each case here is
+a one-op int8 model (tests/kernels/mac_cases.py) compiled to a plan and run as firmware on both boards, once with the
+variant the target selects and once with -DTGRS_FORCE_PLAIN (the reference loops on the same core); the output must
+be the host runtime's bytes, which tests/kernels check bit-exact against the NumPy reference. The shapes are the
+edges the fast paths treat specially: channel counts and patch lengths that are not multiples of 4 or 16, 1x1
+images, odd widths, padding on every side, strides, groups, depth multipliers, 3x3 and 5x5 depthwise windows, and
+requantization scales outside the 32-bit form's range (big and tiny), and both numerics (onnx, tflm).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
+from mac_cases import MacCase  # noqa: E402
+
+BOARDS = ["mps2-an386", "mps3-an547"]
+VARIANTS = {"target": "", "plain": "-DTGRS_FORCE_PLAIN"}
+
+
+def _cases() -> dict[str, MacCase]:
+    c = {
+        # pointwise 1x1: K not a multiple of 4, a 1x1 image, a pixel count that is not a multiple of 4
+        "pw_k5_oc7_3x5": MacCase("Conv", 1, 5, 3, 5, 7, seed=1),
+        "pw_k20_oc17_1x1": MacCase("Conv", 1, 20, 1, 1, 17, act="relu", seed=2),
+        "pw_k64_oc16_4x7": MacCase("Conv", 1, 64, 4, 7, 16, act="relu6", seed=3),
+        "pw_k35_oc33_big": MacCase("Conv", 1, 35, 3, 3, 33, scale_mode="big", seed=4),
+        "pw_k19_oc5_tiny_n2": MacCase("Conv", 2, 19, 2, 3, 5, scale_mode="tiny", seed=5),
+        "pw_k1_oc3": MacCase("Conv", 1, 1, 3, 3, 3, seed=6),
+        # general convs: im2col across taps of odd channel counts, padding, strides, dilation, groups
+        "conv3x3_c3_oc9_s2": MacCase("Conv", 1, 3, 7, 5, 9, kernel=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
+                                     seed=7),
+        "conv10x4_c1_oc8_kws": MacCase("Conv", 1, 1, 13, 7, 8, kernel=(10, 4), strides=(2, 2), pads=(4, 1, 5, 2),
+                                       act="relu", seed=8),
+        "conv3x3_g2_c8_oc6": MacCase("Conv", 1, 8, 5, 6, 6, group=2, kernel=(3, 3), pads=(1, 0, 1, 2), seed=9),
+        "conv2x3_dil_c6_oc11": MacCase("Conv", 1, 6, 6, 7, 11, kernel=(2, 3), dils=(2, 2), pads=(0, 2, 1, 0),
+                                       seed=10),
+        "conv1d_k5_c7_oc10": MacCase("Conv1D", 1, 7, 11, 1, 10, kernel=(5, 1), pads=(2, 0, 2, 0), seed=11),
+        # depthwise: 3x3 and 5x5, channels not multiples of 4 or 16, odd widths, stride 2, multiplier 2, 1x1 image
+        "dw3x3_c19_w9": MacCase("DepthwiseConv", 1, 19, 6, 9, 19, group=19, kernel=(3, 3), pads=(1, 1, 1, 1),
+                                act="relu", seed=12),
+        "dw3x3_c64_s2_w7": MacCase("DepthwiseConv", 1, 64, 7, 7, 64, group=64, kernel=(3, 3), strides=(2, 2),
+                                   pads=(0, 0, 1, 1), seed=13),
+        "dw5x5_c21_w5": MacCase("DepthwiseConv", 1, 21, 5, 5, 21, group=21, kernel=(5, 5), pads=(2, 2, 2, 2),
+                                seed=14),
+        "dw3x3_c5_m2_1x1": MacCase("DepthwiseConv", 1, 5, 1, 1, 10, group=5, kernel=(3, 3), pads=(1, 1, 1, 1),
+                                   seed=15),
+        "dw3x3_c33_tiny": MacCase("DepthwiseConv", 2, 33, 4, 3, 33, group=33, kernel=(3, 3), pads=(1, 1, 1, 1),
+                                  scale_mode="tiny", seed=16),
+        # fully connected: K not a multiple of 4 or 16, several rows
+        "fc_k37_oc11_n3": MacCase("Gemm", 1, 37, 3, 1, 11, act="relu", seed=17),
+        "fc_k640_oc12": MacCase("Gemm", 1, 640, 1, 1, 12, seed=18),
+        "fc_k3_oc40_big": MacCase("Gemm", 1, 3, 2, 1, 40, scale_mode="big", seed=19),
+        # TFLite Micro's double rounding (--numerics tflm): the fast paths' per-channel fallback
+        "pw_k20_oc9_tflm": MacCase("Conv", 1, 20, 3, 3, 9, seed=20),
+        "dw3x3_c19_tflm": MacCase("DepthwiseConv", 1, 19, 5, 5, 19, group=19, kernel=(3, 3), pads=(1, 1, 1, 1),
+                                  seed=21),
+        "fc_k37_oc11_tflm": MacCase("Gemm", 1, 37, 2, 1, 11, seed=22),
+    }
+    for v in c.values():
+        v.int8 = True
+    return {k: v.build() for k, v in c.items()}
+
+
+CASES = _cases()
+_PLANS: dict[str, tuple] = {}
+
+
+def _plan(key: str, tmp_dir: Path):
+    """Compile the case once (module cache): plan bytes, the input's caller bytes and the host's output bytes."""
+    if key not in _PLANS:
+        import onnx
+        from onnx import TensorProto, helper
+
+        from tigris import api
+        from tigris.host import Session
+
+        case = CASES[key]
+        path = tmp_dir / f"{key}.onnx"
+        m = case.onnx_model()
+        # As exported int8 models are: a float input quantized at the boundary, a float output dequantized.
+        g = m.graph
+        for node in g.node:
+            node.input[:] = ["xq" if i == "x" else i for i in node.input]
+            node.output[:] = ["yq" if o == "y" else o for o in node.output]
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s_in", "zp_in"], ["xq"]), *g.node,
+                 helper.make_node("DequantizeLinear", ["yq", "s_out", "zp_out"], ["y"])]
+        del g.node[:]
+        g.node.extend(nodes)
+        del g.input[:]
+        g.input.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, case.x_shape()))
+        del g.output[:]
+        g.output.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, case.y_shape()))
+        onnx.save(m, str(path))
+        prep = api.prepare(str(path), numerics="tflm" if key.endswith("_tflm") else None)
+        comp = api.compile_model(str(path), "256K", prepared=prep)
+        s = Session(comp.plan_bytes)
+        d = case.data
+        # Codes dequantized exactly: quantizing them again gives the case's int8 input.
+        xf = ((d["x"].astype(np.float32) - np.float32(d["zp_in"])) * np.float32(d["s_in"])).astype(np.float32)
+        inputs = {s.inputs[0].name: xf}
+        host = s.run(inputs)
+        _PLANS[key] = (comp.plan_bytes, s._to_caller(s.inputs[0], inputs[s.inputs[0].name]),
+                       s._to_caller(s.outputs[0], host.outputs[s.outputs[0].name]))
+    return _PLANS[key]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("board", BOARDS)
+@pytest.mark.parametrize("key", list(CASES))
+def test_variant_matches_host(harness, board_objs, tmp_path, key, board, variant):
+    plan, x, expect = _plan(key, tmp_path)
+    elf = harness.build_plan_app(plan, board, tmp_path / "fw", obj_dir=board_objs[board] / f"variants-{variant}",
+                                 cflags=VARIANTS[variant])
+    (tmp_path / "in0.bin").write_bytes(x)
+    r = harness.run(board, elf, ["in0.bin", "out0.bin"], cwd=tmp_path, timeout_s=120)
+    assert r.returncode == harness.EXIT_OK, r.console
+    got = (tmp_path / "out0.bin").read_bytes()
+    assert len(got) == len(expect)
+    if got != expect:
+        g, e = np.frombuffer(got, np.int8), np.frombuffer(expect, np.int8)
+        bad = np.flatnonzero(g != e)
+        pytest.fail(f"{key} on {board} ({variant}): {bad.size} of {e.size} bytes differ, first at {bad[0]}: "
+                    f"{g[bad[0]]} != {e[bad[0]]}")
