@@ -133,38 +133,28 @@ typedef struct conv_dsp_out {
     int32_t nch, k, nv, zp_out, lo, hi, nm;
 } conv_dsp_out;
 
-/* Requantize one channel's sums s[0..nv) into the block's pixels, any (mult, shift): the rare shifts the 32-bit
- * form does not cover. Out of line so the common loop below keeps its registers. */
-__attribute__((noinline)) static void conv_dsp_store_wide(const tgrs_rq *rq, const int32_t *s, int32_t b,
-                                                          const conv_dsp_out *d, int32_t oc)
-{
-    int32_t i;
-    for (i = 0; i < d->nv; ++i) {
-        d->o[i][oc] = tgrs_rq_s8(rq, tgrs_wrap_add(s[i], b), d->lo, d->hi);
-    }
-}
-
 /* Every output channel of the group for the block's pixels. noinline: inlined into the pixel loops, GCC spills
  * the requantization's operands in this loop. */
 __attribute__((noinline)) static void conv_dsp_channels(const int16_t *blk, const conv_dsp_out *d)
 {
     const int32_t k4 = d->k & ~3, t = d->k - k4, nv = d->nv;
-    int8_t *const o0 = d->o[0], *const o1 = d->o[1], *const o2 = d->o[2], *const o3 = d->o[3];
     const int32_t lo = d->lo, hi = d->hi;
     int32_t s[CONV_MR];
-    int32_t oc;
+    int32_t oc, i;
     for (oc = 0; oc < d->nch; ++oc) {
-        const tgrs_rq rq = tgrs_rq_make(d->mult[oc], d->shift[oc], d->zp_out, d->nm);
         const int32_t b = d->bias[oc];
+        tgrs_rq rq;
+        tgrs_rq_prepare(&rq, d->mult[oc], d->shift[oc], d->zp_out, d->nm);
         conv_dsp_dot4(blk, d->wt + (int64_t)oc * d->k, k4, t, s);
-        if (!rq.fast || nv != CONV_MR) {
-            conv_dsp_store_wide(&rq, s, b, d, oc);
-            continue;
+        if (rq.fast) {
+            for (i = 0; i < nv; ++i) {
+                d->o[i][oc] = tgrs_rq_s8_fast(&rq, tgrs_wrap_add(s[i], b), lo, hi);
+            }
+        } else {
+            for (i = 0; i < nv; ++i) {
+                d->o[i][oc] = tgrs_rq_s8_call(&rq, tgrs_wrap_add(s[i], b), lo, hi);
+            }
         }
-        o0[oc] = tgrs_rq_s8_fast(&rq, tgrs_wrap_add(s[0], b), lo, hi);
-        o1[oc] = tgrs_rq_s8_fast(&rq, tgrs_wrap_add(s[1], b), lo, hi);
-        o2[oc] = tgrs_rq_s8_fast(&rq, tgrs_wrap_add(s[2], b), lo, hi);
-        o3[oc] = tgrs_rq_s8_fast(&rq, tgrs_wrap_add(s[3], b), lo, hi);
     }
 }
 

@@ -261,7 +261,7 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                 const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
                 tgrs_rq rq[DW_CB];
                 for (cc = 0; cc < nc; ++cc) {
-                    rq[cc] = tgrs_rq_make(mult[c0 + cc], shift[c0 + cc], zp_out, nm);
+                    tgrs_rq_prepare(&rq[cc], mult[c0 + cc], shift[c0 + cc], zp_out, nm); /* once per row: out of line */
                 }
                 int32_t step;
                 for (ow = 0; ow < dg->ow; ow += step) {

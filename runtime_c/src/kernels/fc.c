@@ -161,8 +161,9 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
         const int8_t *x = in + (int64_t)n * fg->k;
         for (o = 0; o < fg->oc; ++o) {
             const int32_t acc = tgrs_wrap_add(fc_dot_s8(x, wt + (int64_t)o * fg->k, fg->k), bias[o]);
-            const tgrs_rq rq = tgrs_rq_make(mult[o], shift[o], zp_out, nm);
-            out[(int64_t)n * fg->oc + o] = tgrs_rq_s8(&rq, acc, lo, hi);
+            tgrs_rq rq; /* one per output, next to a K-long dot product: the out-of-line copies cost nothing */
+            tgrs_rq_prepare(&rq, mult[o], shift[o], zp_out, nm);
+            out[(int64_t)n * fg->oc + o] = tgrs_rq_s8_call(&rq, acc, lo, hi);
         }
     }
     return TGRS_OK;

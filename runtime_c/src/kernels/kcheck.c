@@ -115,3 +115,16 @@ int tgrs_window_check(const tgrs_window *w, const tgrs_tview *in, const tgrs_tvi
     }
     return TGRS_OK;
 }
+
+/* Out-of-line copies of the prepared requantization (requant.h) for the fast-path kernels, which prepare once per
+ * channel and take the general form only for rare channels: one copy per image instead of one inlined per kernel
+ * (the int8 CNN subset's 16 KiB at -Os). */
+void tgrs_rq_prepare(tgrs_rq *r, int32_t mult, int32_t shift, int32_t zp_out, int32_t numerics)
+{
+    *r = tgrs_rq_make(mult, shift, zp_out, numerics);
+}
+
+int8_t tgrs_rq_s8_call(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
+{
+    return tgrs_rq_s8(r, acc, lo, hi);
+}

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "requant.h"
 #include "tgrs_op.h"
 
 /*
@@ -20,5 +21,9 @@ int tgrs_mac_s8_check(const tgrs_op_ctx *ctx, int mult_slot, int shift_slot, int
 
 /* A numerics code read from a plan: 1 when it is TGRS_NUMERICS_ONNX or TGRS_NUMERICS_TFLM. */
 int tgrs_numerics_ok(int32_t numerics);
+
+/* tgrs_rq_make and tgrs_rq_s8 out of line, for loops that prepare once per channel (kcheck.c). */
+void tgrs_rq_prepare(tgrs_rq *r, int32_t mult, int32_t shift, int32_t zp_out, int32_t numerics);
+int8_t tgrs_rq_s8_call(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi);
 
 #endif /* TGRS_KCHECK_H */
