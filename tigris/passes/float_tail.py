@@ -21,10 +21,19 @@ Rules:
    model states (``DQ -> Resize -> Q``); the dequantize, float resize and quantize kernels are bit-exact against
    the reference, so the int8 result stays bit-exact.
 
+4. Mixed op: any other op still reading an int8 activation and writing float, or reading a float activation and
+   writing int8 (what ONNX Runtime's QOperator output states when it leaves a chain such as HardSwish ->
+   GlobalAveragePool in float between 8-bit tensors), runs on the float kernels: its int8 inputs get a
+   ``DequantizeLinear`` as in rule 2, its quantized constants real values as in rule 2b, and each int8 output is
+   written by a new in-graph ``QuantizeLinear`` from a float twin (same tensor, same QuantParam). This is the
+   arithmetic the model states.
+5. A ``QuantizeLinear`` left in the graph between a float and an int8 activation (its output already carries the
+   QuantParam QDQ fold gave it) drops its scale and zero-point operands, like every in-graph quantize.
+
 Why here: after every pass that folds a float op into an int8 one (bias fold, activation fuse) had its chance, so
 only genuinely float ops remain; before the layout pass, which lays out the new float tensor like any other.
 
-Postcondition: no op other than DQ reads an int8 activation and writes only float tensors; no int8 linear Resize.
+Postcondition: no op other than Q/DQ mixes int8 and float activations; no int8 linear Resize.
 """
 from __future__ import annotations
 
@@ -95,33 +104,70 @@ def _islands(graph: AnalyzedGraph) -> tuple[AnalyzedGraph, int]:
     return g, n
 
 
+def _is_float_act(g: AnalyzedGraph, name: str) -> bool:
+    t = g.tensors.get(name)
+    return bool(name) and name not in g.weights and t is not None and t.dtype == "float32" and t.quant is None
+
+
+def _is_int8_out(g: AnalyzedGraph, name: str) -> bool:
+    t = g.tensors.get(name)
+    return bool(name) and t is not None and t.dtype == "int8" and t.quant is not None
+
+
+def _mixed(g: AnalyzedGraph, op: Op) -> bool:
+    """Rule 4: an op between a float and an int8 activation that no earlier pass made all-int8."""
+    if op.op_type in ("QuantizeLinear", "DequantizeLinear"):
+        return False
+    ins = [i for i in op.inputs if i and i not in g.weights]
+    int8_in = any(_is_int8_act(g, i) for i in ins)
+    float_in = any(_is_float_act(g, i) for i in ins)
+    int8_out = any(_is_int8_out(g, o) for o in op.outputs)
+    float_out = any(_is_float_act(g, o) for o in op.outputs)
+    return (int8_in and float_out) or (float_in and int8_out)
+
+
 def run(graph: AnalyzedGraph) -> PassResult:
     graph, n_islands = _islands(graph)
-    tails = [op for op in graph.ops if op.op_type not in ("QuantizeLinear", "DequantizeLinear")
-             and any(_is_int8_act(graph, i) for i in op.inputs) and _float_downstream(graph, op)]
-    if not tails:
+    floats = {op.name for op in graph.ops if op.op_type not in ("QuantizeLinear", "DequantizeLinear")
+              and any(_is_int8_act(graph, i) for i in op.inputs) and _float_downstream(graph, op)}
+    floats |= {op.name for op in graph.ops if _mixed(graph, op)}
+    # rule 5: a QuantizeLinear QDQ fold kept in the graph whose output already carries its QuantParam
+    strip = {op.name for op in graph.ops if op.op_type == "QuantizeLinear" and len(op.inputs) > 1
+             and _is_int8_out(graph, op.outputs[0]) and _is_float_act(graph, op.inputs[0])}
+    if not floats and not strip:
         return PassResult(graph, n_islands)
     g = graph.replace()
-    tail_names = {op.name for op in tails}
     converted: dict[str, str] = {}  # int8 tensor -> its float twin
     ops: list[Op] = []
     for op in g.ops:
-        if op.name in tail_names:
-            new_inputs = []
-            for i in op.inputs:
-                if _is_int8_act(g, i):
-                    if i not in converted:
-                        f = fresh_name(g, f"{i}_dequantized")
-                        g.tensors[f] = Tensor(f, g.tensors[i].shape, "float32")
-                        converted[i] = f
-                        ops.append(Op(fresh_name(g, f"{i}_dequantize"), "DequantizeLinear", (i,), (f,), {}))
-                    i = converted[i]
-                elif i in g.weights and g.tensors[i].quant is not None:  # rule 2b
-                    f = fresh_name(g, f"{i}_real")
-                    set_const(g, f, dequantize(g.weights[i], g.tensors[i].quant).astype("float32"))
-                    i = f
-                new_inputs.append(i)
-            op = op.with_(inputs=tuple(new_inputs))
-        ops.append(op)
+        if op.name in strip:
+            op = op.with_(inputs=op.inputs[:1])
+        if op.name not in floats:
+            ops.append(op)
+            continue
+        new_inputs = []
+        for i in op.inputs:
+            if _is_int8_act(g, i) and i not in g.weights:
+                if i not in converted:
+                    f = fresh_name(g, f"{i}_dequantized")
+                    g.tensors[f] = Tensor(f, g.tensors[i].shape, "float32")
+                    converted[i] = f
+                    ops.append(Op(fresh_name(g, f"{i}_dequantize"), "DequantizeLinear", (i,), (f,), {}))
+                i = converted[i]
+            elif i in g.weights and g.tensors[i].quant is not None:  # rule 2b
+                f = fresh_name(g, f"{i}_real")
+                set_const(g, f, dequantize(g.weights[i], g.tensors[i].quant).astype("float32"))
+                i = f
+            new_inputs.append(i)
+        new_outputs, quantizes = [], []
+        for o in op.outputs:
+            if _is_int8_out(g, o):  # rule 4: the op computes in float, an in-graph Q restores its int8 output
+                f = fresh_name(g, f"{o}_float")
+                g.tensors[f] = Tensor(f, g.tensors[o].shape, "float32")
+                quantizes.append(Op(fresh_name(g, f"{op.name}_quantize"), "QuantizeLinear", (f,), (o,), {}))
+                o = f
+            new_outputs.append(o)
+        ops.append(op.with_(inputs=tuple(new_inputs), outputs=tuple(new_outputs)))
+        ops.extend(quantizes)
     g.ops = ops
-    return PassResult(g, len(tails) + n_islands)
+    return PassResult(g, len(floats) + len(strip) + n_islands)
