@@ -379,7 +379,105 @@ def uint8_conv(m):
     return [x], [y]
 
 
+def softmax_f32_beta(m):
+    x = m.tensor("x", (1, 9))
+    y = m.tensor("y", (1, 9))
+    m.op("SOFTMAX", [x], [y], "SoftmaxOptions", Beta=0.5)
+    return [x], [y]
+
+
+def prelu_i8(m):
+    x = _qa(m, "x", (1, 4, 4, 3), 0.05, 3)
+    a = m.tensor("alpha", (1, 1, 3), "int8", data=np.array([[[20, -40, 90]]], np.int8), scale=[0.005],
+                 zero_point=[0])
+    y = _qa(m, "y", (1, 4, 4, 3), 0.04, 0)
+    m.op("PRELU", [x, a], [y])
+    return [x], [y]
+
+
+def resize_nn_align_f32(m):
+    x = m.tensor("x", (1, 3, 4, 2))
+    s = m.tensor("size", (2,), "int32", data=np.array([6, 8], np.int32))
+    y = m.tensor("y", (1, 6, 8, 2))
+    m.op("RESIZE_NEAREST_NEIGHBOR", [x, s], [y], "ResizeNearestNeighborOptions", AlignCorners=True,
+         HalfPixelCenters=False)
+    return [x], [y]
+
+
+def resize_nn_half_i8(m):
+    x = _qa(m, "x", (1, 3, 4, 2), 0.05, 0)
+    s = m.tensor("size", (2,), "int32", data=np.array([9, 8], np.int32))
+    y = _qa(m, "y", (1, 9, 8, 2), 0.05, 0)
+    m.op("RESIZE_NEAREST_NEIGHBOR", [x, s], [y], "ResizeNearestNeighborOptions", AlignCorners=False,
+         HalfPixelCenters=True)
+    return [x], [y]
+
+
+def resize_bilinear_align_f32(m):
+    x = m.tensor("x", (1, 3, 4, 2))
+    s = m.tensor("size", (2,), "int32", data=np.array([6, 8], np.int32))
+    y = m.tensor("y", (1, 6, 8, 2))
+    m.op("RESIZE_BILINEAR", [x, s], [y], "ResizeBilinearOptions", AlignCorners=True, HalfPixelCenters=False)
+    return [x], [y]
+
+
+def maxpool_i8_same(m):
+    x = _qa(m, "x", (1, 7, 6, 3), 0.05, -5)
+    y = _qa(m, "y", (1, 4, 3, 3), 0.05, -5)
+    m.op("MAX_POOL_2D", [x], [y], "Pool2DOptions", Padding=0, StrideH=2, StrideW=2, FilterHeight=3,
+         FilterWidth=3, FusedActivationFunction=ACT["relu6"])
+    return [x], [y]
+
+
+def mean_i8_flat(m):
+    x = _qa(m, "x", (1, 4, 4, 5), 0.05, -5)
+    ax = m.tensor("axes", (2,), "int32", data=np.array([2, 1], np.int32))
+    y = _qa(m, "y", (1, 5), 0.05, -5)
+    m.op("MEAN", [x, ax], [y], "ReducerOptions", KeepDims=False)
+    return [x], [y]
+
+
+def grouped_conv_f32(m):
+    x = m.tensor("x", (1, 5, 5, 4))
+    w = m.tensor("w", (6, 3, 3, 2), data=_f((6, 3, 3, 2)))
+    b = m.tensor("b", (6,), data=_f(6))
+    y = m.tensor("y", (1, 5, 5, 6))
+    m.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", Padding=0, StrideH=1, StrideW=1)
+    return [x], [y]
+
+
+def rank3_f32(m):
+    # a [N, L, C] signal through EXPAND_DIMS -> CONV_2D (1 x K) -> SQUEEZE, how TFLite states a 1-D convolution
+    x = m.tensor("x", (1, 12, 3))
+    ax = m.tensor("axis", (1,), "int32", data=np.array([1], np.int32))
+    x4 = m.tensor("x4", (1, 1, 12, 3))
+    w = m.tensor("w", (4, 1, 3, 3), data=_f((4, 1, 3, 3)))
+    b = m.tensor("b", (4,), data=_f(4))
+    y4 = m.tensor("y4", (1, 1, 10, 4))
+    y = m.tensor("y", (1, 10, 4))
+    m.op("EXPAND_DIMS", [x, ax], [x4])
+    m.op("CONV_2D", [x4, w, b], [y4], "Conv2DOptions", Padding=1, StrideH=1, StrideW=1,
+         FusedActivationFunction=ACT["relu"])
+    m.op("SQUEEZE", [y4], [y], "SqueezeOptions", SqueezeDims=[1])
+    return [x], [y]
+
+
+def square_boundary_f32(m):
+    # [1, 3, 3, 3]: the channels-last boundary whose permuted shape is its own
+    x = m.tensor("x", (1, 3, 3, 3))
+    w = m.tensor("w", (3, 1, 1, 3), data=_f((3, 1, 1, 3)))
+    b = m.tensor("b", (3,), data=_f(3))
+    y = m.tensor("y", (1, 3, 3, 3))
+    m.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", Padding=0, StrideH=1, StrideW=1)
+    return [x], [y]
+
+
 RUNNABLE = [
+    (softmax_f32_beta, False), (prelu_i8, True), (resize_nn_align_f32, False), (resize_nn_half_i8, True),
+    (resize_bilinear_align_f32, False), (maxpool_i8_same, True), (mean_i8_flat, True),
+    (grouped_conv_f32, False), (rank3_f32, False), (square_boundary_f32, False),
+    (_unary_case("LEAKY_RELU", True, (0.04, 0), Alpha=0.2), True), (_unary_case("HARD_SWISH", True), True),
+    (_unary_case("RELU6", True, (0.03, -128)), True),
     (conv_f32_same_asym, False), (conv_i8_dilated_valid, True), (conv_i8_relu_n1_to_1, True),
     (dwconv_i8_mult2, True), (dwconv_f32, False), (fc_i8_from_image, True), (fc_f32, False),
     (add_i8_broadcast_const, True), (add_i8_two, True), (sub_f32, False), (mul_i8, True), (avgpool_i8_same, True),
@@ -607,21 +705,21 @@ def test_dispatch_by_content_not_extension(tmp_path):
 
 
 def test_shared_and_empty_buffers(tmp_path):
-    # two constant tensors of the same values and an input listed with an empty buffer
+    # two constant tensors reading one buffer; activations have the empty buffer 0
     m = Model()
     x = m.tensor("x", (1, 4))
     c = _f((1, 4))
     c1 = m.tensor("c1", (1, 4), data=c)
-    c2 = m.tensor("c2", (1, 4), data=c)
+    c2 = m.tensor("c2", (1, 4), share=c1)
     t = m.tensor("t", (1, 4))
     y = m.tensor("y", (1, 4))
     m.op("ADD", [x, c1], [t], "AddOptions")
     m.op("MUL", [t, c2], [y], "MulOptions")
     m.inputs, m.outputs = [x], [y]
-    raw = bytearray(m.bytes())
     p = _save(tmp_path, m)
+    g = load_model(p)
+    assert len(g.weights) == 2 and all(np.array_equal(w, c) for w in g.weights.values())
     _check_runs(p, False)
-    del raw
 
 
 def test_input_shape_must_match(tmp_path):
@@ -633,3 +731,61 @@ def test_input_shape_must_match(tmp_path):
     with pytest.raises(TigrisError, match="unknown input"):
         load_model(p, {"nope": (3, 8)})
     assert load_model(p, {"x": (3, 8)}).tensors["x"].shape == (3, 8)
+
+
+def test_hybrid_fully_connected_runs_in_float(tmp_path):
+    # float activations with int8 weights: TFLite's hybrid kernel quantizes the input on the fly; the importer
+    # dequantizes the weights and runs the float kernel, so the two agree to the input quantization's error
+    m = Model()
+    x = m.tensor("x", (1, 16))
+    w = m.tensor("w", (6, 16), "int8", data=_i8((6, 16)), scale=[0.02], zero_point=[0])
+    b = m.tensor("b", (6,), data=_f(6))
+    y = m.tensor("y", (1, 6))
+    m.op("FULLY_CONNECTED", [x, w, b], [y], "FullyConnectedOptions", FusedActivationFunction=0,
+         AsymmetricQuantizeInputs=False)
+    m.inputs, m.outputs = [x], [y]
+    p = _save(tmp_path, m)
+    g = load_model(p)
+    assert all(g.tensors[n].dtype == "float32" for n in g.weights)
+    assert any("hybrid" in n for n in g.notes)
+    prep = api.prepare(p)
+    c = api.compile_model(p, "256K", prepared=prep)
+    for seed in range(3):
+        xs = api.random_inputs(prep, seed)
+        got = api.run_plan(c.plan_bytes, xs).outputs["y"]
+        want = run_litert(p, xs)["y"]
+        gemm = next(o for o in g.ops if o.op_type == "Gemm")
+        exact = xs["x"].astype(np.float64) @ g.weights[gemm.inputs[1]].astype(np.float64).T + g.weights[gemm.inputs[2]]
+        np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-4)
+        # TFLite quantizes the input to int8 per batch row: 1/254 of its range per element, summed over K = 16
+        assert float(np.abs(got - want).max()) <= 0.05 * max(1.0, float(np.abs(want).max()))
+
+
+def test_int8_softmax_beta_is_reported(tmp_path):
+    m = Model()
+    x = _qa(m, "x", (1, 10), 0.1, 0)
+    y = _qa(m, "y", (1, 10), 1 / 256, -128)
+    m.op("SOFTMAX", [x], [y], "SoftmaxOptions", Beta=0.5)
+    m.inputs, m.outputs = [x], [y]
+    with pytest.raises(UnsupportedModelError, match="Softmax"):
+        api.compile_model(_save(tmp_path, m), "256K")
+
+
+def test_reduce_over_other_axes_is_reported(tmp_path):
+    m = Model()
+    x = m.tensor("x", (1, 4, 3, 2))
+    ax = m.tensor("axes", (1,), "int32", data=np.array([-1], np.int32))
+    y = m.tensor("y", (1, 4, 3, 1))
+    m.op("MEAN", [x, ax], [y], "ReducerOptions", KeepDims=True)
+    m.inputs, m.outputs = [x], [y]
+    p = _save(tmp_path, m)
+    g, _ = normalize(load_model(p))
+    op = next(o for o in g.ops if o.op_type == "ReduceMean")
+    assert op.attrs["axes"] == [1]  # TFLite's channel axis is the IR's axis 1
+    from tigris.passes.to_onnx import run_ort
+
+    xs = _inputs_for(g)
+    np.testing.assert_allclose(run_ort(g, xs)["y"].reshape(1, 4, 3, 1), run_litert(p, xs)["y"], rtol=1e-5,
+                               atol=1e-6)
+    with pytest.raises(UnsupportedModelError, match="ReduceMean"):
+        api.compile_model(p, "256K")

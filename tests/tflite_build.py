@@ -32,6 +32,7 @@ class T:
     scale: list[float] | None = None
     zero_point: list[int] | None = None
     qdim: int = 0
+    share: int | None = None  # index of an earlier constant tensor whose buffer this one reads
 
 
 @dataclass
@@ -51,12 +52,12 @@ class Model:
         self.outputs: list[int] = []
 
     def tensor(self, name: str, shape, dtype: str = "float32", data=None, scale=None, zero_point=None,
-               qdim: int = 0) -> int:
+               qdim: int = 0, share: int | None = None) -> int:
         if data is not None:
             data = np.asarray(data, dtype={"float16": np.float16}.get(dtype, dtype)).reshape(shape)
         sc = None if scale is None else list(np.atleast_1d(np.asarray(scale, np.float32)))
         zp = None if zero_point is None else [int(z) for z in np.atleast_1d(zero_point)]
-        self.tensors.append(T(name, tuple(shape), dtype, data, sc, zp, qdim))
+        self.tensors.append(T(name, tuple(shape), dtype, data, sc, zp, qdim, share))
         return len(self.tensors) - 1
 
     def op(self, op: str, inputs: list[int], outputs: list[int], options_type: str | None = None, **options) -> None:
@@ -71,7 +72,7 @@ class Model:
             if key not in codes:
                 codes.append(key)
         # buffers: 0 is the empty sentinel, then one per constant tensor
-        buf_data = [None] + [t.data for t in self.tensors if t.data is not None]
+        buf_data = [None] + [t.data for t in self.tensors if t.data is not None and t.share is None]
         buf_offsets = []
         for d in buf_data:
             vec = None
@@ -87,7 +88,8 @@ class Model:
             buf_offsets.append(tflite.BufferEnd(b))
         tensor_offsets = []
         bi = 0
-        for t in self.tensors:
+        buf_of: dict[int, int] = {}
+        for k, t in enumerate(self.tensors):
             name = b.CreateString(t.name)
             shape = self._ivec(b, t.shape)
             q = None
@@ -100,9 +102,12 @@ class Model:
                 tflite.QuantizationParametersAddQuantizedDimension(b, t.qdim)
                 q = tflite.QuantizationParametersEnd(b)
             buf = 0
-            if t.data is not None:
+            if t.share is not None:
+                buf = buf_of[t.share]
+            elif t.data is not None:
                 bi += 1
                 buf = bi
+            buf_of[k] = buf
             tflite.TensorStart(b)
             tflite.TensorAddShape(b, shape)
             tflite.TensorAddType(b, TYPES[t.dtype])

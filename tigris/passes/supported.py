@@ -62,6 +62,8 @@ def _reason(g: AnalyzedGraph, op: Op) -> str | None:
         return "bounds are not constants"
     if t == "Softmax" and op.attrs.get("coerce_2d"):
         return "pre-opset-13 Softmax over a non-final axis"
+    if t == "Softmax" and float(op.attrs.get("beta", 1.0)) != 1.0:
+        return f"Softmax with beta {op.attrs['beta']} (a TFLite option; the kernels compute beta = 1)"
     if t == "Pad" and "pads" not in op.attrs:
         return "pads are not constant"
     if t == "PRelu" and (len(ins) != 2 or ins[1] not in g.weights):

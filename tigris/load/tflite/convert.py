@@ -670,9 +670,16 @@ def softmax(imp: Importer, op: TflOp) -> None:
     _same(imp, op)
     attrs: dict[str, Any] = {"axis": ir_axis(-1, r)}
     beta = float(_opt(op, "Beta", 1.0))
+    x = imp.operand(xi)
     if beta != 1.0:
-        attrs["beta"] = beta
-    imp.emit("Softmax", [imp.operand(xi)], [imp.declare(op.outputs[0])], attrs)
+        if imp.tensors[x].dtype == "float32":  # softmax(beta * x): the scaling is an ordinary multiply
+            c = imp.add_weight(f"{x}_beta", np.array(beta, np.float32), None)
+            xb = imp.new_tensor(f"{x}_beta", imp.tensors[x].shape, imp.tensors[x])
+            imp.emit("Mul", [x, c], [xb], {"fused_activation": None}, suffix="_beta")
+            x = xb
+        else:
+            attrs["beta"] = beta  # validation reports it: the int8 softmax kernel has no input scaling
+    imp.emit("Softmax", [x], [imp.declare(op.outputs[0])], attrs)
 
 
 def _unary(op_type: str, attrs_of: Callable[[TflOp], dict] | None = None) -> Callable[[Importer, TflOp], None]:
