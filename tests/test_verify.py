@@ -74,6 +74,10 @@ def test_many_random_samples_metrics_match_an_independent_computation():
     assert o["l2r"] == pytest.approx(np.linalg.norm(g - r) / np.linalg.norm(r))
     assert o["top1_agreement"] == np.mean([np.argmax(a) == np.argmax(b) for a, b in zip(got, ref)])
     assert o["max_lsb"] is None and o["expected"] is None
+    errs = [np.abs(a - b).max() for a, b in zip(got, ref)]
+    w = o["worst_sample"]
+    assert w["index"] == int(np.argmax(errs)) and w["source"] == f"random seed {7 + w['index']}"
+    assert w["max_abs_err"] == pytest.approx(max(errs))
 
 
 def test_onnx_test_data_sets_with_expected_outputs(tmp_path):

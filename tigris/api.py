@@ -668,6 +668,14 @@ def _metrics(got: list[np.ndarray], ref: list[np.ndarray], integer: bool, classi
     return m
 
 
+def _worst_sample(got: list[np.ndarray], ref: list[np.ndarray], todo: list[Any]) -> dict[str, Any]:
+    """The sample with the largest max abs error (the first of equals): where to look when a data set fails."""
+    errs = [float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(r, np.float64)), initial=0.0))
+            for g, r in zip(got, ref)]
+    i = int(np.argmax(errs)) if errs else 0
+    return {"index": i, "source": todo[i].source if todo else "", "max_abs_err": errs[i] if errs else 0.0}
+
+
 def verify(
     model: str | Path,
     fast: int | str,
@@ -802,6 +810,7 @@ def verify(
             "reference": vs_ref,
             "expected": vs_exp,
             "failed_samples": failed[n],
+            "worst_sample": _worst_sample(got[n], ort_all[n], todo),
             "pass": failed[n] == 0,
         })
         if tflite:

@@ -477,6 +477,10 @@ def print_verify(res: dict[str, Any]) -> None:
         _print_uncut(t)
         if o["reference_bit_exact"]:
             console.print("  bit-exact against the NumPy reference on every sample")
+        w = o.get("worst_sample")
+        if w and n > 1 and w["max_abs_err"] > 0:
+            console.print(f"  largest error in sample {w['index']} ({w['source']}): {w['max_abs_err']:.3g}",
+                          soft_wrap=True)
     rt = res["runtime"]
     console.print(f"runtime high-water: fast {kib(rt['fast_peak_bytes'])}, slow {kib(rt['slow_peak_bytes'])} "
                   f"(plan: fast {kib(res['plan']['fast']['peak_bytes'])})", soft_wrap=True)

@@ -1,6 +1,6 @@
 """Input files for the example firmware, and the outputs it must produce (from the host build of the same runtime).
 
-    python3 make_io.py PLAN.tgrs -o build [--seed N] [--input NAME=FILE.npy ...]
+    python3 make_io.py PLAN.tgrs -o build [--seed N] [--input NAME=FILE ...]     (FILE: .npy or ONNX .pb)
 
 Writes ``input<i>.bin`` for every input of the plan, in the byte form ``NAME_run()`` takes (tigris.h: stored layout,
 NHWC for images, and the caller dtype), and ``expected<i>.bin``: what the host runtime writes for those inputs, in the
@@ -47,17 +47,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("plan", type=Path)
     ap.add_argument("-o", "--out", type=Path, default=Path("."), help="folder for the .bin files")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    ap.add_argument("--input", action="append", default=[], metavar="NAME=FILE",
+                    help="an input of the model's declared shape, .npy or ONNX TensorProto .pb (repeatable)")
     args = ap.parse_args(argv)
     from tigris.ir import TigrisError
+    from tigris.samples import read_array
 
     try:
         given = {}
         for spec in args.input:
             name, sep, file = spec.partition("=")
             if not sep:
-                raise TigrisError(f"cannot read {spec!r}; use NAME=FILE.npy", "--input")
-            given[name] = np.load(file, allow_pickle=False)
+                raise TigrisError(f"cannot read {spec!r}; use NAME=FILE.npy or NAME=FILE.pb", "--input")
+            given[name] = read_array(file)
         for p in make_io(args.plan.read_bytes(), args.out, args.seed, given):
             print(f"wrote {p} ({p.stat().st_size} bytes)")
     except (OSError, ValueError, TigrisError) as e:
