@@ -207,3 +207,19 @@ def test_usage_errors_are_one_line():
     res = invoke("analyze", MNIST)
     line = assert_one_line_error(res, 2)
     assert len(res.stderr.strip().splitlines()) == 1 and "analyze)" in line
+
+
+def test_compile_numerics_flag_is_recorded_in_the_plan(tmp_path):
+    """--numerics tflm on an int8 model sets the plan's TFLM flag; the default (onnx for .onnx) does not; a value
+    other than onnx/tflm is a usage error (exit 2) that writes nothing."""
+    from tigris.emit.reader import read_plan
+
+    model = REPO / "tests" / "models" / "kws_dscnn_int8.onnx"
+    for numerics, want in ((None, "onnx"), ("tflm", "tflm"), ("onnx", "onnx")):
+        out = tmp_path / f"{numerics}.tgrs"
+        extra = ["--numerics", numerics] if numerics else []
+        res = invoke("compile", model, "-m", "256K", "-o", out, *extra)
+        assert res.exit_code == 0, res.output
+        assert read_plan(out.read_bytes()).numerics == want
+    res = invoke("compile", model, "-m", "256K", "-o", tmp_path / "bad.tgrs", "--numerics", "tflite")
+    assert res.exit_code == 2 and not (tmp_path / "bad.tgrs").exists()

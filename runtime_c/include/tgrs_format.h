@@ -212,7 +212,7 @@
 #define TGRS_C_FC_MULT 2
 #define TGRS_C_FC_SHIFT 3
 
-#define TGRS_OP_MAXPOOL_NPARAMS 15
+#define TGRS_OP_MAXPOOL_NPARAMS 16
 #define TGRS_P_MAXPOOL_KH 0
 #define TGRS_P_MAXPOOL_KW 1
 #define TGRS_P_MAXPOOL_SH 2
@@ -228,9 +228,10 @@
 #define TGRS_P_MAXPOOL_SHIFT 12
 #define TGRS_P_MAXPOOL_LO 13
 #define TGRS_P_MAXPOOL_HI 14
+#define TGRS_P_MAXPOOL_NUMERICS 15
 #define TGRS_OP_MAXPOOL_NCONSTS 0
 
-#define TGRS_OP_AVGPOOL_NPARAMS 15
+#define TGRS_OP_AVGPOOL_NPARAMS 16
 #define TGRS_P_AVGPOOL_KH 0
 #define TGRS_P_AVGPOOL_KW 1
 #define TGRS_P_AVGPOOL_SH 2
@@ -246,6 +247,7 @@
 #define TGRS_P_AVGPOOL_SHIFT 12
 #define TGRS_P_AVGPOOL_LO 13
 #define TGRS_P_AVGPOOL_HI 14
+#define TGRS_P_AVGPOOL_NUMERICS 15
 #define TGRS_OP_AVGPOOL_NCONSTS 0
 
 #define TGRS_OP_GAP_NPARAMS 4
@@ -255,7 +257,7 @@
 #define TGRS_P_GAP_HI 3
 #define TGRS_OP_GAP_NCONSTS 0
 
-#define TGRS_OP_ADD_NPARAMS 22
+#define TGRS_OP_ADD_NPARAMS 23
 #define TGRS_P_ADD_K_POS 0
 #define TGRS_P_ADD_A_D0 1
 #define TGRS_P_ADD_A_D1 2
@@ -278,10 +280,11 @@
 #define TGRS_P_ADD_SHIFT 19
 #define TGRS_P_ADD_LO 20
 #define TGRS_P_ADD_HI 21
+#define TGRS_P_ADD_NUMERICS 22
 #define TGRS_OP_ADD_NCONSTS 1
 #define TGRS_C_ADD_K 0
 
-#define TGRS_OP_MUL_NPARAMS 22
+#define TGRS_OP_MUL_NPARAMS 23
 #define TGRS_P_MUL_K_POS 0
 #define TGRS_P_MUL_A_D0 1
 #define TGRS_P_MUL_A_D1 2
@@ -304,6 +307,7 @@
 #define TGRS_P_MUL_SHIFT 19
 #define TGRS_P_MUL_LO 20
 #define TGRS_P_MUL_HI 21
+#define TGRS_P_MUL_NUMERICS 22
 #define TGRS_OP_MUL_NCONSTS 1
 #define TGRS_C_MUL_K 0
 
@@ -347,10 +351,11 @@
 #define TGRS_C_PRELU_NMULT 1
 #define TGRS_C_PRELU_NSHIFT 2
 
-#define TGRS_OP_SOFTMAX_NPARAMS 3
+#define TGRS_OP_SOFTMAX_NPARAMS 4
 #define TGRS_P_SOFTMAX_AXIS 0
 #define TGRS_P_SOFTMAX_MULT 1
 #define TGRS_P_SOFTMAX_SHIFT 2
+#define TGRS_P_SOFTMAX_NUMERICS 3
 #define TGRS_OP_SOFTMAX_NCONSTS 1
 #define TGRS_C_SOFTMAX_EXP 0
 
@@ -446,6 +451,23 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_QUANTIZE: return TGRS_OP_QUANTIZE_NCONSTS;
     case TGRS_OP_DEQUANTIZE: return TGRS_OP_DEQUANTIZE_NCONSTS;
     case TGRS_OP_COPY: return TGRS_OP_COPY_NCONSTS;
+    default: return -1;
+    }
+}
+
+/* The slot of a kind's NUMERICS parameter (its int8 arithmetic contract), -1 when it has none. Every such
+   parameter holds the plan's contract (TGRS_NUMERICS_TFLM when the header has TGRS_FLAG_TFLM, else ONNX). */
+static inline int tgrs_op_numerics_slot(uint32_t kind)
+{
+    switch (kind) {
+    case TGRS_OP_CONV: return 19;
+    case TGRS_OP_DWCONV: return 17;
+    case TGRS_OP_FC: return 7;
+    case TGRS_OP_MAXPOOL: return 15;
+    case TGRS_OP_AVGPOOL: return 15;
+    case TGRS_OP_ADD: return 22;
+    case TGRS_OP_MUL: return 22;
+    case TGRS_OP_SOFTMAX: return 3;
     default: return -1;
     }
 }

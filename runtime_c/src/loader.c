@@ -641,6 +641,14 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
                 return TGRS_ERR_BAD_PARAM;
             }
         }
+        {
+            /* Every op with a NUMERICS parameter carries the plan's contract (header flag TFLM). */
+            int ns = tgrs_op_numerics_slot(kind);
+            int32_t want = (plan->flags & TGRS_FLAG_TFLM) != 0u ? TGRS_NUMERICS_TFLM : TGRS_NUMERICS_ONNX;
+            if (ns >= 0 && tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * (uint32_t)ns) != want) {
+                return TGRS_ERR_BAD_PARAM;
+            }
+        }
         nc = tgrs_op_nconsts(kind);
         for (k = 0; k < (uint32_t)TGRS_MAX_CONSTS; ++k) {
             uint32_t off = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_OFF + 4u * k);

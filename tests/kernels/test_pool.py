@@ -14,6 +14,7 @@ from onnx import helper
 from harness import build_kernels
 from ophelp import (T, assert_float_close, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qdq_model,
                     qp, rand_q, ref_runner, run_op, split_rows, status_error, to_logical, vinfo)
+from tigris.ir import TigrisError
 from tigris.ops import lower
 from tigris.ops._common import TileError
 
@@ -167,6 +168,47 @@ def test_int8_avgpool_rounds_halves_to_even(lib):
     expect = np.array([0, 0, 2, -2], dtype=np.int8)
     assert np.array_equal(to_logical(g, "y", run_op(ref_runner, g, low, phys)).ravel(), expect)
     assert np.array_equal(to_logical(g, "y", run_op(c_runner(lib), g, low, phys)).ravel(), expect)
+
+
+@settings(database=None, max_examples=40, deadline=None)
+@given(cs=window_case(), seed=st.integers(0, 2**16), s=st.floats(0.005, 0.5), z=st.integers(-128, 127))
+def test_int8_avgpool_tflm_numerics(lib, cs, seed, s, z):
+    """TFLM's average of the raw codes, halves away from zero: C == reference whole and banded, within 1 LSB of ORT."""
+    if cs["oh"] == 0:
+        return
+    cs = dict(cs, cip=0)  # TFLM never counts padding
+    rng = np.random.default_rng(seed)
+    s = float(np.float32(s))
+    g = _pool_graph("AveragePool", cs, "int8", qp(s, z), qp(s, z))
+    g.numerics = "tflm"
+    low = lower(g, g.ops[0])
+    x = rand_q(rng, (1, cs["c"], cs["h"], cs["w"]))
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    bands = split_rows(cs["oh"], [1, 2, cs["oh"] - 1])
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys, bands, _need(low, g)), ref)
+    m = qdq_model(_onnx_pool("AveragePool", cs), [("x", x.shape, s, z)], ("y", (1, cs["c"], cs["oh"], cs["ow"]), s, z))
+    (ort_y,) = ort_run(m, {"x": x})
+    assert max_lsb(to_logical(g, "y", ref), ort_y) <= 1
+
+
+def test_int8_avgpool_tflm_rounds_raw_sums_half_away(lib):
+    """The same window as above with zero point 5 under TFLM: raw codes (6, 4), (4, 5), (8, 5), (2, 5) average to
+    5, 4.5 -> 5, 6.5 -> 7, 3.5 -> 4: halves away from zero on the raw sum, not on the sum minus the zero point."""
+    cs = dict(h=2, w=4, c=1, k=[2, 1], s=[2, 1], pads=[0, 0, 0, 0], ceil=0, cip=0, oh=1, ow=4)
+    g = _pool_graph("AveragePool", cs, "int8", qp(0.1, 5), qp(0.1, 5))
+    g.numerics = "tflm"
+    low = lower(g, g.ops[0])
+    x = np.array([[[[6, 4, 8, 2], [4, 5, 5, 5]]]], dtype=np.int8)
+    phys = phys_inputs(g, low, {"x": x})
+    expect = np.array([5, 5, 7, 4], dtype=np.int8)
+    assert np.array_equal(to_logical(g, "y", run_op(ref_runner, g, low, phys)).ravel(), expect)
+    assert np.array_equal(to_logical(g, "y", run_op(c_runner(lib), g, low, phys)).ravel(), expect)
+    g2 = _pool_graph("AveragePool", cs, "int8", qp(0.1, 5), qp(0.2, 5))
+    g2.numerics = "tflm"
+    with pytest.raises(TigrisError, match="equal input and output quantization"):
+        lower(g2, g2.ops[0])
 
 
 @settings(database=None, max_examples=25, deadline=None)

@@ -14,6 +14,7 @@ from onnx import helper
 from harness import build_kernels
 from ophelp import (T, assert_float_close, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qdq_model,
                     qp, rand_q, ref_runner, run_op, status_error, to_logical, vinfo)
+from tigris.ir import TigrisError
 from tigris.ops import lower
 
 CASES = [((1, 12), 1), ((1, 2), 1), ((1, 1000), 1), ((1, 5, 3, 4), 1), ((1, 5, 3, 4), 2), ((1, 5, 3, 4), 3),
@@ -61,6 +62,35 @@ def test_int8_softmax(lib, shape, axis, seed, s_in, zi, out_q):
     assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
     (ort_y,) = ort_run(qdq_model(_node(axis), [("x", shape, s_in, zi)], ("y", shape, s_out, zo)), {"x": x})
     assert max_lsb(to_logical(g, "y", ref), ort_y) <= 1
+
+
+@pytest.mark.parametrize("shape,axis", CASES)
+@settings(database=None, max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**16), s_in=st.floats(0.002, 0.5), zi=st.integers(-128, 127))
+def test_int8_softmax_tflm_numerics(lib, shape, axis, seed, s_in, zi):
+    """TFLM's fixed-point softmax (exp table, 12-integer-bit sum, Newton reciprocal): C == reference bit for bit,
+    and within 1 LSB of ONNX Runtime."""
+    rng = np.random.default_rng(seed)
+    s_in = float(np.float32(s_in))
+    g = graph1("Softmax", [T("x", shape, "int8", qp(s_in, zi))], [T("y", shape, "int8", qp(1 / 256, -128))],
+               {"axis": axis})
+    g.numerics = "tflm"
+    low = lower(g, g.ops[0])
+    assert low.params["NUMERICS"] == 1
+    x = rand_q(rng, shape)
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    (ort_y,) = ort_run(qdq_model(_node(axis), [("x", shape, s_in, zi)], ("y", shape, 1 / 256, -128)), {"x": x})
+    assert max_lsb(to_logical(g, "y", ref), ort_y) <= 1
+
+
+def test_int8_softmax_tflm_needs_tflm_output_encoding():
+    g = graph1("Softmax", [T("x", (1, 4), "int8", qp(0.5, 0))], [T("y", (1, 4), "int8", qp(1 / 128, 0))],
+               {"axis": 1})
+    g.numerics = "tflm"
+    with pytest.raises(TigrisError, match="1/256"):
+        lower(g, g.ops[0])
 
 
 def test_int8_softmax_saturates_a_certain_class_at_127(lib):

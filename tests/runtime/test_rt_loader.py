@@ -209,3 +209,22 @@ def test_tiled_unit_without_placements_is_refused(plan_bytes: bytes) -> None:
     for f in ("place_count", "rows_count"):
         struct.pack_into("<I", b, uoff + _field(F.UNIT, f), 0)
     assert _load(seal(b)) == CODES["ERR_UNIT"]
+
+
+def test_numerics_contract_of_every_op_matches_the_header() -> None:
+    """A tflm plan has the TFLM header flag and every op's NUMERICS parameter is 1; clearing the flag (resealed)
+    makes the C loader and the Python reader refuse it with ERR_BAD_PARAM, as does setting it on an onnx plan."""
+    g = P.conv_chain_graph(int8=True)
+    onnx_plan, _ = P.compile_graph(g, 1 << 20)
+    g.numerics = "tflm"
+    tflm_plan, _ = P.compile_graph(g, 1 << 20)
+    assert read_plan(tflm_plan).numerics == "tflm" and read_plan(onnx_plan).numerics == "onnx"
+    assert _load(tflm_plan) == 0 and _load(onnx_plan) == 0
+    for data, flags in ((tflm_plan, 0), (onnx_plan, int(F.Flag.TFLM))):
+        b = bytearray(data)
+        struct.pack_into("<I", b, _field(F.HEADER, "flags"), flags)
+        bad = seal(b)
+        assert _load(bad) == CODES["ERR_BAD_PARAM"]
+        with pytest.raises(PlanFormatError) as e:
+            read_plan(bad)
+        assert e.value.status == "ERR_BAD_PARAM"

@@ -195,6 +195,18 @@ def generate() -> str:
         L.append(f"    case TGRS_OP_{_macro(kname)}: return {n};")
     L += ["    default: return -1;", "    }", "}", ""]
     L += [
+        "/* The slot of a kind's NUMERICS parameter (its int8 arithmetic contract), -1 when it has none. Every such",
+        "   parameter holds the plan's contract (TGRS_NUMERICS_TFLM when the header has TGRS_FLAG_TFLM, else ONNX). */",
+        "static inline int tgrs_op_numerics_slot(uint32_t kind)",
+        "{",
+        "    switch (kind) {",
+    ]
+    for i, (kname, params, _c) in enumerate(tables):
+        names = [p.lower() for p in (params or ())]
+        if "numerics" in names:
+            L.append(f"    case TGRS_OP_{_macro(kname)}: return {names.index('numerics')};")
+    L += ["    default: return -1;", "    }", "}", ""]
+    L += [
         "/* A short English description of a status code (never NULL). */",
         "static inline const char *tgrs_status_str(int status)",
         "{",

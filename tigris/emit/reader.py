@@ -52,6 +52,14 @@ def kind_limits() -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
+def numerics_slots() -> tuple[int, ...]:
+    """Per kind id - 1, the slot of its NUMERICS parameter or -1 (the header's tgrs_op_numerics_slot)."""
+    from tigris.emit.gen_header import _kind_tables
+
+    return tuple([p.lower() for p in params].index("numerics") if params and "numerics" in
+                  [p.lower() for p in params] else -1 for _n, params, _c in _kind_tables())
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # The parsed view
 # --------------------------------------------------------------------------------------------------------------------
@@ -701,6 +709,8 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
     n_weights = len(c.sec[F.SectionId.WEIGHTS])
     nt = len(tensors)
     limits = kind_limits()
+    nslots = numerics_slots()
+    want_nm = int(F.Numerics.TFLM) if c.flags & F.Flag.TFLM else int(F.Numerics.ONNX)
     ops: list[OpInfo] = []
     for u in units:
         placed = {pl.tensor for pl in u.placements}
@@ -727,6 +737,9 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
                     raise _fail("ERR_TILE_ROWS", f"{what} ({op_name}): alias {tensors[x].name} rows differ from root")
             if any(v != 0 for v in o["params"][nparams:]):
                 raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): parameter past its {nparams} is not zero")
+            nm = int(o["params"][nslots[kid - 1]]) if nslots[kid - 1] >= 0 else want_nm
+            if nm != want_nm:
+                raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): numerics code {nm} is not the plan's ({want_nm})")
             limit = n_weights if c.xip else u.wraw_size
             consts = []
             for s in range(MAX_CONSTS):

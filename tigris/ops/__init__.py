@@ -62,10 +62,18 @@ def kind_for(op_type: str) -> OpKind | None:
 
 
 def lower(graph, op) -> Lowered:
+    """Lower one IR op. A kind with a NUMERICS parameter gets the graph's contract code in it, float ops included,
+    so every such op of a plan carries the code its header flag states (the loader checks it)."""
+    from tigris.ops.qmath import numerics_code
+
     k = kind_for(op.op_type)
     if k is None:
         raise KeyError(op.op_type)
-    return k.lower(graph, op)
+    low = k.lower(graph, op)
+    for pname in k.PARAMS:
+        if pname.lower() == "numerics":
+            low.params[pname] = numerics_code(getattr(graph, "numerics", "onnx"), op.name)
+    return low
 
 
 __all__ = ["KINDS", "KIND_IDS", "Lowered", "OpKind", "TensorView", "kind", "kind_for", "lower"]

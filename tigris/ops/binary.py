@@ -26,6 +26,17 @@ ONNX model states that rounding as QuantizeLinear's, half to even; rounding away
 outputs one LSB off ONNX Runtime, and later layers amplify such offsets (docs/numerics.md, pooling).
 
 Float: ``a + b`` / ``a - b`` / ``a * b`` then clamp to ``[F_LO, F_HI]`` (fused activation).
+
+Numerics ``tflm`` (param ``NUMERICS`` = 1; TFLM's reference ADD/SUB/MUL): Add rescales both operands to a common
+scale ``2 * max(sa, sb)`` with 20 bits of headroom, adds, then rescales to the output, three TFLM requantizations
+(``qmath.requantize_tflm``, double rounding)::
+
+    xa  = requantize_tflm((qa - za) << 20, MA, LA)        (MA, LA) = sa / (2 max(sa, sb))
+    xb  = requantize_tflm((qb - zb) << 20, MB, LB)        (MB, LB) = sb / (2 max(sa, sb))
+    out = clamp(zo + requantize_tflm(xa +- xb, MULT, SHIFT), LO, HI)      (MULT, SHIFT) = 2 max(sa, sb) / (2**20 so)
+
+and Mul is ``clamp(zo + requantize_tflm((qa - za) * (qb - zb), MULT, SHIFT), LO, HI)``. ``LA``/``LB`` then hold
+shifts in the (mult, shift) encoding rather than alignment shifts, and ``RS`` is unused.
 """
 from __future__ import annotations
 
@@ -37,11 +48,21 @@ from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.ops._common import (TileError, act_bounds, broadcast_phys_dims, const_to_phys, dtype_kind,
                                 float_act_bounds, operand_phys_dims, per_tensor, rshift_half_even)
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
-from tigris.ops.qmath import quantize_multiplier, rounding_rshift
+from tigris.ops.qmath import numerics_code, quantize_multiplier, requantize_tflm, rounding_rshift
 
 PARAMS = ("K_POS", "A_D0", "A_D1", "A_D2", "A_D3", "B_D0", "B_D1", "B_D2", "B_D3", "SUB", "F_LO", "F_HI",
-          "KZP", "MA", "LA", "MB", "LB", "RS", "MULT", "SHIFT", "LO", "HI")
+          "KZP", "MA", "LA", "MB", "LB", "RS", "MULT", "SHIFT", "LO", "HI", "NUMERICS")
 MAX_ALIGN_SHIFT = 21
+TFLM_LEFT_SHIFT = 20  # TFLM's headroom for int8 Add/Sub
+
+
+def add_multipliers_tflm(sa: float, sb: float, so: float, where: str) -> dict[str, int]:
+    """TFLM's int8 Add parameters: operand ratios to twice the larger input scale, and that to the output scale."""
+    twice_max = 2.0 * max(sa, sb)
+    ma, la = quantize_multiplier(sa / twice_max, where, "tflm")
+    mb, lb = quantize_multiplier(sb / twice_max, where, "tflm")
+    mo, so_ = quantize_multiplier(twice_max / ((1 << TFLM_LEFT_SHIFT) * so), where, "tflm")
+    return dict(MA=ma, LA=la, MB=mb, LB=lb, RS=0, MULT=mo, SHIFT=so_)
 
 
 def add_multipliers(ra: float, rb: float, sub: bool, where: str) -> dict[str, int]:
@@ -94,11 +115,15 @@ def _lower(graph: AnalyzedGraph, op: Op, kname: str) -> Lowered:
         sa, _ = per_tensor(graph.tensors[a], "operand A")
         sb, _ = per_tensor(graph.tensors[b], "operand B")
         so, zo = per_tensor(y, "output")
-        if kname == "add":
+        tflm = graph.numerics == "tflm"
+        params["NUMERICS"] = numerics_code(graph.numerics)
+        if kname == "add" and tflm:
+            params.update(add_multipliers_tflm(sa, sb, so, op.name))
+        elif kname == "add":
             params.update(add_multipliers(sa / so, sb / so, op.op_type == "Sub", op.name))
         else:
-            params["MULT"], params["SHIFT"] = quantize_multiplier(sa * sb / so, op.name)
-        params["LO"], params["HI"] = act_bounds(act, so, zo)
+            params["MULT"], params["SHIFT"] = quantize_multiplier(sa * sb / so, op.name, graph.numerics)
+        params["LO"], params["HI"] = act_bounds(act, so, zo, graph.numerics)
     inputs = [n for n, k in ((a, ka), (b, kb)) if not k]
     return Lowered(kname, op.name, inputs, [op.outputs[0]], params=params, consts=consts, macs=y.numel)
 
@@ -162,7 +187,13 @@ class _Binary(OpKind):
             return
         da = a.astype(np.int64) - za
         db = b.astype(np.int64) - zb
-        if self.name == "add":
+        if p.get("NUMERICS", 0) and self.name == "add":
+            xa = requantize_tflm(da << TFLM_LEFT_SHIFT, p["MA"], p["LA"])
+            xb = requantize_tflm(db << TFLM_LEFT_SHIFT, p["MB"], p["LB"])
+            q = requantize_tflm(xa - xb if p["SUB"] else xa + xb, p["MULT"], p["SHIFT"])
+        elif p.get("NUMERICS", 0):
+            q = requantize_tflm(da * db, p["MULT"], p["SHIFT"])
+        elif self.name == "add":
             acc = da * (np.int64(p["MA"]) << p["LA"]) + db * (np.int64(p["MB"]) << p["LB"])
             q = rshift_half_even(acc, p["RS"])
         else:

@@ -31,9 +31,10 @@ from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
 from tigris.ops._common import TileError, act_bounds, dtype_kind, per_tensor, requantize_even
 from tigris.ops.base import Lowered, OpKind, TensorView
-from tigris.ops.qmath import quantize_multiplier
+from tigris.ops.qmath import numerics_code, quantize_multiplier
 
-WINDOW_PARAMS = ("KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL", "PB", "PR", "COUNT_PAD", "MULT", "SHIFT", "LO", "HI")
+WINDOW_PARAMS = ("KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL", "PB", "PR", "COUNT_PAD", "MULT", "SHIFT", "LO", "HI",
+                 "NUMERICS")
 
 
 def _geometry(graph: AnalyzedGraph, op: Op) -> dict[str, int]:
@@ -61,17 +62,33 @@ def _lower_window(graph: AnalyzedGraph, op: Op, kind: str) -> Lowered:
     params["LO"], params["HI"] = -128, 127
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if dtype_kind(graph, op) == "int8":
-        s_in, _ = per_tensor(x, "pool input")
+        s_in, zp_in = per_tensor(x, "pool input")
         s_out, zp_out = per_tensor(y, "pool output")
         mult, shift = quantize_multiplier(s_in / s_out, op.name)
+        params["NUMERICS"] = numerics_code(graph.numerics)
+        if kind == "avgpool" and graph.numerics == "tflm":
+            # TFLM averages the raw codes, which presumes one encoding; it never counts padding.
+            if (s_in, zp_in) != (s_out, zp_out):
+                raise TigrisError("AveragePool with numerics tflm needs equal input and output quantization "
+                                  f"(TFLM's rule), got scale {s_in:g}/{s_out:g}, zero point {zp_in}/{zp_out}", op.name)
+            if params["COUNT_PAD"] and any(g[k] for k in ("PT", "PL", "PB", "PR")):
+                raise TigrisError("AveragePool with numerics tflm cannot count padding (count_include_pad)", op.name)
         if kind == "avgpool":
             # The divisor count << (31 - shift) must be an exact int64 (see the module doc).
             if (31 - shift) + int(g["KH"] * g["KW"]).bit_length() > 62:
                 raise TigrisError(f"AveragePool: scale ratio {s_in / s_out:g} is too small", op.name)
         params["MULT"], params["SHIFT"] = mult, shift
-        params["LO"], params["HI"] = act_bounds(op.attrs.get("fused_activation"), s_out, zp_out)
+        params["LO"], params["HI"] = act_bounds(op.attrs.get("fused_activation"), s_out, zp_out, graph.numerics)
     return Lowered(kind, op.name, [op.inputs[0]], [op.outputs[0]], params=params,
                    macs=int(np.prod(tensor_view_dims(y))) * g["KH"] * g["KW"])
+
+
+def div_round_half_away(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """TFLM's average: ``(num + den/2) / den`` for num > 0, else ``(num - den/2) / den``, truncating division."""
+    num = np.asarray(num, dtype=np.int64)
+    den = np.asarray(den, dtype=np.int64)
+    q = (np.abs(num) + den // 2) // den
+    return np.where(num > 0, q, -((np.abs(num) + den // 2) // den))
 
 
 def div_round_half_even(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -92,6 +109,7 @@ def _window_reference(low: Lowered, x: TensorView, out: TensorView, mode: str) -
     H, W = x.dims[1], x.dims[2]
     OW = out.dims[2]
     int8 = out.dtype in ("int8", "uint8")
+    tflm = int8 and mode == "avg" and p.get("NUMERICS", 0) == 1  # raw codes, rounded halves away (TFLM)
     ow = np.arange(OW)
     for r, oh in enumerate(range(out.row0, out.row0 + out.rows)):
         ih = [oh * sh - pt + k * dh for k in range(kh_)]
@@ -118,7 +136,7 @@ def _window_reference(low: Lowered, x: TensorView, out: TensorView, mode: str) -
                 row = x.data[:, i - x.row0]
                 vals = row[:, np.clip(iw, 0, W - 1)]
                 if int8:
-                    vals = vals.astype(np.int64) - (x.zero_point if mode == "avg" else 0)
+                    vals = vals.astype(np.int64) - (x.zero_point if mode == "avg" and not tflm else 0)
                 m = inside[None, :, None]
                 if mode == "max":
                     acc = np.where(m, np.maximum(acc, vals), acc)
@@ -130,6 +148,10 @@ def _window_reference(low: Lowered, x: TensorView, out: TensorView, mode: str) -
             continue
         if mode == "max":
             q = requantize_even(acc - x.zero_point, p["MULT"], p["SHIFT"])
+        elif tflm:
+            out.data[:, r] = np.clip(div_round_half_away(acc, np.maximum(count, 1)[None, :, None]), p["LO"],
+                                     p["HI"]).astype(out.data.dtype)
+            continue
         else:
             den = np.maximum(count, 1) << (31 - p["SHIFT"])
             q = div_round_half_even(acc * p["MULT"], den[None, :, None])

@@ -164,3 +164,117 @@ def quantize_float(x: np.ndarray, scale: float, zero_point: int, lo: int = -128,
     quot = np.clip(np.nan_to_num(quot, nan=0.0), -(2.0**40), 2.0**40)
     q = np.rint(quot).astype(np.int64) + int(zero_point)
     return np.clip(q, lo, hi)
+
+
+# -----------------------------------------------------------------------------------------------------------------
+# Fixed-point helpers of the tflm numerics (softmax, logistic, tanh). A value with ``b`` integer bits is an int32 raw
+# ``r`` standing for ``r / 2**(31 - b)``; products of values with ``b1`` and ``b2`` integer bits are ``srdhm`` of the
+# raws and have ``b1 + b2`` integer bits. Sums and differences of raws wrap in int32 (``wrap32``).
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+
+
+def sat_lshift(x: np.ndarray, e: int) -> np.ndarray:
+    """``x * 2**e`` (``e >= 0``) saturated to int32: a rescale to fewer integer bits."""
+    x = np.asarray(x, dtype=np.int64)
+    if e == 0:
+        return x
+    thr = (1 << (31 - e)) - 1
+    return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, x << e)).astype(np.int64)
+
+
+def _exp_quarter_interval(a: np.ndarray) -> np.ndarray:
+    """exp(a) for a (0 integer bits) in [-1/4, 0): a fourth-order Taylor polynomial around -1/8."""
+    exp_m1_8 = 1895147668  # exp(-1/8), 0 integer bits
+    one_third = 715827883  # 1/3
+    x = wrap32(a + (1 << 28))  # a + 1/8
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    x4_4 = rdbpot(x4, 2)
+    poly = rdbpot(wrap32(srdhm(wrap32(x4_4 + x3), one_third) + x2), 1)  # x^4/24 + x^3/6 + x^2/2
+    return wrap32(exp_m1_8 + srdhm(exp_m1_8, wrap32(x + poly)))
+
+
+# exp(-2**k) with 0 integer bits, for k = -2 .. 4 (the binary digits of -a above the quarter).
+_EXP_POW2 = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401),
+             (4, 242))
+
+
+def exp_on_negative(a: np.ndarray, int_bits: int) -> np.ndarray:
+    """exp(a) with 0 integer bits, for raw ``a <= 0`` with ``int_bits`` integer bits (``a = 0`` gives 2**31 - 1).
+
+    ``a`` is split into a remainder in [-1/4, 0) (the polynomial) and a multiple of 1/4 whose binary digits select
+    constant factors exp(-2**k).
+    """
+    a = np.asarray(a, dtype=np.int64)
+    frac = 31 - int_bits
+    quarter = 1 << (frac - 2)
+    a_mod = wrap32((a & (quarter - 1)) - quarter)
+    result = _exp_quarter_interval(sat_lshift(a_mod, int_bits))
+    remainder = wrap32(a_mod - a)
+    for k, factor in _EXP_POW2:
+        if int_bits > k and 0 <= frac + k <= 31:
+            bit = (remainder >> (frac + k)) & 1
+            result = np.where(bit != 0, srdhm(result, factor), result)
+    if int_bits > 5:  # below -32 the result is 0 (the factors above cover -a < 32 only)
+        result = np.where(a < -(1 << (36 - int_bits)), 0, result)
+    return np.where(a == 0, INT32_MAX, result).astype(np.int64)
+
+
+def _newton_reciprocal(half_den: np.ndarray) -> np.ndarray:
+    """x ~ 1 / half_den with 2 integer bits, for half_den (0 integer bits) in [1/2, 1): three Newton steps from
+    48/17 - 32/17 * half_den."""
+    x = wrap32(1515870810 + srdhm(half_den, -1010580540))
+    for _ in range(3):
+        hdx = srdhm(half_den, x)
+        one_minus = wrap32((1 << 29) - hdx)
+        x = wrap32(x + sat_lshift(srdhm(x, one_minus), 2))
+    return x
+
+
+def _rounding_half_sum(a: np.ndarray, b: int) -> np.ndarray:
+    s = np.asarray(a, dtype=np.int64) + b
+    return np.where(s >= 0, (s + 1) // 2, -((-s + 1) // 2))
+
+
+def one_over_one_plus_x(a: np.ndarray) -> np.ndarray:
+    """1 / (1 + a) for a in [0, 1), 0 integer bits in and out."""
+    x = _newton_reciprocal(_rounding_half_sum(a, INT32_MAX))
+    return sat_lshift(x, 1)  # x / 2 with 1 integer bit, rescaled to 0 integer bits
+
+
+def one_minus_x_over_one_plus_x(a: np.ndarray) -> np.ndarray:
+    """(1 - a) / (1 + a) for a in [0, 1), 0 integer bits in and out."""
+    x = _newton_reciprocal(_rounding_half_sum(a, INT32_MAX))
+    return sat_lshift(wrap32(x - (1 << 29)), 2)
+
+
+def reciprocal_q31(s: np.ndarray, int_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(r, e) with r (0 integer bits) ~ 2**e / s, for a positive raw ``s`` with ``int_bits`` integer bits: ``s`` is
+    normalized by its leading zeros and ``e = int_bits - leading zeros``."""
+    s = np.asarray(s, dtype=np.int64)
+    clz = 32 - np.array([int(v).bit_length() for v in (s & 0xFFFFFFFF).ravel()], dtype=np.int64).reshape(s.shape)
+    e = int_bits - clz
+    shifted = wrap32(((s << clz) & 0xFFFFFFFF) - (1 << 31))  # (s normalized to [1, 2)) - 1
+    return one_over_one_plus_x(shifted), e
+
+
+def logistic_q31(a: np.ndarray, int_bits: int) -> np.ndarray:
+    """logistic(a), 0 integer bits out, for a raw ``a`` with ``int_bits`` integer bits."""
+    a = np.asarray(a, dtype=np.int64)
+    pos = a > 0
+    absa = np.where(pos, a, wrap32(-a))
+    r_pos = one_over_one_plus_x(exp_on_negative(wrap32(-absa), int_bits))
+    r_neg = wrap32(INT32_MAX - r_pos)
+    return np.where(a == 0, 1 << 30, np.where(pos, r_pos, r_neg)).astype(np.int64)
+
+
+def tanh_q31(a: np.ndarray, int_bits: int) -> np.ndarray:
+    """tanh(a), 0 integer bits out, for a raw ``a`` with ``int_bits`` integer bits."""
+    a = np.asarray(a, dtype=np.int64)
+    neg = a < 0
+    n = np.where(neg, a, wrap32(-a))  # -|a|
+    t = one_minus_x_over_one_plus_x(exp_on_negative(n, int_bits + 1))  # exp(2n): the same raw, one more int bit
+    return np.where(a == 0, 0, np.where(neg, wrap32(-t), t)).astype(np.int64)

@@ -16,9 +16,23 @@ Deterministic integer algorithm, identical in NumPy and C:
 ``K = min(20, 62 - (31 - SHIFT) - bitlen(L))`` for a line of ``L`` elements keeps ``S << (31 - SHIFT)`` below
 2**62 and the numerator below 2**51; lowering refuses a K below 8 (an absurd output scale or line length).
 Softmax is structural (untiled) along its axis: the kernel needs whole lines.
+
+Numerics ``tflm`` (param ``NUMERICS`` = 1; TFLM's int8 reference softmax, output scale 1/256 and zero point -128
+required): ``d = m - q`` is scaled by ``beta * s_in`` into a fixed-point value with 5 integer bits (``(MULT,
+SHIFT)`` encode ``beta * s_in * 2**26``, shift >= 0), and ``EXP[d]`` is ``qmath.exp_on_negative`` of that (0
+integer bits), or 0 when ``-d`` is below TFLM's ``diff_min``. Per line::
+
+    S = sum(rdbpot(EXP[d], 12))                          wrapping int32 sum, 12 integer bits
+    r, e = qmath.reciprocal_q31(S, 12)
+    y = clamp(rdbpot(srdhm(r, EXP[d]), e + 23) - 128, -128, 127)
+
+so a line may hold at most 4095 elements (``S < 2**31``). A divisor exponent ``e + 23`` above 31 (a sum of 512 or
+more max-like terms, where every probability is below 1/256) gives 0, i.e. -128: the mathematical result, where
+TFLM's own code shifts an int32 by 32 or more (undefined in C).
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -28,9 +42,38 @@ from tigris.layout import tensor_view_dims
 from tigris.ops._common import TileError, dtype_kind, logical_to_phys_axis, per_tensor
 from tigris.ops.base import Lowered, OpKind, TensorView
 from tigris.ops.pool import div_round_half_even
+from tigris.ops import qmath
 from tigris.ops.qmath import quantize_multiplier
 
 K_MAX = 20
+TFLM_DIFF_BITS = 5  # integer bits of the scaled difference
+TFLM_ACC_BITS = 12  # integer bits of the sum of exponentials
+TFLM_MAX_LINE = 4095
+
+
+def tflm_exp_table(s_in: float, beta: float, where: str) -> tuple[np.ndarray, int, int]:
+    """TFLM's int8 softmax constants: the 256 exponentials EXP[d] (0 integer bits) and the (mult, shift) of the input
+    scaling, from ``beta * s_in`` in float64 as TFLite computes them."""
+    real = min(float(beta) * float(np.float32(s_in)) * float(1 << (31 - TFLM_DIFF_BITS)), float((1 << 31) - 1))
+    mult, shift = quantize_multiplier(real, where, "tflm")
+    if shift < 0:
+        raise TigrisError(f"Softmax: input scale {s_in:g} is too small for TFLM's softmax", where)
+    # TFLM's diff_min: differences below it give 0 (radius of the representable input range).
+    radius = math.floor(((1 << TFLM_DIFF_BITS) - 1) * (1 << (31 - TFLM_DIFF_BITS)) / (1 << shift))
+    d = np.arange(256, dtype=np.int64)
+    scaled = qmath.srdhm(qmath.wrap32(-d << shift), mult)
+    e = qmath.exp_on_negative(scaled, TFLM_DIFF_BITS)
+    return np.where(-d >= -radius, e, 0).astype(np.int32), mult, shift
+
+
+def tflm_softmax_lines(e: np.ndarray, axis: int) -> np.ndarray:
+    """int8 outputs of TFLM's softmax from the exponentials ``e`` of every element (the table entries), per line."""
+    e = e.astype(np.int64)
+    s = qmath.wrap32(qmath.rdbpot(e, TFLM_ACC_BITS).sum(axis=axis, keepdims=True))
+    r, ex = qmath.reciprocal_q31(s, TFLM_ACC_BITS)
+    ex = np.broadcast_to(ex, e.shape) + 31 - 8
+    y = np.where(ex > 31, 0, qmath.rdbpot(qmath.srdhm(np.broadcast_to(r, e.shape), e), np.minimum(ex, 31))) - 128
+    return np.clip(y, -128, 127)
 
 
 def exp_table(s_in: float, k: int) -> np.ndarray:
@@ -41,7 +84,7 @@ def exp_table(s_in: float, k: int) -> np.ndarray:
 class Softmax(OpKind):
     name = "softmax"
     ir_ops = ("Softmax",)
-    PARAMS = ("AXIS", "MULT", "SHIFT")
+    PARAMS = ("AXIS", "MULT", "SHIFT", "NUMERICS")
     CONSTS = ("EXP",)
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
@@ -52,7 +95,19 @@ class Softmax(OpKind):
         pa = logical_to_phys_axis(x, axis)
         params = {"AXIS": pa}
         consts = {}
-        if dtype_kind(graph, op) == "int8":
+        if dtype_kind(graph, op) == "int8" and graph.numerics == "tflm":
+            s_in, _ = per_tensor(x, "Softmax input")
+            s_out, zp_out = per_tensor(y, "Softmax output")
+            line = tensor_view_dims(x)[pa]
+            if (float(np.float32(s_out)), zp_out) != (1.0 / 256, -128):
+                raise TigrisError(f"Softmax with numerics tflm needs output scale 1/256 and zero point -128 (TFLM's "
+                                  f"rule), got {s_out:g} and {zp_out}", op.name)
+            if line > TFLM_MAX_LINE:
+                raise TigrisError(f"Softmax with numerics tflm: {line} classes exceed {TFLM_MAX_LINE}", op.name)
+            table, mult, shift = tflm_exp_table(s_in, float(op.attrs.get("beta", 1.0)), op.name)
+            params.update(MULT=mult, SHIFT=shift, NUMERICS=1)
+            consts["EXP"] = table
+        elif dtype_kind(graph, op) == "int8":
             s_in, _ = per_tensor(x, "Softmax input")
             s_out, _ = per_tensor(y, "Softmax output")
             mult, shift = quantize_multiplier(1.0 / s_out, op.name)
@@ -83,6 +138,9 @@ class Softmax(OpKind):
         q = x.astype(np.int64)
         d = q.max(axis=a, keepdims=True) - q
         e = table[d]
+        if low.params.get("NUMERICS", 0):
+            out.data[...] = tflm_softmax_lines(e, a).astype(out.data.dtype)
+            return
         s = e.sum(axis=a, keepdims=True)
         r = div_round_half_even(e * low.params["MULT"], s << (31 - low.params["SHIFT"]))
         out.data[...] = np.clip(r + out.zero_point, -128, 127).astype(out.data.dtype)

@@ -6,6 +6,9 @@
  *             out = clamp(zo + round(acc / 2^RS), LO, HI)              one rounding, halves to even
  *   mul int8: out = clamp(zo + round((qa - za) * (qb - zb) * MULT / 2^(31 - SHIFT)), LO, HI), halves to even
  *   float   : a + b, a - b (SUB) or a * b, clamped to [F_LO, F_HI]
+ *   NUMERICS 1 (tflm), requantizations tgrs_requant_tflm (rq):
+ *     add int8: out = clamp(zo + rq(rq((qa - za) << 20, MA, LA) +- rq((qb - zb) << 20, MB, LB), MULT, SHIFT), LO, HI)
+ *     mul int8: out = clamp(zo + rq((qa - za) * (qb - zb), MULT, SHIFT), LO, HI)
  * Operand X has dims X_D0..3 (params), each the output's or 1; a 1 is broadcast with a zero stride. An operand with
  * the output's row count (> 1) is a band read at the output's rows; one with a single row is read at row 0.
  * The constant operand (K_POS 0 = A, 1 = B, -1 none) is const slot K in the same dims.
@@ -101,7 +104,26 @@ typedef struct binop {
     int32_t za, zb, zo, lo, hi, rs, mult, shift;
     int32_t mul_n; /* 31 - shift, saturated at 63 (a quotient below one half) */
     int64_t ma, mb; /* MA << LA, MB << LB */
+    int32_t tflm;   /* NUMERICS 1: the fields below */
+    int32_t m1, s1, m2, s2;
 } binop;
+
+/* TFLM's headroom shift for int8 Add/Sub (tigris/ops/binary.py TFLM_LEFT_SHIFT). */
+#define BINARY_TFLM_LEFT_SHIFT 20
+
+static int8_t tflm_s8(const binop *op, int32_t da, int32_t db)
+{
+    int32_t r;
+    if (op->is_mul) {
+        r = tgrs_requant_tflm(da * db, op->mult, op->shift); /* |da * db| <= 255^2 */
+    } else {
+        /* |d| <= 255, so d << 20 and the two rescaled terms (each at most 2^28 in magnitude) stay in int32. */
+        int32_t xa = tgrs_requant_tflm(da * (1 << BINARY_TFLM_LEFT_SHIFT), op->m1, op->s1);
+        int32_t xb = tgrs_requant_tflm(db * (1 << BINARY_TFLM_LEFT_SHIFT), op->m2, op->s2);
+        r = tgrs_requant_tflm(op->sub ? tgrs_wrap_sub(xa, xb) : tgrs_wrap_add(xa, xb), op->mult, op->shift);
+    }
+    return (int8_t)tgrs_clamp64((int64_t)r + op->zo, op->lo, op->hi);
+}
 
 /* One contiguous output span of `count` elements; operand strides are 1 (dense) or 0 (broadcast). The dense/dense
  * and dense/broadcast cases get their own loops so the compiler can keep them simple. */
@@ -120,6 +142,12 @@ static void span_f32(const binop *op, float *y, const float *x, const float *z, 
 static void span_s8(const binop *op, int8_t *y, const int8_t *x, const int8_t *z, size_t count, size_t sx, size_t sz)
 {
     size_t i;
+    if (op->tflm) {
+        for (i = 0; i < count; ++i) {
+            y[i] = tflm_s8(op, (int32_t)x[i * sx] - op->za, (int32_t)z[i * sz] - op->zb);
+        }
+        return;
+    }
     if (op->is_mul) {
         for (i = 0; i < count; ++i) {
             int32_t da = (int32_t)x[i * sx] - op->za;
@@ -200,11 +228,22 @@ static int binary_run(const tgrs_op_ctx *ctx, int is_mul, int32_t dt, binary_spa
     op.ma = 0;
     op.mb = 0;
     op.mul_n = 0;
+    op.tflm = p[TGRS_P_ADD_NUMERICS] == TGRS_NUMERICS_TFLM;
+    op.m1 = p[TGRS_P_ADD_MA];
+    op.s1 = p[TGRS_P_ADD_LA];
+    op.m2 = p[TGRS_P_ADD_MB];
+    op.s2 = p[TGRS_P_ADD_LB];
     if (!op.is_f32) {
-        if (!tgrs_s8_bounds_ok(op.lo, op.hi, op.zo) || a.zp < -128 || a.zp > 127 || b.zp < -128 || b.zp > 127) {
+        if (!tgrs_s8_bounds_ok(op.lo, op.hi, op.zo) || a.zp < -128 || a.zp > 127 || b.zp < -128 || b.zp > 127 ||
+            (p[TGRS_P_ADD_NUMERICS] != TGRS_NUMERICS_ONNX && !op.tflm)) {
             return TGRS_ERR_PARAM;
         }
-        if (is_mul) {
+        if (op.tflm) {
+            if (op.shift > TGRS_SHIFT_MAX || op.mult < 0 || (!is_mul && (op.s1 > TGRS_SHIFT_MAX || op.m1 < 0 ||
+                                                                         op.s2 > TGRS_SHIFT_MAX || op.m2 < 0))) {
+                return TGRS_ERR_PARAM;
+            }
+        } else if (is_mul) {
             if (op.shift > TGRS_SHIFT_MAX || op.mult < 0) {
                 return TGRS_ERR_PARAM;
             }

@@ -6,6 +6,8 @@
  *   avg  int8: zp_out + round(sum(q - zp_in) * mult / (count << (31 - shift))), one rounding, halves to even
  *   gap  int8: zp_out + round(sum(q - zp_in) * mult / ((H*W) << (31 - shift))), halves to even (mult/shift: s_in/s_out)
  *   float: max of taps; sum of taps (row-major tap order) / (float)count; sum / (float)(H*W).
+ *   avg  int8, NUMERICS 1 (tflm; input and output encodings equal): s = sum(q) of the raw codes,
+ *        clamp(s > 0 ? (s + count/2) / count : (s - count/2) / count, lo, hi) with C's truncating division.
  * Padding taps never contribute; `count` is the taps inside the padded frame (count_include_pad) or the image.
  */
 #include <math.h>
@@ -22,7 +24,7 @@
 #define POOL_CHUNK 32
 
 typedef struct pool_geom {
-    int32_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, count_pad, mult, shift, lo, hi;
+    int32_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, count_pad, mult, shift, lo, hi, numerics;
 } pool_geom;
 
 /* maxpool and avgpool share one PARAMS tuple in Python, so the indices of either kind describe both. */
@@ -44,6 +46,7 @@ static pool_geom pool_load(const int32_t *p)
     g.shift = p[TGRS_P_MAXPOOL_SHIFT];
     g.lo = p[TGRS_P_MAXPOOL_LO];
     g.hi = p[TGRS_P_MAXPOOL_HI];
+    g.numerics = p[TGRS_P_MAXPOOL_NUMERICS];
     return g;
 }
 
@@ -91,7 +94,8 @@ static int pool_check(const tgrs_op_ctx *ctx, const pool_geom *g, int avg, int32
         return TGRS_OK;
     }
     if (g->shift > TGRS_SHIFT_MAX || g->mult < 0 || !tgrs_s8_bounds_ok(g->lo, g->hi, out->zero_point) ||
-        in->zero_point < -128 || in->zero_point > 127) {
+        in->zero_point < -128 || in->zero_point > 127 ||
+        (g->numerics != TGRS_NUMERICS_ONNX && g->numerics != TGRS_NUMERICS_TFLM)) {
         return TGRS_ERR_PARAM;
     }
     if (avg && (g->shift < -31 || (31 - g->shift) + tgrs_bitlen((uint32_t)(g->kh * g->kw)) > 62)) {
@@ -231,6 +235,7 @@ static int pool_s8(const tgrs_op_ctx *ctx, int avg)
                     int32_t nc = (C - c0 < POOL_CHUNK) ? C - c0 : POOL_CHUNK;
                     int8_t *y = (int8_t *)out->data + o + c0;
                     const int8_t *x = (const int8_t *)in->data;
+                    const int32_t zsub = g.numerics == TGRS_NUMERICS_TFLM ? 0 : in->zero_point; /* tflm: raw codes */
                     for (c = 0; c < nc; ++c) {
                         acc[c] = avg ? 0 : -128;
                     }
@@ -248,7 +253,7 @@ static int pool_s8(const tgrs_op_ctx *ctx, int avg)
                             xr = x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C + c0;
                             if (avg) {
                                 for (c = 0; c < nc; ++c) {
-                                    acc[c] += (int32_t)xr[c] - in->zero_point;
+                                    acc[c] += (int32_t)xr[c] - zsub;
                                 }
                             } else {
                                 for (c = 0; c < nc; ++c) {
@@ -257,7 +262,14 @@ static int pool_s8(const tgrs_op_ctx *ctx, int avg)
                             }
                         }
                     }
-                    if (avg && g.mult == (1 << 30) && g.shift == 1) {
+                    if (avg && g.numerics == TGRS_NUMERICS_TFLM) {
+                        /* |acc| <= 128 * 4096^2 cannot overflow; halves away from zero, as TFLM */
+                        int32_t cnt = count > 0 ? count : 1;
+                        for (c = 0; c < nc; ++c) {
+                            int32_t q = acc[c] > 0 ? (acc[c] + cnt / 2) / cnt : (acc[c] - cnt / 2) / cnt;
+                            y[c] = (int8_t)tgrs_clamp64((int64_t)q, g.lo, g.hi);
+                        }
+                    } else if (avg && g.mult == (1 << 30) && g.shift == 1) {
                         /* equal scales: acc * 2^30 / (count * 2^30) is exactly acc / count, in 32 bits */
                         int32_t cnt = count > 0 ? count : 1;
                         for (c = 0; c < nc; ++c) {

@@ -63,6 +63,22 @@ static inline int64_t tgrs_requant(int32_t acc, int32_t mult, int32_t shift)
     return tgrs_rounding_rshift64(prod, 31 - shift);
 }
 
+/*
+ * a + b wrapping modulo 2^32 (defined behaviour). Kernels accumulate with it because the compiler proved the true
+ * sums fit in int32; a corrupted plan then yields a wrong number, never undefined behaviour. The conversion back to
+ * int32 is the two's-complement one every supported compiler uses.
+ */
+static inline int32_t tgrs_wrap_add(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+/* a - b wrapping modulo 2^32, like tgrs_wrap_add. */
+static inline int32_t tgrs_wrap_sub(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a - (uint32_t)b);
+}
+
 /* Arithmetic right shift of an int32 by 0..31 (floor division by 2^e), without relying on the implementation-defined
  * >> of a negative value: offset by 2^31 into an unsigned value, shift, subtract the shifted offset. */
 static inline int32_t tgrs_asr32(int32_t x, int32_t e)
@@ -111,21 +127,58 @@ static inline int32_t tgrs_requant_tflm(int32_t acc, int32_t mult, int32_t shift
     return tgrs_rdbpot(tgrs_srdhm(acc, mult), -shift);
 }
 
+/* x * 2^e for 0 <= e <= 30, saturated to int32 (a fixed-point rescale to fewer integer bits). */
+static inline int32_t tgrs_sat_lshift(int32_t x, int32_t e)
+{
+    const int32_t thr = (int32_t)(((uint32_t)1 << (31 - e)) - 1u);
+    if (x > thr) {
+        return INT32_MAX;
+    }
+    if (x < -thr) {
+        return INT32_MIN;
+    }
+    return (int32_t)((uint32_t)x << e);
+}
+
+/*
+ * 1 / (1 + a) for a in [0, 1), 0 integer bits in and out (qmath.one_over_one_plus_x): half the denominator, rounded,
+ * then three Newton steps x += x * (1 - d * x) from 48/17 - 32/17 * d, with 2 integer bits.
+ */
+static inline int32_t tgrs_one_over_one_plus_x(int32_t a)
+{
+    const int64_t sum = (int64_t)a + INT32_MAX;
+    const int32_t d = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2); /* C99 division truncates toward zero */
+    int32_t x = tgrs_wrap_add(1515870810, tgrs_srdhm(d, -1010580540));
+    int i;
+    for (i = 0; i < 3; ++i) {
+        const int32_t one_minus = tgrs_wrap_sub(1 << 29, tgrs_srdhm(d, x));
+        x = tgrs_wrap_add(x, tgrs_sat_lshift(tgrs_srdhm(x, one_minus), 2));
+    }
+    return tgrs_sat_lshift(x, 1);
+}
+
+/*
+ * For a positive raw s with int_bits integer bits: r (0 integer bits) and *e with r ~ 2^*e / s
+ * (qmath.reciprocal_q31): s is normalized by its leading zeros, *e = int_bits - leading zeros.
+ */
+static inline int32_t tgrs_reciprocal_q31(int32_t s, int32_t int_bits, int32_t *e)
+{
+    uint32_t u = (uint32_t)s;
+    int32_t clz = 0;
+    while (clz < 32 && (u & 0x80000000u) == 0u) { /* once per softmax line: a loop, not a builtin */
+        u <<= 1;
+        ++clz;
+    }
+    *e = int_bits - clz;
+    return tgrs_one_over_one_plus_x((int32_t)(u - 0x80000000u));
+}
+
 /* The requantization of a numerics code: tgrs_requant (TGRS_RQ_ONNX) or tgrs_requant_tflm (TGRS_RQ_TFLM). */
 static inline int64_t tgrs_requant_nm(int32_t acc, int32_t mult, int32_t shift, int32_t numerics)
 {
     return numerics == TGRS_RQ_TFLM ? (int64_t)tgrs_requant_tflm(acc, mult, shift) : tgrs_requant(acc, mult, shift);
 }
 
-/*
- * a + b wrapping modulo 2^32 (defined behaviour). Kernels accumulate with it because the compiler proved the true
- * sums fit in int32; a corrupted plan then yields a wrong number, never undefined behaviour. The conversion back to
- * int32 is the two's-complement one every supported compiler uses.
- */
-static inline int32_t tgrs_wrap_add(int32_t a, int32_t b)
-{
-    return (int32_t)((uint32_t)a + (uint32_t)b);
-}
 
 /* Clamp a 64-bit value into [lo, hi]. Written as two selects so compilers emit conditional moves: whether an
  * output clamps is data dependent (about half the outputs of a Relu layer), so a branch would mispredict often. */

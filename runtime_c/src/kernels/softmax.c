@@ -5,6 +5,9 @@
  *   float: e = expf(x - max), y = e / sum(e) (sum in line order)
  *   int8 : d = max(q) - q; E = EXP[d] (int32 table); S = sum(E) (int64);
  *          y = clamp(zo + round(E * MULT / (S << (31 - SHIFT))), -128, 127), one rounding, halves to even
+ *   int8, NUMERICS 1 (tflm): E = EXP[d] (exponentials, 0 integer bits); S = sum(rdbpot(E, 12)) (int32, wrapping);
+ *          r, e = reciprocal(S); y = clamp(rdbpot(srdhm(r, E), e + 23) - 128, -128, 127); lines of at most 4095;
+ *          an exponent e + 23 above 31 gives -128
  * Lines run along AXIS with that axis's stride; along the row axis the views must be whole, otherwise the input
  * band must hold the output's rows.
  */
@@ -26,8 +29,25 @@ static size_t sm_off(const tgrs_tview *v, int32_t n, int32_t h, int32_t w, int32
 /* What an int8 line needs besides its bytes (the float line needs nothing). */
 typedef struct sm_q {
     const int32_t *table;
-    int32_t mult, shift, zo;
+    int32_t mult, shift, zo, tflm;
 } sm_q;
+
+/* TFLM's int8 softmax of one line (tigris/ops/softmax.py tflm_softmax_lines). */
+static void sm_line_tflm(const int8_t *x, int8_t *y, int32_t len, size_t step_in, size_t step_out, const sm_q *q,
+                         int32_t m)
+{
+    int32_t s = 0, e, r, k;
+    for (k = 0; k < len; ++k) {
+        s = tgrs_wrap_add(s, tgrs_rdbpot(q->table[m - (int32_t)x[(size_t)k * step_in]], 12));
+    }
+    /* s >= rdbpot(EXP[0], 12) > 0 for a valid table (checked) and s < 2^31, so e + 23 >= 0 */
+    r = tgrs_reciprocal_q31(s, 12, &e);
+    for (k = 0; k < len; ++k) {
+        int32_t v = e + 23 > 31 ? -128
+                                : tgrs_rdbpot(tgrs_srdhm(r, q->table[m - (int32_t)x[(size_t)k * step_in]]), e + 23) - 128;
+        y[(size_t)k * step_out] = (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v));
+    }
+}
 
 /* One line of `len` elements with strides step_in / step_out; each dtype variant passes its own. */
 typedef void (*sm_line_fn)(const void *xv, void *yv, int32_t len, size_t step_in, size_t step_out, const sm_q *q);
@@ -64,6 +84,10 @@ static void sm_line_s8(const void *xv, void *yv, int32_t len, size_t step_in, si
     for (k = 1; k < len; ++k) {
         m = (int32_t)x[(size_t)k * step_in] > m ? (int32_t)x[(size_t)k * step_in] : m;
     }
+    if (q->tflm) {
+        sm_line_tflm(x, y, len, step_in, step_out, q, m);
+        return;
+    }
     for (k = 0; k < len; ++k) {
         s += q->table[m - (int32_t)x[(size_t)k * step_in]];
     }
@@ -84,6 +108,25 @@ static int sm_check_s8(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q)
     q->mult = ctx->p[TGRS_P_SOFTMAX_MULT];
     q->shift = ctx->p[TGRS_P_SOFTMAX_SHIFT];
     q->zo = out->zero_point;
+    q->tflm = ctx->p[TGRS_P_SOFTMAX_NUMERICS] == TGRS_NUMERICS_TFLM;
+    if (q->tflm) {
+        /* EXP[0] is exp(0) (2^31 - 1, so every line's sum is positive), no entry is negative, and the line is short
+         * enough that the sum (at most 2^19 per element) stays below 2^31. */
+        q->table = (const int32_t *)ctx->c[TGRS_C_SOFTMAX_EXP];
+        if (q->table == NULL || ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || out->dims[axis] > 4095 ||
+            q->table[0] != INT32_MAX) {
+            return TGRS_ERR_PARAM;
+        }
+        for (k = 1; k < 256; ++k) {
+            if (q->table[k] < 0) {
+                return TGRS_ERR_PARAM;
+            }
+        }
+        return TGRS_OK;
+    }
+    if (ctx->p[TGRS_P_SOFTMAX_NUMERICS] != TGRS_NUMERICS_ONNX) {
+        return TGRS_ERR_PARAM;
+    }
     if (ctx->c[TGRS_C_SOFTMAX_EXP] == NULL || ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || q->mult < 0 ||
         q->shift > TGRS_SHIFT_MAX || q->shift < -31 || q->zo < -128 || q->zo > 127) {
         return TGRS_ERR_PARAM;
