@@ -41,6 +41,10 @@ CASES = {
     # No convolutions and no way to split a Gemm: one stage whatever the budget. Kept because it is small and
     # exercises the int8 fully connected path and XIP weights on both cores.
     "ad_autoencoder_int8": Case("mlperf_tiny/ad_autoencoder_int8.onnx", "32K", True, "none", False, True, False),
+    # The TFLite originals, compiled from the .tflite directly (docs/tflite.md; numerics tflm)
+    "person_detect_int8_tflite": Case("tflite/person_detect_int8.tflite", "32K", True, "none", True, True),
+    "resnet8_cifar_int8_tflite": Case("tflite/resnet8_cifar_int8.tflite", "32K", True, "none", True, True),
+    "kws_dscnn_int8_tflite": Case("tflite/kws_dscnn_int8.tflite", "32K", False, "lz4", False, True),
 }
 
 
