@@ -17,6 +17,7 @@
 
 #include "kcheck.h"
 #include "requant.h"
+#include "target.h"
 #include "tgrs_op.h"
 #include "variants.h"
 #include "window.h"
@@ -231,6 +232,47 @@ static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
 
 /* ------------------------------------------------------------------------------------------------------- int8 -- */
 
+/*
+ * The int8 sums over every tap of one pixel, channels [0, nc) of a block, depth multiplier 1: xp[t] is tap t's
+ * input at the block's first channel (the zero-point block for a padded tap), wk the block's weights of tap 0 (taps
+ * oc apart). With `two`, both pixels are interior and acc1 gets the next pixel's sums (inputs pstep further),
+ * sharing each weight load. uint32: wrapping is defined; the lowering proved the true sums fit in int32. target.h picks this or a
+ * variant of the same contract (dwconv_dsp.h).
+ */
+#if TGRS_ISA == TGRS_ISA_PLAIN /* the reference loops; target.h selects another variant on DSP/MVE cores */
+static void dw_taps_s8_plain(const int8_t *const *xp, int64_t pstep, int32_t ntaps, const int8_t *wk, int32_t oc,
+                             int32_t nc, int two, uint32_t *acc0, uint32_t *acc1)
+{
+    int32_t t, cc;
+    for (cc = 0; cc < DW_CB; ++cc) {
+        acc0[cc] = 0;
+        acc1[cc] = 0;
+    }
+    for (t = 0; t < ntaps; ++t) {
+        const int8_t *x0 = xp[t];
+        const int8_t *x1 = x0 + (two ? pstep : 0);
+        const int8_t *w = wk + (int64_t)t * oc;
+        if (nc == DW_CB && two) { /* constant trip counts: compilers keep these in vector registers */
+            for (cc = 0; cc < DW_CB; ++cc) {
+                acc0[cc] += (uint32_t)((int32_t)x0[cc] * (int32_t)w[cc]);
+                acc1[cc] += (uint32_t)((int32_t)x1[cc] * (int32_t)w[cc]);
+            }
+        } else if (nc == DW_CB) {
+            for (cc = 0; cc < DW_CB; ++cc) {
+                acc0[cc] += (uint32_t)((int32_t)x0[cc] * (int32_t)w[cc]);
+            }
+        } else {
+            for (cc = 0; cc < nc; ++cc) {
+                acc0[cc] += (uint32_t)((int32_t)x0[cc] * (int32_t)w[cc]);
+                acc1[cc] += (uint32_t)((int32_t)x1[cc] * (int32_t)w[cc]);
+            }
+        }
+    }
+}
+#endif /* TGRS_ISA_PLAIN */
+
+#include "dwconv_dsp.h" /* dw_taps_s8_dsp */
+
 static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
 {
     const tgrs_window *w = &dg->w;
@@ -247,11 +289,13 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
     int64_t toff[DW_MAX_TAPS];
     const int32_t ntaps = (dg->m == 1) ? dw_tap_offsets(dg, toff) : 0;
-    int32_t n, r, ow, i, j, c0, cc, t;
+    int8_t zpv[DW_CB]; /* the input zero point per channel of a block: what a padded tap reads */
+    int32_t n, r, ow, i, j, c0, cc;
     const int st = tgrs_mac_s8_check(ctx, TGRS_C_DWCONV_MULT, TGRS_C_DWCONV_SHIFT, dg->oc, lo, hi, zp_in, zp_out, nm);
     if (st != TGRS_OK) {
         return st;
     }
+    memset(zpv, (int)(int8_t)zp_in, sizeof zpv);
     for (n = 0; n < dg->n; ++n) {
         const int8_t *img = in + n * in_img;
         for (r = 0; r < dg->out_rows; ++r) {
@@ -269,41 +313,43 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                     const int inner = dw_interior(dg, oh, ow);
                     /* uint32: wrapping is defined; the lowering proved the true sums fit in int32 */
                     uint32_t acc[DW_CB];
-                    const int fast = inner && ntaps > 0 && nc == DW_CB;
+                    /* every pixel of a multiplier-1 op takes the tap loop: a padded tap reads the block of
+                       input zero points (real 0), which the bias fold expects */
+                    const int fast = ntaps > 0;
                     step = 1;
-                    for (cc = 0; cc < DW_CB; ++cc) {
-                        acc[cc] = 0;
-                    }
-                    if (fast && ow + 1 < dg->ow && dw_interior(dg, oh, ow + 1)) {
+                    if (fast) {
                         /* two adjacent interior pixels share every weight load */
-                        const int8_t *base = img + dw_base(dg, oh, ow) + c0;
-                        const int64_t pstep = (int64_t)w->sw * dg->c;
+                        const int two = inner && ow + 1 < dg->ow && dw_interior(dg, oh, ow + 1);
                         uint32_t acc1[DW_CB];
-                        for (cc = 0; cc < DW_CB; ++cc) {
-                            acc1[cc] = 0;
-                        }
-                        for (t = 0; t < ntaps; ++t) {
-                            const int8_t *x0 = base + toff[t];
-                            const int8_t *x1 = x0 + pstep;
-                            const int8_t *wk = wt + (int64_t)t * dg->oc + c0;
-                            for (cc = 0; cc < DW_CB; ++cc) {
-                                acc[cc] += (uint32_t)((int32_t)x0[cc] * (int32_t)wk[cc]);
-                                acc1[cc] += (uint32_t)((int32_t)x1[cc] * (int32_t)wk[cc]);
+                        const int8_t *xp[DW_MAX_TAPS];
+                        int32_t t = 0;
+                        if (inner) {
+                            const int8_t *base = img + dw_base(dg, oh, ow) + c0;
+                            for (t = 0; t < ntaps; ++t) {
+                                xp[t] = base + toff[t];
+                            }
+                        } else {
+                            for (i = 0; i < w->kh; ++i) {
+                                const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                                for (j = 0; j < w->kw; ++j, ++t) {
+                                    const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                                    xp[t] = (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd)
+                                                ? img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c + c0
+                                                : zpv;
+                                }
                             }
                         }
-                        for (cc = 0; cc < DW_CB; ++cc) {
-                            const int32_t v = tgrs_wrap_add((int32_t)acc1[cc], bias[c0 + cc]);
-                            o[dg->oc + c0 + cc] = tgrs_rq_s8(&rq[cc], v, lo, hi);
-                        }
-                        step = 2;
-                    } else if (fast) {
-                        const int8_t *base = img + dw_base(dg, oh, ow) + c0;
-                        for (t = 0; t < ntaps; ++t) {
-                            const int8_t *x = base + toff[t];
-                            const int8_t *wk = wt + (int64_t)t * dg->oc + c0;
-                            for (cc = 0; cc < DW_CB; ++cc) {
-                                acc[cc] += (uint32_t)((int32_t)x[cc] * (int32_t)wk[cc]);
+                        TGRS_DW_TAPS_S8(xp, (int64_t)w->sw * dg->c, ntaps, wt + c0, dg->oc, nc, two, acc, acc1);
+                        if (two) {
+                            for (cc = 0; cc < nc; ++cc) {
+                                const int32_t v = tgrs_wrap_add((int32_t)acc1[cc], bias[c0 + cc]);
+                                o[dg->oc + c0 + cc] = tgrs_rq_s8(&rq[cc], v, lo, hi);
                             }
+                            step = 2;
+                        }
+                    } else {
+                        for (cc = 0; cc < DW_CB; ++cc) {
+                            acc[cc] = 0;
                         }
                     }
                     for (i = 0; i < w->kh && !fast; ++i) {

@@ -36,8 +36,10 @@
 /* The variant each kernel family runs (the functions live in the family's file and its per-target headers). */
 #if TGRS_HAVE_DSP
 #define TGRS_CONV_S8 conv_s8_dsp
+#define TGRS_DW_TAPS_S8 dw_taps_s8_dsp
 #else
 #define TGRS_CONV_S8 conv_s8_plain
+#define TGRS_DW_TAPS_S8 dw_taps_s8_plain
 #endif
 
 #if TGRS_HAVE_DSP
