@@ -29,8 +29,10 @@ from tigris.reference.tflite_run import run_litert  # noqa: E402
 # int8 cases that are not (yet) bit-exact: (max LSB vs the TFLite interpreter, vs TFLite Micro); None = TFLM not
 # compared. MEAN's and LEAKY_RELU's TFLite arithmetic differs from ours by 1 LSB; TFLM's RELU6 clamps the input codes
 # without requantizing to the output scale; TFLM has no uint8 convolution.
+# uint8 weights with a zero point other than 128 (old TFLite / Coral quantization) are requantized symmetric by the
+# symmetric_weights pass, which is lossy: up to 2 LSB.
 INT8_LSB = {"mean_i8_spatial": (1, 1), "mean_i8_flat": (1, 1), "leaky_relu_i8": (1, 1), "relu6_i8": (0, None),
-            "uint8_conv": (0, None)}
+            "uint8_conv": (0, None), "uint8_conv_weight_zp": (2, None), "uint8_dwconv_weight_zp": (1, None)}
 RNG = np.random.default_rng(1234)
 
 
@@ -483,7 +485,32 @@ def square_boundary_f32(m):
     return [x], [y]
 
 
+def uint8_conv_weight_zp(m):
+    x = m.tensor("x", (1, 8, 8, 4), "uint8", scale=[0.05], zero_point=[128])
+    w = m.tensor("w", (6, 3, 3, 4), "uint8", data=RNG.integers(0, 256, (6, 3, 3, 4)).astype(np.uint8),
+                 scale=[0.004], zero_point=[157])
+    b = m.tensor("b", (6,), "int32", data=RNG.integers(-500, 500, 6).astype(np.int32), scale=[0.0002],
+                 zero_point=[0])
+    y = m.tensor("y", (1, 8, 8, 6), "uint8", scale=[0.1], zero_point=[100])
+    m.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", Padding=0, StrideH=1, StrideW=1,
+         FusedActivationFunction=ACT["relu"])
+    return [x], [y]
+
+
+def uint8_dwconv_weight_zp(m):
+    x = m.tensor("x", (1, 8, 8, 4), "uint8", scale=[0.05], zero_point=[128])
+    w = m.tensor("w", (1, 3, 3, 4), "uint8", data=RNG.integers(0, 256, (1, 3, 3, 4)).astype(np.uint8),
+                 scale=[0.004], zero_point=[204], qdim=3)
+    b = m.tensor("b", (4,), "int32", data=RNG.integers(-500, 500, 4).astype(np.int32), scale=[0.0002],
+                 zero_point=[0])
+    y = m.tensor("y", (1, 8, 8, 4), "uint8", scale=[0.1], zero_point=[100])
+    m.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", Padding=0, StrideH=1, StrideW=1,
+         DepthMultiplier=1)
+    return [x], [y]
+
+
 RUNNABLE = [
+    (uint8_conv_weight_zp, True), (uint8_dwconv_weight_zp, True),
     (softmax_f32_beta, False), (prelu_i8, True), (resize_nn_align_f32, False), (resize_nn_half_i8, True),
     (resize_bilinear_align_f32, False), (maxpool_i8_same, True), (mean_i8_flat, True),
     (grouped_conv_f32, False), (rank3_f32, False), (square_boundary_f32, False),
@@ -800,3 +827,39 @@ def test_reduce_over_other_axes_is_reported(tmp_path):
                                atol=1e-6)
     with pytest.raises(UnsupportedModelError, match="ReduceMean"):
         api.compile_model(p, "256K")
+
+
+def test_uint8_interface_and_zero_points_are_carried(tmp_path):
+    m = Model()
+    m.inputs, m.outputs = uint8_conv_weight_zp(m)
+    g = load_model(_save(tmp_path, m))
+    x = g.tensors["x"]
+    assert x.dtype == "int8" and int(x.quant.zero_point[0]) == 0  # 128 restated
+    assert g.boundary["x"].dtype == "uint8" and int(g.boundary["x"].quant.zero_point[0]) == 128
+    conv = next(o for o in g.ops if o.op_type == "Conv")
+    w = g.tensors[conv.inputs[1]]
+    assert w.dtype == "int8" and int(w.quant.zero_point[0]) == 157 - 128
+    raw = np.asarray(m.tensors[1].data).astype(np.int64) - 128
+    assert np.array_equal(g.weights[conv.inputs[1]], raw.transpose(0, 3, 1, 2))
+
+
+def test_int16_activations_are_reported(tmp_path):
+    m = Model()
+    x = m.tensor("x", (1, 8), "int16", scale=[0.001], zero_point=[0])
+    y = m.tensor("y", (1, 8), "int16", scale=[0.001], zero_point=[0])
+    m.op("RELU", [x], [y])
+    m.inputs, m.outputs = [x], [y]
+    with pytest.raises(UnsupportedModelError) as ei:
+        api.compile_model(_save(tmp_path, m), "256K")
+    assert ei.value.nodes[0]["op"] == "Relu" and "int16" in ei.value.nodes[0]["reason"]
+
+
+def test_variable_tensor_is_named(tmp_path):
+    m = Model()
+    x = m.tensor("x", (1, 4))
+    state = m.tensor("state", (1, 4))  # read, but neither an input, a constant nor computed
+    y = m.tensor("y", (1, 4))
+    m.op("ADD", [x, state], [y], "AddOptions")
+    m.inputs, m.outputs = [x], [y]
+    with pytest.raises(TigrisError, match="state"):
+        load_model(_save(tmp_path, m))

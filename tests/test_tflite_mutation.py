@@ -113,3 +113,23 @@ def test_cli_prints_one_line(tmp_path):
     assert r.exit_code == 2
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and "bad.tflite" in lines[0] and "Traceback" not in r.output
+
+
+@pytest.mark.shared
+def test_real_model_mutants(tmp_path):
+    from tigris_testing import MODELS
+
+    src = MODELS / "tflite" / "kws_dscnn_int8.tflite"
+    if not src.is_file():
+        pytest.skip("needs ../shared/models/tflite (not present beside this clone)")
+    data = src.read_bytes()
+    rng = np.random.default_rng(23)
+    for k in range(40):
+        b = bytearray(data)
+        # flip bytes in the tables (the first and last 4 KiB hold the subgraph, tensors, operators and vtables)
+        region = int(rng.integers(0, 2))
+        pos = int(rng.integers(0, 4096)) if region == 0 else len(b) - 1 - int(rng.integers(0, 4096))
+        b[pos] ^= 1 << int(rng.integers(0, 8))
+        _try(tmp_path, bytes(b), k)
+    for k, n in enumerate((100, len(data) // 2, len(data) - 100)):
+        assert _try(tmp_path, data[:n], 100 + k) == "error"
