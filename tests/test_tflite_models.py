@@ -56,22 +56,24 @@ def test_plans_run_and_agree(prepared, name):
     prep = _prep(prepared, name)
     assert prep.graph.source == "tflite"
     base = api.compile_model(path, "256K", prepared=prep)
-    x0 = api.random_inputs(prep, 0)
-    want = api.run_plan(base.plan_bytes, x0)
-    ref = run_reference(prep.graph, x0, prep.lowered)
-    for n in prep.graph.outputs:
-        assert np.array_equal(want.outputs[n], ref[n]), f"{name}: C runtime differs from the reference"
+    xs = [api.random_inputs(prep, seed) for seed in range(3)]
+    wants = [api.run_plan(base.plan_bytes, x) for x in xs]
+    for x, want in zip(xs, wants):
+        ref = run_reference(prep.graph, x, prep.lowered)
+        for n in prep.graph.outputs:
+            assert np.array_equal(want.outputs[n], ref[n]), f"{name}: C runtime differs from the reference"
     tiled_any = False
     # 32K is a tiling budget only with --xip (copying the weights into SRAM needs more than 32K on most models)
     for fast, kw in (("256K", {"xip": True}), ("256K", {"compression": "lz4"}), ("32K", {"xip": True})):
         c = api.compile_model(path, fast, prepared=prep, **kw)
         plan = c.analysis.plan
         tiled_any |= any(s.tiled for s in plan.stages)
-        res = api.run_plan(c.plan_bytes, x0)
-        assert res.fast_peak == plan.fast_peak, f"{name} {fast} {kw}: runtime fast high-water differs"
-        assert res.fast_peak <= api.parse_size(fast)
-        for n in prep.graph.outputs:
-            assert np.array_equal(res.outputs[n], want.outputs[n]), f"{name} {fast} {kw}: differs from 256K plan"
+        for x, want in zip(xs, wants):
+            res = api.run_plan(c.plan_bytes, x)
+            assert res.fast_peak == plan.fast_peak, f"{name} {fast} {kw}: runtime fast high-water differs"
+            assert res.fast_peak <= api.parse_size(fast)
+            for n in prep.graph.outputs:
+                assert np.array_equal(res.outputs[n], want.outputs[n]), f"{name} {fast} {kw}: differs from 256K"
     if name in ("vww_mbv1_025_96_int8", "person_detect_int8", "resnet8_cifar_int8"):
         assert tiled_any, f"{name}: 32K should need tiling"
 
@@ -94,6 +96,22 @@ def test_against_tflite_interpreters(prepared, name, numerics):
                 worst[k] = max(worst[k], int(np.abs(g - np.asarray(r[n]).astype(np.int64).reshape(g.shape)).max()))
     bound = MAX_LSB[name][numerics]
     assert worst[0] <= bound[0] and worst[1] <= bound[1], f"{name}: max LSB (TFLite, TFLM) = {tuple(worst)}"
+
+
+TWINS = {"kws_dscnn_int8": "mlperf_tiny", "vww_mbv1_025_96_int8": "mlperf_tiny", "resnet8_cifar_int8": "mlperf_tiny",
+         "ad_autoencoder_int8": "mlperf_tiny", "streaming_wakeword_int8": "mlperf_tiny", "person_detect_int8": "tflm"}
+
+
+@pytest.mark.parametrize("name", sorted(TWINS))
+def test_plan_as_lean_as_the_onnx_twin(prepared, name):
+    # the importer's layout mapping adds no data movement: the same fast and slow peaks as the converted ONNX model
+    onnx_path = MODELS / TWINS[name] / f"{name}.onnx"
+    a = api.analyze(TFLITE / f"{name}.tflite", "32K", xip=True, prepared=_prep(prepared, name))
+    b = api.analyze(onnx_path, "32K", xip=True)
+    assert a.fits and b.fits
+    assert a.json["fast"]["peak_bytes"] <= b.json["fast"]["peak_bytes"]
+    assert a.json["slow"]["peak_bytes"] <= b.json["slow"]["peak_bytes"]
+    assert len(a.prepared.graph.ops) <= len(b.prepared.graph.ops)
 
 
 def test_verify_command_uses_tflite(prepared, tmp_path):
