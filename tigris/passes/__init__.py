@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Callable
 
 from tigris.ir import AnalyzedGraph
-from tigris.passes import (activation_fuse, bias_fold, bn_fold, cleanup, clip_relu6, concat_axis, constant_fold,
+from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, cleanup, clip_relu6, concat_axis, constant_fold,
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
                            input_transpose, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
                            qdq_fold, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, strip_operands,
@@ -56,6 +56,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(resize_scales, 12),
     _p(strip_operands, 13),
     _p(unit_dim_squeeze, None),  # Reshape targets are output shapes now; before the layout pass
+    _p(broadcast_rank, None),  # likewise
     _p(concat_axis, 14),
     _p(output_transpose, 15),
     _p(activation_fuse, 16),
@@ -90,6 +91,8 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("float_tail", "layout"),
     ("strip_operands", "unit_dim_squeeze"),
     ("unit_dim_squeeze", "layout"),
+    ("strip_operands", "broadcast_rank"),
+    ("broadcast_rank", "layout"),
     ("input_transpose", "layout"),
 )
 
