@@ -366,15 +366,8 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                                 continue;
                             }
                             x = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c;
-                            if (dg->m == 1 && nc == DW_CB) {
-                                x += c0;
-                                for (cc = 0; cc < DW_CB; ++cc) {
-                                    acc[cc] += (uint32_t)((int32_t)x[cc] * (int32_t)wk[cc]);
-                                }
-                            } else {
-                                for (cc = 0; cc < nc; ++cc) {
-                                    acc[cc] += (uint32_t)((int32_t)x[(c0 + cc) / dg->m] * (int32_t)wk[cc]);
-                                }
+                            for (cc = 0; cc < nc; ++cc) { /* multipliers above 1, windows above 64 taps */
+                                acc[cc] += (uint32_t)((int32_t)x[(c0 + cc) / dg->m] * (int32_t)wk[cc]);
                             }
                         }
                     }
