@@ -572,6 +572,17 @@ def strided_slice_f32(m):
     return [x], [y], "Slice"
 
 
+def strided_slice_neg_f32(m):
+    # negative stride with begin/end masks, and the `offset` form on another axis
+    x = m.tensor("x", (1, 6, 5, 4))
+    b = m.tensor("b", (4,), "int32", data=np.array([0, 4, 1, 0], np.int32))
+    e = m.tensor("e", (4,), "int32", data=np.array([1, 0, 3, 0], np.int32))
+    s = m.tensor("s", (4,), "int32", data=np.array([1, -2, 1, -1], np.int32))
+    y = m.tensor("y", (1, 2, 2, 4))
+    m.op("STRIDED_SLICE", [x, b, e, s], [y], "StridedSliceOptions", BeginMask=9, EndMask=8, ShrinkAxisMask=0)
+    return [x], [y], "Slice"
+
+
 def slice_f32(m):
     x = m.tensor("x", (1, 6, 5, 4))
     b = m.tensor("b", (4,), "int32", data=np.array([0, 1, 2, 0], np.int32))
@@ -635,7 +646,7 @@ def sum_f32(m):
     return [x], [y], "ReduceSum"
 
 
-NO_KERNEL = [transpose_conv_f32, gather_f32, strided_slice_f32, slice_f32, split_f32, split_v_f32, maximum_f32,
+NO_KERNEL = [transpose_conv_f32, gather_f32, strided_slice_f32, strided_slice_neg_f32, slice_f32, split_f32, split_v_f32, maximum_f32,
              minimum_f32, depth_to_space_f32, space_to_depth_f32, sum_f32]
 
 

@@ -870,7 +870,10 @@ def _slice_emit(imp: Importer, op: TflOp, starts: list[int], ends: list[int], st
     xi = op.inputs[0]
     xs = imp.tt(xi).shape
     r = len(xs)
+    # ``ends`` are Python range ends (-1 = stop before index 0 when stepping down); ONNX Slice states that end as
+    # a value below every index
     sliced = tuple(len(range(s, e, st)) for s, e, st in zip(starts, ends, steps))
+    ends = [e if e >= 0 else -(1 << 31) for e in ends]
     x = imp.operand(xi)
     y = imp.declare(op.outputs[0])
     perm = perm_of(r)
@@ -915,7 +918,7 @@ def strided_slice(imp: Importer, op: TflOp) -> None:
         else:
             lo, hi = min(max(lo, -1), n - 1), min(max(hi, -1), n - 1)
         starts.append(lo)
-        ends.append(hi if hi >= 0 else -(1 << 31))  # ONNX Slice: an end below every index (stepping down)
+        ends.append(hi)
         steps.append(st)
     _slice_emit(imp, op, starts, ends, steps, imp.tt(op.outputs[0]).shape)
 
