@@ -673,7 +673,7 @@ def softmax(imp: Importer, op: TflOp) -> None:
     x = imp.operand(xi)
     if beta != 1.0:
         if imp.tensors[x].dtype == "float32":  # softmax(beta * x): the scaling is an ordinary multiply
-            c = imp.add_weight(f"{x}_beta", np.array(beta, np.float32), None)
+            c = imp.add_weight(imp.fresh(f"{x}_beta"), np.array(beta, np.float32), None)
             xb = imp.new_tensor(f"{x}_beta", imp.tensors[x].shape, imp.tensors[x])
             imp.emit("Mul", [x, c], [xb], {"fused_activation": None}, suffix="_beta")
             x = xb
