@@ -133,7 +133,8 @@ def run_case(case: Case, work: Path) -> tuple[str, str]:
         compiled = api.compile_model(path, "4M")
         res = api.run_plan(compiled.plan_bytes, inputs)
     except UnsupportedModelError as e:
-        return "unsupported", " ".join(str(e).split())[:200]
+        why = "; ".join(f"{n.get('op')}: {n.get('reason')}" for n in getattr(e, "nodes", []) or [])
+        return "unsupported", " ".join((why or str(e)).split())[:200]
     except TigrisError as e:
         return "error", " ".join(str(e).split())[:200]
     except Exception as e:

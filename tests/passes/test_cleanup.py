@@ -27,10 +27,17 @@ def test_identity_writing_graph_output_renames_producer():
     assert_same_as_ort(m, r.graph, tol=0.0)
 
 
-def test_declined_when_identity_joins_input_to_output():
+def test_identity_joining_input_to_output_becomes_a_copy(tmp_path):
+    """Rule 4: nothing to bypass into (both names are the interface), so it becomes a Reshape, which copies."""
     m = model([helper.make_node("Identity", ["x"], ["y"], name="I")], [("x", F, [1, 4])], [("y", F, [1, 4])])
     r = run_pass(load(m), "cleanup")
-    assert r.rewritten == 0 and r.declined[0].node == "I" and "rule 4" in r.declined[0].reason
+    assert r.rewritten == 1 and [op.op_type for op in r.graph.ops] == ["Reshape"]
+    assert_same_as_ort(m, r.graph, tol=0.0)
+    p = tmp_path / "identity.onnx"
+    p.write_bytes(m.SerializeToString())
+    from tigris import api
+
+    assert api.verify(p, "64K")["pass"]
 
 
 def test_back_to_back_reshapes_merge():

@@ -8,7 +8,9 @@ Rules:
 2. ``Dropout`` in training mode (a constant true ``training_mode`` operand) is declined: it is not an identity.
 3. Two consecutive reshape-family ops (Reshape, Flatten, Squeeze, Unsqueeze) where the middle tensor has no other
    reader and is not a graph output become one ``Reshape`` to the final shape (the output shape is the truth).
-4. An op that cannot be bypassed because its input and output are both part of the model interface is declined.
+4. An Identity or Dropout that cannot be bypassed because its input and output are both part of the model interface
+   (a graph input copied to a graph output) becomes a same-shape ``Reshape``, which lowers to a copy; a
+   reshape-family op in that position stays as it is.
 
 Why here (right after pass 1): exporters leave Identity/Dropout between producers and consumers, which hides the
 patterns later passes match (Conv->Relu, DQ->op->Q); removing them first lets every later pass see direct edges.
@@ -41,7 +43,13 @@ def run(graph: AnalyzedGraph) -> PassResult:
             continue
         ng, why = bypass(g, idx)
         if why:
-            declined.append(Decline(op.name, f"rule 4: {why}"))
+            if op.op_type in ("Identity", "Dropout"):
+                ops = list(g.ops)
+                ops[idx] = op.with_(op_type="Reshape", inputs=op.inputs[:1], outputs=op.outputs[:1], attrs={})
+                g = tidy(g.replace(ops=ops))
+                n += 1
+            else:
+                declined.append(Decline(op.name, f"rule 4: {why}"))
             skip.add(op.name)
             continue
         g = ng
