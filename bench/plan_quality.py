@@ -9,6 +9,7 @@ what accumulation buys. Every plan is proven by ``tigris.plan.check`` before it 
 ``<!-- plan_quality:end -->``.
 
     python3 bench/plan_quality.py [--models DIR] [--no-write]
+    python3 bench/plan_quality.py --scaling   # only the planning-time table (section plan_scaling)
 """
 from __future__ import annotations
 
@@ -159,11 +160,58 @@ def recompute_tradeoff(models: Path) -> str:
     )
 
 
+SCALING = [("relu_chain", [100, 1_000, 10_000, 100_000], "1M"), ("mobilenet_blocks", [1, 10, 100, 1_000], "64K")]
+
+
+def scaling_table(sizes: dict[str, list[int]] | None = None) -> str:
+    """Planning time against graph size on synthetic graphs (bench/scaling_models.py): CPU seconds of the whole
+    ``analyze`` (load, passes, lowering, planning, emission) and of planning alone, so a superlinear step shows."""
+    import tempfile
+
+    import onnx
+    import scaling_models
+
+    from tigris import api
+
+    rows: list[list[object]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for family, default_sizes, budget in SCALING:
+            for n in (sizes or {}).get(family, default_sizes):
+                path = Path(tmp) / f"{family}_{n}.onnx"
+                onnx.save(getattr(scaling_models, family)(n), path)
+                t0 = time.process_time()
+                prep = api.prepare(path)
+                t1 = time.process_time()
+                plan = api._plan(prep, api.parse_size(budget), None, True)
+                t2 = time.process_time()
+                a = api.analyze(path, budget, xip=True, prepared=prep)
+                t3 = time.process_time()
+                rows.append([family, n, len(prep.graph.ops), budget, "yes" if a.fits else "no", len(plan.units),
+                             f"{t1 - t0:.2f}", f"{t2 - t1:.2f}", f"{(t1 - t0) + (t3 - t2):.2f}"])
+                print(rows[-1], flush=True)
+                path.unlink()
+    headers = ["graph", "size", "ops", "fast budget", "fits", "units", "load+passes s", "plan s", "analyze s"]
+    return (
+        "Planning time against graph size (`python3 bench/plan_quality.py --scaling`; CPU seconds of this process, "
+        "so the figures do not depend on the machine's other load). `relu_chain` is N Relu ops on `[1, 8]`; "
+        "`mobilenet_blocks` is N inverted-residual blocks on `[1, 16, 16, 16]` (6 ops each: expand, Relu, depthwise, "
+        "Relu, project, residual Add; the Relus fuse). `analyze s` is what `tigris analyze --xip` spends: load, "
+        "passes, lowering, planning and emission.\n\n" + markdown_table(headers, rows)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=str(REPO.parent / "shared" / "models"))
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    ap.add_argument("--scaling", action="store_true", help="only the planning-time table (synthetic graphs)")
     args = ap.parse_args(argv)
+    if args.scaling:
+        body = scaling_table()
+        print(body)
+        if not args.no_write:
+            write_section("plan_scaling", body)
+        return 0
     models = sorted(Path(args.models).rglob("*.onnx"))
     headers = ["model", "fast budget", "strategy", "fits", "fast peak KiB", "arena/timeline", "stages", "tiles",
                "spill+reload KiB", "recompute %", "plan s"]  # fmt: skip

@@ -174,3 +174,62 @@ def test_custom_domain_operators_are_unsupported_nodes():
         load_onnx_model(m)
     assert [n["node"] for n in e.value.nodes] == ["qadd", "qsig"] and e.value.exit_code == 2
     assert all("com.example" in n["reason"] for n in e.value.nodes)
+
+
+# --- validation and limits (tigris/load/validate.py) -----------------------------------------------------------
+def _relu(in_shape=(1, 8), out_shape=(1, 8)):
+    return _model([helper.make_node("Relu", ["x"], ["y"], name="r")], [helper.make_tensor_value_info("x", F, in_shape)],
+                  [helper.make_tensor_value_info("y", F, out_shape)])
+
+
+def _refused(m, *, shapes=None) -> TigrisError:
+    with pytest.raises(TigrisError) as e:
+        load_onnx_model(m, shapes)
+    assert e.value.exit_code == 2
+    return e.value
+
+
+def test_limits_name_the_tensor_before_anything_is_allocated():
+    assert _refused(_relu((1, 2**31), (1, 2**31))).where == "x"  # above the i32 dims of the format
+    assert _refused(_relu((1, 2**30 + 1), (1, 2**30 + 1))).where == "x"  # 4 GiB + 4 bytes: above u32 sizes
+    e = _refused(_relu((1, "n"), (1, "n")), shapes={"x": (1, 2**40)})
+    assert e.where == "x" and "too large" in e.what
+    conv = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[1, 1], pads=[2**30] * 4)],
+                  [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [helper.make_tensor_value_info("y", F, None)],
+                  {"w": np.ones((1, 1, 1, 1), np.float32)})
+    conv.graph.output[0].type.tensor_type.shape.SetInParent()
+    del conv.graph.output[0].type.tensor_type.shape.dim[:]
+    for _ in range(4):
+        conv.graph.output[0].type.tensor_type.shape.dim.add().dim_param = "d"
+    assert _refused(conv).where == "y"
+
+
+def test_model_validation():
+    assert _refused(_relu((1, -1), (1, 8))).where == "x"  # negative dim_value
+    m = _relu()
+    m.opset_import[0].version = 99
+    assert "opset 99" in _refused(m).what
+    bogus = _model([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], auto_pad="BOGUS")],
+                   [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])],
+                   [helper.make_tensor_value_info("y", F, [1, 1, 2, 2])])
+    assert _refused(bogus).where == "pool"
+    none = _model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", F, [1, 8])], [])
+    assert "no graph outputs" in _refused(none).what
+    same = _model([], [helper.make_tensor_value_info("x", F, [1, 8])], [helper.make_tensor_value_info("x", F, [1, 8])])
+    assert _refused(same).where == "x"
+
+
+def test_declared_output_shape_must_match_the_computed_one():
+    assert _refused(_relu((1, 8), (1, 5))).where == "y"
+    assert _refused(_relu((1, 8), (8,))).where == "y"
+    g = load_onnx_model(_relu((1, 8), (1, "n")))  # a symbolic declared dim is not a disagreement
+    assert g.tensors["y"].shape == (1, 8)
+
+
+def test_non_finite_weights_warn_once_naming_the_initializer():
+    from tigris.ir import TigrisWarning
+
+    m = _model([helper.make_node("Add", ["x", "b"], ["y"], name="add")],
+               [helper.make_tensor_value_info("x", F, [1, 2])], [helper.make_tensor_value_info("y", F, [1, 2])], {"b": np.array([[np.nan, np.inf]], np.float32)})
+    with pytest.warns(TigrisWarning, match="initializer b holds 2 non-finite"):
+        load_onnx_model(m)

@@ -80,3 +80,25 @@ def output_from_physical(t: Tensor, b: Boundary, arr: np.ndarray) -> np.ndarray:
     if boundary_is_physical(t, b):
         return np.ascontiguousarray(arr).reshape(b.shape)
     return from_physical(arr, t.shape, t.layout).reshape(b.shape)
+
+
+def storage_order(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """The order in which a tensor stored with logical axes ``perm`` (outermost first) enumerates its row-major
+    logical elements, as a canonical list of (count, logical stride) runs: unit axes dropped, and an axis merged into
+    the next outer one whenever the two walk memory contiguously. Two (shape, perm) pairs with the same element count
+    store the same logical sequence exactly when their canonical forms are equal, so reshape-alias questions are
+    answered in O(rank) instead of by materializing an index array as large as the tensor."""
+    shape = tuple(int(d) for d in shape)
+    strides = [1] * len(shape)
+    for a in range(len(shape) - 2, -1, -1):
+        strides[a] = strides[a + 1] * shape[a + 1]
+    runs: list[tuple[int, int]] = []
+    for a in reversed(perm):  # innermost first
+        if shape[a] == 1:
+            continue
+        if runs and strides[a] == runs[-1][0] * runs[-1][1]:
+            count, stride = runs[-1]
+            runs[-1] = (count * shape[a], stride)
+        else:
+            runs.append((shape[a], strides[a]))
+    return tuple(reversed(runs))

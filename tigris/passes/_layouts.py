@@ -32,6 +32,15 @@ def byte_order(shape: tuple[int, ...], layout: str) -> np.ndarray:
     return idx.transpose(perm_of(layout, len(shape))).reshape(-1)
 
 
+def same_order(a: tuple[tuple[int, ...], str], b: tuple[tuple[int, ...], str]) -> bool:
+    """True when tensors of (shape, layout) ``a`` and ``b`` store their logical elements in the same order (without
+    materializing either order: :func:`tigris.layout.storage_order`)."""
+    from tigris.layout import storage_order
+
+    (sa, la), (sb, lb) = a, b
+    return storage_order(sa, perm_of(la, len(sa))) == storage_order(sb, perm_of(lb, len(sb)))
+
+
 def same_bytes(shape: tuple[int, ...], layout: str) -> bool:
     """True when the layout stores the elements in plain logical order (e.g. NHWC with C == 1 or H*W == 1)."""
-    return bool(np.array_equal(byte_order(shape, layout), np.arange(int(np.prod(shape)))))
+    return same_order((tuple(shape), layout), (tuple(shape), "plain"))

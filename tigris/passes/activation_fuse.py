@@ -27,37 +27,40 @@ _ACTS = {"Relu": "relu", "Relu6": "relu6"}
 
 
 def run(graph: AnalyzedGraph) -> PassResult:
+    """One forward pass in op order. A fusion only rewrites ops before the activation (its producer) and deletes the
+    activation, so an activation's verdict never depends on a fusion after it: evaluating each activation once, in
+    order, against the producers as rewritten so far, gives the same fusions and declines as rescanning the graph
+    after every fusion, in linear time."""
     g = graph
+    ops: list = list(g.ops)
+    producer: dict[str, int] = {}
+    readers: dict[str, int] = {}
+    for op in ops:
+        for t in set(op.inputs):
+            readers[t] = readers.get(t, 0) + 1
     n = 0
     declined: list[Decline] = []
-    seen: set[str] = set()
-    while True:
-        hit = None
-        for ai, act in enumerate(g.ops):
-            if act.op_type not in _ACTS or act.name in seen:
-                continue
+    for ai, act in enumerate(g.ops):
+        if act.op_type in _ACTS:
             t = act.inputs[0]
-            pi = next((i for i, o in enumerate(g.ops) if t in o.outputs), None)
-            if pi is None or g.ops[pi].op_type not in _PRODUCERS:
-                continue
-            seen.add(act.name)
-            p = g.ops[pi]
-            if p.attrs.get("fused_activation"):
-                declined.append(Decline(act.name, f"rule 1: {p.name} already has a fused activation"))
-            elif len(consumers(g, t)) != 1 or t in g.outputs:
-                declined.append(Decline(act.name, f"rule 1: {t} has other readers"))
-            elif g.tensors[t].quant is not None:
-                declined.append(Decline(act.name, f"rule 3: {t} carries its own quantization"))
-            else:
-                hit = (pi, ai)
-                break
-        if hit is None:
-            break
-        pi, ai = hit
-        p, act = g.ops[pi], g.ops[ai]
-        ops = list(g.ops)
-        ops[pi] = p.with_(outputs=(act.outputs[0],), attrs={**p.attrs, "fused_activation": _ACTS[act.op_type]})
-        del ops[ai]
-        g = tidy(g.replace(ops=ops))
-        n += 1
+            pi = producer.get(t)
+            if pi is not None and ops[pi].op_type in _PRODUCERS:
+                p = ops[pi]
+                if p.attrs.get("fused_activation"):
+                    declined.append(Decline(act.name, f"rule 1: {p.name} already has a fused activation"))
+                elif readers.get(t, 0) != 1 or t in g.outputs:
+                    declined.append(Decline(act.name, f"rule 1: {t} has other readers"))
+                elif g.tensors[t].quant is not None:
+                    declined.append(Decline(act.name, f"rule 3: {t} carries its own quantization"))
+                else:
+                    ops[pi] = p.with_(outputs=(act.outputs[0],),
+                                      attrs={**p.attrs, "fused_activation": _ACTS[act.op_type]})
+                    ops[ai] = None
+                    producer[act.outputs[0]] = pi
+                    n += 1
+                    continue
+        for o in act.outputs:
+            producer.setdefault(o, ai)
+    if n:
+        g = tidy(g.replace(ops=[op for op in ops if op is not None]))
     return PassResult(g, n, tuple(declined))

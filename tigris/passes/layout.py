@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor
-from tigris.passes._layouts import byte_order, layout_for_rank
+from tigris.passes._layouts import byte_order, layout_for_rank, same_bytes, same_order
 from tigris.passes._util import PassResult, consumers, fresh_name, set_const
 
 NAME = "layout"
@@ -63,8 +63,7 @@ def run(graph: AnalyzedGraph) -> PassResult:
             ops.append(op)
             continue
         x, y = g.tensors[op.inputs[0]], g.tensors[op.outputs[0]]
-        bx, by = byte_order(x.shape, x.layout), byte_order(y.shape, y.layout)
-        if np.array_equal(bx, by):
+        if same_order((x.shape, x.layout), (y.shape, y.layout)):
             ops.append(op.with_(attrs={**op.attrs, "alias": True}))
             n += 1
             continue
@@ -73,8 +72,8 @@ def run(graph: AnalyzedGraph) -> PassResult:
             n += 1
             continue
         src, dst = x.name, y.name
-        plain_in = np.array_equal(bx, np.arange(bx.size))
-        plain_out = np.array_equal(by, np.arange(by.size))
+        plain_in = same_bytes(x.shape, x.layout)
+        plain_out = same_bytes(y.shape, y.layout)
         if not plain_in:
             mid = fresh_name(g, f"{x.name}_plain")
             g.tensors[mid] = Tensor(mid, x.shape, x.dtype, x.quant, "plain")

@@ -25,7 +25,9 @@ from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
 from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess
 from tigris.plan.lifetime import Buffers, buffers, is_alias, lifetimes, tensor_rows
-from tigris.plan.spatial import TiledLayout, halo, op_macs, plan_bands, row_bytes, stage_tileable
+from tigris.plan.spatial import (
+    MAX_TILES, TiledLayout, halo, min_tile_h, op_macs, plan_bands, row_bytes, stage_tileable, tiling_axis,
+)
 from tigris.plan.temporal import Costs, Uses, greedy_stages, stage_io, stage_timeline, stage_weight_bytes, uses
 from tigris.plan.timeline import sweep, unscheduled_peak
 from tigris.plan.types import XIP_DEFAULT, ExecUnit, Fit, MemoryPlan, NoFit, Placement, PlanResult, StagePlan, align_up
@@ -170,13 +172,15 @@ def _plan_units(
         guess = spec_guess(budget, first, graph, bufs, costs.accumulate_gap) if len(group) == 1 else None
         lay = fit_tiles(graph, bufs, costs, ops, output, budget, guess)
         if lay is None:
+            rows = min_tile_h(tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)[1])
             one = plan_bands(
-                graph, bufs, ops, output, 1, stage_weight_bytes(costs, ops), costs.scratch_bytes, False,
+                graph, bufs, ops, output, rows, stage_weight_bytes(costs, ops), costs.scratch_bytes, False,
                 costs.accumulate_gap,
             )
             need = one.peak if one else first.peak
             step = one.peak_step if one else first.peak_step
-            return _no_fit(graph, group[0], ops[step], need, budget, "one_row")
+            detail = "" if rows == 1 else f"{rows} output rows (at most {MAX_TILES} tiles)"
+            return _no_fit(graph, group[0], ops[step], need, budget, "one_row", detail)
         unit = _tiled_unit(graph, bufs, costs, ops, inputs, output, lay)
         unit.stages = list(group)
         units.append(unit)
@@ -297,10 +301,20 @@ def _traffic(graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]) -> tupl
     return spill, reload
 
 
-def _partition_with(graph, bufs, u, costs, budget, how) -> Planned | NoFit | None:
+def _planned(graph, bufs, u, costs, infos, budget, groups, tiled, memo: dict) -> Planned | NoFit:
+    """``_plan_units``, once per distinct partition: the spec's and the DP's partitions are often the same, and
+    planning the units (arena packing above all) is the costly part on long graphs."""
+    key = (tuple((i.ops.start, i.ops.stop) for i in infos), tuple(tuple(g) for g in groups), tuple(tiled))
+    if key not in memo:
+        memo[key] = _plan_units(graph, bufs, u, costs, infos, budget, groups, tiled)
+    return memo[key]
+
+
+def _partition_with(graph, bufs, u, costs, budget, how, memo: dict | None = None) -> Planned | NoFit | None:
     """Partition with ``how`` and plan the units (None: ``how`` has no partition). The cuts are judged on the
     timeline peak; arena packing can need a little more on branched graphs, so when a unit overshoots, cut again with
     a budget lowered by the overshoot (the real budget still judges every unit)."""
+    memo = {} if memo is None else memo
     cut_budget = budget
     last: NoFit | None = None
     for _attempt in range(8):
@@ -308,7 +322,7 @@ def _partition_with(graph, bufs, u, costs, budget, how) -> Planned | NoFit | Non
         if parts is None:
             break
         infos, groups, tiled = parts
-        res = _plan_units(graph, bufs, u, costs, infos, budget, groups, tiled)
+        res = _planned(graph, bufs, u, costs, infos, budget, groups, tiled, memo)
         if not isinstance(res, NoFit):
             return res
         over = res.need_bytes - budget
@@ -328,11 +342,12 @@ def _cost_of(graph, bufs, costs, planned) -> float:
 def _partition(graph, bufs, u, costs, budget, strategy, any_fit: bool = False) -> Planned | NoFit:
     """The partition of ``strategy``; for ``tigris`` the cheaper of both strategies' plans, or (``any_fit``, when
     only feasibility matters) the spec's plan as soon as it fits. A NoFit is the spec strategy's."""
-    spec = _partition_with(graph, bufs, u, costs, budget, _spec_partition)
+    memo: dict = {}
+    spec = _partition_with(graph, bufs, u, costs, budget, _spec_partition, memo)
     assert spec is not None  # the greedy partition always exists
     if strategy == "spec" or (any_fit and not isinstance(spec, NoFit)):
         return spec
-    dp = _partition_with(graph, bufs, u, costs, budget, _dp_partition)
+    dp = _partition_with(graph, bufs, u, costs, budget, _dp_partition, memo)
     cands = [p for p in (dp, spec) if p is not None and not isinstance(p, NoFit)]
     if not cands:
         return spec

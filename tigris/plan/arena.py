@@ -71,23 +71,39 @@ def _pack(
     order: Sequence[Block], base: int, ceiling: int | None, alternate: bool, best_fit: bool = False
 ) -> dict[Hashable, int]:
     offsets: dict[Hashable, int] = {}
-    placed: list[Block] = []
+    # step -> (placement number, start, end) of every placed block alive at that step: the blocks whose lifetime
+    # overlaps b's are found from b's own steps, not by scanning everything placed (linear in the lifetimes, where a
+    # scan is quadratic in the block count). The consumers sort the busy ranges, so their order does not matter.
+    alive: dict[int, list[tuple[int, int, int]]] = {}
     for n, b in enumerate(order):
-        busy = [(offsets[p.key], offsets[p.key] + p.size) for p in placed if p.birth <= b.death and b.birth <= p.death]
-        if best_fit:
-            offsets[b.key] = _best_gap(busy, b.size, base)
-            placed.append(b)
-            continue
-        off = None
-        if alternate and ceiling is not None and n % 2 == 1:
-            off = _clear(busy, b.size, base, ceiling, from_top=True)
-        if off is None and ceiling is not None:
-            off = _clear(busy, b.size, base, ceiling, from_top=False)
-        if off is None:
-            off = _clear(busy, b.size, base, None, from_top=False)
+        seen: set[int] = set()
+        busy: list[tuple[int, int]] = []
+        for t in range(b.birth, b.death + 1):
+            for k, s, e in alive.get(t, ()):
+                if k not in seen:
+                    seen.add(k)
+                    busy.append((s, e))
+        off = _place(b, busy, base, ceiling, alternate, best_fit, n)
         offsets[b.key] = off
-        placed.append(b)
+        for t in range(b.birth, b.death + 1):
+            alive.setdefault(t, []).append((n, off, off + b.size))
     return offsets
+
+
+def _place(
+    b: Block, busy: list[tuple[int, int]], base: int, ceiling: int | None, alternate: bool, best_fit: bool, n: int
+) -> int:
+    """Offset of the n-th block of a packing order among the ``busy`` ranges of the blocks placed before it."""
+    if best_fit:
+        return _best_gap(busy, b.size, base)
+    off = None
+    if alternate and ceiling is not None and n % 2 == 1:
+        off = _clear(busy, b.size, base, ceiling, from_top=True)
+    if off is None and ceiling is not None:
+        off = _clear(busy, b.size, base, ceiling, from_top=False)
+    if off is None:
+        off = _clear(busy, b.size, base, None, from_top=False)
+    return off
 
 
 def arena_end(blocks: Sequence[Block], offsets: dict[Hashable, int], base: int) -> int:

@@ -20,7 +20,9 @@ from typing import Sequence
 
 from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import ROW_LAYOUTS, Buffers
-from tigris.plan.spatial import TiledLayout, largest_fitting, plan_bands, spec_tile_h, tiling_axis
+from tigris.plan.spatial import (
+    SAMPLED_SEARCH_ROWS, TiledLayout, largest_fitting, min_tile_h, plan_bands, spec_tile_h, tiling_axis,
+)
 from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
 
 
@@ -81,7 +83,22 @@ def fit_tiles(
 
     if guess is not None and fits(guess) and (guess == h or not fits(guess + 1)):
         return layout(guess)
-    best = largest_fitting(fits, 1, h)
+    lo = min_tile_h(h)
+    if h > SAMPLED_SEARCH_ROWS:
+        # A tall axis: search on sampled tiles (24 per height instead of h / tile_h), then confirm on every tile that
+        # the estimate fits and one row more does not; only when that fails, search on every tile.
+        def fits_sampled(th: int) -> bool:
+            lay = plan_bands(graph, bufs, ops, output, th, wb, costs.scratch_bytes, True, costs.accumulate_gap)
+            return lay is not None and lay.peak <= budget
+
+        est = largest_fitting(fits_sampled, lo, h)
+        if est is None:
+            # sampled tiles are a subset of all tiles, so a sampled peak never exceeds the full one: when no height
+            # fits sampled, none fits at all (assuming, like the search itself, that fitting is monotone)
+            return None
+        if fits(est) and (est == h or not fits(est + 1)):
+            return layout(est)
+    best = largest_fitting(fits, lo, h)
     return layout(best) if best is not None else None
 
 
@@ -106,9 +123,10 @@ def form_chains(
             if link_reason(graph, bufs, u, infos[group[-1]], infos[j]) is not None:
                 break
             ops = range(infos[group[0]].ops.start, infos[j].ops.stop)
+            _, h = tiling_axis(graph, bufs, ops, infos[j].outputs[0], costs.accumulate_gap)
             lay = plan_bands(
-                graph, bufs, ops, infos[j].outputs[0], 1, stage_weight_bytes(costs, ops), costs.scratch_bytes, False,
-                costs.accumulate_gap,
+                graph, bufs, ops, infos[j].outputs[0], min_tile_h(h), stage_weight_bytes(costs, ops),
+                costs.scratch_bytes, False, costs.accumulate_gap,
             )
             if lay is None or lay.peak > budget:
                 break

@@ -51,11 +51,12 @@ def physical_order(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=512)
-def _memory_sequence(shape: tuple[int, ...], layout: str) -> bytes:
-    """Row-major logical element index of each element in memory order (as bytes, so it can be cached/compared)."""
-    n = int(np.prod(shape)) if shape else 1
-    idx = np.arange(n, dtype=np.int64).reshape(shape) if shape else np.arange(1, dtype=np.int64)
-    return np.ascontiguousarray(idx.transpose(physical_order(shape, layout))).tobytes()
+def _memory_sequence(shape: tuple[int, ...], layout: str) -> tuple[tuple[int, int], ...]:
+    """The row-major logical element order in memory, in the canonical form of :func:`tigris.layout.storage_order`
+    (equal forms, equal sequences; O(rank), whatever the tensor's size)."""
+    from tigris.layout import storage_order
+
+    return storage_order(tuple(shape), physical_order(tuple(shape), layout))
 
 
 def is_alias(graph: AnalyzedGraph, op: Op, consumers: dict[str, list[int]] | None = None) -> bool:

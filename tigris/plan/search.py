@@ -26,7 +26,7 @@ from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import Buffers
 from tigris.plan.lifetime import tensor_rows
 from tigris.plan.spatial import (
-    TiledLayout, largest_fitting, op_macs, plan_bands, row_bytes, tiling_axis, untileable_reason,
+    TiledLayout, largest_fitting, min_tile_h, op_macs, plan_bands, row_bytes, tiling_axis, untileable_reason,
 )
 from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io, stage_weight_bytes
 
@@ -48,8 +48,19 @@ def dp_units(
         if cand < best[j]:
             best[j], choice[j] = cand, (i, tiled)
 
+    # first_untileable[i]: the first op at or after i that cannot be tiled (n if none); a tiled range [i, j) needs
+    # j <= first_untileable[i]
+    first_untileable = [n] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        first_untileable[k] = k if not tileable[k] else first_untileable[k + 1]
     for i in range(n):
         if best[i] == INF:
+            continue
+        # Pruning (exact, same result): costs are >= 0 and a path through i has at least one more unit, so every
+        # plan through i is >= (best[i] cost, units + 1, tiled). When that bound is already worse than best[n], no
+        # range from i can improve best[n] nor tie with (and so displace) any best[j] on the winning path, whose
+        # values are all strictly below best[n].
+        if (best[i][0], best[i][1] + 1, best[i][2]) > best[n]:
             continue
         untiled_fits_to = i
         for j, peak, traffic in grow_stage(graph, bufs, u, costs, i):  # rule 1
@@ -57,17 +68,16 @@ def dp_units(
                 break
             relax(i, j, traffic, False)
             untiled_fits_to = j
-        for j in range(i + 1, n + 1):  # rule 2
-            if not tileable[j - 1]:
-                break
-            if j <= untiled_fits_to:
-                continue  # the untiled range has the same estimated cost and no recompute: it dominates
+        # rule 2; ranges ending at or before untiled_fits_to are skipped: the untiled range has the same estimated
+        # cost and no recompute, so it dominates
+        for j in range(max(i + 1, untiled_fits_to + 1), first_untileable[i] + 1):
             ins, outs = stage_io(bufs, u, i, j)
             if len(outs) != 1:
                 continue
             ops = range(i, j)
+            _, h = tiling_axis(graph, bufs, ops, outs[0], costs.accumulate_gap)
             lay = plan_bands(
-                graph, bufs, ops, outs[0], 1, stage_weight_bytes(costs, ops), costs.scratch_bytes, True,
+                graph, bufs, ops, outs[0], min_tile_h(h), stage_weight_bytes(costs, ops), costs.scratch_bytes, True,
                 costs.accumulate_gap,
             )
             if lay is None:
@@ -100,7 +110,8 @@ def tiled_traffic(
             cache[th] = plan_bands(graph, bufs, ops, out, th, wb, costs.scratch_bytes, True, costs.accumulate_gap)
         return cache[th]
 
-    th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), 1, h) or 1
+    lo = min_tile_h(h)
+    th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), lo, h) or lo
     layout = lay(th)
     assert layout is not None
     tiles = -(-h // th)

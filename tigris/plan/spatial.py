@@ -227,6 +227,15 @@ def row_bytes(graph: AnalyzedGraph, name: str) -> int:
     return t.nbytes // max(1, tensor_rows(t))
 
 
+MAX_TILES = 16384  # tiles per unit: bounds the plan's per-tile records and the planner's per-tile work
+SAMPLED_SEARCH_ROWS = 1024  # tiling axes longer than this search the tile height on sampled tiles first
+
+
+def min_tile_h(h: int) -> int:
+    """The smallest tile height the planner considers for a tiling axis of ``h`` rows (at most MAX_TILES tiles)."""
+    return max(1, -(-h // MAX_TILES))
+
+
 def plan_bands(
     graph: AnalyzedGraph,
     bufs: Buffers,
@@ -239,7 +248,7 @@ def plan_bands(
     accumulate_gap: bool = False,
 ) -> TiledLayout | None:
     """Bands of every tensor of a tiled unit whose single output is ``output`` (rule 6); None if a tensor of the unit
-    does not feed the output (its rows would be undefined).
+    does not feed the output (its rows would be undefined) or ``tile_h`` makes more than MAX_TILES tiles.
 
     ``sample`` looks only at the first, middle and last eight tiles: band lengths depend on a tile's position only
     through clipping at the edges and the phase of the strides, so this is a fast *estimate* for searching; the
@@ -247,6 +256,8 @@ def plan_bands(
     """
     gap = accumulating_gap(graph, ops, output) if accumulate_gap else None
     src, h = tiling_axis(graph, bufs, ops, output, accumulate_gap)
+    if tile_h < min_tile_h(h):
+        return None  # more than MAX_TILES tiles
     starts = list(range(0, h, tile_h))
     if sample and len(starts) > 24:
         mid = len(starts) // 2

@@ -108,12 +108,14 @@ def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start
     """Yield ``(stop, peak, traffic)`` for the stages ``[start, stop)``, stop = start+1, start+2, ..., incrementally.
 
     Same figures as :func:`stage_timeline` and :func:`stage_io` (``traffic`` = bytes of inputs + outputs), in
-    O(ops) per step instead of re-sweeping the stage. Extending a stage never lowers the usage of its earlier steps:
+    O(buffers live at the step) per step instead of re-sweeping the stage (the peak is a running maximum).
+    Extending a stage never lowers the usage of its earlier steps:
     tensors it produces were already kept to its end, and an input read again at the new step only lives longer.
     So the peak never decreases with ``stop``, and a caller may stop at the first overflow.
     """
     n = len(graph.ops)
     usage: list[int] = []
+    peak = 0  # max(usage), kept up to date: usage entries only ever grow
     last_read: dict[str, int] = {}  # stage input -> last step reading it so far
     kept: dict[str, int] = {}  # produced here and needed after the current step -> aligned size
     kept_bytes = 0  # exact bytes of `kept` (spilled if the stage ended here)
@@ -130,8 +132,10 @@ def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start
             if prev is None:
                 in_bytes += bufs.nbytes[t]
                 prev = -1  # born at step 0: reloaded when the stage starts
-            for s in range(prev + 1, r):
+            for s in range(prev + 1, r):  # each step is covered once per input: linear over the whole growth
                 usage[s] += size
+                if usage[s] > peak:
+                    peak = usage[s]
             usage[r] += size
             last_read[t] = r
         for t, size in list(kept.items()):
@@ -149,4 +153,6 @@ def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start
         usage[r] += align_up(costs.scratch_bytes(j, rows))
         weights += 0 if costs.xip else costs.weight_bytes(j)
         traffic = 0 if start == 0 and j + 1 == n else in_bytes + kept_bytes
-        yield j + 1, max(usage) + align_up(weights), traffic
+        if usage[r] > peak:
+            peak = usage[r]
+        yield j + 1, peak + align_up(weights), traffic

@@ -147,7 +147,7 @@ class NoFit:
             return f"slow memory: needs {self.need_bytes} bytes, budget is {self.budget}"
         why = {
             "untileable": f"untiled; cannot tile: {self.detail}",
-            "one_row": "even with one output row per tile",
+            "one_row": f"even with {self.detail or 'one output row'} per tile",
             "packing": "arena packing exceeds the budget",
         }[self.cause]
         return (
