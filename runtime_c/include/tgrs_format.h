@@ -145,6 +145,29 @@
 #define TGRS_OP_COPY 18u
 #define TGRS_OP_COUNT 18u                                /* kinds are 1..TGRS_OP_COUNT */
 
+/* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
+   (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
+   without both functions in its kernel file does not link. */
+#define TGRS_KINDS(X) \
+    X(CONV, conv) \
+    X(DWCONV, dwconv) \
+    X(FC, fc) \
+    X(MAXPOOL, maxpool) \
+    X(AVGPOOL, avgpool) \
+    X(GAP, gap) \
+    X(ADD, add) \
+    X(MUL, mul) \
+    X(CONCAT, concat) \
+    X(RESIZE, resize) \
+    X(UNARY, unary) \
+    X(PRELU, prelu) \
+    X(SOFTMAX, softmax) \
+    X(PAD, pad) \
+    X(TRANSPOSE, transpose) \
+    X(QUANTIZE, quantize) \
+    X(DEQUANTIZE, dequantize) \
+    X(COPY, copy)
+
 #define TGRS_OP_CONV_NPARAMS 20
 #define TGRS_P_CONV_KH 0
 #define TGRS_P_CONV_KW 1

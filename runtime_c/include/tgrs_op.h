@@ -2,8 +2,13 @@
  * tgrs_op.h - the contract between the executor and the kernels.
  *
  * The executor resolves one op record of a validated plan into a tgrs_op_ctx and calls the kernel of the op's kind.
- * Kernels trust what the loader proved (indices, sizes, offsets) but still check what only they know: that the input
- * bands hold the rows their output band needs, and that the scratch they were given is large enough.
+ * Every kind has two entry points in its kernel file: tgrs_check_<kind>, every check the kernel relies on
+ * (parameters, dims, dtypes, constant lengths and values, scratch size, the rows each input band must hold), and
+ * tgrs_kernel_<kind>, the computation. The loader calls the check on every op in every tile (check.c), on the same
+ * context the executor builds except that views have no data, scratch no address, and the constants of an LZ4 unit
+ * no address (their bytes exist only once the run decodes them, so their values are checked when the kernel runs).
+ * A plan tgrs_load accepts therefore never fails a kernel check at run time, apart from those LZ4 constant values.
+ * Kernels derive their geometry through the same check functions, so the checks exist once.
  *
  * Tensors are views of a band of rows. Every view has a rank-4 physical shape dims = {N, H, W, C}: an NHWC tensor as
  * is, a plain tensor of lower rank padded with leading ones (so a [1, 640] vector is {1, 1, 1, 640}). A view holds rows
@@ -52,6 +57,25 @@ typedef struct tgrs_op_ctx {
 #define TGRS_PHASE_FINISH 4u
 
 typedef int (*tgrs_kernel_fn)(const tgrs_op_ctx *ctx);
+
+/* A kind's check: TGRS_OK, or the TGRS_ERR_* code its kernel would return for this context (TGRS_ERR_PARAM, _DTYPE,
+ * _TILE, _SCRATCH, _SHAPE or _UNSUPPORTED). It reads no tensor data, and constant bytes only through a non-NULL
+ * ctx->c[k] (lengths through ctx->clen), so it runs on the loader's data-less views. */
+typedef int (*tgrs_check_fn)(const tgrs_op_ctx *ctx);
+
+/* tgrs_check_conv ... tgrs_check_copy, one per kind of TGRS_KINDS (tgrs_format.h), each in its kind's kernel file. */
+#define TGRS_DECLARE_CHECK(KIND, kind) int tgrs_check_##kind(const tgrs_op_ctx *ctx);
+TGRS_KINDS(TGRS_DECLARE_CHECK)
+#undef TGRS_DECLARE_CHECK
+
+/*
+ * tgrs_load with the caller's check table (the op resolver's other half): checks[k] is the check of kind k
+ * (n_checks entries, normally TGRS_OP_COUNT + 1; NULL for a kind the firmware does not link, refused with
+ * TGRS_ERR_UNSUPPORTED). tgrs_load passes every kind's check; `tigris codegen` emits a table with exactly the plan's
+ * kinds, so --gc-sections drops the other kinds' checks as it drops their kernels. failed_op as tgrs_load_diag.
+ */
+int tgrs_load_checks(tgrs_plan *plan, const void *bytes, size_t len, const tgrs_check_fn *checks, uint32_t n_checks,
+                     int32_t *failed_op);
 
 /*
  * Op resolver (docs/deploying.md "Linking only the kernels a model uses"). tgrs_run calls the full registry, so a
@@ -120,6 +144,8 @@ int tgrs_gap_finish(const tgrs_op_ctx *ctx);
 /* begin (TGRS_PHASE_BEGIN), accumulate, finish (TGRS_PHASE_FINISH) as ctx->phase says. The executor reaches it
    through the GAP entry of the kernel table (tgrs_kernel_gap), so an image without GAP links none of this. */
 int tgrs_gap_phases(const tgrs_op_ctx *ctx);
+/* The accumulating GAP's checks (tgrs_check_gap calls it for a context with phase bits set). */
+int tgrs_gap_accum_check(const tgrs_op_ctx *ctx);
 
 /* Scratch sizes, mirrored in Python by OpKind.scratch_bytes (the planner places the scratch in the fast arena). */
 uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tgrs_tview *out);

@@ -80,6 +80,10 @@ typedef struct tgrs_io_info {
 /* Validate `len` bytes at `bytes` (aligned to TGRS_PLAN_ALIGN) and fill `plan`. On failure `plan` is unusable. */
 int tgrs_load(tgrs_plan *plan, const void *bytes, size_t len);
 
+/* tgrs_load, and on failure of the per-kind step (a kernel check refused an op: TGRS_ERR_PARAM, _DTYPE, _TILE,
+ * _SCRATCH, _SHAPE, _UNSUPPORTED) *failed_op receives that op's OP record index, otherwise -1. failed_op may be NULL. */
+int tgrs_load_diag(tgrs_plan *plan, const void *bytes, size_t len, int32_t *failed_op);
+
 /* Arena sizes the plan needs (0 for a plan that is not loaded). */
 uint32_t tgrs_fast_size(const tgrs_plan *plan);
 uint32_t tgrs_slow_size(const tgrs_plan *plan);

@@ -10,32 +10,17 @@
  * kernel scratch, an interface home, a slow home) raises the peak of its arena to the buffer's end. Placements count
  * with their full reserved size, which is what the compiler's peaks count, so the two must agree exactly.
  */
+#include "tgrs_dcheck.h"
 #include "tgrs_internal.h"
 #include "tgrs_lz4.h"
 #include "tgrs_op.h"
 #include "tgrs_shuffle.h"
 
-/* Kernel per op kind; designated initializers tie each entry to its TGRS_OP_* number, not to a position. */
-static const tgrs_kernel_fn tgrs_kernel_table[TGRS_OP_COUNT + 1u] = {
-    [TGRS_OP_CONV] = tgrs_kernel_conv,
-    [TGRS_OP_DWCONV] = tgrs_kernel_dwconv,
-    [TGRS_OP_FC] = tgrs_kernel_fc,
-    [TGRS_OP_MAXPOOL] = tgrs_kernel_maxpool,
-    [TGRS_OP_AVGPOOL] = tgrs_kernel_avgpool,
-    [TGRS_OP_GAP] = tgrs_kernel_gap,
-    [TGRS_OP_ADD] = tgrs_kernel_add,
-    [TGRS_OP_MUL] = tgrs_kernel_mul,
-    [TGRS_OP_CONCAT] = tgrs_kernel_concat,
-    [TGRS_OP_RESIZE] = tgrs_kernel_resize,
-    [TGRS_OP_UNARY] = tgrs_kernel_unary,
-    [TGRS_OP_PRELU] = tgrs_kernel_prelu,
-    [TGRS_OP_SOFTMAX] = tgrs_kernel_softmax,
-    [TGRS_OP_PAD] = tgrs_kernel_pad,
-    [TGRS_OP_TRANSPOSE] = tgrs_kernel_transpose,
-    [TGRS_OP_QUANTIZE] = tgrs_kernel_quantize,
-    [TGRS_OP_DEQUANTIZE] = tgrs_kernel_dequantize,
-    [TGRS_OP_COPY] = tgrs_kernel_copy,
-};
+/* Kernel per op kind, expanded from TGRS_KINDS (tgrs_format.h): designated initializers tie each entry to its
+   TGRS_OP_* number, and the loader's check table (check.c) comes from the same list. */
+#define TGRS_KERNEL_ENTRY(KIND, kind) [TGRS_OP_##KIND] = tgrs_kernel_##kind,
+static const tgrs_kernel_fn tgrs_kernel_table[TGRS_OP_COUNT + 1u] = {TGRS_KINDS(TGRS_KERNEL_ENTRY)};
+#undef TGRS_KERNEL_ENTRY
 
 /* One run's context, on the stack of tgrs_run. */
 typedef struct tgrs_exec {
@@ -56,7 +41,6 @@ typedef struct tgrs_at {
     uint32_t tile;
     uint32_t tiles;
     int tiled;
-    uint32_t accum_op; /* ACCUM units: the op record of the accumulating GlobalAveragePool, else TGRS_NONE */
 } tgrs_at;
 
 static void tgrs_touch(uint32_t *peak, uint32_t off, uint32_t size)
@@ -129,29 +113,11 @@ static void tgrs_move_list(tgrs_exec *ex, const tgrs_at *at, int to_fast)
     }
 }
 
-/* The view of tensor t in the current tile: its own dims and quantization, its root's buffer and band. */
-static void tgrs_view(tgrs_exec *ex, const tgrs_at *at, uint32_t t, tgrs_tview *v)
+/* Raise the fast peak to the end of placement p (absolute index). */
+static void tgrs_touch_placement(tgrs_exec *ex, uint32_t p)
 {
-    const uint8_t *tr = tgrs_tensor(ex->plan, t);
-    uint32_t root = tgrs_rd_u32(tr + TGRS_TENSOR_OFF_ROOT);
-    const uint8_t *rr = tgrs_tensor(ex->plan, root);
-    uint32_t pidx;
-    const uint8_t *pr = tgrs_place_of(ex, at, root, &pidx);
-    uint32_t poff = tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET);
-    uint32_t k;
-    v->data = ex->fast + poff;
-    for (k = 0; k < 4u; ++k) {
-        v->dims[k] = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u * k);
-    }
-    tgrs_band(ex, at, rr, pidx, &v->row0, &v->rows);
-    if (!at->tiled) {
-        /* An alias may have other dims than its root (same bytes): the whole tensor in its own rows. */
-        v->rows = v->dims[1];
-    }
-    v->dtype = (int32_t)tgrs_rd_u32(tr + TGRS_TENSOR_OFF_DTYPE);
-    v->zero_point = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_ZERO_POINT);
-    v->scale = tgrs_rd_f32(tr + TGRS_TENSOR_OFF_SCALE);
-    tgrs_touch(&ex->fast_peak, poff, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE));
+    const uint8_t *pr = tgrs_placement(ex->plan, p);
+    tgrs_touch(&ex->fast_peak, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET), tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE));
 }
 
 static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
@@ -160,48 +126,24 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     uint32_t kind = tgrs_rd_u32(r + TGRS_OP_OFF_KIND);
     uint32_t n_in = tgrs_rd_u32(r + TGRS_OP_OFF_N_IN);
     int xip = (ex->plan->flags & TGRS_FLAG_XIP) != 0u;
-    tgrs_tview views[TGRS_MAX_INPUTS];
-    tgrs_tview out;
-    int32_t params[TGRS_MAX_PARAMS];
-    tgrs_op_ctx ctx;
+    tgrs_op_frame f;
     uint32_t k;
 
-    tgrs_view(ex, at, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), &out);
-    if (out.rows == 0) {
+    /* The same context the loader's check of this op and tile saw (check.c), now with addresses. */
+    tgrs_op_frame_fill(&f, ex->plan, at->unit, at->tile, op_index, ex->fast, xip ? ex->weights : ex->fast);
+    tgrs_touch_placement(ex, f.place[0]);
+    if (f.out.rows == 0) {
         return TGRS_OK; /* this tile computes no row of this tensor */
     }
-    memset(&ctx, 0, sizeof ctx);
     for (k = 0; k < n_in; ++k) {
-        tgrs_view(ex, at, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k), &views[k]);
-        ctx.in[k] = &views[k];
+        tgrs_touch_placement(ex, f.place[k + 1u]);
     }
-    for (k = 0; k < (uint32_t)TGRS_MAX_PARAMS; ++k) {
-        params[k] = tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * k);
+    if (f.ctx.scratch_size != 0u) {
+        tgrs_touch(&ex->fast_peak, tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_OFF), f.ctx.scratch_size);
     }
-    for (k = 0; k < (uint32_t)TGRS_MAX_CONSTS; ++k) {
-        uint32_t off = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_OFF + 4u * k);
-        uint32_t len = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_LEN + 4u * k);
-        if (len != 0u) {
-            ctx.c[k] = xip ? (const void *)(ex->weights + off) : (const void *)(ex->fast + off);
-            ctx.clen[k] = len;
-        }
-    }
-    ctx.p = params;
-    ctx.n_in = (int32_t)n_in;
-    ctx.out = &out;
-    ctx.scratch_size = tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_SIZE);
-    if (ctx.scratch_size != 0u) {
-        uint32_t soff = tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_OFF);
-        ctx.scratch = ex->fast + soff;
-        tgrs_touch(&ex->fast_peak, soff, ctx.scratch_size);
-    }
-    if (op_index == at->accum_op) {
-        /* Accumulating GAP (the loader proved its kind is GAP): clear with the first tile, add every tile's band,
-           average after the last tile. Through the table, so a firmware without GAP links no accumulator. */
-        ctx.phase = TGRS_PHASE_ACCUMULATE | (at->tile == 0u ? TGRS_PHASE_BEGIN : 0u) |
-                    (at->tile + 1u == at->tiles ? TGRS_PHASE_FINISH : 0u);
-    }
-    return ex->kernels[kind](&ctx);
+    TGRS_DCHECK(f.out.data != NULL && (f.ctx.scratch_size == 0u || f.ctx.scratch != NULL));
+    TGRS_DCHECK(kind >= 1u && kind <= TGRS_OP_COUNT && ex->kernels[kind] != NULL);
+    return ex->kernels[kind](&f.ctx);
 }
 
 /* Unit start: the unit's weights into the fast prefix [0, wraw_size). */
@@ -282,8 +224,6 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     oc = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT);
     tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);
     at.tiles = tiles;
-    /* The loader proved an ACCUM unit tiled, with ops, ending in a GAP whose bands suit accumulation. */
-    at.accum_op = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u ? of + oc - 1u : TGRS_NONE;
 
     rc = tgrs_load_weights(ex, at.unit);
     if (rc != TGRS_OK) {

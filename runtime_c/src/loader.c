@@ -13,6 +13,9 @@
  *   - a FAST interface home's placement must hold the whole tensor (TGRS_ERR_IO);
  *   - op names are string references like any other (TGRS_ERR_STRING);
  *   - a tiled unit has at least one placement (TGRS_ERR_UNIT), so its tile count is bounded by the file size.
+ *   - step 20, the per-kind check of every op in every tile (check.c), proves what the kernels rely on, so a plan
+ *     the loader accepts never fails a kernel check at run time (except an LZ4 unit's constant values, which
+ *     exist only once the run decodes them).
  * What the loader cannot prove is liveness (that no two live buffers overlap): plan/check.py proves it at compile
  * time, and a plan that breaks it still only reads and writes inside the caller's arenas.
  */
@@ -829,14 +832,35 @@ static int tgrs_check_stages(const tgrs_plan *plan)
     return TGRS_OK;
 }
 
+/* Every kind's check, from the same list as the executor's kernel table (TGRS_KINDS). tgrs_load and
+   tgrs_load_diag use it; with -ffunction-sections a firmware that calls only tgrs_load_checks links none of it. */
+#define TGRS_CHECK_ENTRY(KIND, kind) [TGRS_OP_##KIND] = tgrs_check_##kind,
+static const tgrs_check_fn tgrs_check_table[TGRS_OP_COUNT + 1u] = {TGRS_KINDS(TGRS_CHECK_ENTRY)};
+#undef TGRS_CHECK_ENTRY
+
 int tgrs_load(tgrs_plan *plan, const void *bytes, size_t len)
 {
+    return tgrs_load_checks(plan, bytes, len, tgrs_check_table, TGRS_OP_COUNT + 1u, NULL);
+}
+
+int tgrs_load_diag(tgrs_plan *plan, const void *bytes, size_t len, int32_t *failed_op)
+{
+    return tgrs_load_checks(plan, bytes, len, tgrs_check_table, TGRS_OP_COUNT + 1u, failed_op);
+}
+
+int tgrs_load_checks(tgrs_plan *plan, const void *bytes, size_t len, const tgrs_check_fn *checks, uint32_t n_checks,
+                     int32_t *failed_op)
+{
+    int32_t bad_op = -1;
     int rc;
+    if (failed_op != NULL) {
+        *failed_op = -1;
+    }
     if (plan == NULL) {
         return TGRS_ERR_NULL;
     }
     memset(plan, 0, sizeof *plan);
-    if (bytes == NULL) {
+    if (bytes == NULL || checks == NULL) {
         return TGRS_ERR_NULL;
     }
     if (((uintptr_t)bytes % TGRS_PLAN_ALIGN) != 0u) {
@@ -858,6 +882,13 @@ int tgrs_load(tgrs_plan *plan, const void *bytes, size_t len)
     }
     if (rc == TGRS_OK) {
         rc = tgrs_check_stages(plan);
+    }
+    if (rc == TGRS_OK) {
+        /* Step 20: every op's kind-specific check in every tile (check.c), on what the structural steps proved. */
+        rc = tgrs_check_kinds(plan, checks, n_checks, &bad_op);
+        if (failed_op != NULL) {
+            *failed_op = bad_op;
+        }
     }
     if (rc != TGRS_OK) {
         memset(plan, 0, sizeof *plan);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tgrs_op.h"
 #include "tigris.h"
 
 static inline uint32_t tgrs_rd_u32(const uint8_t *p)
@@ -110,5 +111,32 @@ static inline uint32_t tgrs_row_bytes(const uint8_t *tr)
     uint32_t h = (uint32_t)tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u);
     return tgrs_rd_u32(tr + TGRS_TENSOR_OFF_NBYTES) / h;
 }
+
+/*
+ * Everything one kernel call sees, resolved from a loaded plan's records: the views of the output and inputs (dims,
+ * dtype, quantization, and the band of the given tile), the params, the constants' lengths, the scratch size and the
+ * phase of an accumulating GAP. The executor and the loader's per-kind check both build their contexts with
+ * tgrs_op_frame_fill (check.c), so a check sees exactly what the kernel will see, less the addresses.
+ */
+typedef struct tgrs_op_frame {
+    tgrs_tview views[TGRS_MAX_INPUTS];
+    tgrs_tview out;
+    int32_t params[TGRS_MAX_PARAMS];
+    uint32_t place[TGRS_MAX_INPUTS + 1]; /* absolute PLACEMENT index of the output [0] and of input k at [k + 1] */
+    tgrs_op_ctx ctx;
+} tgrs_op_frame;
+
+/*
+ * Fill `f` for OP record op_index of unit `unit` in tile `tile`. `fast` is the fast arena, or NULL for no addresses
+ * (views get data NULL, the scratch NULL). `consts` is the base the op's constant offsets count from (the fast arena
+ * after a unit's weights are loaded, the WEIGHTS section for XIP), or NULL when the constants' bytes are not
+ * available. f->ctx points into f: use f in place.
+ */
+void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t op_index,
+                        uint8_t *fast, const uint8_t *consts);
+
+/* The loader's last step (check.c): every op's check (checks[kind], n_checks entries) in every tile. On failure
+   *failed_op is the OP record index. */
+int tgrs_check_kinds(const tgrs_plan *plan, const tgrs_check_fn *checks, uint32_t n_checks, int32_t *failed_op);
 
 #endif /* TGRS_INTERNAL_H */

@@ -1,10 +1,13 @@
 """Small hand-built graphs, lowered ops and memory plans for the writer/reader tests.
 
-The plans are built directly (no planner), so the format tests do not depend on stages 3-6. Parameter and const
-values are arbitrary but distinct, so a round trip that swapped or dropped one would show. Kinds are looked up by
-name and their PARAMS/CONSTS read from the op library, so the plans stay valid as kinds gain parameters.
+The plans are built directly (no planner), so the format tests do not depend on stages 3-6. The parameters are
+ones the kinds' checks accept (the loader runs them, docs/format.md step 20) for x [1,4,8,8] -conv 3x3 pad 1->
+[1,8,8,8] -maxpool 2x2/2-> [1,8,4,4] -gap-> [1,8,1,1]; constant values are random, so a round trip that swapped or
+dropped one would show.
 """
 from __future__ import annotations
+
+import struct
 
 import numpy as np
 import pytest
@@ -24,18 +27,39 @@ def _kind_or_skip(name: str):
         pytest.skip(f"op kind {name} not available yet: {e}")
 
 
-def _lowered(kname: str, op: Op, seed: int, consts: bool = True) -> Lowered:
+def _f32_bits(v: float) -> int:
+    return struct.unpack("<i", struct.pack("<f", v))[0]
+
+
+def _params(kname: str, int8: bool) -> dict[str, int]:
+    window = {"kh": 3, "kw": 3, "sh": 1, "sw": 1, "dh": 1, "dw": 1, "pt": 1, "pl": 1, "pb": 1, "pr": 1}
+    if kname == "conv":
+        return {**window, "group": 1, "act_min": -128, "act_max": 127, "fmin": _f32_bits(float("-inf")),
+                "fmax": _f32_bits(float("inf")), "zp_in": -3 if int8 else 0, "zp_out": 2 if int8 else 0,
+                "pack_nr": 1 if int8 else 8, "patch": 36}
+    if kname == "maxpool":
+        return {"KH": 2, "KW": 2, "SH": 2, "SW": 2, "DH": 1, "DW": 1, "PT": 0, "PL": 0, "PB": 0, "PR": 0,
+                "COUNT_PAD": 0, "MULT": 1 << 30, "SHIFT": 1, "LO": -128, "HI": 127}
+    return {"MULT": 1 << 30, "SHIFT": 1, "LO": -128, "HI": 127}  # gap
+
+
+def _lowered(kname: str, op: Op, seed: int, int8: bool) -> Lowered:
     k = _kind_or_skip(kname)
     rng = np.random.default_rng(seed)
-    # Arbitrary values (the emitter never interprets them), but NUMERICS is checked against the header: onnx, 0.
-    params = {p: 0 if p.lower() == "numerics" else int(seed * 100 + j + 1) for j, p in enumerate(k.PARAMS)}
+    params = _params(kname, int8)
+    # NUMERICS is checked against the header (onnx, 0) in every kind that has it.
+    params.update({p: 0 for p in k.PARAMS if p.lower() == "numerics"})
+    assert set(params) == set(k.PARAMS), (kname, k.PARAMS)
     cs = {}
-    if consts:
-        for j, c in enumerate(k.CONSTS):
-            if j % 2 == 0:
-                cs[c] = rng.standard_normal(5 + 7 * j + seed).astype(np.float32)
-            else:
-                cs[c] = rng.integers(-100, 100, size=3 + j, dtype=np.int32)
+    if kname == "conv":  # 8 output channels, patch 36: float packed in one panel of 8, int8 as OHWI rows
+        if int8:
+            cs = {"weight": rng.integers(-100, 100, size=288, dtype=np.int8),
+                  "bias": rng.integers(-1000, 1000, size=8, dtype=np.int32),
+                  "mult": rng.integers(1 << 30, (1 << 31) - 1, size=8, dtype=np.int32),
+                  "shift": rng.integers(-8, 0, size=8, dtype=np.int32)}
+        else:
+            cs = {"weight": rng.standard_normal(288).astype(np.float32),
+                  "bias": rng.standard_normal(8).astype(np.float32)}
     acts = [i for i in op.inputs if i and not i.startswith("w")]  # weights are consts, not inputs
     return Lowered(kname, op.name, acts, list(op.outputs), params, cs)
 
@@ -68,10 +92,10 @@ def graph(int8: bool = False) -> tuple[AnalyzedGraph, list[Lowered]]:
         "handbuilt", tensors, ops, ["x"], ["y"], {"w0": np.zeros((8, 4, 3, 3), np.float32)}, boundary
     )
     lowered = [
-        _lowered("conv", ops[0], 1),
-        _lowered("maxpool", ops[1], 2),
+        _lowered("conv", ops[0], 1, int8),
+        _lowered("maxpool", ops[1], 2, int8),
         Lowered("copy", "reshape0", ["p1"], ["r"], alias=True),
-        _lowered("gap", ops[3], 3),
+        _lowered("gap", ops[3], 3, int8),
     ]
     return g, lowered
 
@@ -92,12 +116,12 @@ def single_unit_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan:
     }
     unit = ExecUnit(
         stages=[0], ops=[0, 1, 2, 3], reload=[], spill=[], fast=fast,
-        scratch={0: Placement("fast", wb + 3072, 144)}, weight_bytes=wb, peak_bytes=wb + 3216,
+        scratch={0: Placement("fast", wb + 3072, 576)}, weight_bytes=wb, peak_bytes=wb + 3648,
     )
-    stage = StagePlan(0, [0, 1, 2, 3], [], [], peak_bytes=wb + 3216, weight_bytes=wb)
+    stage = StagePlan(0, [0, 1, 2, 3], [], [], peak_bytes=wb + 3648, weight_bytes=wb)
     return MemoryPlan(
         fast_budget=64 * 1024, slow_budget=None, xip=xip, stages=[stage], units=[unit], slow={},
-        alias_of={"r": "p1"}, unscheduled_peak=3216, fast_peak=wb + 3216, slow_peak=0,
+        alias_of={"r": "p1"}, unscheduled_peak=3648, fast_peak=wb + 3648, slow_peak=0,
     )
 
 
@@ -112,10 +136,10 @@ def two_unit_tiled_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan
             "c1": Placement("fast", wb0 + 640, 4 * 8 * 8 * 4),
             "p1": Placement("fast", wb0 + 1664, 2 * 4 * 8 * 4),
         },
-        scratch={0: Placement("fast", wb0 + 1920, 144)},
+        scratch={0: Placement("fast", wb0 + 1920, 576)},
         weight_bytes=wb0, tiles=2,
         tile_rows=[{"x": (0, 5), "c1": (0, 4), "p1": (0, 2)}, {"x": (3, 8), "c1": (4, 8), "p1": (2, 4)}],
-        peak_bytes=wb0 + 2064,
+        peak_bytes=wb0 + 2496,
     )
     u1 = ExecUnit(
         stages=[1], ops=[2, 3], reload=["p1"], spill=[],
@@ -123,13 +147,13 @@ def two_unit_tiled_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan
         weight_bytes=wb1, peak_bytes=wb1 + 544,
     )
     stages = [
-        StagePlan(0, [0, 1], ["x"], ["p1"], wb0 + 2064, wb0, tiled=True, tile_h=2, tiles=2, halo=2, chain=None,
+        StagePlan(0, [0, 1], ["x"], ["p1"], wb0 + 2496, wb0, tiled=True, tile_h=2, tiles=2, halo=2, chain=None,
                   recompute_macs=1234),
         StagePlan(1, [2, 3], ["p1"], [], wb1 + 544, wb1),
     ]
     return MemoryPlan(
         fast_budget=4096, slow_budget=8192, xip=xip, stages=stages, units=[u0, u1],
         slow={"x": Placement("slow", 0, 1024), "p1": Placement("slow", 1024, 512)}, alias_of={"r": "p1"},
-        unscheduled_peak=2000, fast_peak=max(wb0 + 2064, wb1 + 544), slow_peak=1536, spill_bytes=512,
+        unscheduled_peak=2000, fast_peak=max(wb0 + 2496, wb1 + 544), slow_peak=1536, spill_bytes=512,
         reload_bytes=1536, recompute_macs=1234,
     )

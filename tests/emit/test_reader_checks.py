@@ -19,7 +19,7 @@ from tigris.emit.writer import seal
 
 def _plan(xip: bool = False, compression: str = "none", tiled: bool = True) -> bytes:
     g, lowered = H.graph()
-    lowered[0].consts["weight"] = np.zeros(2048, np.float32)  # compressible, so LZ4 blobs are real blocks
+    lowered[0].consts["weight"] = np.zeros_like(lowered[0].consts["weight"])  # compressible, so LZ4 blobs are real blocks
     plan = (H.two_unit_tiled_plan if tiled else H.single_unit_plan)(lowered, xip)
     return emit_plan(g, plan, lowered, xip=xip, compression=compression)
 

@@ -60,7 +60,7 @@ def test_placement_dict_order_does_not_change_bytes() -> None:
 def test_lz4_blobs_decode_to_the_raw_prefix_image() -> None:
     g, lowered = H.graph()
     # Make the weights compressible so the LZ4 path really shrinks something.
-    lowered[0].consts["weight"] = np.zeros(4096, np.float32)
+    lowered[0].consts["weight"] = np.zeros_like(lowered[0].consts["weight"])
     plan = H.two_unit_tiled_plan(lowered)
     raw = read_plan(emit_plan(g, plan, lowered, xip=False, compression="none"))
     packed = read_plan(emit_plan(g, plan, lowered, xip=False, compression="lz4"))

@@ -42,7 +42,7 @@ def driver(tmp_path_factory) -> Path:
     stub.write_text(kernel_stubs_source(missing_kernels(srcs)))
     exe = out / "driver"
     cmd = ["gcc", "-std=c99", "-ffp-contract=off", *SAN_FLAGS, f"-I{rs.include}", f"-I{rs.src}",
-           str(rs.root / "fuzz" / "driver.c"), *map(str, srcs), str(stub), "-lm", "-o", str(exe)]
+           str(rs.root / "fuzz" / "driver.c"), str(rs.root / "fuzz" / "harness.c"), *map(str, srcs), str(stub), "-lm", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0 and "sanitizer" in r.stderr.lower() and "cannot find" in r.stderr.lower():
         pytest.skip(f"sanitizer runtime not installed: {r.stderr.strip().splitlines()[-1]}")

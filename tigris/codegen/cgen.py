@@ -149,7 +149,7 @@ def _header(info: PlanInfo, name: str, section: str, slow_section: str, fast_sec
         'extern "C" {',
         "#endif",
         "",
-        "/* Validate the embedded plan (tgrs_load) and check the arenas. TGRS_OK or a negative TGRS_ERR_* code. */",
+        "/* Validate the embedded plan (tgrs_load_checks) and check the arenas. TGRS_OK or a negative TGRS_ERR_* code. */",
         f"int {name}_init(void);",
         "",
         f"/* One inference: inputs[i] holds {P}_INPUTi_BYTES bytes, outputs[i] receives {P}_OUTPUTi_BYTES. */",
@@ -218,13 +218,18 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
         f"static const tgrs_kernel_fn {name}_kernels[TGRS_OP_COUNT + 1u] = {{",
         *_kernel_entries(info.kinds),
         "};",
+        "/* The loader's per-kind checks of the same kinds (tgrs_load_checks). */",
+        f"static const tgrs_check_fn {name}_checks[TGRS_OP_COUNT + 1u] = {{",
+        *_kernel_entries(info.kinds, "check"),
+        "};",
         "",
         f"static tgrs_plan {name}_state;",
         f"static int {name}_loaded;",
         "",
         f"int {name}_init(void)",
         "{",
-        f"    int rc = tgrs_load(&{name}_state, {name}_plan_bytes, sizeof {name}_plan_bytes);",
+        f"    int rc = tgrs_load_checks(&{name}_state, {name}_plan_bytes, sizeof {name}_plan_bytes, {name}_checks,",
+        "                              TGRS_OP_COUNT + 1u, NULL);",
         f"    {name}_loaded = 0;",
         "    if (rc == TGRS_OK) {",
         f"        rc = tgrs_check_kernels(&{name}_state, {name}_kernels, TGRS_OP_COUNT + 1u);",
@@ -263,12 +268,13 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
     return lines
 
 
-def _kernel_entries(kinds: tuple[int, ...]) -> list[str]:
-    """Designated initializers `[TGRS_OP_X] = tgrs_kernel_x,` for the plan's kinds (KINDS fixes name and number)."""
+def _kernel_entries(kinds: tuple[int, ...], what: str = "kernel") -> list[str]:
+    """Designated initializers `[TGRS_OP_X] = tgrs_kernel_x,` (or `tgrs_check_x`) for the plan's kinds (KINDS fixes
+    name and number)."""
     from tigris.ops import KINDS
 
     names = {i + 1: kname for i, (kname, _, _) in enumerate(KINDS)}
-    entries = [f"    [TGRS_OP_{names[k].upper()}] = tgrs_kernel_{names[k]}," for k in kinds if k in names]
+    entries = [f"    [TGRS_OP_{names[k].upper()}] = tgrs_{what}_{names[k]}," for k in kinds if k in names]
     return entries or ["    NULL, /* the plan runs no op */"]
 
 

@@ -161,6 +161,15 @@ def generate() -> str:
         up = _macro(kname)
         L.append(_define(f"TGRS_OP_{up}", f"{i + 1}u"))
     L.append(_define("TGRS_OP_COUNT", f"{len(tables)}u", "kinds are 1..TGRS_OP_COUNT"))
+    L += [
+        "",
+        "/* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table",
+        "   (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here",
+        "   without both functions in its kernel file does not link. */",
+        "#define TGRS_KINDS(X) \\",
+    ]
+    for i, (kname, _p, _c) in enumerate(tables):
+        L.append(f"    X({_macro(kname)}, {kname})" + (" \\" if i + 1 < len(tables) else ""))
     for kname, params, consts in tables:
         up = _macro(kname)
         L.append("")

@@ -310,10 +310,9 @@ class _Sections:
         strings = self.sec[F.SectionId.STRINGS]
         if off + ln >= len(strings) or strings[off + ln] != 0:
             raise _fail("ERR_STRING", f"{what}: string {off}+{ln} outside STRINGS or not NUL-terminated")
-        try:
-            return strings[off : off + ln].decode("utf-8")
-        except UnicodeDecodeError:
-            raise _fail("ERR_STRING", f"{what}: string is not UTF-8") from None
+        # Names are diagnostics: the C loader checks their bounds and NUL, never their bytes, and so does the reader
+        # (the writer always writes UTF-8; anything else is shown with replacement characters).
+        return strings[off : off + ln].decode("utf-8", "replace")
 
     def records(self, sid: F.SectionId) -> list[dict]:
         if sid not in self._records:
@@ -327,6 +326,49 @@ class _Sections:
         if first > n or count > n - first:
             raise _fail("ERR_INDEX", f"{what}: list {first}+{count} outside INDEX ({n})")
         return tuple(self.index_vals[first : first + count])
+
+
+# Step 20's codes: a kind check refused an op (the kernel codes of docs/format.md).
+KIND_CHECK_CODES = frozenset({"ERR_PARAM", "ERR_DTYPE", "ERR_TILE", "ERR_SCRATCH", "ERR_SHAPE", "ERR_UNSUPPORTED"})
+
+
+@lru_cache(maxsize=1)
+def _runtime():
+    """The host build of runtime_c, or None where it cannot be built (no C compiler)."""
+    try:
+        from tigris.host.build import runtime
+
+        return runtime()
+    except Exception:  # noqa: BLE001 - any build failure means the same thing here: no runtime on this machine
+        return None
+
+
+def _check_kinds(buf: bytes, ops: list[OpInfo]) -> None:
+    """Step 20: every op's kind-specific check in every tile.
+
+    The kind semantics (what a conv's parameters, dims, constants and bands must satisfy) have one implementation,
+    next to each kernel in runtime_c (tgrs_check_<kind>); the reader runs it through the host build of the runtime
+    instead of keeping a second copy. A plan reaches this step only when every structural check above passed, so the
+    C loader's verdict here is step 20's. Where the runtime cannot be built the reader checks the structure only."""
+    rt = _runtime()
+    if rt is None:
+        return
+    ffi, lib = rt.ffi, rt.lib
+    raw = ffi.new("uint8_t[]", len(buf) + F.PLAN_ALIGN)
+    shift = -int(ffi.cast("uintptr_t", raw)) % F.PLAN_ALIGN
+    ffi.memmove(raw + shift, buf, len(buf))
+    plan = ffi.new("tgrs_plan *")
+    failed = ffi.new("int32_t *")
+    rc = int(lib.tgrs_load_diag(plan, raw + shift, len(buf), failed))
+    if rc == 0:
+        return
+    name = next((s.name for s in F.STATUS if s.code == rc), f"code {rc}")
+    if name not in KIND_CHECK_CODES or not 0 <= failed[0] < len(ops):
+        # The structural steps above are the loader's; a structural refusal here means the two disagree: a bug.
+        raise AssertionError(f"the Python reader accepted a plan the C loader refuses with TGRS_{name}")
+    op = ops[failed[0]]
+    raise _fail(name, f"op {op.index} {op.name!r} ({op.kind}): the kind's check refuses its parameters, constants, "
+                      "dims or bands")
 
 
 def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
@@ -348,6 +390,7 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
     units = [_check_unit_buffers(c, ui, u, tensors, fast_arena) for ui, u in enumerate(units_raw)]
     ops = _check_ops(c, units, tensors, fast_arena)
     stages = _check_stages(c, len(units), len(tensors))
+    _check_kinds(buf, ops)
     n_in = int(p["n_inputs"])
     return PlanFile(
         version=int(h["version"]), flags=c.flags, file_size=len(buf), crc32=int(h["crc32"]), name=model_name,

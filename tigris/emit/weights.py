@@ -78,12 +78,73 @@ def lz4_bound(n: int) -> int:
     return n + n // 255 + 16
 
 
+def _ext_len(block: bytes, i: int, n: int, limit: int) -> tuple[int, int]:
+    """An LZ4 length extension at block[i:]: (i after it, the added length); ValueError past the block or limit."""
+    add = 0
+    while True:
+        if i >= len(block):
+            raise ValueError("malformed LZ4 block: truncated length")
+        b = block[i]
+        i += 1
+        add += b
+        if n + add > limit:
+            raise ValueError("malformed LZ4 block: output overrun")
+        if b != 255:
+            return i, add
+
+
+def check_block(block: bytes, raw_size: int) -> None:
+    """The block rules runtime_c's decoder enforces (tgrs_lz4_validate), without decoding: every sequence inside the
+    block, no match offset of 0 or reaching before the output start, no output beyond ``raw_size``, exactly
+    ``raw_size`` bytes in all, and a last sequence of literals only. The lz4 package tolerates some of these (an
+    offset of 0), so the reader applies these rules itself to give the C loader's verdict. ValueError otherwise."""
+    n_in = len(block)
+    if n_in == 0:
+        raise ValueError("malformed LZ4 block: empty")
+    i = o = 0
+    while True:
+        token = block[i]
+        i += 1
+        lit = token >> 4
+        if lit == 15:
+            i, add = _ext_len(block, i, lit, raw_size - o)
+            lit += add
+        if lit > n_in - i:
+            raise ValueError("malformed LZ4 block: literals past the block")
+        if lit > raw_size - o:
+            raise ValueError("malformed LZ4 block: output overrun")
+        i += lit
+        o += lit
+        if i == n_in:
+            if o != raw_size:
+                raise ValueError(f"LZ4 block decodes to {o} bytes, expected {raw_size}")
+            return
+        if n_in - i < 2:
+            raise ValueError("malformed LZ4 block: truncated offset")
+        offset = block[i] | (block[i + 1] << 8)
+        i += 2
+        if offset == 0 or offset > o:
+            raise ValueError(f"malformed LZ4 block: match offset {offset} at output {o}")
+        mlen = token & 15
+        if mlen == 15:
+            i, add = _ext_len(block, i, mlen, raw_size - o)
+            mlen += add
+        mlen += 4
+        if mlen > raw_size - o:
+            raise ValueError("malformed LZ4 block: output overrun")
+        o += mlen
+        if i == n_in:
+            raise ValueError("malformed LZ4 block: ends on a match")
+
+
 def decompress_block(block: bytes, raw_size: int) -> bytes:
-    """Decode one LZ4 block that must expand to exactly ``raw_size`` bytes; raises ValueError otherwise."""
+    """Decode one LZ4 block that must expand to exactly ``raw_size`` bytes; raises ValueError otherwise (on every
+    block runtime_c's decoder refuses: :func:`check_block`)."""
     if raw_size == 0:
         if block:
             raise ValueError("non-empty LZ4 block for an empty blob")
         return b""
+    check_block(block, raw_size)
     try:
         out = lz4.block.decompress(block, uncompressed_size=raw_size)
     except lz4.block.LZ4BlockError as e:

@@ -72,6 +72,7 @@ typedef struct {
 } tgrs_io_info;
 
 int tgrs_load(tgrs_plan *plan, const void *bytes, size_t len);
+int tgrs_load_diag(tgrs_plan *plan, const void *bytes, size_t len, int32_t *failed_op);
 uint32_t tgrs_fast_size(const tgrs_plan *plan);
 uint32_t tgrs_slow_size(const tgrs_plan *plan);
 int32_t tgrs_num_inputs(const tgrs_plan *plan);

@@ -27,6 +27,18 @@ LAYOUT_BY_CODE = {int(v): k for k, v in F.LAYOUT_CODES.items()}
 _STATUS_BY_CODE = {s.code: s for s in F.STATUS}
 
 
+def _op_label(data: bytes, index: int) -> str:
+    """'NAME, record INDEX' of OP record `index` of a plan the loader's structural steps accepted (so every offset
+    read here is in bounds)."""
+    def sec(sid: F.SectionId) -> int:
+        return int(F.SECTION.unpack(data, F.DIR_OFFSET + (int(sid) - 1) * F.SECTION.size)["offset"])  # type: ignore
+
+    op = F.OP.unpack(data, sec(F.SectionId.OPS) + index * F.OP.size)
+    start = sec(F.SectionId.STRINGS) + int(op["name_off"])  # type: ignore[arg-type]
+    name = data[start: start + int(op["name_len"])].decode("utf-8", "replace")  # type: ignore[arg-type]
+    return f"{name or '?'}, record {index}"
+
+
 class PlanError(TigrisError):
     """runtime_c refused a plan or a run. ``code`` is the TGRS status, ``name`` its TGRS_* name."""
 
@@ -93,9 +105,11 @@ class Session:
         self._shift = (-addr) % 16
         self._ffi.memmove(self._raw + self._shift, data, len(data))
         self._plan = self._ffi.new("tgrs_plan *")
-        rc = self._lib.tgrs_load(self._plan, self._raw + self._shift, len(data))
+        failed = self._ffi.new("int32_t *")
+        rc = self._lib.tgrs_load_diag(self._plan, self._raw + self._shift, len(data), failed)
         if rc != 0:
-            raise PlanError(rc, "plan")
+            # A kind check refused an op (the loader's last step): name it like a failed run does.
+            raise PlanError(rc, "plan" if failed[0] < 0 else f"plan, op {_op_label(data, failed[0])}")
         self.fast_size = int(self._lib.tgrs_fast_size(self._plan))
         self.slow_size = int(self._lib.tgrs_slow_size(self._plan))
         info = self._ffi.new("tgrs_io_info *")

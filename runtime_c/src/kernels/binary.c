@@ -48,7 +48,7 @@ static int operand_init(const tgrs_op_ctx *ctx, int slot, operand *o, size_t esi
     o->banded = o->dims[1] == out->dims[1] && o->dims[1] > 1;
     if (kpos == slot) {
         size_t n = (size_t)o->dims[0] * (size_t)o->dims[1] * (size_t)o->dims[2] * (size_t)o->dims[3];
-        if (ctx->c[TGRS_C_ADD_K] == NULL || ctx->clen[TGRS_C_ADD_K] != n * esize) {
+        if (ctx->clen[TGRS_C_ADD_K] != n * esize) { /* n * esize > 0: the length decides presence */
             return TGRS_ERR_PARAM;
         }
         o->data = ctx->c[TGRS_C_ADD_K];
@@ -185,15 +185,15 @@ static void span_any_s8(const binop *op, void *y, const void *x, const void *z, 
     }
 }
 
-static int binary_run(const tgrs_op_ctx *ctx, int is_mul, int32_t dt, binary_span_fn span)
+/* Every check of the kind and the operands: the kernel and its load-time check (tgrs_check_add/_mul) share it. */
+static int binary_setup(const tgrs_op_ctx *ctx, int is_mul, int32_t dt, operand *ap, operand *bp, binop *opp)
 {
     const int32_t *p = ctx->p;
-    tgrs_tview *out = ctx->out;
+    const tgrs_tview *out = ctx->out;
     operand a, b;
     binop op;
-    int32_t n, h, w, C, OW;
     size_t esize;
-    int st, rows_dense;
+    int st;
     int32_t kpos = p[TGRS_P_ADD_K_POS];
     if (!tgrs_kv_sane(out) || kpos < -1 || kpos > 1 || ctx->n_in != (kpos == -1 ? 2 : 1)) {
         return TGRS_ERR_SHAPE;
@@ -258,6 +258,24 @@ static int binary_run(const tgrs_op_ctx *ctx, int is_mul, int32_t dt, binary_spa
             op.mb = (int64_t)p[TGRS_P_ADD_MB] * ((int64_t)1 << lb);
         }
     }
+    *ap = a;
+    *bp = b;
+    *opp = op;
+    return TGRS_OK;
+}
+
+static int binary_run(const tgrs_op_ctx *ctx, int is_mul, int32_t dt, binary_span_fn span)
+{
+    tgrs_tview *out = ctx->out;
+    operand a, b;
+    binop op;
+    int32_t n, h, w, C, OW;
+    size_t esize = dt == TGRS_DT_F32 ? 4u : 1u;
+    int rows_dense;
+    int st = binary_setup(ctx, is_mul, dt, &a, &b, &op);
+    if (st != TGRS_OK) {
+        return st;
+    }
     C = out->dims[3];
     OW = out->dims[2];
     /* When both operands are dense along W and C, a whole row is one contiguous span. */
@@ -299,4 +317,23 @@ int tgrs_mul_f32(const tgrs_op_ctx *ctx)
 int tgrs_mul_s8(const tgrs_op_ctx *ctx)
 {
     return binary_run(ctx, 1, TGRS_DT_S8, span_any_s8);
+}
+
+/* The kinds' checks (check.c calls them at load, once per op and tile): what the dtype variant registry.c picks
+ * would check before computing. */
+static int binary_check(const tgrs_op_ctx *ctx, int is_mul)
+{
+    operand a, b;
+    binop op;
+    return binary_setup(ctx, is_mul, ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8, &a, &b, &op);
+}
+
+int tgrs_check_add(const tgrs_op_ctx *ctx)
+{
+    return binary_check(ctx, 0);
+}
+
+int tgrs_check_mul(const tgrs_op_ctx *ctx)
+{
+    return binary_check(ctx, 1);
 }

@@ -34,16 +34,15 @@ static void seg_copy(void *dst, const void *src, size_t count, int is_f32, int32
     }
 }
 
-int tgrs_kernel_concat(const tgrs_op_ctx *ctx)
+/* Every check of the kind; off[i] is where input i starts along the axis, mult/shift its requantization. The kernel
+ * and its load-time check (tgrs_check_concat) share it. */
+static int concat_setup(const tgrs_op_ctx *ctx, int32_t *off, int32_t *mult, int32_t *shift)
 {
     const int32_t *p = ctx->p;
-    tgrs_tview *out = ctx->out;
+    const tgrs_tview *out = ctx->out;
     int32_t axis = p[TGRS_P_CONCAT_AXIS];
-    int32_t off[TGRS_MAX_INPUTS + 1];
-    int32_t mult[TGRS_MAX_INPUTS], shift[TGRS_MAX_INPUTS];
-    int32_t i, n, h, w, d;
+    int32_t i, d;
     int is_f32;
-    size_t es;
     if (!tgrs_kv_sane(out) || ctx->n_in < 1 || ctx->n_in > TGRS_MAX_INPUTS) {
         return TGRS_ERR_SHAPE;
     }
@@ -54,7 +53,6 @@ int tgrs_kernel_concat(const tgrs_op_ctx *ctx)
     if (!is_f32 && out->dtype != TGRS_DT_S8) {
         return TGRS_ERR_DTYPE;
     }
-    es = is_f32 ? 4u : 1u;
     off[0] = 0;
     for (i = 0; i < ctx->n_in; ++i) {
         const tgrs_tview *v = ctx->in[i];
@@ -90,6 +88,29 @@ int tgrs_kernel_concat(const tgrs_op_ctx *ctx)
     }
     if (!is_f32 && (out->zero_point < -128 || out->zero_point > 127)) {
         return TGRS_ERR_PARAM;
+    }
+    return TGRS_OK;
+}
+
+int tgrs_check_concat(const tgrs_op_ctx *ctx)
+{
+    int32_t off[TGRS_MAX_INPUTS + 1];
+    int32_t mult[TGRS_MAX_INPUTS], shift[TGRS_MAX_INPUTS];
+    return concat_setup(ctx, off, mult, shift);
+}
+
+int tgrs_kernel_concat(const tgrs_op_ctx *ctx)
+{
+    tgrs_tview *out = ctx->out;
+    int32_t axis = ctx->p[TGRS_P_CONCAT_AXIS];
+    int32_t off[TGRS_MAX_INPUTS + 1];
+    int32_t mult[TGRS_MAX_INPUTS], shift[TGRS_MAX_INPUTS];
+    int32_t i, n, h, w;
+    int is_f32 = out->dtype == TGRS_DT_F32;
+    size_t es = is_f32 ? 4u : 1u;
+    int st = concat_setup(ctx, off, mult, shift);
+    if (st != TGRS_OK) {
+        return st;
     }
     for (n = 0; n < out->dims[0]; ++n) {
         for (h = out->row0; h < out->row0 + out->rows; ++h) {

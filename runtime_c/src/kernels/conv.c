@@ -118,8 +118,8 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     cg->k = p[TGRS_P_CONV_PATCH];
     cg->npan = (elem == 1) ? cg->ocg : (cg->ocg + CONV_NR - 1) / CONV_NR;
     wbytes = (uint64_t)cg->g * (uint64_t)cg->npan * (uint64_t)cg->k * (elem == 1 ? 1u : CONV_NR) * elem;
-    if (ctx->c[TGRS_C_CONV_WEIGHT] == NULL || ctx->clen[TGRS_C_CONV_WEIGHT] != wbytes ||
-        ctx->c[TGRS_C_CONV_BIAS] == NULL || ctx->clen[TGRS_C_CONV_BIAS] != (uint64_t)cg->oc * 4u) {
+    /* lengths only (both are > 0, so a matching length means a present constant) */
+    if (ctx->clen[TGRS_C_CONV_WEIGHT] != wbytes || ctx->clen[TGRS_C_CONV_BIAS] != (uint64_t)cg->oc * 4u) {
         return TGRS_ERR_SHAPE;
     }
     cg->in_row0 = in->row0;
@@ -127,8 +127,9 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     cg->out_row0 = out->row0;
     cg->out_rows = out->rows;
     cg->direct = conv_is_direct(&cg->w);
-    if ((elem == 1 || !cg->direct) &&
-        (ctx->scratch == NULL || ctx->scratch_size < tgrs_conv_scratch_size(p, in, out))) {
+    /* the size only: the executor points scratch into the arena whenever scratch_size > 0 (the loader's check has
+       no arena) */
+    if ((elem == 1 || !cg->direct) && ctx->scratch_size < tgrs_conv_scratch_size(p, in, out)) {
         return TGRS_ERR_SCRATCH;
     }
     return TGRS_OK;
@@ -492,4 +493,19 @@ int tgrs_conv_s8(const tgrs_op_ctx *ctx)
         const conv_geom g = cg;
         return conv_s8(ctx, &g);
     }
+}
+
+/* The kind's check (check.c calls it at load, once per op and tile): what the dtype variant registry.c picks would
+ * check before computing, in the same order, so a plan the loader accepts passes it at run time. */
+int tgrs_check_conv(const tgrs_op_ctx *ctx)
+{
+    conv_geom cg;
+    const int32_t dt = ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
+    int st = conv_entry(ctx, dt, &cg);
+    if (st != TGRS_OK || cg.out_rows == 0 || dt == TGRS_DT_F32) {
+        return st;
+    }
+    return tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg.oc, ctx->p[TGRS_P_CONV_ACT_MIN],
+                             ctx->p[TGRS_P_CONV_ACT_MAX], ctx->p[TGRS_P_CONV_ZP_IN], ctx->p[TGRS_P_CONV_ZP_OUT],
+                             ctx->p[TGRS_P_CONV_NUMERICS]);
 }

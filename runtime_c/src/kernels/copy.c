@@ -10,10 +10,11 @@
 #include "permute.h"
 #include "tgrs_op.h"
 
-int tgrs_kernel_copy(const tgrs_op_ctx *ctx)
+/* The kind's check: the kernel and the loader (check.c, once per op) call it. */
+int tgrs_check_copy(const tgrs_op_ctx *ctx)
 {
     const tgrs_tview *in = ctx->in[0];
-    tgrs_tview *out = ctx->out;
+    const tgrs_tview *out = ctx->out;
     int32_t sd[4], perm[4];
     size_t es, n_src = 1u, n_in, n_out;
     int j;
@@ -43,6 +44,21 @@ int tgrs_kernel_copy(const tgrs_op_ctx *ctx)
     if (!tgrs_kv_whole(in) || !tgrs_kv_whole(out)) {
         return TGRS_ERR_TILE;
     }
-    tgrs_permute4(out->data, in->data, sd, perm, es);
+    return TGRS_OK;
+}
+
+int tgrs_kernel_copy(const tgrs_op_ctx *ctx)
+{
+    int32_t sd[4], perm[4];
+    int j;
+    int st = tgrs_check_copy(ctx);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    for (j = 0; j < 4; ++j) {
+        sd[j] = ctx->p[TGRS_P_COPY_S0 + j];
+        perm[j] = ctx->p[TGRS_P_COPY_P0 + j];
+    }
+    tgrs_permute4(ctx->out->data, ctx->in[0]->data, sd, perm, tgrs_dtype_size(ctx->in[0]->dtype));
     return TGRS_OK;
 }

@@ -66,9 +66,9 @@ static int dw_prepare(const tgrs_op_ctx *ctx, dw_geom *dg, size_t elem)
     if ((int64_t)dg->c * dg->m != dg->oc) {
         return TGRS_ERR_SHAPE;
     }
-    if (ctx->c[TGRS_C_DWCONV_WEIGHT] == NULL ||
-        ctx->clen[TGRS_C_DWCONV_WEIGHT] != (uint64_t)dg->w.kh * (uint64_t)dg->w.kw * (uint64_t)dg->oc * elem ||
-        ctx->c[TGRS_C_DWCONV_BIAS] == NULL || ctx->clen[TGRS_C_DWCONV_BIAS] != (uint64_t)dg->oc * 4u) {
+    /* lengths only (both are > 0, so a matching length means a present constant) */
+    if (ctx->clen[TGRS_C_DWCONV_WEIGHT] != (uint64_t)dg->w.kh * (uint64_t)dg->w.kw * (uint64_t)dg->oc * elem ||
+        ctx->clen[TGRS_C_DWCONV_BIAS] != (uint64_t)dg->oc * 4u) {
         return TGRS_ERR_SHAPE;
     }
     dg->in_row0 = in->row0;
@@ -406,4 +406,19 @@ int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)
     dw_geom dg;
     int st = dw_entry(ctx, TGRS_DT_S8, &dg);
     return (st != TGRS_OK || dg.out_rows == 0) ? st : dw_s8(ctx, &dg);
+}
+
+/* The kind's check (check.c calls it at load, once per op and tile): what the dtype variant registry.c picks would
+ * check before computing, in the same order. */
+int tgrs_check_dwconv(const tgrs_op_ctx *ctx)
+{
+    dw_geom dg;
+    const int32_t dt = ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
+    int st = dw_entry(ctx, dt, &dg);
+    if (st != TGRS_OK || dg.out_rows == 0 || dt == TGRS_DT_F32) {
+        return st;
+    }
+    return tgrs_mac_s8_check(ctx, TGRS_C_DWCONV_MULT, TGRS_C_DWCONV_SHIFT, dg.oc, ctx->p[TGRS_P_DWCONV_ACT_MIN],
+                             ctx->p[TGRS_P_DWCONV_ACT_MAX], ctx->p[TGRS_P_DWCONV_ZP_IN], ctx->p[TGRS_P_DWCONV_ZP_OUT],
+                             ctx->p[TGRS_P_DWCONV_NUMERICS]);
 }

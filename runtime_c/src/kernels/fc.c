@@ -49,12 +49,12 @@ static int fc_prepare(const tgrs_op_ctx *ctx, fc_geom *fg, size_t elem)
     }
     nin = fc_count(in);
     nout = fc_count(out);
-    if (ctx->c[TGRS_C_FC_WEIGHT] == NULL || ctx->clen[TGRS_C_FC_WEIGHT] % ((uint64_t)k * elem) != 0) {
+    if (ctx->clen[TGRS_C_FC_WEIGHT] % ((uint64_t)k * elem) != 0) {
         return TGRS_ERR_SHAPE;
     }
     oc = ctx->clen[TGRS_C_FC_WEIGHT] / ((uint64_t)k * elem);
     if (oc == 0 || nin % (uint64_t)k != 0 || nout != nin / (uint64_t)k * oc || nout > INT32_MAX ||
-        ctx->c[TGRS_C_FC_BIAS] == NULL || ctx->clen[TGRS_C_FC_BIAS] != oc * 4u) {
+        ctx->clen[TGRS_C_FC_BIAS] != oc * 4u) { /* oc > 0: lengths decide presence */
         return TGRS_ERR_SHAPE;
     }
     fg->k = k;
@@ -206,4 +206,19 @@ int tgrs_fc_s8(const tgrs_op_ctx *ctx)
         const fc_geom g = fg;
         return fc_s8(ctx, &g);
     }
+}
+
+/* The kind's check (check.c calls it at load, once per op): what the dtype variant registry.c picks would check
+ * before computing, in the same order. */
+int tgrs_check_fc(const tgrs_op_ctx *ctx)
+{
+    fc_geom fg;
+    const int32_t dt = ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
+    int st = fc_entry(ctx, dt, &fg);
+    if (st != TGRS_OK || dt == TGRS_DT_F32) {
+        return st;
+    }
+    return tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg.oc, ctx->p[TGRS_P_FC_ACT_MIN],
+                             ctx->p[TGRS_P_FC_ACT_MAX], ctx->p[TGRS_P_FC_ZP_IN], ctx->p[TGRS_P_FC_ZP_OUT],
+                             ctx->p[TGRS_P_FC_NUMERICS]);
 }

@@ -57,7 +57,9 @@ static int gap_acc_check(const tgrs_op_ctx *ctx, size_t *hw, size_t *nc)
             return TGRS_ERR_PARAM;
         }
     }
-    if (ctx->scratch == NULL || (size_t)ctx->scratch_size / 4u < *nc || ((uintptr_t)ctx->scratch % 4u) != 0u) {
+    /* nc >= 1, so a large enough size means a scratch the executor placed in the arena (TGRS_ALIGN-aligned); the
+       loader's check has the size only */
+    if ((size_t)ctx->scratch_size / 4u < *nc || (ctx->scratch != NULL && ((uintptr_t)ctx->scratch % 4u) != 0u)) {
         return TGRS_ERR_SCRATCH;
     }
     return TGRS_OK;
@@ -170,4 +172,11 @@ int tgrs_gap_phases(const tgrs_op_ctx *ctx)
         rc = tgrs_gap_finish(ctx);
     }
     return rc;
+}
+
+int tgrs_gap_accum_check(const tgrs_op_ctx *ctx)
+{
+    size_t hw;
+    size_t nc;
+    return gap_acc_check(ctx, &hw, &nc);
 }

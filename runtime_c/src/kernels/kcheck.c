@@ -1,9 +1,14 @@
 /*
- * kcheck.c - the parameter and view checks every kernel makes once per op, out of line.
+ * kcheck.c - the parameter and view checks the kinds share, out of line.
  *
- * They run once per call, never per element, so one shared copy costs no speed and keeps a firmware image from
- * carrying one inlined copy per kernel file (docs/runtime.md "Code size"). Declared in kview.h, window.h and
+ * The loader makes them once per op and tile through the kinds' tgrs_check_<kind> (check.c), and the kernels reach
+ * the same functions when they derive their geometry, so one shared copy keeps a firmware image from carrying one
+ * inlined copy per kernel file (docs/runtime.md "Code size"). Declared in kview.h, window.h, kcheck.h and
  * requant.h; no state.
+ *
+ * A check never reads tensor data: the loader calls it on views that hold dims and bands only (data NULL). It reads
+ * a constant's bytes only through a non-NULL ctx->c[k]: the loader passes NULL for constants it cannot see (an LZ4
+ * unit's, decoded only at run time), so their values are checked when the kernel runs.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -16,8 +21,10 @@
 
 int tgrs_kv_sane(const tgrs_tview *v)
 {
+    /* data is not checked: the executor always points it into the arena (TGRS_DCHECK in exec.c), and the loader's
+       check views have none. */
     return v != NULL && v->dims[0] > 0 && v->dims[1] > 0 && v->dims[2] > 0 && v->dims[3] > 0 && v->row0 >= 0 &&
-           v->rows >= 0 && v->row0 + v->rows <= v->dims[1] && (v->rows == 0 || v->data != NULL);
+           v->rows >= 0 && v->row0 + v->rows <= v->dims[1];
 }
 
 int tgrs_requant_check(const int32_t *mult, const int32_t *shift, int32_t n)
@@ -59,12 +66,11 @@ int tgrs_mac_s8_check(const tgrs_op_ctx *ctx, int mult_slot, int shift_slot, int
 {
     const int32_t *mult = (const int32_t *)ctx->c[mult_slot];
     const int32_t *shift = (const int32_t *)ctx->c[shift_slot];
-    if (mult == NULL || shift == NULL || ctx->clen[mult_slot] != (uint64_t)oc * 4u ||
-        ctx->clen[shift_slot] != (uint64_t)oc * 4u) {
+    if (oc < 1 || ctx->clen[mult_slot] != (uint64_t)oc * 4u || ctx->clen[shift_slot] != (uint64_t)oc * 4u) {
         return TGRS_ERR_SHAPE;
     }
-    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 || !tgrs_requant_check(mult, shift, oc) ||
-        !tgrs_numerics_ok(numerics)) {
+    if (!tgrs_s8_bounds_ok(lo, hi, zp_out) || zp_in < -128 || zp_in > 127 ||
+        (mult != NULL && shift != NULL && !tgrs_requant_check(mult, shift, oc)) || !tgrs_numerics_ok(numerics)) {
         return TGRS_ERR_PARAM;
     }
     return TGRS_OK;

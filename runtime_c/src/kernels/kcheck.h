@@ -12,9 +12,9 @@
 
 /*
  * The int8 requantization operands of a multiply-accumulate kind (conv, dwconv, fc): constant slots mult_slot and
- * shift_slot hold oc int32 each (TGRS_ERR_SHAPE otherwise), every (mult, shift) is valid, the clamp bounds and zero
- * points are int8 and the numerics code is TGRS_NUMERICS_ONNX or TGRS_NUMERICS_TFLM (TGRS_ERR_PARAM otherwise).
- * kcheck.c.
+ * shift_slot hold oc int32 each (TGRS_ERR_SHAPE otherwise), every (mult, shift) is valid (when the constants are
+ * visible, ctx->c non-NULL), the clamp bounds and zero points are int8 and the numerics code is TGRS_NUMERICS_ONNX
+ * or TGRS_NUMERICS_TFLM (TGRS_ERR_PARAM otherwise). kcheck.c.
  */
 int tgrs_mac_s8_check(const tgrs_op_ctx *ctx, int mult_slot, int shift_slot, int32_t oc, int32_t lo, int32_t hi,
                       int32_t zp_in, int32_t zp_out, int32_t numerics);

@@ -33,13 +33,14 @@ static int32_t imin(int32_t a, int32_t b)
     return a < b ? a : b;
 }
 
-int tgrs_kernel_pad(const tgrs_op_ctx *ctx)
+/* The kind's check: the kernel and the loader (check.c, once per op and tile) call it. */
+int tgrs_check_pad(const tgrs_op_ctx *ctx)
 {
     const tgrs_tview *in = ctx->in[0];
-    tgrs_tview *out = ctx->out;
+    const tgrs_tview *out = ctx->out;
     int32_t b[4];
     int32_t value = ctx->p[TGRS_P_PAD_VALUE];
-    int32_t n, h, w, j, C, OC, c_lo, c_hi, w_lo, w_hi, r_lo, r_hi;
+    int32_t j, r_lo, r_hi;
     size_t es;
     if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out)) {
         return TGRS_ERR_SHAPE;
@@ -67,6 +68,24 @@ int tgrs_kernel_pad(const tgrs_op_ctx *ctx)
     r_hi = imin(out->row0 + out->rows - b[1], in->dims[1]);
     if (!tgrs_kv_has_rows(in, r_lo, r_hi)) {
         return TGRS_ERR_TILE;
+    }
+    return TGRS_OK;
+}
+
+int tgrs_kernel_pad(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    int32_t b[4];
+    int32_t value = ctx->p[TGRS_P_PAD_VALUE];
+    int32_t n, h, w, j, C, OC, c_lo, c_hi, w_lo, w_hi;
+    size_t es = tgrs_dtype_size(out->dtype);
+    int st = tgrs_check_pad(ctx);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    for (j = 0; j < 4; ++j) {
+        b[j] = ctx->p[TGRS_P_PAD_B0 + j];
     }
     C = in->dims[3];
     OC = out->dims[3];

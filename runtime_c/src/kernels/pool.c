@@ -363,6 +363,24 @@ int tgrs_gap_f32(const tgrs_op_ctx *ctx)
     return TGRS_OK;
 }
 
+/* gap_check and, for int8, the requantization parameters (hw = H * W of the input). */
+static int gap_s8_check(const tgrs_op_ctx *ctx)
+{
+    int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
+    size_t hw;
+    int st = gap_check(ctx, TGRS_DT_S8);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    hw = (size_t)ctx->in[0]->dims[1] * (size_t)ctx->in[0]->dims[2];
+    if (shift > TGRS_SHIFT_MAX || ctx->p[TGRS_P_GAP_MULT] < 0 ||
+        !tgrs_s8_bounds_ok(ctx->p[TGRS_P_GAP_LO], ctx->p[TGRS_P_GAP_HI], ctx->out->zero_point) || hw > (1u << 23) ||
+        ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)hw) > 62) {
+        return TGRS_ERR_PARAM;
+    }
+    return TGRS_OK;
+}
+
 int tgrs_gap_s8(const tgrs_op_ctx *ctx)
 {
     const tgrs_tview *in = ctx->in[0];
@@ -373,16 +391,12 @@ int tgrs_gap_s8(const tgrs_op_ctx *ctx)
     int32_t hi = ctx->p[TGRS_P_GAP_HI];
     int32_t n, c;
     size_t i, hw, C;
-    int st = gap_check(ctx, TGRS_DT_S8);
+    int st = gap_s8_check(ctx);
     if (st != TGRS_OK) {
         return st;
     }
     hw = (size_t)in->dims[1] * (size_t)in->dims[2];
     C = (size_t)in->dims[3];
-    if (shift > TGRS_SHIFT_MAX || mult < 0 || !tgrs_s8_bounds_ok(lo, hi, out->zero_point) || hw > (1u << 23) ||
-        ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)hw) > 62) {
-        return TGRS_ERR_PARAM;
-    }
     for (n = 0; n < in->dims[0]; ++n) {
         const int8_t *x = (const int8_t *)in->data + (size_t)n * hw * C;
         int8_t *y = (int8_t *)out->data + (size_t)n * C;
@@ -402,4 +416,29 @@ int tgrs_gap_s8(const tgrs_op_ctx *ctx)
         }
     }
     return TGRS_OK;
+}
+
+/* The kinds' checks (check.c calls them at load, once per op and tile): what the dtype variant registry.c picks
+ * would check before computing, in the same order. */
+static int32_t pool_dtype_of(const tgrs_op_ctx *ctx)
+{
+    return ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
+}
+
+int tgrs_check_maxpool(const tgrs_op_ctx *ctx)
+{
+    return pool_setup(ctx, 0, pool_dtype_of(ctx));
+}
+
+int tgrs_check_avgpool(const tgrs_op_ctx *ctx)
+{
+    return pool_setup(ctx, 1, pool_dtype_of(ctx));
+}
+
+int tgrs_check_gap(const tgrs_op_ctx *ctx)
+{
+    if (ctx->phase != 0u) {
+        return tgrs_gap_accum_check(ctx); /* the GAP of an ACCUM unit (gap_accum.c) */
+    }
+    return pool_dtype_of(ctx) == TGRS_DT_F32 ? gap_check(ctx, TGRS_DT_F32) : gap_s8_check(ctx);
 }

@@ -48,6 +48,36 @@ static int elementwise_io(const tgrs_op_ctx *ctx, int32_t in_dt, int32_t out_dt)
     return TGRS_OK;
 }
 
+/* The kinds' checks: the kernels and the loader (check.c, once per op and tile) call them. */
+int tgrs_check_quantize(const tgrs_op_ctx *ctx)
+{
+    float scale = tgrs_p_f32(ctx, TGRS_P_QUANTIZE_SCALE);
+    int32_t zp = ctx->p[TGRS_P_QUANTIZE_ZP];
+    int32_t lo = ctx->p[TGRS_P_QUANTIZE_QMIN];
+    int32_t hi = ctx->p[TGRS_P_QUANTIZE_QMAX];
+    int u8 = ctx->p[TGRS_P_QUANTIZE_U8] != 0;
+    int st = elementwise_io(ctx, TGRS_DT_F32, u8 ? TGRS_DT_U8 : TGRS_DT_S8);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    if (!(scale > 0.0f) || lo > hi || (u8 ? (lo < 0 || hi > 255) : (lo < -128 || hi > 127)) || zp < lo ||
+        zp > hi) {
+        return TGRS_ERR_PARAM;
+    }
+    return TGRS_OK;
+}
+
+int tgrs_check_dequantize(const tgrs_op_ctx *ctx)
+{
+    int32_t zp = ctx->p[TGRS_P_DEQUANTIZE_ZP];
+    int u8 = ctx->p[TGRS_P_DEQUANTIZE_U8] != 0;
+    int st = elementwise_io(ctx, u8 ? TGRS_DT_U8 : TGRS_DT_S8, TGRS_DT_F32);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    return (u8 ? (zp < 0 || zp > 255) : (zp < -128 || zp > 127)) ? TGRS_ERR_PARAM : TGRS_OK;
+}
+
 int tgrs_kernel_quantize(const tgrs_op_ctx *ctx)
 {
     const tgrs_tview *in = ctx->in[0];
@@ -59,13 +89,9 @@ int tgrs_kernel_quantize(const tgrs_op_ctx *ctx)
     int u8 = ctx->p[TGRS_P_QUANTIZE_U8] != 0;
     int32_t n;
     size_t i, len;
-    int st = elementwise_io(ctx, TGRS_DT_F32, u8 ? TGRS_DT_U8 : TGRS_DT_S8);
+    int st = tgrs_check_quantize(ctx);
     if (st != TGRS_OK) {
         return st;
-    }
-    if (!(scale > 0.0f) || lo > hi || (u8 ? (lo < 0 || hi > 255) : (lo < -128 || hi > 127)) || zp < lo ||
-        zp > hi) {
-        return TGRS_ERR_PARAM;
     }
     len = (size_t)out->rows * tgrs_kv_row_elems(out);
     for (n = 0; n < out->dims[0]; ++n) {
@@ -100,12 +126,9 @@ int tgrs_kernel_dequantize(const tgrs_op_ctx *ctx)
     int u8 = ctx->p[TGRS_P_DEQUANTIZE_U8] != 0;
     int32_t n;
     size_t i, len;
-    int st = elementwise_io(ctx, u8 ? TGRS_DT_U8 : TGRS_DT_S8, TGRS_DT_F32);
+    int st = tgrs_check_dequantize(ctx);
     if (st != TGRS_OK) {
         return st;
-    }
-    if (u8 ? (zp < 0 || zp > 255) : (zp < -128 || zp > 127)) {
-        return TGRS_ERR_PARAM;
     }
     len = (size_t)out->rows * tgrs_kv_row_elems(out);
     for (n = 0; n < out->dims[0]; ++n) {

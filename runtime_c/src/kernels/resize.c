@@ -14,19 +14,20 @@
 #include "requant.h"
 #include "tgrs_op.h"
 
-int tgrs_kernel_resize(const tgrs_op_ctx *ctx)
+/* Every check of the kind. The source tables' values (and so the rows a band needs) are checked when they are
+ * visible (ctx->c non-NULL: always at run time, at load unless the unit is LZ4). The kernel and its load-time check
+ * (tgrs_check_resize) share it. */
+static int resize_setup(const tgrs_op_ctx *ctx)
 {
     const tgrs_tview *in = ctx->in[0];
-    tgrs_tview *out = ctx->out;
+    const tgrs_tview *out = ctx->out;
     int32_t mode = ctx->p[TGRS_P_RESIZE_MODE];
     int32_t mult = ctx->p[TGRS_P_RESIZE_MULT];
     int32_t shift = ctx->p[TGRS_P_RESIZE_SHIFT];
     const int32_t *ridx = (const int32_t *)ctx->c[TGRS_C_RESIZE_RIDX];
     const int32_t *cidx = (const int32_t *)ctx->c[TGRS_C_RESIZE_CIDX];
-    const float *rw = (const float *)ctx->c[TGRS_C_RESIZE_RW];
-    const float *cw = (const float *)ctx->c[TGRS_C_RESIZE_CW];
-    int32_t n, h, w, c, C, OH, OW, k;
-    int is_f32, ident;
+    int32_t h, OH, OW, k;
+    int is_f32;
     if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out) || in->dims[0] != out->dims[0] ||
         in->dims[3] != out->dims[3]) {
         return TGRS_ERR_SHAPE;
@@ -38,23 +39,22 @@ int tgrs_kernel_resize(const tgrs_op_ctx *ctx)
     if (in->dtype != out->dtype || (!is_f32 && (out->dtype != TGRS_DT_S8 || mode != 0))) {
         return TGRS_ERR_DTYPE;
     }
-    C = out->dims[3];
     OH = out->dims[1];
     OW = out->dims[2];
-    if (ridx == NULL || cidx == NULL || ctx->clen[TGRS_C_RESIZE_RIDX] != (uint32_t)OH * 8u ||
+    if (ctx->clen[TGRS_C_RESIZE_RIDX] != (uint32_t)OH * 8u ||
         ctx->clen[TGRS_C_RESIZE_CIDX] != (uint32_t)OW * 8u) {
         return TGRS_ERR_PARAM;
     }
-    if (mode == 1 && (rw == NULL || cw == NULL || ctx->clen[TGRS_C_RESIZE_RW] != (uint32_t)OH * 4u ||
+    if (mode == 1 && (ctx->clen[TGRS_C_RESIZE_RW] != (uint32_t)OH * 4u ||
                       ctx->clen[TGRS_C_RESIZE_CW] != (uint32_t)OW * 4u)) {
         return TGRS_ERR_PARAM;
     }
-    for (k = 0; k < 2 * OW; ++k) {
+    for (k = 0; cidx != NULL && k < 2 * OW; ++k) {
         if (cidx[k] < 0 || cidx[k] >= in->dims[2]) {
             return TGRS_ERR_PARAM;
         }
     }
-    for (h = out->row0; h < out->row0 + out->rows; ++h) {
+    for (h = out->row0; ridx != NULL && h < out->row0 + out->rows; ++h) {
         int32_t a = ridx[2 * h], b = ridx[2 * h + 1];
         if (a < 0 || b < 0 || a >= in->dims[1] || b >= in->dims[1]) {
             return TGRS_ERR_PARAM;
@@ -67,6 +67,34 @@ int tgrs_kernel_resize(const tgrs_op_ctx *ctx)
                     out->zero_point < -128 || out->zero_point > 127)) {
         return TGRS_ERR_PARAM;
     }
+    return TGRS_OK;
+}
+
+int tgrs_check_resize(const tgrs_op_ctx *ctx)
+{
+    return resize_setup(ctx);
+}
+
+int tgrs_kernel_resize(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    int32_t mode = ctx->p[TGRS_P_RESIZE_MODE];
+    int32_t mult = ctx->p[TGRS_P_RESIZE_MULT];
+    int32_t shift = ctx->p[TGRS_P_RESIZE_SHIFT];
+    const int32_t *ridx = (const int32_t *)ctx->c[TGRS_C_RESIZE_RIDX];
+    const int32_t *cidx = (const int32_t *)ctx->c[TGRS_C_RESIZE_CIDX];
+    const float *rw = (const float *)ctx->c[TGRS_C_RESIZE_RW];
+    const float *cw = (const float *)ctx->c[TGRS_C_RESIZE_CW];
+    int32_t n, h, w, c, C, OW;
+    int is_f32 = out->dtype == TGRS_DT_F32;
+    int ident;
+    int st = resize_setup(ctx);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    C = out->dims[3];
+    OW = out->dims[2];
     ident = !is_f32 && mult == (1 << 30) && shift == 1 && in->zero_point == out->zero_point;
     for (n = 0; n < out->dims[0]; ++n) {
         for (h = out->row0; h < out->row0 + out->rows; ++h) {

@@ -113,11 +113,11 @@ static int sm_check_s8(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q)
         /* EXP[0] is exp(0) (2^31 - 1, so every line's sum is positive), no entry is negative, and the line is short
          * enough that the sum (at most 2^19 per element) stays below 2^31. */
         q->table = (const int32_t *)ctx->c[TGRS_C_SOFTMAX_EXP];
-        if (q->table == NULL || ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || out->dims[axis] > 4095 ||
-            q->table[0] != INT32_MAX) {
+        if (ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || out->dims[axis] > 4095 ||
+            (q->table != NULL && q->table[0] != INT32_MAX)) {
             return TGRS_ERR_PARAM;
         }
-        for (k = 1; k < 256; ++k) {
+        for (k = 1; q->table != NULL && k < 256; ++k) { /* values: when visible (not an LZ4 unit at load) */
             if (q->table[k] < 0) {
                 return TGRS_ERR_PARAM;
             }
@@ -127,11 +127,14 @@ static int sm_check_s8(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q)
     if (ctx->p[TGRS_P_SOFTMAX_NUMERICS] != TGRS_NUMERICS_ONNX) {
         return TGRS_ERR_PARAM;
     }
-    if (ctx->c[TGRS_C_SOFTMAX_EXP] == NULL || ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || q->mult < 0 ||
+    if (ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || q->mult < 0 ||
         q->shift > TGRS_SHIFT_MAX || q->shift < -31 || q->zo < -128 || q->zo > 127) {
         return TGRS_ERR_PARAM;
     }
     q->table = (const int32_t *)ctx->c[TGRS_C_SOFTMAX_EXP];
+    if (q->table == NULL) {
+        return TGRS_OK; /* the loader's check of an LZ4 unit: the table's values are checked when the kernel runs */
+    }
     for (k = 0; k < 256; ++k) {
         if (q->table[k] < 0 || q->table[k] > (1 << 20)) {
             return TGRS_ERR_PARAM; /* the numerator bound of the module doc relies on E <= 2^20 */
@@ -145,15 +148,12 @@ static int sm_check_s8(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q)
     return TGRS_OK;
 }
 
-static int sm_run(const tgrs_op_ctx *ctx, int32_t dt, sm_line_fn line)
+/* Every check of the kind; the kernel and its load-time check (tgrs_check_softmax) share it. */
+static int sm_setup(const tgrs_op_ctx *ctx, int32_t dt, sm_q *qp)
 {
     const tgrs_tview *in = ctx->in[0];
-    tgrs_tview *out = ctx->out;
+    const tgrs_tview *out = ctx->out;
     int32_t axis = ctx->p[TGRS_P_SOFTMAX_AXIS];
-    int32_t cnt[4], idx[4];
-    int32_t len;
-    size_t step_in, step_out, es;
-    sm_q q;
     if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out) || !tgrs_kv_same_dims(in, out)) {
         return TGRS_ERR_SHAPE;
     }
@@ -171,10 +171,32 @@ static int sm_run(const tgrs_op_ctx *ctx, int32_t dt, sm_line_fn line)
         return TGRS_ERR_DTYPE;
     }
     if (dt == TGRS_DT_S8) {
-        int st = sm_check_s8(ctx, out, &q);
+        int st = sm_check_s8(ctx, out, qp);
         if (st != TGRS_OK) {
             return st;
         }
+    }
+    return TGRS_OK;
+}
+
+int tgrs_check_softmax(const tgrs_op_ctx *ctx)
+{
+    sm_q q;
+    return sm_setup(ctx, ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8, &q);
+}
+
+static int sm_run(const tgrs_op_ctx *ctx, int32_t dt, sm_line_fn line)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    int32_t axis = ctx->p[TGRS_P_SOFTMAX_AXIS];
+    int32_t cnt[4], idx[4];
+    int32_t len;
+    size_t step_in, step_out, es;
+    sm_q q;
+    int st = sm_setup(ctx, dt, &q);
+    if (st != TGRS_OK) {
+        return st;
     }
     es = tgrs_dtype_size(dt);
     cnt[0] = out->dims[0];

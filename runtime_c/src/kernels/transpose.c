@@ -9,10 +9,11 @@
 #include "permute.h"
 #include "tgrs_op.h"
 
-int tgrs_kernel_transpose(const tgrs_op_ctx *ctx)
+/* The kind's check: the kernel and the loader (check.c, once per op) call it. */
+int tgrs_check_transpose(const tgrs_op_ctx *ctx)
 {
     const tgrs_tview *in = ctx->in[0];
-    tgrs_tview *out = ctx->out;
+    const tgrs_tview *out = ctx->out;
     int32_t perm[4];
     size_t es;
     int j;
@@ -37,6 +38,20 @@ int tgrs_kernel_transpose(const tgrs_op_ctx *ctx)
     if (!tgrs_kv_whole(in) || !tgrs_kv_whole(out)) {
         return TGRS_ERR_TILE;
     }
-    tgrs_permute4(out->data, in->data, in->dims, perm, es);
+    return TGRS_OK;
+}
+
+int tgrs_kernel_transpose(const tgrs_op_ctx *ctx)
+{
+    int32_t perm[4];
+    int j;
+    int st = tgrs_check_transpose(ctx);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    for (j = 0; j < 4; ++j) {
+        perm[j] = ctx->p[TGRS_P_TRANSPOSE_P0 + j];
+    }
+    tgrs_permute4(ctx->out->data, ctx->in[0]->data, ctx->in[0]->dims, perm, tgrs_dtype_size(ctx->in[0]->dtype));
     return TGRS_OK;
 }

@@ -65,13 +65,70 @@ static float unary_f32(int32_t func, float x, float alpha, float beta)
     }
 }
 
+/* The kinds' checks: the kernels and the loader (check.c, once per op and tile) call them. */
+int tgrs_check_unary(const tgrs_op_ctx *ctx)
+{
+    int32_t func = ctx->p[TGRS_P_UNARY_FUNC];
+    int st = ewise_check(ctx);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    if (ctx->out->dtype == TGRS_DT_F32) {
+        return (func < 1 || func > 8) ? TGRS_ERR_PARAM : TGRS_OK;
+    }
+    if (ctx->out->dtype != TGRS_DT_S8) {
+        return TGRS_ERR_DTYPE;
+    }
+    return ctx->clen[TGRS_C_UNARY_LUT] != 256u ? TGRS_ERR_PARAM : TGRS_OK; /* any 256 bytes are a valid table */
+}
+
+int tgrs_check_prelu(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *in = ctx->in[0];
+    const tgrs_tview *out = ctx->out;
+    int32_t nch = ctx->p[TGRS_P_PRELU_NCH];
+    int st = ewise_check(ctx);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    if (nch != 1 && nch != out->dims[3]) {
+        return TGRS_ERR_PARAM;
+    }
+    if (out->dtype == TGRS_DT_F32) {
+        return ctx->clen[TGRS_C_PRELU_SLOPE] != (uint32_t)nch * 4u ? TGRS_ERR_PARAM : TGRS_OK;
+    }
+    if (out->dtype != TGRS_DT_S8) {
+        return TGRS_ERR_DTYPE;
+    }
+    {
+        const int32_t *nm = (const int32_t *)ctx->c[TGRS_C_PRELU_NMULT];
+        const int32_t *ns = (const int32_t *)ctx->c[TGRS_C_PRELU_NSHIFT];
+        int32_t ps = ctx->p[TGRS_P_PRELU_PSHIFT];
+        int32_t zi = in->zero_point;
+        int32_t c;
+        if (ctx->clen[TGRS_C_PRELU_NMULT] != (uint32_t)nch * 4u || ctx->clen[TGRS_C_PRELU_NSHIFT] != (uint32_t)nch * 4u ||
+            ps > TGRS_SHIFT_MAX || ctx->p[TGRS_P_PRELU_PMULT] < 0 ||
+            !tgrs_s8_bounds_ok(ctx->p[TGRS_P_PRELU_LO], ctx->p[TGRS_P_PRELU_HI], out->zero_point) || zi < -128 ||
+            zi > 127) {
+            return TGRS_ERR_PARAM;
+        }
+        for (c = 0; nm != NULL && ns != NULL && c < nch; ++c) {
+            /* a negative multiplier encodes a negative slope; INT32_MIN could not be negated and is refused */
+            if (ns[c] > TGRS_SHIFT_MAX || nm[c] == INT32_MIN) {
+                return TGRS_ERR_PARAM;
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 int tgrs_kernel_unary(const tgrs_op_ctx *ctx)
 {
     const tgrs_tview *in = ctx->in[0];
     tgrs_tview *out = ctx->out;
     int32_t n;
     size_t i, len;
-    int st = ewise_check(ctx);
+    int st = tgrs_check_unary(ctx);
     if (st != TGRS_OK) {
         return st;
     }
@@ -80,9 +137,6 @@ int tgrs_kernel_unary(const tgrs_op_ctx *ctx)
         int32_t func = ctx->p[TGRS_P_UNARY_FUNC];
         float alpha = tgrs_p_f32(ctx, TGRS_P_UNARY_ALPHA);
         float beta = tgrs_p_f32(ctx, TGRS_P_UNARY_BETA);
-        if (func < 1 || func > 8) {
-            return TGRS_ERR_PARAM;
-        }
         for (n = 0; n < out->dims[0]; ++n) {
             const float *x = (const float *)in->data + tgrs_kv_row_off(in, n, out->row0);
             float *y = (float *)out->data + tgrs_kv_row_off(out, n, out->row0);
@@ -97,12 +151,6 @@ int tgrs_kernel_unary(const tgrs_op_ctx *ctx)
             }
         }
         return TGRS_OK;
-    }
-    if (out->dtype != TGRS_DT_S8) {
-        return TGRS_ERR_DTYPE;
-    }
-    if (ctx->c[TGRS_C_UNARY_LUT] == NULL || ctx->clen[TGRS_C_UNARY_LUT] != 256u) {
-        return TGRS_ERR_PARAM;
     }
     {
         const int8_t *lut = (const int8_t *)ctx->c[TGRS_C_UNARY_LUT];
@@ -124,20 +172,14 @@ int tgrs_kernel_prelu(const tgrs_op_ctx *ctx)
     int32_t nch = ctx->p[TGRS_P_PRELU_NCH];
     int32_t n, C;
     size_t i, pix;
-    int st = ewise_check(ctx);
+    int st = tgrs_check_prelu(ctx);
     if (st != TGRS_OK) {
         return st;
     }
     C = out->dims[3];
-    if (nch != 1 && nch != C) {
-        return TGRS_ERR_PARAM;
-    }
     pix = (size_t)out->rows * (size_t)out->dims[2];
     if (out->dtype == TGRS_DT_F32) {
         const float *slope = (const float *)ctx->c[TGRS_C_PRELU_SLOPE];
-        if (slope == NULL || ctx->clen[TGRS_C_PRELU_SLOPE] != (uint32_t)nch * 4u) {
-            return TGRS_ERR_PARAM;
-        }
         for (n = 0; n < out->dims[0]; ++n) {
             const float *x = (const float *)in->data + tgrs_kv_row_off(in, n, out->row0);
             float *y = (float *)out->data + tgrs_kv_row_off(out, n, out->row0);
@@ -152,9 +194,6 @@ int tgrs_kernel_prelu(const tgrs_op_ctx *ctx)
         }
         return TGRS_OK;
     }
-    if (out->dtype != TGRS_DT_S8) {
-        return TGRS_ERR_DTYPE;
-    }
     {
         const int32_t *nm = (const int32_t *)ctx->c[TGRS_C_PRELU_NMULT];
         const int32_t *ns = (const int32_t *)ctx->c[TGRS_C_PRELU_NSHIFT];
@@ -165,17 +204,6 @@ int tgrs_kernel_prelu(const tgrs_op_ctx *ctx)
         int32_t zi = in->zero_point;
         int32_t zo = out->zero_point;
         int32_t c;
-        if (nm == NULL || ns == NULL || ctx->clen[TGRS_C_PRELU_NMULT] != (uint32_t)nch * 4u ||
-            ctx->clen[TGRS_C_PRELU_NSHIFT] != (uint32_t)nch * 4u || ps > TGRS_SHIFT_MAX || pm < 0 ||
-            !tgrs_s8_bounds_ok(lo, hi, zo) || zi < -128 || zi > 127) {
-            return TGRS_ERR_PARAM;
-        }
-        for (c = 0; c < nch; ++c) {
-            /* a negative multiplier encodes a negative slope; INT32_MIN could not be negated and is refused */
-            if (ns[c] > TGRS_SHIFT_MAX || nm[c] == INT32_MIN) {
-                return TGRS_ERR_PARAM;
-            }
-        }
         for (n = 0; n < out->dims[0]; ++n) {
             const int8_t *x = (const int8_t *)in->data + tgrs_kv_row_off(in, n, out->row0);
             int8_t *y = (int8_t *)out->data + tgrs_kv_row_off(out, n, out->row0);

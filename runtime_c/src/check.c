@@ -1,0 +1,143 @@
+/*
+ * check.c - validate once, compute many: the loader's per-kind check of every op, and the op context both it and the
+ * executor build.
+ *
+ * tgrs_load's structural steps prove every index, offset and size; this last step (docs/format.md, step 20) proves
+ * the kind-specific semantics: it calls tgrs_check_<kind> for every op in every tile of its unit, on the context the
+ * executor will pass to tgrs_kernel_<kind> for that tile (tgrs_op_frame_fill builds both), without addresses. An op
+ * whose output band is empty in a tile is skipped there, as the executor skips it. The constants' bytes are visible
+ * to the checks for XIP plans (in the WEIGHTS section) and for uncompressed copied units (the unit's blob is what the
+ * run copies into the fast prefix); an LZ4 unit's constants exist only after the run decodes them, so only their
+ * lengths are checked here and their values when the kernel runs.
+ *
+ * The checks come through a table indexed by kind, like the kernels: tgrs_load passes the full one (loader.c, from
+ * TGRS_KINDS, the list the executor's kernel table comes from, so a kind has its check or the runtime does not
+ * link); firmware with an op resolver passes one with only its kinds (tgrs_load_checks), so --gc-sections drops the
+ * other kinds' checks with their kernels. A kind with no check entry is refused (TGRS_ERR_UNSUPPORTED).
+ */
+#include "tgrs_dcheck.h"
+#include "tgrs_internal.h"
+
+/* The view of tensor t in tile `tile` of unit u: its own dims and quantization, its root's band; returns the root's
+   absolute PLACEMENT index (the loader proved it exists). */
+static uint32_t tgrs_view_fill(const tgrs_plan *plan, const uint8_t *u, uint32_t tile, uint32_t t, uint8_t *fast,
+                               tgrs_tview *v)
+{
+    const uint8_t *tr = tgrs_tensor(plan, t);
+    uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+    uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+    uint32_t p = tgrs_find_placement(plan, pf, pc, tgrs_rd_u32(tr + TGRS_TENSOR_OFF_ROOT));
+    uint32_t k;
+    TGRS_DCHECK(p != TGRS_NONE);
+    for (k = 0; k < 4u; ++k) {
+        v->dims[k] = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u * k);
+    }
+    if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u) {
+        const uint8_t *r = tgrs_rec(plan, TGRS_SEC_TILE_ROWS,
+                                    tgrs_rd_u32(u + TGRS_UNIT_OFF_ROWS_FIRST) + tile * pc + (p - pf),
+                                    TGRS_TILE_ROW_SIZE);
+        v->row0 = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROW0);
+        v->rows = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROWS);
+    } else {
+        /* An alias may have other dims than its root (same bytes): the whole tensor in its own rows. */
+        v->row0 = 0;
+        v->rows = v->dims[1];
+    }
+    v->data = fast != NULL ? (void *)(fast + tgrs_rd_u32(tgrs_placement(plan, p) + TGRS_PLACEMENT_OFF_OFFSET)) : NULL;
+    v->dtype = (int32_t)tgrs_rd_u32(tr + TGRS_TENSOR_OFF_DTYPE);
+    v->zero_point = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_ZERO_POINT);
+    v->scale = tgrs_rd_f32(tr + TGRS_TENSOR_OFF_SCALE);
+    return p;
+}
+
+void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t op_index,
+                        uint8_t *fast, const uint8_t *consts)
+{
+    const uint8_t *r = tgrs_op(plan, op_index);
+    uint32_t n_in = tgrs_rd_u32(r + TGRS_OP_OFF_N_IN);
+    uint32_t uflags = tgrs_rd_u32(unit + TGRS_UNIT_OFF_FLAGS);
+    uint32_t k;
+    memset(&f->ctx, 0, sizeof f->ctx);
+    f->place[0] = tgrs_view_fill(plan, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), fast, &f->out);
+    for (k = 0; k < n_in; ++k) {
+        f->place[k + 1u] =
+            tgrs_view_fill(plan, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k), fast, &f->views[k]);
+        f->ctx.in[k] = &f->views[k];
+    }
+    for (k = 0; k < (uint32_t)TGRS_MAX_PARAMS; ++k) {
+        f->params[k] = tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * k);
+    }
+    for (k = 0; k < (uint32_t)TGRS_MAX_CONSTS; ++k) {
+        uint32_t len = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_LEN + 4u * k);
+        if (len != 0u) {
+            f->ctx.c[k] = consts != NULL ? (const void *)(consts + tgrs_rd_u32(r + TGRS_OP_OFF_CONST_OFF + 4u * k))
+                                         : NULL;
+            f->ctx.clen[k] = len;
+        }
+    }
+    f->ctx.p = f->params;
+    f->ctx.n_in = (int32_t)n_in;
+    f->ctx.out = &f->out;
+    f->ctx.scratch_size = tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_SIZE);
+    if (f->ctx.scratch_size != 0u && fast != NULL) {
+        f->ctx.scratch = fast + tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_OFF);
+    }
+    if ((uflags & TGRS_UNIT_F_ACCUM) != 0u &&
+        op_index + 1u == tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_FIRST) + tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_COUNT)) {
+        /* The accumulating GAP (the loader proved it the unit's last op): clear with the first tile, add every
+           tile's band, average after the last tile. */
+        uint32_t tiles = tgrs_rd_u32(unit + TGRS_UNIT_OFF_TILES);
+        f->ctx.phase = TGRS_PHASE_ACCUMULATE | (tile == 0u ? TGRS_PHASE_BEGIN : 0u) |
+                       (tile + 1u == tiles ? TGRS_PHASE_FINISH : 0u);
+    }
+}
+
+/* The base the constants of unit u count from at load, or NULL when their bytes exist only at run time. */
+static const uint8_t *tgrs_visible_consts(const tgrs_plan *plan, const uint8_t *u)
+{
+    const uint8_t *weights = plan->base + plan->sec_off[TGRS_SEC_WEIGHTS];
+    if ((plan->flags & TGRS_FLAG_XIP) != 0u) {
+        return weights;
+    }
+    if ((plan->flags & TGRS_FLAG_LZ4) != 0u) {
+        return NULL;
+    }
+    /* Uncompressed: the run copies the blob (wblob_size == wraw_size bytes, step 14) to the fast prefix unchanged. */
+    return weights + tgrs_rd_u32(u + TGRS_UNIT_OFF_WBLOB_OFF);
+}
+
+int tgrs_check_kinds(const tgrs_plan *plan, const tgrs_check_fn *checks, uint32_t n_checks, int32_t *failed_op)
+{
+    uint32_t n = plan->sec_count[TGRS_SEC_UNITS];
+    uint32_t ui;
+    for (ui = 0; ui < n; ++ui) {
+        const uint8_t *u = tgrs_unit(plan, ui);
+        const uint8_t *consts = tgrs_visible_consts(plan, u);
+        uint32_t of = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_FIRST);
+        uint32_t oc = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_COUNT);
+        uint32_t tiles = tgrs_rd_u32(u + TGRS_UNIT_OFF_TILES);
+        uint32_t tile;
+        for (tile = 0; tile < tiles; ++tile) {
+            uint32_t i;
+            for (i = of; i < of + oc; ++i) {
+                tgrs_op_frame f;
+                uint32_t kind = tgrs_rd_u32(tgrs_op(plan, i) + TGRS_OP_OFF_KIND);
+                int rc;
+                if (kind >= n_checks || checks[kind] == NULL) {
+                    *failed_op = (int32_t)i; /* a kind the firmware did not link */
+                    return TGRS_ERR_UNSUPPORTED;
+                }
+                tgrs_op_frame_fill(&f, plan, u, tile, i, NULL, consts);
+                if (f.out.rows == 0) {
+                    continue; /* the executor does not call the kernel in this tile either */
+                }
+                rc = checks[kind](&f.ctx);
+                if (rc != TGRS_OK) {
+                    *failed_op = (int32_t)i;
+                    return rc > 0 ? TGRS_ERR_UNSUPPORTED : rc;
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
