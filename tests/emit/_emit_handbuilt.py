@@ -36,7 +36,7 @@ def _params(kname: str, int8: bool) -> dict[str, int]:
     if kname == "conv":
         return {**window, "group": 1, "act_min": -128, "act_max": 127, "fmin": _f32_bits(float("-inf")),
                 "fmax": _f32_bits(float("inf")), "zp_in": -3 if int8 else 0, "zp_out": 2 if int8 else 0,
-                "pack_nr": 1 if int8 else 8, "patch": 36}
+                "pack_nr": 1 if int8 else 8, "patch": 36, "numerics": 0}
     if kname == "maxpool":
         return {"KH": 2, "KW": 2, "SH": 2, "SW": 2, "DH": 1, "DW": 1, "PT": 0, "PL": 0, "PB": 0, "PR": 0,
                 "COUNT_PAD": 0, "MULT": 1 << 30, "SHIFT": 1, "LO": -128, "HI": 127}
