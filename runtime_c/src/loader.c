@@ -848,21 +848,12 @@ int tgrs_load_diag(tgrs_plan *plan, const void *bytes, size_t len, int32_t *fail
     return tgrs_load_checks(plan, bytes, len, tgrs_check_table, TGRS_OP_COUNT + 1u, failed_op);
 }
 
-int tgrs_load_checks(tgrs_plan *plan, const void *bytes, size_t len, const tgrs_check_fn *checks, uint32_t n_checks,
-                     int32_t *failed_op)
+/* Steps 1-19 (the structure); on success the plan's fields are filled but it is not marked loaded yet. External
+   (tgrs_internal.h) so that compilers keep it one function: inlined into tgrs_load_checks at -Os, the call to
+   step 20 made GCC spill enough to cost about 0.6 KiB. */
+int tgrs_load_steps(tgrs_plan *plan, const void *bytes, size_t len)
 {
-    int32_t bad_op = -1;
     int rc;
-    if (failed_op != NULL) {
-        *failed_op = -1;
-    }
-    if (plan == NULL) {
-        return TGRS_ERR_NULL;
-    }
-    memset(plan, 0, sizeof *plan);
-    if (bytes == NULL || checks == NULL) {
-        return TGRS_ERR_NULL;
-    }
     if (((uintptr_t)bytes % TGRS_PLAN_ALIGN) != 0u) {
         return TGRS_ERR_ALIGN;
     }
@@ -883,17 +874,31 @@ int tgrs_load_checks(tgrs_plan *plan, const void *bytes, size_t len, const tgrs_
     if (rc == TGRS_OK) {
         rc = tgrs_check_stages(plan);
     }
-    if (rc == TGRS_OK) {
-        /* Step 20: every op's kind-specific check in every tile (check.c), on what the structural steps proved. */
-        rc = tgrs_check_kinds(plan, checks, n_checks, &bad_op);
-        if (failed_op != NULL) {
-            *failed_op = bad_op;
+    return rc;
+}
+
+int tgrs_load_checks(tgrs_plan *plan, const void *bytes, size_t len, const tgrs_check_fn *checks, uint32_t n_checks,
+                     int32_t *failed_op)
+{
+    int32_t bad_op = -1;
+    int rc;
+    if (plan == NULL) {
+        rc = TGRS_ERR_NULL;
+    } else {
+        memset(plan, 0, sizeof *plan);
+        rc = (bytes == NULL || checks == NULL) ? TGRS_ERR_NULL : tgrs_load_steps(plan, bytes, len);
+        if (rc == TGRS_OK) {
+            /* Step 20: every op's kind-specific check in every tile (check.c), on what steps 1-19 proved. */
+            rc = tgrs_check_kinds(plan, checks, n_checks, &bad_op);
+        }
+        if (rc != TGRS_OK) {
+            memset(plan, 0, sizeof *plan);
+        } else {
+            plan->loaded = TGRS_PLAN_LOADED;
         }
     }
-    if (rc != TGRS_OK) {
-        memset(plan, 0, sizeof *plan);
-        return rc;
+    if (failed_op != NULL) {
+        *failed_op = bad_op;
     }
-    plan->loaded = TGRS_PLAN_LOADED;
-    return TGRS_OK;
+    return rc;
 }

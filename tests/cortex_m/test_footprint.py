@@ -53,11 +53,9 @@ def test_runtime_text_with_every_kernel_fits_32k(harness, images):
     assert 4 * KIB < size.text <= 32 * KIB, size  # lower bound: the kernels really were linked and counted
 
 
-def test_runtime_text_int8_cnn_subset_fits_17_5k(harness, images):
-    # 17.5 KiB: the 16 KiB target plus the loader's per-kind check step (check.c and the five kinds' checks, about
-    # 1.6 KiB; docs/runtime.md "Building and size"), which the 16 KiB figure did not carry.
+def test_runtime_text_int8_cnn_subset_fits_16k(harness, images):
     size = harness.runtime_size(images["int8"][1])
-    assert size.text <= 17.5 * KIB, size
+    assert size.text <= 16 * KIB, size
 
 
 def test_op_resolver_links_only_the_plans_kinds(harness, images):
