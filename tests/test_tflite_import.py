@@ -874,3 +874,31 @@ def test_variable_tensor_is_named(tmp_path):
     m.inputs, m.outputs = [x], [y]
     with pytest.raises(TigrisError, match="state"):
         load_model(_save(tmp_path, m))
+
+
+def test_compilation_is_deterministic(tmp_path):
+    m = Model()
+    m.inputs, m.outputs = dwconv_i8_mult2(m)
+    p = _save(tmp_path, m)
+    a = api.compile_model(p, "8K", xip=True).plan_bytes
+    b = api.compile_model(p, "8K", xip=True).plan_bytes
+    assert a == b
+
+
+def test_missing_interpreters_are_one_line_errors(tmp_path, monkeypatch):
+    import sys
+
+    from tigris.reference import tflite_run
+
+    m = Model()
+    m.inputs, m.outputs = fc_f32(m)
+    p = _save(tmp_path, m)
+    x = _inputs(p)
+    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)  # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "tflite_micro", None)
+    with pytest.raises(TigrisError, match="pip install ai-edge-litert"):
+        tflite_run.run_litert(p, x)
+    with pytest.raises(TigrisError, match="tflite-micro"):
+        tflite_run.run_tflm(p, x)
+    with pytest.raises(TigrisError, match="ai-edge-litert"):
+        api.verify(p, "256K")
