@@ -9,7 +9,8 @@ profiled: every entry of its op resolver table becomes a wrapper that reads SysT
 logs (kind, ticks) per call; the guest prints the log after the run. Under `-icount shift=0` one instruction is one
 virtual nanosecond, so ticks x 1e9 / SYSCLK are instructions. The host replays the executor's call order
 (`tigris.cost.calls`), checks the logged kinds against it, and fits per cost key (kernel kind, dtype, 1x1 conv)
-instructions = a x MACs + b x input bytes + c x output bytes + d by non-negative least squares. What the run spends
+instructions = a x MACs + b x taps + c x positions + d x input bytes + e x output bytes + f by non-negative
+least squares. What the run spends
 outside the kernels (its total less the kernel calls and the wrappers' own cost, measured in the guest) is fitted on
 op visits, bytes copied and bytes LZ4-decoded. The `generic` target is the mean of the two cores.
 
@@ -45,6 +46,7 @@ from tigris.ops import KIND_IDS  # noqa: E402
 SHARED = REPO.parent / "shared" / "models"
 BOARDS = {"mps2-an386": ("cortex-m4", 25_000_000), "mps3-an547": ("cortex-m55", 32_000_000)}
 TOLERANCE = 0.15
+FEW_CALLS = 8  # a cost key measured on fewer calls gets the two-term model (per MAC, per output byte)
 
 # (model, fast budget, xip, compression): the configurations bench/mcu_cost.py runs, and float models.
 CALIBRATE = [
@@ -192,8 +194,9 @@ def measure_calls(rel: str, fast: str, xip: bool, comp: str, board: str, work: P
     rows = []
     for (_k, ticks), cl in zip(logged, replay):
         instr = max(0.0, (ticks - inner)) * to_instr
-        rows.append((cost.cost_key(graph, lowered[cl.op]), cl.macs, cl.in_bytes, cl.out_bytes, instr))
-    total = (r.report["cycles"] - outer * len(logged)) * to_instr
+        rows.append((cost.cost_key(graph, lowered[cl.op]), cl.macs, cl.taps, cl.positions, cl.in_bytes, cl.out_bytes,
+                     instr))
+    total = (r.report["systick_ticks"] - outer * len(logged)) * to_instr
     visits = sum(max(1, len(u.tile_rows)) * sum(1 for i in u.ops if not lowered[i].alias) for u in plan.units)
     copied, lz4 = cost.moved_bytes(graph, plan, comp)
     return {"rows": rows, "total": total, "kernels": sum(x[-1] for x in rows), "visits": visits,
@@ -222,8 +225,10 @@ def fit(runs: list[dict]) -> dict:
     kernels = {}
     for key, rows in sorted(by_key.items()):
         arr = np.array(rows, dtype=np.float64)
-        a = np.column_stack([arr[:, 0], arr[:, 1], arr[:, 2], np.ones(len(arr))])
-        coef = nnls(a, arr[:, 3])
+        a = np.column_stack([arr[:, :5], np.ones(len(arr))])
+        if len(arr) < FEW_CALLS:
+            a[:, [1, 2, 3, 5]] = 0.0  # too few calls to separate six terms: MACs and output bytes only
+        coef = nnls(a, arr[:, 5])
         kernels[key] = {f: round(float(v), 6) for f, v in zip(cost.FEATURES, coef)}
         kernels[key]["calls_measured"] = len(rows)
     a = np.array([[r["visits"], r["copied"], r["lz4"]] for r in runs], dtype=np.float64)

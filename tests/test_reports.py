@@ -325,3 +325,14 @@ def test_estimate_prices_the_executor_calls(model, budget):
     assert {c.op for c in calls} == {i for i, low in enumerate(prep.lowered) if not low.alias}
     if not any(u.tile_rows for u in a.plan.units):
         assert sum(c.macs for c in calls) == a.json["model"]["macs"]
+
+
+def test_html_without_matplotlib_says_how_to_get_the_picture(tmp_path, monkeypatch):
+    import tigris.plot
+
+    monkeypatch.setattr(tigris.plot, "have_matplotlib", lambda: False)
+    page = tmp_path / "r.html"
+    res = invoke("analyze", MNIST, "-m", "64K", "--html", page, "-q")
+    assert res.exit_code == 0, res.output
+    text = page.read_text()
+    assert "<svg" not in text and "pip install &#x27;tigris[plot]&#x27;" in text and "Convolution28" in text

@@ -3,7 +3,12 @@
 The model (docs/cli.md "Latency estimate"):
 
 * Every kernel call the executor makes (each op of each unit, once per tile whose band of the op's output is not
-  empty) costs ``per_mac * MACs + per_in_byte * input bytes + per_out_byte * output bytes + per_call`` instructions,
+  empty) costs ``per_mac * MACs + per_tap * taps + per_position * positions + per_in_byte * input bytes +
+  per_out_byte * output bytes + per_call`` instructions. *Taps* count the window gathers: for a convolution the
+  output pixels times its kh x kw x input channels per group (the patch the kernel gathers once per pixel and reuses
+  for every output channel, so a conv with few output channels pays more per MAC), for a depthwise conv or a pool
+  the output elements times the window; *positions* count the kernel window positions visited (output pixels times
+  kh x kw for a convolution, each with its own bounds check, so one input channel costs more per MAC than many),
   with coefficients per *cost key*: the kernel kind, the output dtype, and for ``conv`` whether the kernel is 1x1.
   MACs and bytes are those of the call's band, so halo recompute is priced where it happens.
 * Everything else ``tgrs_run`` does costs ``per_op_visit`` per visited op record, ``per_moved_byte`` per byte copied
@@ -26,6 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+import numpy as np
+
 from tigris.ir import AnalyzedGraph, TigrisError
 
 DATA = Path(__file__).with_name("cost_model.json")
@@ -33,18 +40,21 @@ DATA = Path(__file__).with_name("cost_model.json")
 # file does not change them).
 ENV = "TIGRIS_COST_MODEL"
 TARGETS = ("cortex-m4", "cortex-m55", "generic")
-FEATURES = ("per_mac", "per_in_byte", "per_out_byte", "per_call")
+FEATURES = ("per_mac", "per_tap", "per_position", "per_in_byte", "per_out_byte", "per_call")
 
 
 @dataclass(frozen=True)
 class KernelCost:
     per_mac: float = 0.0
+    per_tap: float = 0.0
+    per_position: float = 0.0
     per_in_byte: float = 0.0
     per_out_byte: float = 0.0
     per_call: float = 0.0
 
-    def instructions(self, macs: int, in_bytes: int, out_bytes: int) -> float:
-        return self.per_mac * macs + self.per_in_byte * in_bytes + self.per_out_byte * out_bytes + self.per_call
+    def instructions(self, macs: int, taps: int, positions: int, in_bytes: int, out_bytes: int) -> float:
+        return (self.per_mac * macs + self.per_tap * taps + self.per_position * positions
+                + self.per_in_byte * in_bytes + self.per_out_byte * out_bytes + self.per_call)
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,8 @@ class Call:
     tile: int
     rows: int
     macs: int
+    taps: int
+    positions: int
     in_bytes: int
     out_bytes: int
 
@@ -125,6 +137,7 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
     from tigris.plan.spatial import row_bytes
 
     root = lambda n: plan.alias_of.get(n, n)  # noqa: E731
+    per_elem = [taps_per_output(graph, op) for op in graph.ops]
     for u, unit in enumerate(plan.units):
         tiles = unit.tile_rows or [None]
         for t, band in enumerate(tiles):
@@ -148,7 +161,30 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
                 macs = int(low.macs) if rows >= full else int(low.macs) * rows // max(1, full)
                 ins = [n for n in dict.fromkeys(low.inputs) if n in graph.tensors and n not in graph.weights]
                 in_bytes = sum(rows_of(n) * row_bytes(graph, n) for n in ins)
-                yield Call(i, u, t, rows, macs, in_bytes, rows * row_bytes(graph, out))
+                out_bytes = rows * row_bytes(graph, out)
+                elems = out_bytes // max(1, np.dtype(graph.tensors[out].dtype).itemsize)
+                taps, positions = per_elem[i]
+                yield Call(i, u, t, rows, macs, int(round(elems * taps)), int(round(elems * positions)), in_bytes,
+                           out_bytes)
+
+
+def taps_per_output(graph: AnalyzedGraph, op: Any) -> tuple[float, float]:
+    """(taps, positions) per output element (see module docstring): a conv gathers a kh x kw x C_in/group patch at
+    kh x kw positions per pixel, shared by the output channels of its group; a depthwise conv or a pool visits its
+    window once per output element; every other op neither."""
+    if op.op_type in ("Conv", "DepthwiseConv", "Conv1D") and len(op.inputs) > 1:
+        w = op.inputs[1]
+        shape = graph.weights[w].shape if w in graph.weights else graph.tensors[w].shape
+        window = int(np.prod(shape[2:])) if len(shape) > 2 else 1
+        if op.op_type == "DepthwiseConv":
+            return float(window), float(window)
+        groups = int(op.attrs.get("group", 1) or 1)
+        per_group_out = max(1, int(shape[0]) // groups)
+        return window * int(shape[1]) / per_group_out, window / per_group_out
+    k = op.attrs.get("kernel_shape")
+    if op.op_type in ("MaxPool", "AveragePool") and k:
+        return float(np.prod(list(k))), float(np.prod(list(k)))
+    return 0.0, 0.0
 
 
 @dataclass
@@ -205,7 +241,8 @@ def estimate(
     for unit in plan.units:
         visits += max(1, len(unit.tile_rows)) * sum(1 for i in unit.ops if not lowered[i].alias)
     for c in calls(graph, plan, lowered):
-        per_op[c.op] = per_op.get(c.op, 0.0) + tc.kernel(keys[c.op]).instructions(c.macs, c.in_bytes, c.out_bytes)
+        per_op[c.op] = per_op.get(c.op, 0.0) + tc.kernel(keys[c.op]).instructions(c.macs, c.taps, c.positions,
+                                                                                  c.in_bytes, c.out_bytes)
     copied, lz4 = moved_bytes(graph, plan, compression)
     overhead = tc.per_op_visit * visits + tc.per_moved_byte * copied + tc.per_lz4_byte * lz4
     kernel = int(round(sum(per_op.values())))
