@@ -336,3 +336,11 @@ def test_html_without_matplotlib_says_how_to_get_the_picture(tmp_path, monkeypat
     assert res.exit_code == 0, res.output
     text = page.read_text()
     assert "<svg" not in text and "pip install &#x27;tigris[plot]&#x27;" in text and "Convolution28" in text
+
+
+def test_verify_json_has_the_envelope():
+    res = invoke("verify", MNIST, "-m", "64K", "--json")
+    assert res.exit_code == 0, res.output
+    j = json.loads(res.stdout)
+    envelope_ok(j, "verify")
+    assert j["pass"] is True and j["plan"]["fits"] is True
