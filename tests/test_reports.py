@@ -235,6 +235,17 @@ def test_inspect_text_is_tables(tmp_path):
     assert "layer" in text and "Convolution110" in text and "op type" in text and "{'" not in text
 
 
+@pytest.mark.shared
+def test_inspect_tflite_text_and_json(shared_models):
+    tfl = shared_models / "tflite" / "kws_dscnn_int8.tflite"
+    res = invoke("inspect", tfl)
+    assert res.exit_code == 0, res.output
+    assert "TFLite schema" in res.stdout and "op type" in res.stdout and "{'" not in res.stdout
+    j = json.loads(invoke("inspect", tfl, "--json").stdout)
+    envelope_ok(j, "inspect")
+    assert j["kind"] == "tflite" and j["layers"]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The memory picture
 # ---------------------------------------------------------------------------------------------------------------

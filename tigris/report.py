@@ -392,10 +392,15 @@ def render_inspect(info: dict[str, Any], width: int | None = None) -> str:
         out.table(["unit", "stages", "calls", "tiles", "peak", "weight prefix", "reloads", "spills", "rows"], urows,
                   right={0, 2, 3, 4, 5})
         return out.text()
-    # an ONNX model
-    out.line(f"model {info['file']}: ir v{info['ir_version']}, opsets "
-             + ", ".join(f"{k} {v}" for k, v in info["opsets"].items())
-             + (f", producer {info['producer']}" if info["producer"] else ""))
+    # an ONNX or TFLite model
+    if info.get("kind") == "tflite":
+        out.line(f"model {info['file']}: TFLite schema v{info.get('schema_version')}, "
+                 f"{info.get('subgraphs')} subgraph(s)"
+                 + (f", {info['description']}" if info.get("description") else ""))
+    else:
+        out.line(f"model {info['file']}: ir v{info['ir_version']}, opsets "
+                 + ", ".join(f"{k} {v}" for k, v in info["opsets"].items())
+                 + (f", producer {info['producer']}" if info["producer"] else ""))
     out.line()
     io_rows = [[k[:-1], v["name"], v["dtype"], "x".join("?" if d is None else str(d) for d in v["shape"])]
                for k in ("inputs", "outputs") for v in info[k]]
