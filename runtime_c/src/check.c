@@ -2,7 +2,7 @@
  * check.c - validate once, compute many: the loader's per-kind check of every op, and the op context both it and the
  * executor build.
  *
- * tgrs_load's structural steps prove every index, offset and size; this last step (docs/format.md, step 20) proves
+ * tgrs_load's structural steps prove every index, offset and size; this last step (docs/format.md, step 17) proves
  * the kind-specific semantics: it calls tgrs_check_<kind> for every op in every tile of its unit, on the context the
  * executor will pass to tgrs_kernel_<kind> for that tile (tgrs_op_frame_fill builds both), without addresses. An op
  * whose output band is empty in a tile is skipped there, as the executor skips it. The constants' bytes are visible

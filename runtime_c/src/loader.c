@@ -13,7 +13,7 @@
  *   - a FAST interface home's placement must hold the whole tensor (TGRS_ERR_IO);
  *   - op names are string references like any other (TGRS_ERR_STRING);
  *   - a tiled unit has at least one placement (TGRS_ERR_UNIT), so its tile count is bounded by the file size.
- *   - step 20, the per-kind check of every op in every tile (check.c), proves what the kernels rely on, so a plan
+ *   - step 17, the per-kind check of every op in every tile (check.c), proves what the kernels rely on, so a plan
  *     the loader accepts never fails a kernel check at run time (except an LZ4 unit's constant values, which
  *     exist only once the run decodes them).
  * What the loader cannot prove is liveness (that no two live buffers overlap): plan/check.py proves it at compile
@@ -848,9 +848,9 @@ int tgrs_load_diag(tgrs_plan *plan, const void *bytes, size_t len, int32_t *fail
     return tgrs_load_checks(plan, bytes, len, tgrs_check_table, TGRS_OP_COUNT + 1u, failed_op);
 }
 
-/* Steps 1-19 (the structure); on success the plan's fields are filled but it is not marked loaded yet. External
+/* Steps 1-16 (the structure); on success the plan's fields are filled but it is not marked loaded yet. External
    (tgrs_internal.h) so that compilers keep it one function: inlined into tgrs_load_checks at -Os, the call to
-   step 20 made GCC spill enough to cost about 0.6 KiB. */
+   step 17 made GCC spill enough to cost about 0.6 KiB. */
 int tgrs_load_steps(tgrs_plan *plan, const void *bytes, size_t len)
 {
     int rc;
@@ -888,7 +888,7 @@ int tgrs_load_checks(tgrs_plan *plan, const void *bytes, size_t len, const tgrs_
         memset(plan, 0, sizeof *plan);
         rc = (bytes == NULL || checks == NULL) ? TGRS_ERR_NULL : tgrs_load_steps(plan, bytes, len);
         if (rc == TGRS_OK) {
-            /* Step 20: every op's kind-specific check in every tile (check.c), on what steps 1-19 proved. */
+            /* Step 17: every op's kind-specific check in every tile (check.c), on what steps 1-16 proved. */
             rc = tgrs_check_kinds(plan, checks, n_checks, &bad_op);
         }
         if (rc != TGRS_OK) {

@@ -135,7 +135,7 @@ typedef struct tgrs_op_frame {
 void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t op_index,
                         uint8_t *fast, const uint8_t *consts);
 
-/* Steps 1-19 of tgrs_load (loader.c). */
+/* Steps 1-16 of tgrs_load (loader.c). */
 int tgrs_load_steps(tgrs_plan *plan, const void *bytes, size_t len);
 
 /* The loader's last step (check.c): every op's check (checks[kind], n_checks entries) in every tile. On failure

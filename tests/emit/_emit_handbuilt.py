@@ -1,7 +1,7 @@
 """Small hand-built graphs, lowered ops and memory plans for the writer/reader tests.
 
 The plans are built directly (no planner), so the format tests do not depend on stages 3-6. The parameters are
-ones the kinds' checks accept (the loader runs them, docs/format.md step 20) for x [1,4,8,8] -conv 3x3 pad 1->
+ones the kinds' checks accept (the loader runs them, docs/format.md step 17) for x [1,4,8,8] -conv 3x3 pad 1->
 [1,8,8,8] -maxpool 2x2/2-> [1,8,4,4] -gap-> [1,8,1,1]; constant values are random, so a round trip that swapped or
 dropped one would show.
 """

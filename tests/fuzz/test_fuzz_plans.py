@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 import _rt_fuzz_plans as FP
-from tigris.emit import format as F
-from tigris.emit.writer import seal
+from _rt_fuzz_plans import mutate
 from tigris.host.build import c_sources, find_sources, kernel_stubs_source, missing_kernels
 
 ITERS = int(os.environ.get("TIGRIS_FUZZ_ITERS", "1000"))
@@ -65,74 +64,6 @@ def _run(driver: Path, plans: list[bytes], tmp: Path) -> list[tuple[int, int]]:
     res = [tuple(int(v) for v in ln.split()[1:]) for ln in lines if ln.strip()]
     assert len(res) == len(plans)
     return res  # type: ignore[return-value]
-
-
-def _sections(p: bytes) -> list[tuple[int, int, int, int]]:
-    return [struct.unpack_from("<4I", p, F.DIR_OFFSET + i * F.SECTION.size) for i in range(len(F.SECTIONS))]
-
-
-RECORD_OF = {s.id: s.record for s in F.SECTIONS}
-INTERESTING = [0, 1, 2, 3, 4, 7, 8, 15, 16, 17, 255, 256, 0x7FFF, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000,
-               0xFFFFFFF0, 0xFFFFFFFE, 0xFFFFFFFF]
-
-
-def _pos(base: bytes, rng: random.Random, lo: int = 0) -> int:
-    """A byte position, 80% of the time outside the WEIGHTS payload: in a real model the weights are most of the
-    bytes, and a changed weight only changes numbers, while the structure is what the loader must defend."""
-    woff = _sections(base)[-1][1] if len(base) >= F.DATA_START else len(base)
-    if lo < woff <= len(base) and rng.random() < 0.8:
-        return rng.randrange(lo, woff)
-    return rng.randrange(lo, len(base))
-
-
-def mutate(base: bytes, rng: random.Random) -> bytes:
-    """One random mutation; re-sealed (correct CRC) 85% of the time so deeper checks see it."""
-    b = bytearray(base)
-    what = rng.choice(["flip", "flip", "byte", "u32", "u32", "u32", "truncate", "extend", "section", "swap"])
-    if what == "flip":
-        for _ in range(rng.choice([1, 1, 2, 4])):
-            b[_pos(base, rng)] ^= 1 << rng.randrange(8)
-    elif what == "byte":
-        b[_pos(base, rng)] = rng.choice([0, 0xFF, 0x80, 0x7F, rng.randrange(256)])
-    elif what == "u32":
-        i = min(_pos(base, rng, F.CRC_START), len(b) - 4) & ~3
-        v = rng.choice(INTERESTING + [struct.unpack_from("<I", b, i)[0] + rng.choice([-16, -1, 1, 16])])
-        struct.pack_into("<I", b, i, v & 0xFFFFFFFF)
-    elif what == "truncate":
-        b = b[: rng.randrange(len(b))]
-        if len(b) >= F.HEADER.size and rng.random() < 0.7:
-            struct.pack_into("<I", b, F.HEADER.offsets()["file_size"], len(b))
-    elif what == "extend":
-        b += bytes(rng.choice([1, 16, 64, 1000]))
-        if rng.random() < 0.7:
-            struct.pack_into("<I", b, F.HEADER.offsets()["file_size"], len(b))
-        if rng.random() < 0.5:  # grow the last section (WEIGHTS) or another one over the new bytes
-            k = rng.randrange(len(F.SECTIONS))
-            e = F.DIR_OFFSET + k * F.SECTION.size
-            sid, off, size, count = struct.unpack_from("<4I", b, e)
-            rec = RECORD_OF[F.SectionId(sid)] if sid in F.SectionId._value2member_map_ else None
-            grow = rec.size * rng.choice([1, 2, 100]) if rec is not None else rng.choice([1, 16, 1000])
-            struct.pack_into("<4I", b, e, sid, off, (size + grow) & 0xFFFFFFFF,
-                             (count + (grow // rec.size if rec is not None else grow)) & 0xFFFFFFFF)
-    elif what == "section":
-        k = rng.randrange(len(F.SECTIONS))
-        e = F.DIR_OFFSET + k * F.SECTION.size + 4 * rng.randrange(1, 4)
-        struct.pack_into("<I", b, e, rng.choice(INTERESTING) & 0xFFFFFFFF)
-    else:  # swap two records of one table
-        secs = [(sid, off, cnt) for sid, off, _, cnt in _sections(base)
-                if sid in RECORD_OF and RECORD_OF[sid] is not None and cnt >= 2]
-        if secs:
-            sid, off, cnt = rng.choice(secs)
-            rs = RECORD_OF[sid].size
-            i, j = rng.sample(range(cnt), 2)
-            a = bytes(b[off + i * rs: off + (i + 1) * rs])
-            b[off + i * rs: off + (i + 1) * rs] = b[off + j * rs: off + (j + 1) * rs]
-            b[off + j * rs: off + (j + 1) * rs] = a
-        else:
-            b[rng.randrange(len(b))] ^= 0x10
-    if len(b) >= F.CRC_START and rng.random() < 0.85:
-        return seal(b)
-    return bytes(b)
 
 
 def test_valid_plans_run_clean(driver: Path, tmp_path: Path) -> None:

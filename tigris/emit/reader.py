@@ -328,7 +328,7 @@ class _Sections:
         return tuple(self.index_vals[first : first + count])
 
 
-# Step 20's codes: a kind check refused an op (the kernel codes of docs/format.md).
+# Step 17's codes: a kind check refused an op (the kernel codes of docs/format.md).
 KIND_CHECK_CODES = frozenset({"ERR_PARAM", "ERR_DTYPE", "ERR_TILE", "ERR_SCRATCH", "ERR_SHAPE", "ERR_UNSUPPORTED"})
 
 
@@ -344,12 +344,12 @@ def _runtime():
 
 
 def _check_kinds(buf: bytes, ops: list[OpInfo]) -> None:
-    """Step 20: every op's kind-specific check in every tile.
+    """Step 17: every op's kind-specific check in every tile.
 
     The kind semantics (what a conv's parameters, dims, constants and bands must satisfy) have one implementation,
     next to each kernel in runtime_c (tgrs_check_<kind>); the reader runs it through the host build of the runtime
     instead of keeping a second copy. A plan reaches this step only when every structural check above passed, so the
-    C loader's verdict here is step 20's. Where the runtime cannot be built the reader checks the structure only."""
+    C loader's verdict here is step 17's. Where the runtime cannot be built the reader checks the structure only."""
     rt = _runtime()
     if rt is None:
         return
@@ -436,10 +436,12 @@ def _check_header(buf: bytes) -> dict[str, object]:
 
 
 def _check_directory(buf: bytes, flags: int) -> _Sections:
-    """Steps 8-9: every section present once, in order, sized by its records, aligned, inside the file."""
+    """Steps 8-9: every section present once, in order, sized by its records (step 8 for every entry first, as the
+    C loader does, so a malformed directory is reported before any bound), aligned, inside the file (step 9)."""
     size = len(buf)
     c = _Sections(flags, {}, {}, {})
     prev_end = F.DATA_START
+    entries = []
     for i, spec in enumerate(F.SECTIONS):
         e = F.SECTION.unpack(buf, F.DIR_OFFSET + i * F.SECTION.size)
         sid, off, sz, cnt = (int(e[k]) for k in ("id", "offset", "size", "count"))  # type: ignore[call-overload]
@@ -448,16 +450,18 @@ def _check_directory(buf: bytes, flags: int) -> _Sections:
         recsize = spec.record.size if spec.record else 1
         if sz != cnt * recsize:
             raise _fail("ERR_SECTION", f"section {spec.id.name}: size {sz} is not {cnt} x {recsize}")
+        if spec.id == F.SectionId.PLAN and cnt != 1:
+            raise _fail("ERR_SECTION", "PLAN must hold exactly one record")
+        if spec.id == F.SectionId.UNITS and cnt == 0:
+            raise _fail("ERR_SECTION", "UNITS is empty")
+        entries.append((spec, off, sz, cnt))
+    for spec, off, sz, cnt in entries:
         if off % F.ALIGN or off < prev_end or off > size or sz > size - off:
             raise _fail("ERR_SECTION_BOUNDS", f"section {spec.id.name} at {off}+{sz} is misplaced")
         prev_end = off + sz
         c.sec[spec.id] = buf[off : off + sz]
         c.counts[spec.id] = cnt
         c.where[spec.id.name] = (off, sz)
-    if c.counts[F.SectionId.PLAN] != 1:
-        raise _fail("ERR_SECTION", "PLAN must hold exactly one record")
-    if c.counts[F.SectionId.UNITS] == 0:
-        raise _fail("ERR_SECTION", "UNITS is empty")
     c.index_vals = struct.unpack(f"<{c.counts[F.SectionId.INDEX]}I", c.sec[F.SectionId.INDEX])
     return c
 
