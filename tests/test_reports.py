@@ -355,3 +355,14 @@ def test_verify_json_has_the_envelope():
     j = json.loads(res.stdout)
     envelope_ok(j, "verify")
     assert j["pass"] is True and j["plan"]["fits"] is True
+
+
+def test_latency_objective_is_never_slower_than_the_others():
+    """mobilenet-like trade-offs in small: kws_dscnn_int8 at a budget that forces tiling, with slow memory priced."""
+    j = json.loads(invoke("analyze", KWS, "-m", "12K", "--xip", "--target", "cortex-m4", "--clock", "168M",
+                          "--psram-bandwidth", "20M", "--json").stdout)
+    assert j["objective"]["name"] == "latency"
+    rows = [t for t in j["objective"]["tradeoff"] if t["fits"]]
+    chosen = [t for t in rows if t["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["ms"] == min(t["ms"] for t in rows)
+    assert chosen[0]["ms"] == j["latency"]["ms"]

@@ -310,14 +310,17 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
     objective = j.get("objective")
     if objective and objective["tradeoff"] and fits_plan:
         out.line(f"objective {objective['name']}; what each objective trades at this budget:")
+        with_ms = any(t.get("ms") is not None for t in objective["tradeoff"])
         trows = []
         for t in objective["tradeoff"]:
             if not t["fits"]:
-                trows.append([t["objective"], "does not fit", "", "", "", ""])
+                trows.append([t["objective"], "does not fit", "", "", "", ""] + ([""] if with_ms else []))
                 continue
             trows.append([t["objective"] + (" (chosen)" if t["chosen"] else ""), t["stages"], t["tiles"],
-                          format_size(t["slow_traffic_bytes"]), _n(t["recompute_macs"]), _n(t["instructions"])])
-        out.table(["objective", "stages", "tiles", "slow traffic", "recompute MACs", "est. instructions"], trows)
+                          format_size(t["slow_traffic_bytes"]), _n(t["recompute_macs"]), _n(t["instructions"])]
+                         + ([f"{t['ms']:.2f}"] if with_ms else []))
+        out.table(["objective", "stages", "tiles", "slow traffic", "recompute MACs", "est. instructions"]
+                  + (["est. ms"] if with_ms else []), trows)
     if verbose and j["stages"]:
         out.line()
         srows = []
