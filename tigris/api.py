@@ -150,14 +150,7 @@ def prepare(model: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
         graph = graph.replace(numerics=numerics)
     graph, reports = normalize(graph)
     check_supported(graph)
-    lowered = []
-    for op in graph.ops:
-        try:
-            lowered.append(lower(graph, op))
-        except TigrisError:
-            raise
-        except (KeyError, NotImplementedError) as e:
-            raise UnsupportedModelError([{"node": op.name, "op": op.op_type, "reason": f"no kernel: {e}"}], str(model))
+    lowered = [lower(graph, op) for op in graph.ops]  # check_supported has refused every op lowering would
     return Prepared(graph, reports, lowered)
 
 

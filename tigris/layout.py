@@ -6,13 +6,67 @@ The runtime stores every activation as a rank-4 physical view ``{N, H, W, C}`` (
 * ``nwc``: logical ``[N, C, L]`` -> ``{N, L, 1, C}`` (L is the row axis, so 1-D signals tile like images)
 * ``plain``: logical order, padded on the left with ones to rank 4 (ranks above 4 fold their leading axes)
 
-This module is the one place that knows the mapping; the reference executor, the host session and the emitter use it.
+This module is the one place that knows the mapping: the layout rule (:func:`layout_for_rank`, which the layout
+pass applies and the passes before it predict), the axis maps, the byte order a layout stores elements in
+(:func:`byte_order`, from which the layout pass decides and records whether a reshape moves bytes), and the
+conversions the reference executor, the host session and the emitter use.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tigris.ir import Boundary, Tensor, TigrisError
+
+# Layouts whose physical row axis (H of nhwc, L of nwc) is a logical axis: tensors the planner can cut into row bands.
+ROW_LAYOUTS = ("nhwc", "nwc")
+
+
+# logical axis -> its position in the physical order, per layout
+PHYS_POS = {"nhwc": (0, 3, 1, 2), "nwc": (0, 2, 1)}
+# the physical order as a permutation of the logical axes (physical = logical.transpose(PERM))
+PERM = {"nhwc": (0, 2, 3, 1), "nwc": (0, 2, 1)}
+
+
+def layout_for_rank(rank: int) -> str:
+    """The layout rule: rank-4 activations are nhwc, rank-3 nwc, every other rank plain."""
+    return {4: "nhwc", 3: "nwc"}.get(rank, "plain")
+
+
+def physical_axis(axis: int, rank: int) -> int:
+    """Where logical ``axis`` of a rank-``rank`` activation sits in its physical order (under the layout rule)."""
+    lay = layout_for_rank(rank)
+    return PHYS_POS[lay][axis] if lay in PHYS_POS else axis
+
+
+def perm_of(layout: str, rank: int) -> tuple[int, ...]:
+    p = PERM.get(layout)
+    return p if p is not None and len(p) == rank else tuple(range(rank))
+
+
+def byte_order(shape: tuple[int, ...], layout: str) -> np.ndarray:
+    """Logical flat index of the element stored at each physical position (a reshape keeps the logical order, so it
+    moves no bytes exactly when input and output have the same byte order; :func:`same_order` answers that without
+    building this array)."""
+    shape = tuple(int(d) for d in shape)
+    idx = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+    return idx.transpose(perm_of(layout, len(shape))).reshape(-1)
+
+
+def same_order(a: tuple[tuple[int, ...], str], b: tuple[tuple[int, ...], str]) -> bool:
+    """True when tensors of (shape, layout) ``a`` and ``b`` store their logical elements in the same order (compared
+    in O(rank) through :func:`storage_order`)."""
+    (sa, la), (sb, lb) = a, b
+    return storage_order(tuple(sa), perm_of(la, len(sa))) == storage_order(tuple(sb), perm_of(lb, len(sb)))
+
+
+def same_byte_order(a: Tensor, b: Tensor) -> bool:
+    """``a`` and ``b`` store their elements (logical row-major order) in the same physical sequence."""
+    return same_order((a.shape, a.layout), (b.shape, b.layout))
+
+
+def in_logical_order(shape: tuple[int, ...], layout: str) -> bool:
+    """The layout stores the elements in plain logical order (e.g. NHWC with C == 1 or H*W == 1)."""
+    return same_order((tuple(shape), layout), (tuple(shape), "plain"))
 
 
 def view_dims(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:

@@ -4,7 +4,7 @@ from onnx import helper
 
 from passes._build import F, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass
 from tigris.passes import normalize
-from tigris.passes._layouts import byte_order
+from tigris.layout import byte_order
 
 RNG = np.random.default_rng(0)
 

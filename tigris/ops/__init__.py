@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from functools import lru_cache
 
-from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.base import Lowered, OpKind, TensorView, Unsupported
 
 # (kind name, module under tigris.ops, class name). The order is the C enum order.
 KINDS: tuple[tuple[str, str, str], ...] = (
@@ -45,12 +45,11 @@ def kind(name: str) -> OpKind:
 
 @lru_cache(maxsize=None)
 def _by_ir_op() -> dict[str, OpKind]:
+    """IR op type -> its kind. Every registered kind must import: a missing module is a broken build, not a kind
+    to skip."""
     table: dict[str, OpKind] = {}
     for kname, _, _ in KINDS:
-        try:
-            k = kind(kname)
-        except (ImportError, AttributeError):
-            continue
+        k = kind(kname)
         for t in k.ir_ops:
             table.setdefault(t, k)
     return table
@@ -61,19 +60,30 @@ def kind_for(op_type: str) -> OpKind | None:
     return _by_ir_op().get(op_type)
 
 
-def lower(graph, op) -> Lowered:
-    """Lower one IR op. A kind with a NUMERICS parameter gets the graph's contract code in it, float ops included,
-    so every such op of a plan carries the code its header flag states (the loader checks it)."""
-    from tigris.ops.qmath import numerics_code
-
+def unsupported_reason(graph, op) -> str | None:
+    """Why the runtime cannot run ``op``, or None: no kind lowers its type, or its kind refuses it."""
     k = kind_for(op.op_type)
     if k is None:
-        raise KeyError(op.op_type)
-    low = k.lower(graph, op)
-    for pname in k.PARAMS:
+        return f"no runtime kernel for {op.op_type}"
+    return k.unsupported(graph, op)
+
+
+def lower(graph, op) -> Lowered:
+    """Lower one normalized op; :class:`Unsupported` (naming the node) when the runtime cannot run it. A kind with
+    a NUMERICS parameter gets the graph's contract code in it, float ops included, so every such op of a plan
+    carries the code its header flag states (the loader checks it)."""
+    from tigris.ops.qmath import numerics_code
+
+    why = unsupported_reason(graph, op)
+    if why:
+        raise Unsupported(why, op.name)
+    k = kind_for(op.op_type)
+    low = k.lower(graph, op)  # type: ignore[union-attr]
+    for pname in k.PARAMS:  # type: ignore[union-attr]
         if pname.lower() == "numerics":
             low.params[pname] = numerics_code(getattr(graph, "numerics", "onnx"), op.name)
     return low
 
 
-__all__ = ["KINDS", "KIND_IDS", "Lowered", "OpKind", "TensorView", "kind", "kind_for", "lower"]
+__all__ = ["KINDS", "KIND_IDS", "Lowered", "OpKind", "TensorView", "Unsupported", "kind", "kind_for", "lower",
+           "unsupported_reason"]

@@ -78,6 +78,14 @@ def window_from_attrs(attrs: Mapping[str, Any], one_d: bool = False) -> Window:
     return Window(kh=ks[0], kw=ks[1], sh=st[0], sw=st[1], dh=dl[0], dw=dl[1], pt=pd[0], pl=pd[1], pb=pd[2], pr=pd[3])
 
 
+def row_window(attrs: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """(kernel, stride, dilation, leading pad) along the row axis, from the same attributes the kernel's window is
+    lowered from (a missing kernel_shape is a 1-wide window)."""
+    ks = attrs.get("kernel_shape") or [1]
+    w = window_from_attrs({**attrs, "kernel_shape": ks}, one_d=len(ks) == 1)
+    return w.kh, w.sh, w.dh, w.pt
+
+
 def out_size(n: int, k: int, s: int, d: int, p0: int, p1: int) -> int:
     """Output length of a window along one axis (floor mode)."""
     return (n + p0 + p1 - ((k - 1) * d + 1)) // s + 1

@@ -21,9 +21,67 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor, TigrisError
 from tigris.ops import qmath
-from tigris.ops.base import f32_bits
+from tigris.ops._geometry import row_window
+from tigris.ops.base import OpKind, f32_bits
 
 INT32_LIMIT = 2**31
+
+
+class MacKind(OpKind):
+    """What the multiply-accumulate kinds share: a constant weight (and bias), a fused activation, int8 weights that
+    are symmetric with an int32 bias, and MACs = output elements x weight elements per output channel."""
+
+    SINGLE_INPUT = False
+
+    def fuses_activation(self, op: Op) -> bool:
+        return True
+
+    def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
+        if not int8:
+            return None
+        ins = [i for i in op.inputs if i]
+        w = graph.tensors[ins[1]]
+        if w.dtype != "int8" or w.quant is None:
+            return "int8 op with a non-int8 weight"
+        if np.any(w.quant.zero_point != 0):
+            return "int8 weight with a non-zero zero point"
+        if len(ins) > 2 and (graph.tensors[ins[2]].dtype != "int32" or graph.tensors[ins[2]].quant is None):
+            return "int8 op with a non-int32 bias"
+        return None
+
+    def macs(self, graph: AnalyzedGraph, op: Op, out_rows: int | None = None) -> int:
+        out = graph.tensors[op.outputs[0]]
+        wn = op.inputs[1]
+        w = graph.tensors[wn].shape if wn in graph.tensors else graph.weights[wn].shape
+        per_out = 1
+        for d in w[1:]:
+            per_out *= int(d)
+        total = out.numel * per_out
+        if out_rows is None or self.TILING != "spatial":
+            return total
+        from tigris.layout import tensor_view_dims
+
+        return total * out_rows // max(1, tensor_view_dims(out)[1])
+
+
+class WindowedMacKind(MacKind):
+    """conv and dwconv: a window over the input rows, with constant weight and bias and explicit attributes."""
+
+    TILING = "spatial"
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        ins = [i for i in op.inputs if i]
+        if len(ins) < 2 or ins[1] not in graph.weights or (len(ins) > 2 and ins[2] not in graph.weights):
+            return "weight or bias is not a constant"
+        rank = len(graph.tensors[ins[0]].shape)
+        if (op.op_type == "Conv1D") != (rank == 3) or rank not in (3, 4):
+            return f"{op.op_type} on a rank-{rank} input"
+        if any(k not in op.attrs for k in ("kernel_shape", "strides", "dilations", "pads", "group")):
+            return "attributes are not explicit"
+        return None
+
+    def window(self, op: Op) -> tuple[int, int, int, int]:
+        return row_window(op.attrs)
 
 
 def optional_input(op: Op, i: int) -> str | None:

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import ClassVar, Literal, Sequence
 
 import numpy as np
 
-from tigris.ir import AnalyzedGraph, Op
+from tigris.ir import AnalyzedGraph, Op, TigrisError
 
 MAX_PARAMS = 24
 MAX_CONSTS = 4
@@ -65,16 +65,126 @@ class Lowered:
     macs: int = 0
 
 
+class Unsupported(TigrisError):
+    """The runtime cannot run this op as the graph states it; ``reason`` says why (the analyze --json contract's
+    ``unsupported[].reason``). Raised by :func:`tigris.ops.lower`; :func:`tigris.passes.check_supported` collects
+    the reasons of every op at once."""
+
+    def __init__(self, reason: str, where: str | None = None):
+        self.reason = reason
+        super().__init__(reason, where)
+
+
+# How the planner may cut an op into row bands (docs/memory-planning.md, spatial rules 1-3):
+# spatial: a window over the input rows (input_rows from its geometry, halo); pointwise: an output row needs the
+# matching input rows (shifted or scaled for Pad and Resize); structural: it needs its whole input (whole-tensor).
+Tiling = Literal["spatial", "pointwise", "structural"]
+
+
 class OpKind:
-    """Base class of a runtime kernel family. Subclasses set the class attributes and implement the methods."""
+    """Base class of a runtime kernel family. Subclasses set the class attributes and implement the methods.
+
+    Besides lowering and the reference, a kind answers every question later stages ask about its ops, so no stage
+    matches op-type strings: why an op is unsupported (:meth:`unsupported`), how it tiles (:meth:`tiling`,
+    :meth:`window`, :meth:`rows_needed`, :meth:`mixes_rows`, :attr:`accumulates`), its MACs and scratch, and whether
+    it takes a fused activation (:meth:`fuses_activation`) or is one (:meth:`as_fused_activation`).
+    """
 
     name: ClassVar[str]  # e.g. "conv"; C enum TGRS_OP_CONV
     ir_ops: ClassVar[tuple[str, ...]]  # normalized IR op types this kind lowers
     PARAMS: ClassVar[tuple[str, ...]] = ()
     CONSTS: ClassVar[tuple[str, ...]] = ()
+    TILING: ClassVar[Tiling] = "structural"
+    # The activation is the op's only operand: everything else was folded into attributes by the passes.
+    SINGLE_INPUT: ClassVar[bool] = True
+    # A tiled unit may end with this op and accumulate it over the tiles (spatial rule 7, unit flag ACCUM).
+    accumulates: ClassVar[bool] = False
+    # The op can be an alias (output shares the input buffer); the layout pass records which ones are.
+    may_alias: ClassVar[bool] = False
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         raise NotImplementedError
+
+    # -- support -------------------------------------------------------------------------------------------------
+    def unsupported(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        """Why the runtime cannot run ``op`` as stated, or None: first its operands and attributes
+        (:meth:`check_operands`), then the dtype and rank of its activations, then dtype-specific limits
+        (:meth:`check_dtype`)."""
+        why = self.check_operands(graph, op)
+        if why:
+            return why
+        acts = [n for n in (*op.inputs, *op.outputs) if n and n not in graph.weights]
+        deep = [n for n in acts if len(graph.tensors[n].shape) > 4]
+        if deep:
+            return f"rank-{len(graph.tensors[deep[0]].shape)} tensor {deep[0]} (runtime tensors have at most 4 dimensions)"
+        kinds = set()
+        for n in acts:
+            t = graph.tensors[n]
+            if t.dtype == "float32" and t.quant is None:
+                kinds.add("float")
+            elif t.dtype == "int8" and t.quant is not None:
+                if t.quant.per_channel:
+                    return f"activation {n} is quantized per channel"
+                kinds.add("int8")
+            else:
+                return f"activation {n} has dtype {t.dtype}{' with' if t.quant else ' without'} quantization"
+        if len(kinds) > 1:
+            floats = [n for n in acts if graph.tensors[n].dtype == "float32"]
+            return f"mixes int8 and float activations (float {floats[0]} between quantized ops was not folded)"
+        return self.check_dtype(graph, op, "int8" in kinds)
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        """Operands that must be constants or folded, attributes a pass must have made explicit."""
+        ins = [i for i in op.inputs if i]
+        if self.SINGLE_INPUT and len(ins) != 1:
+            return f"operand(s) {ins[1:]} were not folded into attributes"
+        return None
+
+    def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
+        """Limits of the float or int8 kernel once the activations are known to be one dtype."""
+        return None
+
+    # -- tiling (the planner's questions) ------------------------------------------------------------------------
+    def tiling(self, graph: AnalyzedGraph, op: Op) -> Tiling:
+        return self.TILING
+
+    def window(self, op: Op) -> tuple[int, int, int, int] | None:
+        """(kernel, stride, dilation, leading pad) along the row axis of a spatial op; None for other ops."""
+        return None
+
+    def rows_needed(self, op: Op, a: int, b: int) -> tuple[int, int]:
+        """Input rows (unclipped) that output rows ``[a, b)`` read: the window for spatial ops, the same rows for
+        pointwise ones (spatial rule 5). The planner clips them to the input."""
+        win = self.window(op)
+        if win is None:
+            return a, b
+        k, s, d, p = win
+        return a * s - p, (b - 1) * s - p + (k - 1) * d + 1
+
+    def mixes_rows(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        """Why an otherwise pointwise op cannot run on row bands (an output row reads other rows), or None."""
+        return None
+
+    def accumulator_bytes(self, graph: AnalyzedGraph, op: Op) -> int:
+        """Scratch an accumulating op keeps from the first tile to the last (only when :attr:`accumulates`)."""
+        return 0
+
+    # -- costs ---------------------------------------------------------------------------------------------------
+    def macs(self, graph: AnalyzedGraph, op: Op, out_rows: int | None = None) -> int:
+        """Multiply-accumulates of a weighted product for ``out_rows`` output rows (all when None); 0 for ops that
+        multiply by no weights."""
+        return 0
+
+    # -- activation fusion ---------------------------------------------------------------------------------------
+    def fuses_activation(self, op: Op) -> bool:
+        """The kernel clamps ``op``'s output with a fused activation (attribute ``fused_activation``, set by the
+        pass activation_fuse)."""
+        return False
+
+    def as_fused_activation(self, op: Op) -> str | None:
+        """The ``fused_activation`` name a producer takes over when it absorbs ``op`` (``relu``, ``relu6``), or
+        None when ``op`` is not a fusable activation."""
+        return None
 
     def reference(self, low: Lowered, inputs: Sequence["TensorView"], out: "TensorView") -> None:
         """Compute ``out.rows`` rows of the output into ``out.data`` from the input views, exactly like the C kernel."""

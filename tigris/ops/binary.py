@@ -157,6 +157,15 @@ def _operand(low: Lowered, slot: str, inputs: Sequence[TensorView], out: TensorV
 
 
 class _Binary(OpKind):
+    SINGLE_INPUT = False
+    TILING = "pointwise"
+
+    def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
+        for n in op.inputs:
+            if int8 and n and n in graph.weights and graph.tensors[n].quant is None:
+                return f"int8 {op.op_type} with an unquantized constant operand {n}"
+        return None
+
     PARAMS = PARAMS
     CONSTS = ("K",)
 
@@ -204,6 +213,9 @@ class _Binary(OpKind):
 class Add(_Binary):
     name = "add"
     ir_ops = ("Add", "Sub")
+
+    def fuses_activation(self, op: Op) -> bool:
+        return op.op_type == "Add"  # a Sub's activation stays an op of its own
 
 
 class Mul(_Binary):

@@ -47,6 +47,14 @@ def view_axis(graph: AnalyzedGraph, op: Op) -> int:
 class Concat(OpKind):
     name = "concat"
     ir_ops = ("Concat",)
+    SINGLE_INPUT = False
+    TILING = "pointwise"
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        return None if op.attrs.get("axis_physical") else "axis was not normalized"
+
+    def mixes_rows(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        return "Concat along H" if int(op.attrs.get("axis", -1)) == 1 else None
     PARAMS = ("AXIS",) + tuple(f"M{i}" for i in range(MAX_INPUTS)) + tuple(f"S{i}" for i in range(MAX_INPUTS))
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:

@@ -52,7 +52,7 @@ def is_direct(win: Window) -> bool:
     return win.kh == 1 and win.kw == 1 and win.pt == 0 and win.pl == 0 and win.pb == 0 and win.pr == 0
 
 
-class Conv(OpKind):
+class Conv(_mac.WindowedMacKind):
     name = "conv"
     ir_ops = ("Conv", "Conv1D")
     PARAMS = (

@@ -19,16 +19,9 @@ from typing import Sequence
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor, TigrisError
-from tigris.layout import to_physical
+from tigris.layout import in_logical_order, same_byte_order
 from tigris.ops._common import TileError, phys_axes
 from tigris.ops.base import Lowered, OpKind, TensorView
-
-
-def logical_order_of_physical(t: Tensor, shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """For each physical position of ``t``, the logical (row-major) index of the element stored there."""
-    shape = t.shape if shape is None else shape
-    idx = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
-    return to_physical(idx, shape, t.layout).reshape(-1)
 
 
 def _padded(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -44,16 +37,14 @@ def _complete(partial: list[int | None]) -> list[int]:
 
 def copy_plan(x: Tensor, y: Tensor) -> tuple[bool, list[int], list[int]]:
     """(alias, source dims, permutation) of a reshape from x to y (see the module doc)."""
-    ox, oy = logical_order_of_physical(x), logical_order_of_physical(y)
-    if np.array_equal(ox, oy):
+    if same_byte_order(x, y):
         return True, [], []
-    ident = np.arange(ox.size)
-    if np.array_equal(ox, ident):
+    if in_logical_order(x.shape, x.layout):
         pad = 4 - len(y.shape)
         src = list(_padded(y.shape))
         perm = _complete([None if a is None else a + pad for a in phys_axes(y.shape, y.layout)])
         return False, src, perm
-    if np.array_equal(oy, ident):
+    if in_logical_order(y.shape, y.layout):
         from tigris.layout import tensor_view_dims
 
         pad = 4 - len(x.shape)
@@ -67,17 +58,17 @@ def copy_plan(x: Tensor, y: Tensor) -> tuple[bool, list[int], list[int]]:
 class Copy(OpKind):
     name = "copy"
     ir_ops = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+    may_alias = True
     PARAMS = ("S0", "S1", "S2", "S3", "P0", "P1", "P2", "P3")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if x.numel != y.numel or x.dtype != y.dtype:
             raise TigrisError(f"{op.op_type} changes the element count or type", op.name)
-        # The layout pass marks every reshape it has made byte-identical (inserted Transposes, or a Flatten feeding
-        # only Gemms whose weight columns it permuted to read the physical order): trust it, never re-permute.
-        if op.attrs.get("alias"):
-            return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], alias=True)
-        alias, src, perm = copy_plan(x, y)
+        # The layout pass records on every reshape whether it moves bytes (it inserted Transposes, or permuted the
+        # weight columns of the Gemms a Flatten feeds): read the record. An op it never saw (a hand-built graph)
+        # is judged by the same byte-order rule of tigris.layout.
+        alias, src, perm = (True, [], []) if op.attrs.get("alias") else copy_plan(x, y)
         if alias:
             return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], alias=True)
         params = {f"S{i}": v for i, v in enumerate(src)}

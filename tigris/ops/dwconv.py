@@ -20,7 +20,7 @@ from tigris.ops._geometry import Window, padded_band, window_from_attrs, window_
 from tigris.ops.base import Lowered, OpKind, TensorView
 
 
-class DepthwiseConv(OpKind):
+class DepthwiseConv(_mac.WindowedMacKind):
     name = "dwconv"
     ir_ops = ("DepthwiseConv",)
     PARAMS = (

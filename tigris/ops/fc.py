@@ -16,9 +16,17 @@ from tigris.ops import _mac, qmath
 from tigris.ops.base import Lowered, OpKind, TensorView
 
 
-class FullyConnected(OpKind):
+class FullyConnected(_mac.MacKind):
     name = "fc"
     ir_ops = ("Gemm",)
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        ins = [i for i in op.inputs if i]
+        if len(ins) < 2 or ins[1] not in graph.weights or graph.weights[ins[1]].ndim != 2 or \
+                (len(ins) > 2 and ins[2] not in graph.weights) or "fused_activation" not in op.attrs:
+            return "not a product with a constant [OC, K] weight"
+        return None
+
     PARAMS = (
         "act_min", "act_max",  # int8 clamp bounds (fused activation included)
         "fmin", "fmax",  # float clamp bounds as f32 bits

@@ -23,6 +23,21 @@ from tigris.ops.qmath import quantize_float
 class Pad(OpKind):
     name = "pad"
     ir_ops = ("Pad",)
+    TILING = "pointwise"
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        mode = op.attrs.get("mode", "constant")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        if mode != "constant":
+            return f"Pad mode {mode!r} (only constant padding is supported)"
+        why = super().check_operands(graph, op)
+        if why is None and "pads" not in op.attrs:
+            why = "pads are not constant"
+        return why
+
+    def rows_needed(self, op: Op, a: int, b: int) -> tuple[int, int]:
+        top = int(op.attrs.get("pads", [0] * 8)[2])  # the leading H pad shifts the rows
+        return a - top, b - top
     PARAMS = ("B0", "B1", "B2", "B3", "E0", "E1", "E2", "E3", "VALUE")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:

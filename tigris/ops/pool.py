@@ -30,6 +30,7 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
 from tigris.ops._common import TileError, act_bounds, dtype_kind, per_tensor, requantize_even
+from tigris.ops._geometry import row_window
 from tigris.ops.base import Lowered, OpKind, TensorView
 from tigris.ops.qmath import numerics_code, quantize_multiplier
 
@@ -158,7 +159,27 @@ def _window_reference(low: Lowered, x: TensorView, out: TensorView, mode: str) -
         out.data[:, r] = np.clip(q + out.zero_point, p["LO"], p["HI"]).astype(out.data.dtype)
 
 
-class MaxPool(OpKind):
+class _WindowPool(OpKind):
+    """MaxPool and AveragePool: a window over the input rows, 2-D on [N, C, H, W] or 1-D on [N, C, L]."""
+
+    TILING = "spatial"
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        why = super().check_operands(graph, op)
+        if why:
+            return why
+        if any(k not in op.attrs for k in ("kernel_shape", "strides", "pads")):
+            return "attributes are not explicit"
+        if (len(graph.tensors[op.inputs[0]].shape), len(op.attrs["kernel_shape"])) not in ((4, 2), (3, 1)):
+            # 1-D pools on [N, C, L] (a KWS model's pooling over time) run like Conv1D: L is the row axis.
+            return "only 2-D pooling on [N, C, H, W] and 1-D pooling on [N, C, L] are supported"
+        return None
+
+    def window(self, op: Op) -> tuple[int, int, int, int]:
+        return row_window(op.attrs)
+
+
+class MaxPool(_WindowPool):
     name = "maxpool"
     ir_ops = ("MaxPool",)
     PARAMS = WINDOW_PARAMS
@@ -170,7 +191,7 @@ class MaxPool(OpKind):
         _window_reference(low, inputs[0], out, "max")
 
 
-class AveragePool(OpKind):
+class AveragePool(_WindowPool):
     name = "avgpool"
     ir_ops = ("AveragePool",)
     PARAMS = WINDOW_PARAMS
@@ -185,6 +206,14 @@ class AveragePool(OpKind):
 class GlobalAveragePool(OpKind):
     name = "gap"
     ir_ops = ("GlobalAveragePool",)
+    accumulates = True  # spatial rule 7: it may end a tiled unit, summing each tile's band
+
+    def accumulator_bytes(self, graph: AnalyzedGraph, op: Op) -> int:
+        """int8 sums are int32, 4 bytes per output element, kept from the first tile to the last; float32 sums
+        accumulate in the output buffer itself, which is live across the tiles anyway. (An untiled GAP needs no
+        scratch, so this is not :meth:`scratch_bytes`.)"""
+        out = graph.tensors[op.outputs[0]]
+        return 0 if out.dtype == "float32" else 4 * out.numel
     PARAMS = ("MULT", "SHIFT", "LO", "HI")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:

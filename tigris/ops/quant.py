@@ -21,7 +21,23 @@ from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
 RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
-class Quantize(OpKind):
+class _QuantBoundary(OpKind):
+    """Quantize and Dequantize: float32 on one side, per-tensor int8 on the other."""
+
+    TILING = "pointwise"
+
+    def unsupported(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        ins = [i for i in op.inputs if i]
+        if len(ins) != 1:
+            return "its scale or zero point is not a constant"
+        f, q = (ins[0], op.outputs[0]) if self.name == "quantize" else (op.outputs[0], ins[0])
+        qt, ft = graph.tensors[q], graph.tensors[f]
+        if ft.dtype != "float32" or qt.dtype != "int8" or qt.quant is None or qt.quant.per_channel:
+            return f"only float32 <-> per-tensor int8 is supported ({ft.dtype}, {qt.dtype})"
+        return None
+
+
+class Quantize(_QuantBoundary):
     name = "quantize"
     ir_ops = ("QuantizeLinear",)
     PARAMS = ("SCALE", "ZP", "QMIN", "QMAX", "U8")
@@ -46,7 +62,7 @@ class Quantize(OpKind):
         out.data[...] = q.astype(out.data.dtype)
 
 
-class Dequantize(OpKind):
+class Dequantize(_QuantBoundary):
     name = "dequantize"
     ir_ops = ("DequantizeLinear",)
     PARAMS = ("SCALE", "ZP", "U8")

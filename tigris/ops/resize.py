@@ -82,6 +82,26 @@ def axis_tables(n_in: int, n_out: int, scale: float, mode: str, ctm: str, neares
 class Resize(OpKind):
     name = "resize"
     ir_ops = ("Resize",)
+    TILING = "pointwise"
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        why = super().check_operands(graph, op)
+        if why is None and "scales" not in op.attrs:
+            why = "scales were not extracted (non-integer resize)"
+        return why
+
+    def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
+        mode = _s(op.attrs.get("mode", "nearest"))
+        if mode not in ("nearest", "linear"):
+            return f"Resize mode {mode!r} (nearest and linear are supported)"
+        if int8 and mode != "nearest":
+            return f"int8 Resize in {mode} mode (the int8 kernel is nearest only; float linear is supported)"
+        return None
+
+    def rows_needed(self, op: Op, a: int, b: int) -> tuple[int, int]:
+        # one extra row each side covers every coordinate-transformation mode (spatial rule 5)
+        f = max(1, int(op.attrs.get("scales", [1, 1, 1, 1])[2]))
+        return a // f - 1, -(-b // f) + 1
     PARAMS = ("MODE", "MULT", "SHIFT")
     CONSTS = ("RIDX", "CIDX", "RW", "CW")
 

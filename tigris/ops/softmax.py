@@ -38,7 +38,7 @@ from typing import Sequence
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
-from tigris.layout import tensor_view_dims
+from tigris.layout import ROW_LAYOUTS, tensor_view_dims
 from tigris.ops._common import TileError, dtype_kind, logical_to_phys_axis, per_tensor
 from tigris.ops.base import Lowered, OpKind, TensorView
 from tigris.ops.pool import div_round_half_even
@@ -86,6 +86,25 @@ class Softmax(OpKind):
     ir_ops = ("Softmax",)
     PARAMS = ("AXIS", "MULT", "SHIFT", "NUMERICS")
     CONSTS = ("EXP",)
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        why = super().check_operands(graph, op)
+        if why is None and op.attrs.get("coerce_2d"):
+            why = "pre-opset-13 Softmax over a non-final axis"
+        if why is None and float(op.attrs.get("beta", 1.0)) != 1.0:
+            why = f"Softmax with beta {op.attrs['beta']} (a TFLite option; the kernels compute beta = 1)"
+        return why
+
+    def tiling(self, graph: AnalyzedGraph, op: Op):
+        """Spatial rule 8: a Softmax whose lines do not run along the row axis (e.g. over the channels of an NHWC
+        tensor) is pointwise, each line lying inside one row; over the row axis it needs every row."""
+        x = graph.tensors[op.inputs[0]]
+        if x.layout not in ROW_LAYOUTS:
+            return "structural"
+        axis = int(op.attrs.get("axis", len(x.shape) - 1))
+        axis += len(x.shape) if axis < 0 else 0
+        # nhwc keeps logical H (2) on the row axis; nwc keeps L (2) there
+        return "pointwise" if axis != 2 else "structural"
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

@@ -80,6 +80,16 @@ def int8_table(func: int, alpha: float, beta: float, s_in: float, zp_in: int, s_
 class Unary(OpKind):
     name = "unary"
     ir_ops = tuple(FUNCS)
+    TILING = "pointwise"
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        why = super().check_operands(graph, op)
+        if why is None and op.op_type == "Clip" and ("min" not in op.attrs or "max" not in op.attrs):
+            why = "bounds are not constants"
+        return why
+
+    def as_fused_activation(self, op: Op) -> str | None:
+        return {"Relu": "relu", "Relu6": "relu6"}.get(op.op_type)
     PARAMS = ("FUNC", "ALPHA", "BETA")
     CONSTS = ("LUT",)
 
@@ -108,6 +118,13 @@ class Unary(OpKind):
 class PRelu(OpKind):
     name = "prelu"
     ir_ops = ("PRelu",)
+    SINGLE_INPUT = False
+    TILING = "pointwise"
+
+    # No int8 check of the slope: the int8 kernel takes its real values (float or dequantized) into its multipliers.
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        ins = [i for i in op.inputs if i]
+        return None if len(ins) == 2 and ins[1] in graph.weights else "slope is not a constant"
     PARAMS = ("NCH", "PMULT", "PSHIFT", "LO", "HI")
     CONSTS = ("SLOPE", "NMULT", "NSHIFT")
 

@@ -18,12 +18,22 @@ Postcondition: no Relu/Relu6 reads a private, unquantized output of a fusable pr
 """
 from __future__ import annotations
 
-from tigris.ir import AnalyzedGraph
-from tigris.passes._util import Decline, PassResult, consumers, tidy
+from tigris.ir import AnalyzedGraph, Op
+from tigris.ops import kind_for
+from tigris.passes._util import Decline, PassResult, tidy
 
 NAME = "activation_fuse"
-_PRODUCERS = ("Conv", "DepthwiseConv", "Conv1D", "Gemm", "Add")
-_ACTS = {"Relu": "relu", "Relu6": "relu6"}
+
+
+def _fused_name(op: Op) -> str | None:
+    """``relu``/``relu6`` when ``op`` is an activation a producer can absorb (its kind says so)."""
+    k = kind_for(op.op_type)
+    return k.as_fused_activation(op) if k is not None else None
+
+
+def _fuses(op: Op) -> bool:
+    k = kind_for(op.op_type)
+    return k is not None and k.fuses_activation(op)
 
 
 def run(graph: AnalyzedGraph) -> PassResult:
@@ -41,10 +51,10 @@ def run(graph: AnalyzedGraph) -> PassResult:
     n = 0
     declined: list[Decline] = []
     for ai, act in enumerate(g.ops):
-        if act.op_type in _ACTS:
+        if _fused_name(act) is not None:
             t = act.inputs[0]
             pi = producer.get(t)
-            if pi is not None and ops[pi].op_type in _PRODUCERS:
+            if pi is not None and _fuses(ops[pi]):
                 p = ops[pi]
                 if p.attrs.get("fused_activation"):
                     declined.append(Decline(act.name, f"rule 1: {p.name} already has a fused activation"))
@@ -54,7 +64,7 @@ def run(graph: AnalyzedGraph) -> PassResult:
                     declined.append(Decline(act.name, f"rule 3: {t} carries its own quantization"))
                 else:
                     ops[pi] = p.with_(outputs=(act.outputs[0],),
-                                      attrs={**p.attrs, "fused_activation": _ACTS[act.op_type]})
+                                      attrs={**p.attrs, "fused_activation": _fused_name(act)})
                     ops[ai] = None
                     producer[act.outputs[0]] = pi
                     n += 1

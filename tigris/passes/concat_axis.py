@@ -1,7 +1,7 @@
 """Pass 14, Concat axis normalize: Concat's ``axis`` becomes the axis in the runtime's physical (channels-last) order.
 
 Rules:
-1. The layout each rank gets is the layout pass's rule (``_layouts.layout_for_rank``): rank 4 -> NHWC, so logical
+1. The layout each rank gets is the layout pass's rule (``tigris.layout.layout_for_rank``): rank 4 -> NHWC, so logical
    axes N, C, H, W map to physical 0, 3, 1, 2; rank 3 -> NWC, so N, C, L map to 0, 2, 1; other ranks keep the axis.
 2. The op is marked ``axis_physical = True`` so the rewrite happens once (idempotence) and readers know which
    convention ``axis`` is in.
@@ -14,7 +14,7 @@ Postcondition: every Concat has ``axis_physical`` set and a non-negative physica
 from __future__ import annotations
 
 from tigris.ir import AnalyzedGraph
-from tigris.passes._layouts import physical_axis
+from tigris.layout import physical_axis
 from tigris.passes._util import PassResult
 
 NAME = "concat_axis"

@@ -1,7 +1,7 @@
 """Layout pass (last in stage 2): every activation gets its storage layout; reshapes become aliases or transposes.
 
 Rules (design.md "Layouts"):
-1. Rank-4 activations are ``nhwc``, rank-3 ``nwc``, others ``plain`` (``_layouts.layout_for_rank``). Constants stay
+1. Rank-4 activations are ``nhwc``, rank-3 ``nwc``, others ``plain`` (``tigris.layout.layout_for_rank``). Constants stay
    ``plain`` (ONNX layout; stage 7 transposes weights).
 1b. A graph input read only by reshape-family ops stays ``plain``: the caller's bytes are in declared logical order
    already and the reshape then usually aliases them (TFLite models flatten their NHWC input first); making it
@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor
-from tigris.passes._layouts import byte_order, layout_for_rank, same_bytes, same_order
+from tigris.layout import byte_order, in_logical_order, layout_for_rank, same_order
 from tigris.passes._util import PassResult, consumers, fresh_name, set_const
 
 NAME = "layout"
@@ -72,8 +72,8 @@ def run(graph: AnalyzedGraph) -> PassResult:
             n += 1
             continue
         src, dst = x.name, y.name
-        plain_in = same_bytes(x.shape, x.layout)
-        plain_out = same_bytes(y.shape, y.layout)
+        plain_in = in_logical_order(x.shape, x.layout)
+        plain_out = in_logical_order(y.shape, y.layout)
         if not plain_in:
             mid = fresh_name(g, f"{x.name}_plain")
             g.tensors[mid] = Tensor(mid, x.shape, x.dtype, x.quant, "plain")

@@ -20,7 +20,7 @@ Postcondition: no channels-last Transpose writes a graph output, except one betw
 from __future__ import annotations
 
 from tigris.ir import AnalyzedGraph, Tensor
-from tigris.passes._layouts import PERM, layout_for_rank
+from tigris.layout import PERM, layout_for_rank
 from tigris.passes._util import Decline, PassResult, consumers, rename_tensor, tidy
 
 NAME = "output_transpose"

@@ -19,7 +19,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from tigris.ir import AnalyzedGraph, Op, QuantParam
-from tigris.passes._layouts import PERM
+from tigris.layout import PERM
 
 _ELEM = {"float32": TensorProto.FLOAT, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
          "int32": TensorProto.INT32, "int64": TensorProto.INT64, "bool": TensorProto.BOOL, "int16": TensorProto.INT16}

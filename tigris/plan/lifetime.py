@@ -3,7 +3,7 @@
 Rules (the code cites them by number):
 
 1. Constants are excluded: they live in flash (or in a unit's weight prefix, which is accounted separately).
-2. An alias op (Reshape/Flatten/Squeeze/Unsqueeze whose physical byte order is unchanged, see :func:`is_alias`) moves
+2. An alias op (a reshape whose physical byte order is unchanged, as the layout pass records, :func:`is_alias`) moves
    no bytes, so its output shares its input's buffer. Every tensor is mapped to the *root* of its alias group and the
    planner works on roots only: one buffer, one lifetime that covers every member.
 3. Steps are positions in the op sequence being planned (a stage, a unit or the whole graph), starting at 0.
@@ -18,16 +18,12 @@ Rules (the code cites them by number):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
-import numpy as np
-
 from tigris.ir import AnalyzedGraph, Op, Tensor
+from tigris.layout import ROW_LAYOUTS, same_byte_order
+from tigris.ops import kind_for
 from tigris.plan.types import align_up
-
-ALIAS_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
-ROW_LAYOUTS = ("nhwc", "nwc")
 
 
 @dataclass(frozen=True)
@@ -41,51 +37,28 @@ class Lifetime:
         return self.birth <= other.death and other.birth <= self.death
 
 
-def physical_order(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
-    """The logical axes in memory order: NCHW stored as NHWC is (0, 2, 3, 1); NCW stored as NWC is (0, 2, 1)."""
-    if layout == "nhwc" and len(shape) == 4:
-        return (0, 2, 3, 1)
-    if layout == "nwc" and len(shape) == 3:
-        return (0, 2, 1)
-    return tuple(range(len(shape)))
-
-
-@lru_cache(maxsize=512)
-def _memory_sequence(shape: tuple[int, ...], layout: str) -> tuple[tuple[int, int], ...]:
-    """The row-major logical element order in memory, in the canonical form of :func:`tigris.layout.storage_order`
-    (equal forms, equal sequences; O(rank), whatever the tensor's size)."""
-    from tigris.layout import storage_order
-
-    return storage_order(tuple(shape), physical_order(tuple(shape), layout))
-
-
-def is_alias(graph: AnalyzedGraph, op: Op, consumers: dict[str, list[int]] | None = None) -> bool:
-    """True when ``op`` is a reshape-like op whose output bytes are exactly its input bytes (rule 2).
-
-    Reshape-like ops are row-major reshapes of the *logical* shape, so the op moves no bytes exactly when both tensors
-    enumerate logical elements in the same memory order. The one exception design.md states: a Flatten (or 2-D
-    Reshape) whose every consumer is a Gemm is an alias by construction, because the layout pass permuted the Gemm's
-    weight columns to read the NHWC-ordered activation directly.
-    """
-    if op.op_type not in ALIAS_OPS or not op.inputs or not op.outputs:
+def is_alias(graph: AnalyzedGraph, op: Op) -> bool:
+    """True when ``op``'s output shares its input's buffer (rule 2): the layout pass records it as
+    ``attrs['alias']`` on every reshape-family op whose output bytes are exactly its input bytes, including a Flatten
+    read only by Gemms whose weight columns it permuted (design.md "Layouts"). The planner reads that record; an op
+    the layout pass never saw (a hand-built graph) has none, and the same byte-order rule
+    (:func:`tigris.layout.same_byte_order`) decides."""
+    if not op.inputs or not op.outputs or graph.is_const(op.inputs[0]):
+        return False
+    if "alias" in op.attrs:
+        return bool(op.attrs["alias"])
+    k = kind_for(op.op_type)
+    if k is None or not k.may_alias:
         return False
     src, dst = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if src.dtype != dst.dtype or src.numel != dst.numel or graph.is_const(src.name):
-        return False
-    if _memory_sequence(src.shape, src.layout) == _memory_sequence(dst.shape, dst.layout):
-        return True
-    if len(dst.shape) == 2 and dst.layout == "plain":
-        cons = (consumers if consumers is not None else graph.consumer_map()).get(dst.name, [])
-        return bool(cons) and all(graph.ops[i].op_type == "Gemm" for i in cons)
-    return False
+    return src.dtype == dst.dtype and src.numel == dst.numel and same_byte_order(src, dst)
 
 
 def alias_roots(graph: AnalyzedGraph) -> dict[str, str]:
     """alias_of: every alias op's output -> the root buffer it shares (transitively resolved)."""
-    consumers = graph.consumer_map()
     out: dict[str, str] = {}
     for op in graph.ops:
-        if is_alias(graph, op, consumers):
+        if is_alias(graph, op):
             src = op.inputs[0]
             out[op.outputs[0]] = out.get(src, src)
     return out

@@ -139,7 +139,7 @@ def split_stages(graph: AnalyzedGraph, r: range, tiled: bool) -> list[range]:
     cuts = [r.start]
     seen_spatial = False
     for i in r:
-        if op_class(graph.ops[i]) == "spatial":
+        if op_class(graph, graph.ops[i]) == "spatial":
             if seen_spatial:
                 cuts.append(i)
             seen_spatial = True

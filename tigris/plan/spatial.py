@@ -2,30 +2,31 @@
 
 Rules:
 
-1. Op classes follow the spec's table. Spatial: Conv, DepthwiseConv, Conv1D, MaxPool, AveragePool. Pointwise: the
-   elementwise ops, Concat, Resize, Pad, Quantize/Dequantize. Structural: everything else.
-2. GlobalAveragePool is *structural* here although the spec lists it as spatial: it needs every input row at once and
-   the runtime does not accumulate partial sums across tiles, so it cannot sit inside a band.
+1. Every op has a tiling class, declared by its kind (``OpKind.tiling``): *spatial* ops read a window of input rows
+   (Conv, DepthwiseConv, Conv1D, MaxPool, AveragePool), *pointwise* ops read the rows they write (the elementwise
+   ops, Concat, Resize, Pad, Quantize/Dequantize), *structural* ops need their whole input. An op type no kind
+   lowers is structural.
+2. GlobalAveragePool is structural as an op of its own: it needs every input row at once. Rule 7 is the exception
+   that lets it end a tiled unit.
 3. An op is tileable when its class is spatial or pointwise, its output is stored row-major by H (``nhwc``, or the L
    axis of ``nwc``), every activation input is too, or has one row (a broadcast operand read whole by every tile),
-   and it does not mix rows (Concat along the physical H axis does).
+   and it does not mix rows (``OpKind.mixes_rows``: Concat along the physical H axis does).
 4. A *stage* is tileable when every op is tileable, it holds at most one spatial op (spec), and it leaves exactly one
    tensor behind (the tiler cuts that one output into disjoint row ranges; a second output would be written in
    overlapping bands).
-5. Rows needed from an input for output rows ``[a, b)`` of a windowed op with kernel k, stride s, dilation d and
-   leading pad p: ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)``, clipped to the input. Pointwise ops need the same rows;
-   Pad shifts them by its leading H pad; Resize needs ``[a//f - 1, ceil(b/f) + 1)`` (one extra row each side covers
-   every coordinate-transformation mode).
+5. Rows needed from an input for output rows ``[a, b)`` (``OpKind.rows_needed``): for a windowed op with kernel k,
+   stride s, dilation d and leading pad p, ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)``; pointwise ops need the same
+   rows; Pad shifts them by its leading H pad; Resize needs ``[a//f - 1, ceil(b/f) + 1)`` (one extra row each side
+   covers every coordinate-transformation mode). The result is clipped to the input.
 6. A tiled unit is run tile by tile; for every tile all ops run on bands. The rows of every tensor for one tile are
    found by walking the ops in reverse from the unit output's rows, taking the hull over consumers. Each band buffer
    is sized for its largest band.
-7. On by default (``accumulate_gap``; the runtime implements it with the unit flag ACCUM): a GlobalAveragePool
-   may end a tiled unit if the runtime *accumulates* it: zero its output before the first tile, add the sums of each
-   tile's input band, divide (float) or requantize (int8) after the last. The tiles then cut the GAP's input rows;
-   the GAP output has the band (0, 1) in every tile and lives, with the kernel's scratch (int32 sums), across all
-   tiles. ``ExecUnit.accumulate`` lists such ops. The spec's table counts GAP as spatial; with this rule it is.
-   An int8 accumulator needs 4 bytes of int32 sum per output element (``accumulator_bytes``), planned as the GAP's
-   scratch; a float one sums in the output buffer.
+7. On by default (``accumulate_gap``; the runtime implements it with the unit flag ACCUM): an op whose kind
+   ``accumulates`` (GlobalAveragePool) may end a tiled unit; the runtime zeroes its output before the first tile,
+   adds the sums of each tile's input band, divides (float) or requantizes (int8) after the last. The tiles then cut
+   the GAP's input rows; the GAP output has the band (0, 1) in every tile and lives, with the kernel's scratch
+   (``OpKind.accumulator_bytes``: int32 sums for int8), across all tiles. ``ExecUnit.accumulate`` lists such ops.
+   Such a GAP counts as the unit's spatial op.
 8. A Softmax whose axis is not the row axis (per-pixel class scores: Softmax over the channels of an NHWC tensor) is
    pointwise for tiling: each line lies inside one row, and the kernel runs on bands of such lines.
 """
@@ -36,55 +37,35 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from tigris.ir import AnalyzedGraph, Op
-from tigris.plan.lifetime import ROW_LAYOUTS, Buffers, lifetimes, tensor_rows
+from tigris.layout import ROW_LAYOUTS
+from tigris.ops import kind_for
+from tigris.ops.base import OpKind
+from tigris.plan.lifetime import Buffers, lifetimes, tensor_rows
 from tigris.plan.timeline import sweep
 from tigris.plan.types import align_up
 
-SPATIAL = frozenset({"Conv", "DepthwiseConv", "Conv1D", "MaxPool", "AveragePool"})
-POINTWISE = frozenset(
-    {
-        "Add", "Mul", "Sub", "Relu", "Relu6", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "Clip",
-        "PRelu", "Concat", "Resize", "Pad", "BatchNormalization", "QuantizeLinear", "DequantizeLinear",
-    }
-)  # fmt: skip
+_NO_KIND = OpKind()  # the answers for an op type no kind lowers: structural, no window, no MACs
 
 
-def op_class(op: Op, accumulate_gap: bool = False) -> str:
-    """'spatial', 'pointwise' or 'structural' (rules 1-2; rule 7 for an accumulating GlobalAveragePool)."""
-    if op.op_type in SPATIAL or (accumulate_gap and op.op_type == "GlobalAveragePool"):
+def _kind(op: Op) -> OpKind:
+    return kind_for(op.op_type) or _NO_KIND
+
+
+def accumulates(op: Op) -> bool:
+    """Rule 7: the op may end a tiled unit, accumulating over its tiles."""
+    return _kind(op).accumulates
+
+
+def op_class(graph: AnalyzedGraph, op: Op, accumulate_gap: bool = False) -> str:
+    """'spatial', 'pointwise' or 'structural' (rules 1-2 and 8; rule 7 for an accumulating op)."""
+    if accumulate_gap and accumulates(op):
         return "spatial"
-    if op.op_type in POINTWISE:
-        return "pointwise"
-    return "structural"
-
-
-def _window(op: Op) -> tuple[int, int, int, int]:
-    """(kernel, stride, dilation, leading pad) along the row axis."""
-    k = int(op.attrs.get("kernel_shape", [1])[0])
-    s = int((op.attrs.get("strides") or [1])[0])
-    d = int((op.attrs.get("dilations") or [1])[0])
-    p = int((op.attrs.get("pads") or [0])[0])
-    return k, s, d, p
-
-
-def _softmax_off_rows(graph: AnalyzedGraph, op: Op) -> bool:
-    """Rule 8: a Softmax whose lines do not run along the row axis (e.g. over the channels of an NHWC tensor)."""
-    if op.op_type != "Softmax":
-        return False
-    x = graph.tensors[op.inputs[0]]
-    if x.layout not in ROW_LAYOUTS:
-        return False
-    axis = int(op.attrs.get("axis", len(x.shape) - 1))
-    axis += len(x.shape) if axis < 0 else 0
-    # nhwc keeps logical H (2) on the row axis; nwc keeps L (2) there
-    return axis != 2
+    return _kind(op).tiling(graph, op)
 
 
 def untileable_reason(graph: AnalyzedGraph, op: Op, accumulate_gap: bool = False) -> str | None:
     """Why ``op`` cannot run on row bands (rule 3), or None when it can."""
-    cls = op_class(op, accumulate_gap)
-    if cls == "structural" and _softmax_off_rows(graph, op):
-        cls = "pointwise"
+    cls = op_class(graph, op, accumulate_gap)
     if cls == "structural":
         return f"{op.op_type} is structural"
     out = graph.tensors[op.outputs[0]]
@@ -101,9 +82,7 @@ def untileable_reason(graph: AnalyzedGraph, op: Op, accumulate_gap: bool = False
             padded = (1,) * (len(out.shape) - len(t.shape)) + tuple(t.shape)
             if len(padded) != len(out.shape) or padded[2] != 1:
                 return f"input {name} is not row-major"
-    if op.op_type == "Concat" and int(op.attrs.get("axis", -1)) == 1:
-        return "Concat along H"
-    return None
+    return _kind(op).mixes_rows(graph, op)
 
 
 def stage_tileable(
@@ -116,9 +95,9 @@ def stage_tileable(
         why = untileable_reason(graph, op, accumulate_gap)
         if why:
             return f"{op.name}: {why}"
-        if op.op_type == "GlobalAveragePool" and i != ops[-1]:
-            return f"{op.name}: an accumulating GlobalAveragePool must end its unit"
-        n_spatial += op_class(op, accumulate_gap) == "spatial"
+        if accumulates(op) and i != ops[-1]:
+            return f"{op.name}: an accumulating {op.op_type} must end its unit"
+        n_spatial += op_class(graph, op, accumulate_gap) == "spatial"
     if n_spatial > 1:
         return f"{n_spatial} spatial ops"
     if len(outputs) != 1:
@@ -128,34 +107,23 @@ def stage_tileable(
 
 def input_rows(graph: AnalyzedGraph, op: Op, name: str, rows: tuple[int, int]) -> tuple[int, int]:
     """Rows of activation input ``name`` that ``op`` needs to compute output rows ``rows`` (rule 5)."""
-    a, b = rows
     t = graph.tensors[name]
     h_in = tensor_rows(t)
     if t.layout not in ROW_LAYOUTS or h_in == 1:
         return (0, h_in)  # broadcast operand: read whole by every tile
-    if op.op_type in SPATIAL:
-        k, s, d, p = _window(op)
-        lo, hi = a * s - p, (b - 1) * s - p + (k - 1) * d + 1
-    elif op.op_type == "Pad":
-        pads = op.attrs.get("pads", [0] * 8)
-        lo, hi = a - int(pads[2]), b - int(pads[2])
-    elif op.op_type == "Resize":
-        f = max(1, int(op.attrs.get("scales", [1, 1, 1, 1])[2]))
-        lo, hi = a // f - 1, -(-b // f) + 1
-    else:
-        lo, hi = a, b
+    lo, hi = _kind(op).rows_needed(op, *rows)
     lo, hi = max(0, lo), min(h_in, hi)
     return (lo, max(lo, hi))
 
 
 def receptive_field(graph: AnalyzedGraph, ops: Sequence[int]) -> int:
-    """The spec's walk: RF = 1 + sum over spatial ops (reverse order) of (eff_kernel - 1) * cumulative stride."""
+    """The spec's walk: RF = 1 + sum over windowed ops (reverse order) of (eff_kernel - 1) * cumulative stride."""
     rf, cum_stride = 1, 1
     for i in reversed(list(ops)):
-        op = graph.ops[i]
-        if op.op_type not in SPATIAL:
+        win = _kind(graph.ops[i]).window(graph.ops[i])
+        if win is None:
             continue
-        k, s, d, _ = _window(op)
+        k, s, d, _ = win
         eff = k + (k - 1) * (d - 1)
         rf += (eff - 1) * cum_stride
         cum_stride *= s
@@ -184,18 +152,8 @@ def spec_halo_cost(halo_bytes: int, tiles: int) -> int:
 
 
 def op_macs(graph: AnalyzedGraph, op: Op, out_rows: int | None = None) -> int:
-    """Multiply-accumulates of ``op`` for ``out_rows`` output rows (all rows when None); 0 for ops without MACs."""
-    if op.op_type not in ("Conv", "DepthwiseConv", "Conv1D", "Gemm"):
-        return 0
-    out = graph.tensors[op.outputs[0]]
-    w = graph.tensors[op.inputs[1]].shape if op.inputs[1] in graph.tensors else graph.weights[op.inputs[1]].shape
-    per_out = 1
-    for d in w[1:]:
-        per_out *= int(d)
-    total = out.numel * per_out
-    if out_rows is None or op.op_type == "Gemm":
-        return total
-    return total * out_rows // max(1, tensor_rows(out))
+    """Multiply-accumulates of ``op`` for ``out_rows`` output rows (all rows when None), as its kind counts them."""
+    return _kind(op).macs(graph, op, out_rows)
 
 
 @dataclass
@@ -272,7 +230,7 @@ def plan_bands(
             rows[output] = (0, 1)  # rule 7: every tile adds its band into the one-row accumulator
         for i in rev:
             op = graph.ops[i]
-            if op.op_type == "GlobalAveragePool":
+            if accumulates(op):
                 return None  # only the unit's last op may reduce over H
             out_name = op.outputs[0]
             if out_name not in rows:
@@ -300,7 +258,7 @@ def plan_bands(
     out_rows_max = {i: biggest.get(graph.ops[i].outputs[0], 0) for i in ops}
     scratch_of = {i: (scratch_bytes_of(i, out_rows_max[i]) if scratch_bytes_of else 0) for i in ops}
     if gap is not None:
-        scratch_of[gap] = max(scratch_of[gap], accumulator_bytes(graph, graph.ops[gap]))
+        scratch_of[gap] = max(scratch_of[gap], _kind(graph.ops[gap]).accumulator_bytes(graph, graph.ops[gap]))
     scratch = {step: align_up(scratch_of[i]) for step, i in enumerate(ops) if scratch_of[i] and i != gap}
     lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n])
     base = weight_bytes
@@ -319,24 +277,11 @@ def plan_bands(
     )
 
 
-def accumulator_bytes(graph: AnalyzedGraph, op: Op) -> int:
-    """Scratch an accumulating GlobalAveragePool keeps from the first tile to the last (rule 7): int8 sums are int32,
-    4 bytes per output element; float32 sums accumulate in the output buffer itself, which is live across the tiles
-    anyway. (An untiled GAP needs no scratch, so this is not the kind's ``scratch_bytes``.)"""
-    out = graph.tensors[op.outputs[0]]
-    if out.dtype == "float32":
-        return 0
-    n = 1
-    for d in out.shape:
-        n *= int(d)
-    return 4 * n
-
-
 def accumulating_gap(graph: AnalyzedGraph, ops: Sequence[int], output: str) -> int | None:
-    """The GlobalAveragePool ending the unit and producing ``output`` (rule 7), if any."""
+    """The accumulating op (GlobalAveragePool) ending the unit and producing ``output`` (rule 7), if any."""
     last = list(ops)[-1]
     op = graph.ops[last]
-    return last if op.op_type == "GlobalAveragePool" and op.outputs[0] == output else None
+    return last if accumulates(op) and op.outputs[0] == output else None
 
 
 def tiling_axis(
