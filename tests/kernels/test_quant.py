@@ -14,7 +14,13 @@ from onnx import TensorProto, helper
 from harness import build_kernels
 from ophelp import (T, assert_float_close, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qp,
                     ref_runner, run_op, split_rows, status_error, to_logical, vinfo)
-from tigris.ops import lower
+from tigris.ops import kind_for
+
+
+def lower(graph, op):
+    """The kind's own lowering: the kernels also convert uint8, which the compiler's support check (and so
+    tigris.ops.lower) refuses for a Quantize/Dequantize in the graph."""
+    return kind_for(op.op_type).lower(graph, op)
 
 SHAPES = [(1, 3, 5, 4), (1, 1, 1, 1), (1, 640), (1, 10, 7), (1, 17, 2, 3)]
 

@@ -45,16 +45,13 @@ def _define(name: str, value: str, comment: str = "") -> str:
     return line
 
 
-def _kind_tables() -> list[tuple[str, tuple[str, ...] | None, tuple[str, ...] | None]]:
-    """(kind name, PARAMS or None, CONSTS or None) in KINDS order; None when the kind's module is not importable."""
+def _kind_tables() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """(kind name, PARAMS, CONSTS) in KINDS order. Every registered kind must import: a missing module is an error
+    here as everywhere else."""
     out = []
     for kname, mod, cls in KINDS:
-        try:
-            k = getattr(importlib.import_module(f"tigris.ops.{mod}"), cls)
-            params, consts = tuple(k.PARAMS), tuple(k.CONSTS)
-        except Exception:  # noqa: BLE001 - a half-written kind module must not break the header
-            params = consts = None
-        out.append((kname, params, consts))
+        k = getattr(importlib.import_module(f"tigris.ops.{mod}"), cls)
+        out.append((kname, tuple(k.PARAMS), tuple(k.CONSTS)))
     return out
 
 
@@ -173,14 +170,11 @@ def generate() -> str:
     for kname, params, consts in tables:
         up = _macro(kname)
         L.append("")
-        if params is None:
-            L.append(f"/* {kname}: parameters not available yet (its module did not import) */")
-            continue
         L.append(_define(f"TGRS_OP_{up}_NPARAMS", f"{len(params)}"))
         for j, p in enumerate(params):
             L.append(_define(f"TGRS_P_{up}_{_macro(p)}", f"{j}"))
-        L.append(_define(f"TGRS_OP_{up}_NCONSTS", f"{len(consts or ())}"))
-        for j, c in enumerate(consts or ()):
+        L.append(_define(f"TGRS_OP_{up}_NCONSTS", f"{len(consts)}"))
+        for j, c in enumerate(consts):
             L.append(_define(f"TGRS_C_{up}_{_macro(c)}", f"{j}"))
     L += [
         "",
@@ -190,7 +184,7 @@ def generate() -> str:
         "    switch (kind) {",
     ]
     for i, (kname, params, _c) in enumerate(tables):
-        n = "TGRS_MAX_PARAMS" if params is None else f"TGRS_OP_{_macro(kname)}_NPARAMS"
+        n = f"TGRS_OP_{_macro(kname)}_NPARAMS"
         L.append(f"    case TGRS_OP_{_macro(kname)}: return {n};")
     L += ["    default: return -1;", "    }", "}", ""]
     L += [
@@ -200,7 +194,7 @@ def generate() -> str:
         "    switch (kind) {",
     ]
     for i, (kname, params, _c) in enumerate(tables):
-        n = "TGRS_MAX_CONSTS" if params is None else f"TGRS_OP_{_macro(kname)}_NCONSTS"
+        n = f"TGRS_OP_{_macro(kname)}_NCONSTS"
         L.append(f"    case TGRS_OP_{_macro(kname)}: return {n};")
     L += ["    default: return -1;", "    }", "}", ""]
     L += [

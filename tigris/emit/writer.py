@@ -1,7 +1,7 @@
 """Stage 7 step 4: serialize a graph, its memory plan and its lowered ops into .tgrs bytes (docs/format.md).
 
-The writer interprets nothing numeric: parameters and constants come from lowering (steps 1 and 2 of stage 7 happen
-there, see ``emit/layout.py`` and ``emit/quantize.py``), placements and tiles from the memory plan. Its job is to
+The writer interprets nothing numeric: parameters and constants come from lowering (weights already in runtime
+layout, requantization already in Q0.31, ``tigris/ops``), placements and tiles from the memory plan. Its job is to
 number things, lay the bytes out and refuse anything the format cannot say. The result is checked by the reader
 before it is returned, so a plan that leaves ``emit_plan`` is one the C loader accepts.
 
