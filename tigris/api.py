@@ -468,7 +468,9 @@ def compile_model(
     a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared,
                 numerics=numerics, objective=objective, tradeoff=False)
     if not a.fits or a.plan_bytes is None:
-        hint = f"; smallest fast budget that fits: {a.min_fast_budget} bytes" if a.min_fast_budget else ""
+        hint = f"; smallest fast budget that fits: -m {format_size(a.min_fast_budget)}" if a.min_fast_budget else ""
+        if a.json.get("min_fast_budget_xip"):
+            hint += f" (with --xip: -m {a.json['min_fast_budget_xip']})"
         raise DoesNotFitError(f"does not fit: {a.reason}{hint}", str(model), a.nofit)
     return Compiled(a.plan_bytes, a)
 
