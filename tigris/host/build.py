@@ -21,18 +21,17 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
+from tigris.ops import KINDS
+
 # C flags of every host build: strict C99, and no FMA contraction so float results do not depend on whether the
 # compiler fuses a multiply-add (the NumPy reference never does). -fno-wrapv undoes the -fwrapv that extension builds
 # inherit from CPython's own flags: with it GCC cannot turn the int8 dot products into multiply-add-pairs (3-4x
 # slower), and the runtime's integer arithmetic is written never to overflow anyway (the Cortex-M build has no wrapv).
 CFLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-wrapv")
 
-# Kernel entry points the executor's dispatch table names (tgrs_op.h). A kernel whose file has not landed yet gets a
-# stub that refuses to run, so the rest of the runtime still builds and plans without that op still run.
-KERNELS = (
-    "conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "mul", "concat", "resize", "unary", "prelu",
-    "softmax", "pad", "transpose", "quantize", "dequantize", "copy",
-)
+# Kernel entry points the executor's dispatch table names (tgrs_kernel_<kind>, one per kind of tigris.ops.KINDS).
+# A build that leaves a kind's file out (a footprint or subset build) gets a stub that refuses to run it.
+KERNELS = tuple(name for name, _mod, _cls in KINDS)
 # The dtype variants runtime_c/src/kernels/registry.c dispatches to (kernels/variants.h), ``tgrs_<kind>_<dtype>``.
 # A build that leaves a variant's file out gets a stub for it like for a missing kind.
 # Also ``gap_phases`` (kernels/gap_accum.c, the accumulating GAP), which registry.c's tgrs_kernel_gap calls the same
