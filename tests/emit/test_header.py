@@ -54,3 +54,24 @@ def test_header_compiles_and_layout_matches(tmp_path) -> None:
     )
     sizes = [int(x) for x in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()]
     assert sizes == [rec.size for rec in F.RECORDS]
+
+
+def test_kind_table_lists_every_kind_and_each_has_a_kernel_and_a_check(tmp_path) -> None:
+    """TGRS_KINDS (the X-macro the executor's kernel table and the loader's check table expand) names every kind of
+    tigris.ops.KINDS in TGRS_OP_* order, and runtime_c defines both entry points of each; --check notices a dropped
+    entry."""
+    import re
+
+    from tigris.ops import KINDS
+
+    text = gen_header.generate()
+    listed = re.findall(r"X\((\w+), (\w+)\)", text.split("#define TGRS_KINDS(X)")[1].split("\n\n")[0])
+    assert listed == [(k.upper(), k) for k, _, _ in KINDS]
+    src = "\n".join(p.read_text() for p in (gen_header.HEADER_PATH.parents[1] / "src").rglob("*.c"))
+    for k, _, _ in KINDS:
+        for fn in (f"tgrs_kernel_{k}", f"tgrs_check_{k}"):
+            assert re.search(rf"^int {fn}\(const tgrs_op_ctx \*ctx\)$", src, re.M), fn
+    out = tmp_path / "tgrs_format.h"
+    assert gen_header.main(["-o", str(out)]) == 0
+    out.write_text(out.read_text().replace("    X(COPY, copy)", "", 1))
+    assert gen_header.main(["--check", "-o", str(out)]) == 1
