@@ -10,7 +10,6 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-import pytest
 
 from tigris.ir import AnalyzedGraph, Boundary, Op, QuantParam, Tensor
 from tigris.ops import kind
@@ -18,13 +17,6 @@ from tigris.ops.base import Lowered
 from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan, align_up
 
 __all__ = ["Lowered", "graph", "single_unit_plan", "two_unit_tiled_plan"]
-
-
-def _kind_or_skip(name: str):
-    try:
-        return kind(name)
-    except (ImportError, AttributeError) as e:
-        pytest.skip(f"op kind {name} not available yet: {e}")
 
 
 def _f32_bits(v: float) -> int:
@@ -44,7 +36,7 @@ def _params(kname: str, int8: bool) -> dict[str, int]:
 
 
 def _lowered(kname: str, op: Op, seed: int, int8: bool) -> Lowered:
-    k = _kind_or_skip(kname)
+    k = kind(kname)
     rng = np.random.default_rng(seed)
     params = _params(kname, int8)
     # NUMERICS is checked against the header (onnx, 0) in every kind that has it.

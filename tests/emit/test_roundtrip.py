@@ -13,6 +13,7 @@ from tigris.emit import check_flash, emit_plan, inspect_plan, read_plan, weight_
 from tigris.emit import format as F
 from tigris.emit.weights import const_bytes
 from tigris.ir import DoesNotFitError, TigrisError
+from tigris.ops import Lowered
 
 VARIANTS = [(False, "none"), (False, "lz4"), (True, "none")]
 PLANS = {"single": H.single_unit_plan, "tiled": H.two_unit_tiled_plan}
@@ -92,6 +93,18 @@ def test_prefix_too_small_is_refused() -> None:
     plan.units[0].weight_bytes -= 16
     with pytest.raises(TigrisError, match="weight prefix"):
         emit_plan(g, plan, lowered, xip=False)
+
+
+def test_zero_point_params_must_match_the_tensor_records() -> None:
+    """The MAC kinds' zp_in/zp_out parameters restate the zero points of their tensors; the writer refuses a plan
+    where they differ, so every kernel sees one zero point whichever route it reads."""
+    g, lowered = H.graph(int8=True)
+    plan = H.single_unit_plan(lowered)
+    emit_plan(g, plan, lowered, xip=False)
+    for pname, value in (("zp_in", -2), ("zp_out", 3)):
+        bad = [Lowered(**{**vars(lowered[0]), "params": {**lowered[0].params, pname: value}})] + lowered[1:]
+        with pytest.raises(TigrisError, match=f"{pname} = {value} differs from the zero point"):
+            emit_plan(g, plan, bad, xip=False)
 
 
 def test_bad_options_are_refused() -> None:

@@ -425,6 +425,12 @@ def _op_record(ctx: _Ctx, i: int, group: WeightGroup, scratch: Placement | None)
         params = k.param_vector(low)
     except ValueError as e:
         raise TigrisError(str(e), where) from None
+    # The zero point reaches every kernel through the tensor records (tgrs_tview.zero_point). The MAC kinds also
+    # carry it as zp_in/zp_out parameters (their C ABI reads those); a plan where the two could disagree is refused.
+    for pname, tname in (("zp_in", low.inputs[0]), ("zp_out", low.outputs[0])):
+        if pname in k.PARAMS and int(low.params.get(pname, 0)) != _per_tensor(ctx.graph.tensors[tname])[1]:
+            raise TigrisError(f"{low.kind}: parameter {pname} = {low.params.get(pname, 0)} differs from the zero "
+                              f"point of {tname}", where)
     unknown = set(low.consts) - set(k.CONSTS)
     if unknown:
         raise TigrisError(f"{low.kind}: unknown const slots {sorted(unknown)}", where)
