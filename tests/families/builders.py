@@ -376,7 +376,33 @@ def conv_transpose() -> onnx.ModelProto:
 
 
 # Models TiGrIS must run (float and every quantized variant).
+def lcnet() -> onnx.ModelProto:
+    """PP-LCNet style: Conv + unfolded BatchNorm + HardSwish everywhere, depthwise 3x3 and 5x5, squeeze-excite with
+    HardSigmoid * Mul in the late blocks, GAP -> 1x1 conv -> HardSwish head, Gemm classifier. ORT's QDQ output
+    quantizes each conv output and each BatchNorm output on their own grids."""
+    g = _new(31)
+
+    def cbh(x: str, cin: int, cout: int, k: int, s: int = 1, group: int = 1) -> str:
+        return g.op("HardSwish", [g.bn(g.conv(x, cin, cout, k, s, group=group, bias=False), cout)])
+
+    x = cbh("x", 3, 8, 3, 2)                                                     # 8 x 24 x 24
+    for cin, cout, k, s, use_se in [(8, 16, 3, 1, False), (16, 24, 3, 2, False), (24, 24, 3, 1, False),
+                                    (24, 48, 5, 2, True), (48, 48, 5, 1, True)]:
+        x = cbh(x, cin, cin, k, s, group=cin)
+        if use_se:
+            sq = g.op("Relu", [g.conv(g.op("GlobalAveragePool", [x]), cin, cin // 4, 1)])
+            sq = g.op("HardSigmoid", [g.conv(sq, cin // 4, cin, 1)], alpha=1.0 / 6, beta=0.5)
+            x = g.op("Mul", [x, sq])
+        x = cbh(x, cin, cout, 1)
+    h = g.op("HardSwish", [g.conv(g.op("GlobalAveragePool", [x]), 48, 64, 1)])
+    h = g.op("Flatten", [h], axis=1)
+    w = (g.rng.standard_normal((10, 64)) * 0.3).astype(np.float32)
+    out = g.op("Gemm", [h, g.const(w), g.const(np.zeros(10, np.float32), "b")], transB=1)
+    return _finish(g, "lcnet", [1, 3, 48, 48], out, opset=14)
+
+
 FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
+    "lcnet": lcnet,
     "mbv3_small": mobilenet_v3_small,
     "mbv3_decomposed": mobilenet_v3_decomposed,
     "resnet18_stem": resnet18_stem,
