@@ -440,6 +440,7 @@ static int conv_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg)
 #endif /* TGRS_ISA_PLAIN */
 
 #include "conv_dsp.h" /* conv_s8_dsp */
+#include "conv_mve.h" /* conv_s8_mve */
 
 /* The int8 GEMM of the target (target.h picks it): the same exact sums, requantized through requant.h. */
 static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)

@@ -16,7 +16,7 @@
 #ifndef TGRS_CONV_DSP_H
 #define TGRS_CONV_DSP_H
 
-#if TGRS_HAVE_DSP
+#if TGRS_ISA == TGRS_ISA_DSP /* the Helium build has its own GEMM (conv_mve.h) */
 
 /* Position of patch value k of row r in the block (see above). */
 static inline int32_t conv_dsp_pos(int32_t k, int32_t r, int32_t k4, int32_t t)
@@ -203,5 +203,5 @@ static int conv_s8_dsp(const tgrs_op_ctx *ctx, const conv_geom *cg)
     return TGRS_OK;
 }
 
-#endif /* TGRS_HAVE_DSP */
+#endif /* TGRS_ISA_DSP */
 #endif /* TGRS_CONV_DSP_H */

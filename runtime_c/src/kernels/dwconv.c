@@ -272,6 +272,7 @@ static void dw_taps_s8_plain(const int8_t *const *xp, int64_t pstep, int32_t nta
 #endif /* TGRS_ISA_PLAIN */
 
 #include "dwconv_dsp.h" /* dw_taps_s8_dsp */
+#include "dwconv_mve.h" /* dw_taps_s8_mve */
 
 static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
 {
@@ -296,17 +297,17 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
         return st;
     }
     memset(zpv, (int)(int8_t)zp_in, sizeof zpv);
-    for (n = 0; n < dg->n; ++n) {
-        const int8_t *img = in + n * in_img;
-        for (r = 0; r < dg->out_rows; ++r) {
-            const int32_t oh = dg->out_row0 + r;
-            /* channel blocks outside the pixel loop: each block's requantization is prepared once per row */
-            for (c0 = 0; c0 < dg->oc; c0 += DW_CB) {
-                const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
-                tgrs_rq rq[DW_CB];
-                for (cc = 0; cc < nc; ++cc) {
-                    tgrs_rq_prepare(&rq[cc], mult[c0 + cc], shift[c0 + cc], zp_out, nm); /* once per row: out of line */
-                }
+    /* channel blocks outermost: each block's requantization is prepared once per op (rows are often short) */
+    for (c0 = 0; c0 < dg->oc; c0 += DW_CB) {
+        const int32_t nc = (dg->oc - c0 < DW_CB) ? dg->oc - c0 : DW_CB;
+        tgrs_rq rq[DW_CB];
+        for (cc = 0; cc < nc; ++cc) {
+            tgrs_rq_prepare(&rq[cc], mult[c0 + cc], shift[c0 + cc], zp_out, nm);
+        }
+        for (n = 0; n < dg->n; ++n) {
+            const int8_t *img = in + n * in_img;
+            for (r = 0; r < dg->out_rows; ++r) {
+                const int32_t oh = dg->out_row0 + r;
                 int32_t step;
                 for (ow = 0; ow < dg->ow; ow += step) {
                     int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;

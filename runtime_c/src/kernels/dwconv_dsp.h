@@ -12,7 +12,7 @@
 #ifndef TGRS_DWCONV_DSP_H
 #define TGRS_DWCONV_DSP_H
 
-#if TGRS_HAVE_DSP
+#if TGRS_ISA == TGRS_ISA_DSP /* the Helium build has its own loop (dwconv_mve.h) */
 
 /* Four channels' sums of one pixel over every tap: x at xp[t] + off, weights at w + t * oc. */
 static inline void dw_dsp_quad(const int8_t *const *xp, int32_t off, int32_t ntaps, const int8_t *w, int32_t oc,
@@ -60,5 +60,5 @@ static void dw_taps_s8_dsp(const int8_t *const *xp, int64_t pstep, int32_t ntaps
     }
 }
 
-#endif /* TGRS_HAVE_DSP */
+#endif /* TGRS_ISA_DSP */
 #endif /* TGRS_DWCONV_DSP_H */

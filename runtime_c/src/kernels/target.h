@@ -34,7 +34,10 @@
 #define TGRS_HAVE_MVE (TGRS_ISA == TGRS_ISA_MVE)
 
 /* The variant each kernel family runs (the functions live in the family's file and its per-target headers). */
-#if TGRS_HAVE_DSP
+#if TGRS_ISA == TGRS_ISA_MVE
+#define TGRS_CONV_S8 conv_s8_mve
+#define TGRS_DW_TAPS_S8 dw_taps_s8_mve
+#elif TGRS_ISA == TGRS_ISA_DSP
 #define TGRS_CONV_S8 conv_s8_dsp
 #define TGRS_DW_TAPS_S8 dw_taps_s8_dsp
 #else

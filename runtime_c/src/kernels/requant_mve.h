@@ -1,0 +1,35 @@
+/*
+ * requant_mve.h - the Helium (MVE) twin of requant.h's tgrs_rq_s8_fast, four outputs of one channel at a time
+ * (TGRS_HAVE_MVE, target.h). Same arithmetic, lane by lane, bit for bit:
+ *
+ *   prod = acc * mult (exact 64 bits): VMULH gives hi(prod) = floor(prod / 2^32), VMUL the low word.
+ *   P = prod - [prod < 0]: with mult > 0, prod < 0 exactly when acc < 0 (acc = 0 gives prod = 0); the decrement
+ *       borrows from the high word only when the low word is 0, so hi(P) = hi(prod) - [acc < 0 and lo(prod) = 0].
+ *   u = hi(P) + add2 (unsigned, in (0, 2^32)), q = (u >> n2) - sub2, clamped to [lo, hi].
+ *
+ * Valid exactly where tgrs_rq_s8_fast is (rq->fast with mult > 0: onnx numerics, shift in [-31, -2]); callers take
+ * the scalar tgrs_rq_s8 for any other channel. tests/cortex_m/test_kernel_variants.py runs it against the host.
+ */
+#ifndef TGRS_REQUANT_MVE_H
+#define TGRS_REQUANT_MVE_H
+
+#if TGRS_HAVE_MVE
+
+/* Requantized int32 lanes (still to be narrowed) of four accumulators of channel r. */
+static inline int32x4_t tgrs_rq_fast_x4(const tgrs_rq *r, int32x4_t acc, int32_t lo, int32_t hi)
+{
+    const int32x4_t m = vdupq_n_s32((int32_t)r->mult);
+    const int32x4_t h = vmulhq_s32(acc, m);
+    const int32x4_t l = vmulq_s32(acc, m);
+    const int32x4_t neg = vshrq_n_s32(acc, 31); /* -1 where acc < 0 */
+    /* -1 where l != 0: l | -l has its sign bit set for every non-zero l (INT32_MIN included). A compare-and-select
+       here makes GCC 12 fail (internal compiler error), so the mask is arithmetic. */
+    const int32x4_t nonzero = vshrq_n_s32(vorrq_s32(l, vnegq_s32(l)), 31);
+    const int32x4_t borrow = vbicq_s32(neg, nonzero); /* -1 where acc < 0 and l == 0 */
+    const uint32x4_t u = vaddq_u32(vreinterpretq_u32_s32(vaddq_s32(h, borrow)), vdupq_n_u32(r->add2));
+    const int32x4_t q = vsubq_s32(vreinterpretq_s32_u32(vshlq_u32(u, vdupq_n_s32(-r->n2))), vdupq_n_s32(r->sub2));
+    return vminq_s32(vmaxq_s32(q, vdupq_n_s32(lo)), vdupq_n_s32(hi));
+}
+
+#endif /* TGRS_HAVE_MVE */
+#endif /* TGRS_REQUANT_MVE_H */
