@@ -19,7 +19,7 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, DoesNotFitError, TigrisError, UnsupportedModelError
 from tigris.ops import Lowered
-from tigris.plan.types import XIP_DEFAULT, MemoryPlan, NoFit, PlanResult, align_up
+from tigris.plan.types import XIP_DEFAULT, MemoryPlan, NoFit, PlanResult
 
 Progress = Callable[[str], None]
 
@@ -155,7 +155,10 @@ def prepare(model: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
 
 
 def _const_bytes(low: Lowered) -> int:
-    return sum(align_up(int(c.nbytes)) for c in low.consts.values())
+    """The op's weight bytes, as its kind counts them (the planner's prefix and the report use the same figure)."""
+    from tigris.ops import kind
+
+    return kind(low.kind).weight_bytes(low)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import lz4.block
 import numpy as np
 
+from tigris.ops import kind
 from tigris.ops.base import Lowered
 from tigris.plan.types import ALIGN, align_up
 
@@ -34,9 +35,7 @@ def weight_bytes_per_op(graph, lowered: list[Lowered], xip: bool) -> list[int]:
     del graph
     if xip:
         return [0 for _ in lowered]
-    return [
-        0 if low.alias else sum(align_up(int(np.asarray(c).nbytes)) for c in low.consts.values()) for low in lowered
-    ]
+    return [kind(low.kind).weight_bytes(low) for low in lowered]
 
 
 @dataclass

@@ -35,6 +35,10 @@ MAX_INPUTS = 4
 DTYPE_CODES = {"float32": 1, "int8": 2, "uint8": 3, "int32": 4, "int16": 5}
 
 
+def _align16(n: int) -> int:
+    return (n + 15) // 16 * 16
+
+
 def f32_bits(x: float) -> int:
     """A float parameter as the int32 whose bits are its IEEE-754 single-precision encoding."""
     return struct.unpack("<i", struct.pack("<f", float(x)))[0]
@@ -194,6 +198,11 @@ class OpKind:
         """Fast-memory scratch the C kernel needs to produce ``out_rows`` output rows (mirrors the C
         ``tgrs_<kind>_scratch_size``). The planner places it in the fast arena."""
         return 0
+
+    def weight_bytes(self, low: Lowered) -> int:
+        """Bytes the op's constants take in a unit's fast weight prefix (and in the plan): every blob rounded up to
+        the 16-byte alignment of the format. An alias has none."""
+        return 0 if low.alias else sum(_align16(int(np.asarray(c).nbytes)) for c in low.consts.values())
 
     def param_vector(self, low: Lowered) -> list[int]:
         unknown = set(low.params) - set(self.PARAMS)

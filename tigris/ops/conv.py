@@ -24,7 +24,7 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.ops import _mac, qmath
 from tigris.ops._geometry import Window, padded_band, window_from_attrs, window_patches
-from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.base import Lowered, TensorView
 
 PACK_NR = 8  # float output channels per weight panel; the C kernel checks the `pack_nr` param equals its CONV_NR
 PACK_NR_S8 = 1  # int8 weights are plain OHWI rows (panels of one channel)

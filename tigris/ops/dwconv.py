@@ -17,7 +17,7 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.ops import _mac, qmath
 from tigris.ops._geometry import Window, padded_band, window_from_attrs, window_patches
-from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.base import Lowered, TensorView
 
 
 class DepthwiseConv(_mac.WindowedMacKind):

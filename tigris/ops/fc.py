@@ -13,7 +13,7 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.ops import _mac, qmath
-from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.base import Lowered, TensorView
 
 
 class FullyConnected(_mac.MacKind):
