@@ -426,7 +426,7 @@
 #define TGRS_P_COPY_P3 7
 #define TGRS_OP_COPY_NCONSTS 0
 
-/* Parameters a kind uses (slots beyond must be 0), TGRS_MAX_PARAMS when not known, -1 for a bad kind. */
+/* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
     switch (kind) {
@@ -452,7 +452,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     }
 }
 
-/* Const slots a kind uses (slots beyond are empty), TGRS_MAX_CONSTS when not known, -1 for a bad kind. */
+/* Const slots a kind uses (slots beyond are empty), -1 for a bad kind. */
 static inline int tgrs_op_nconsts(uint32_t kind)
 {
     switch (kind) {

@@ -178,7 +178,7 @@ def generate() -> str:
             L.append(_define(f"TGRS_C_{up}_{_macro(c)}", f"{j}"))
     L += [
         "",
-        "/* Parameters a kind uses (slots beyond must be 0), TGRS_MAX_PARAMS when not known, -1 for a bad kind. */",
+        "/* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */",
         "static inline int tgrs_op_nparams(uint32_t kind)",
         "{",
         "    switch (kind) {",
@@ -188,7 +188,7 @@ def generate() -> str:
         L.append(f"    case TGRS_OP_{_macro(kname)}: return {n};")
     L += ["    default: return -1;", "    }", "}", ""]
     L += [
-        "/* Const slots a kind uses (slots beyond are empty), TGRS_MAX_CONSTS when not known, -1 for a bad kind. */",
+        "/* Const slots a kind uses (slots beyond are empty), -1 for a bad kind. */",
         "static inline int tgrs_op_nconsts(uint32_t kind)",
         "{",
         "    switch (kind) {",
