@@ -168,7 +168,7 @@
     X(DEQUANTIZE, dequantize) \
     X(COPY, copy)
 
-#define TGRS_OP_CONV_NPARAMS 20
+#define TGRS_OP_CONV_NPARAMS 21
 #define TGRS_P_CONV_KH 0
 #define TGRS_P_CONV_KW 1
 #define TGRS_P_CONV_SH 2
@@ -189,13 +189,14 @@
 #define TGRS_P_CONV_PACK_NR 17
 #define TGRS_P_CONV_PATCH 18
 #define TGRS_P_CONV_NUMERICS 19
+#define TGRS_P_CONV_WZP 20
 #define TGRS_OP_CONV_NCONSTS 4
 #define TGRS_C_CONV_WEIGHT 0
 #define TGRS_C_CONV_BIAS 1
 #define TGRS_C_CONV_MULT 2
 #define TGRS_C_CONV_SHIFT 3
 
-#define TGRS_OP_DWCONV_NPARAMS 18
+#define TGRS_OP_DWCONV_NPARAMS 19
 #define TGRS_P_DWCONV_KH 0
 #define TGRS_P_DWCONV_KW 1
 #define TGRS_P_DWCONV_SH 2
@@ -214,13 +215,14 @@
 #define TGRS_P_DWCONV_ZP_IN 15
 #define TGRS_P_DWCONV_ZP_OUT 16
 #define TGRS_P_DWCONV_NUMERICS 17
+#define TGRS_P_DWCONV_WZP 18
 #define TGRS_OP_DWCONV_NCONSTS 4
 #define TGRS_C_DWCONV_WEIGHT 0
 #define TGRS_C_DWCONV_BIAS 1
 #define TGRS_C_DWCONV_MULT 2
 #define TGRS_C_DWCONV_SHIFT 3
 
-#define TGRS_OP_FC_NPARAMS 8
+#define TGRS_OP_FC_NPARAMS 9
 #define TGRS_P_FC_ACT_MIN 0
 #define TGRS_P_FC_ACT_MAX 1
 #define TGRS_P_FC_FMIN 2
@@ -229,6 +231,7 @@
 #define TGRS_P_FC_ZP_OUT 5
 #define TGRS_P_FC_K 6
 #define TGRS_P_FC_NUMERICS 7
+#define TGRS_P_FC_WZP 8
 #define TGRS_OP_FC_NCONSTS 4
 #define TGRS_C_FC_WEIGHT 0
 #define TGRS_C_FC_BIAS 1
@@ -273,11 +276,12 @@
 #define TGRS_P_AVGPOOL_NUMERICS 15
 #define TGRS_OP_AVGPOOL_NCONSTS 0
 
-#define TGRS_OP_GAP_NPARAMS 4
+#define TGRS_OP_GAP_NPARAMS 5
 #define TGRS_P_GAP_MULT 0
 #define TGRS_P_GAP_SHIFT 1
 #define TGRS_P_GAP_LO 2
 #define TGRS_P_GAP_HI 3
+#define TGRS_P_GAP_NUMERICS 4
 #define TGRS_OP_GAP_NCONSTS 0
 
 #define TGRS_OP_ADD_NPARAMS 23
@@ -488,6 +492,7 @@ static inline int tgrs_op_numerics_slot(uint32_t kind)
     case TGRS_OP_FC: return 7;
     case TGRS_OP_MAXPOOL: return 15;
     case TGRS_OP_AVGPOOL: return 15;
+    case TGRS_OP_GAP: return 4;
     case TGRS_OP_ADD: return 22;
     case TGRS_OP_MUL: return 22;
     case TGRS_OP_SOFTMAX: return 3;

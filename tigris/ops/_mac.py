@@ -28,8 +28,9 @@ INT32_LIMIT = 2**31
 
 
 class MacKind(OpKind):
-    """What the multiply-accumulate kinds share: a constant weight (and bias), a fused activation, int8 weights that
-    are symmetric with an int32 bias, and MACs = output elements x weight elements per output channel."""
+    """What the multiply-accumulate kinds share: a constant weight (and bias), a fused activation, int8 weights with
+    per-tensor or per-output-channel zero points (carried exactly, ``weight_zero_point_bias``) and an int32 bias, and
+    MACs = output elements x weight elements per output channel."""
 
     SINGLE_INPUT = False
 
@@ -43,8 +44,9 @@ class MacKind(OpKind):
         w = graph.tensors[ins[1]]
         if w.dtype != "int8" or w.quant is None:
             return "int8 op with a non-int8 weight"
-        if np.any(w.quant.zero_point != 0):
-            return "int8 weight with a non-zero zero point"
+        zp = np.asarray(w.quant.zero_point).ravel()
+        if zp.size > 1 and (zp.size != w.shape[0] or w.quant.axis not in (None, 0)):
+            return "int8 weight zero points not per tensor or per output channel"
         if len(ins) > 2 and (graph.tensors[ins[2]].dtype != "int32" or graph.tensors[ins[2]].quant is None):
             return "int8 op with a non-int32 bias"
         return None
@@ -125,19 +127,46 @@ def per_tensor(t: Tensor) -> tuple[float, int]:
 
 
 def int8_weights(graph: AnalyzedGraph, name: str, oc: int) -> tuple[np.ndarray, np.ndarray]:
-    """(int8 weights as stored, per-output-channel scales [oc]) of a symmetric int8 weight; axis 0 is the OC axis."""
+    """(int8 weights as stored, per-output-channel scales [oc]) of an int8 weight; axis 0 is the OC axis."""
+    return int8_weights_zp(graph, name, oc)[:2]
+
+
+def int8_weights_zp(graph: AnalyzedGraph, name: str, oc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(int8 weights as stored, per-output-channel scales [oc], per-output-channel zero points [oc] as int64).
+
+    A weight zero point is carried exactly (``weight_zero_point_bias``); it is 0 for symmetric weights."""
     t = graph.tensors[name]
     w = np.asarray(graph.weights[name])
     if t.quant is None or w.dtype != np.int8:
         raise TigrisError(f"int8 op needs int8 quantized weights, got {w.dtype}", name)
     s = positive_scales(t)
-    if np.any(np.asarray(t.quant.zero_point) != 0):
-        raise TigrisError("weights must be symmetric (zero point 0)", name)
+    z = np.asarray(t.quant.zero_point, dtype=np.int64).ravel()
     if s.size == 1:
         s = np.full(oc, s[0])
     elif s.size != oc or (t.quant.axis not in (None, 0)):
         raise TigrisError(f"weight scales must be per tensor or per output channel (axis 0), got {s.size}", name)
-    return w, s
+    if z.size <= 1:
+        z = np.full(oc, int(z[0]) if z.size else 0, dtype=np.int64)
+    elif z.size != oc:
+        raise TigrisError(f"weight zero points must be per tensor or per output channel, got {z.size}", name)
+    if np.any((z < -128) | (z > 127)):
+        raise TigrisError("int8 weight zero point out of range", name)
+    return w, s, z
+
+
+def weight_zero_point_bias(bias: np.ndarray, w2d: np.ndarray, zp_w: np.ndarray, where: str) -> np.ndarray:
+    """The const blob of an op with weight zero points (param ``wzp`` = 1): the unfolded int32 bias ``[OC]``
+    followed by the weight zero points ``[OC]``.
+
+    Such an op accumulates ``bias + sum_k (x[k] - zp_in) * (w[oc, k] - zp_w[oc])`` directly (padded taps contribute
+    0), so nothing is re-rounded. Both factors lie in [-255, 255]; the lowering proves
+    ``|bias| + K * 255 * max|w - zp_w| < 2**31`` so every partial sum fits in int32.
+    """
+    k = w2d.shape[1]
+    d = np.abs(w2d.astype(np.int64) - zp_w[:, None]).max(axis=1) if k else np.zeros(len(bias), dtype=np.int64)
+    if np.any(np.abs(bias.astype(np.int64)) + k * 255 * d >= INT32_LIMIT):
+        raise TigrisError("int32 accumulator could overflow (bias or reduction too large)", where)
+    return np.concatenate([bias.astype(np.int64), zp_w]).astype(np.int32)
 
 
 def float_weights(graph: AnalyzedGraph, name: str) -> np.ndarray:

@@ -64,6 +64,7 @@ class Conv(_mac.WindowedMacKind):
         "pack_nr",  # PACK_NR the weights were packed with
         "patch",  # K = KH*KW*ICg, the patch length of one group
         "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
+        "wzp",  # int8: 1 when the weights have zero points (the bias const is [bias, zp_w])
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -91,14 +92,18 @@ class Conv(_mac.WindowedMacKind):
         fused = op.attrs.get("fused_activation")
 
         if int8:
-            w_q, s_w = _mac.int8_weights(graph, wname, oc)
+            w_q, s_w, zp_w = _mac.int8_weights_zp(graph, wname, oc)
             if one_d:
                 w_q = w_q[..., None]
             s_in, zp_in = _mac.per_tensor(x)
             s_out, zp_out = _mac.per_tensor(y)
             w2d = w_q.transpose(0, 2, 3, 1).reshape(oc, k)  # OHWI rows: the patch order (kh, kw, ic)
             bias = _mac.int_bias(graph, bname, s_in * s_w)
-            folded = _mac.fold_input_zero_point(bias, w2d, zp_in, op.name)
+            if np.any(zp_w):
+                folded = _mac.weight_zero_point_bias(bias, w2d, zp_w, op.name)
+                params["wzp"] = 1
+            else:
+                folded = _mac.fold_input_zero_point(bias, w2d, zp_in, op.name)
             mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}",
                                               graph.numerics)
             lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name, graph.numerics)
@@ -145,6 +150,16 @@ class Conv(_mac.WindowedMacKind):
         pt = pt.reshape(g, n * out.rows * ow, k)
         w = unpack_panels(np.asarray(low.consts["weight"]), g, ocg, k, int(p["pack_nr"]))
         # float64 products are exact for int8 (|acc| < 2**31 is proven at lowering), and accurate for float32.
+        if int8 and p.get("wzp", 0):
+            # exact zero points: sum (x - zp_in) * (w - zp_w), padded taps (value zp_in) contribute 0
+            bz = np.asarray(low.consts["bias"], dtype=np.int64)
+            zw = bz[oc:].reshape(g, ocg)
+            acc = np.concatenate([(pt[i].astype(np.int64) - int(p["zp_in"])) @ (w[i].astype(np.int64) - zw[i][:, None]).T
+                                  for i in range(g)], axis=1) + bz[:oc]
+            res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],
+                                     p["act_max"], p.get("numerics", 0))
+            out.data[...] = res.reshape(out.data.shape)
+            return
         acc = np.concatenate([pt[i].astype(np.float64) @ w[i].astype(np.float64).T for i in range(g)], axis=1)
         if int8:
             acc = acc.astype(np.int64) + np.asarray(low.consts["bias"], dtype=np.int64)

@@ -30,6 +30,7 @@ class DepthwiseConv(_mac.WindowedMacKind):
         "fmin", "fmax",  # float clamp bounds as f32 bits
         "zp_in", "zp_out",
         "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
+        "wzp",  # int8: 1 when the weights have zero points (the bias const is [bias, zp_w])
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -52,14 +53,18 @@ class DepthwiseConv(_mac.WindowedMacKind):
         params = dict(win.params(), depth_mult=oc // cin)
         fused = op.attrs.get("fused_activation")
         if int8:
-            w_q, s_w = _mac.int8_weights(graph, wname, oc)
+            w_q, s_w, zp_w = _mac.int8_weights_zp(graph, wname, oc)
             if one_d:
                 w_q = w_q[..., None]
             s_in, zp_in = _mac.per_tensor(x)
             s_out, zp_out = _mac.per_tensor(y)
             w2d = w_q.reshape(oc, kh * kw)  # every weight feeding output channel oc
             bias = _mac.int_bias(graph, bname, s_in * s_w)
-            folded = _mac.fold_input_zero_point(bias, w2d, zp_in, op.name)
+            if np.any(zp_w):
+                folded = _mac.weight_zero_point_bias(bias, w2d, zp_w, op.name)
+                params["wzp"] = 1
+            else:
+                folded = _mac.fold_input_zero_point(bias, w2d, zp_in, op.name)
             mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}",
                                               graph.numerics)
             lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name, graph.numerics)
@@ -91,7 +96,13 @@ class DepthwiseConv(_mac.WindowedMacKind):
         xp = padded_band(x, win, out.row0, out.row0 + out.rows, int(p.get("zp_in", 0)) if int8 else 0)
         pt = window_patches(xp, win, out.rows, ow)[..., np.arange(oc) // m]  # [N, R, OW, KH, KW, OC]
         w = np.asarray(low.consts["weight"])
-        if int8:
+        if int8 and p.get("wzp", 0):
+            # exact zero points: sum (x - zp_in) * (w - zp_w), padded taps (value zp_in) contribute 0
+            bz = np.asarray(low.consts["bias"], dtype=np.int64)
+            acc = np.einsum("nrwijc,ijc->nrwc", pt.astype(np.int64) - int(p["zp_in"]), w.astype(np.int64) - bz[oc:])
+            res = _mac.epilogue_int8(acc + bz[:oc], low.consts["mult"], low.consts["shift"], p["zp_out"],
+                                     p["act_min"], p["act_max"], p.get("numerics", 0))
+        elif int8:
             acc = np.einsum("nrwijc,ijc->nrwc", pt.astype(np.int64), w.astype(np.int64))
             acc = acc + np.asarray(low.consts["bias"], dtype=np.int64)
             res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],

@@ -33,6 +33,7 @@ class FullyConnected(_mac.MacKind):
         "zp_in", "zp_out",
         "k",  # input features per row
         "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
+        "wzp",  # int8: 1 when the weights have zero points (the bias const is [bias, zp_w])
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -51,11 +52,15 @@ class FullyConnected(_mac.MacKind):
         params: dict[str, int] = dict(k=k)
         fused = op.attrs.get("fused_activation")
         if int8:
-            w_q, s_w = _mac.int8_weights(graph, wname, oc)
+            w_q, s_w, zp_w = _mac.int8_weights_zp(graph, wname, oc)
             s_in, zp_in = _mac.per_tensor(x)
             s_out, zp_out = _mac.per_tensor(y)
             bias = _mac.int_bias(graph, bname, s_in * s_w)
-            folded = _mac.fold_input_zero_point(bias, w_q, zp_in, op.name)
+            if np.any(zp_w):
+                folded = _mac.weight_zero_point_bias(bias, w_q, zp_w, op.name)
+                params["wzp"] = 1
+            else:
+                folded = _mac.fold_input_zero_point(bias, w_q, zp_in, op.name)
             mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}",
                                               graph.numerics)
             lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name, graph.numerics)
@@ -76,6 +81,15 @@ class FullyConnected(_mac.MacKind):
         w = np.asarray(low.consts["weight"])
         a = np.asarray(inputs[0].data).reshape(-1, k)
         # float64 products are exact for int8 (|acc| < 2**31 is proven at lowering), and accurate for float32.
+        if out.dtype == "int8" and p.get("wzp", 0):
+            # exact zero points: sum (x - zp_in) * (w - zp_w)
+            bz = np.asarray(low.consts["bias"], dtype=np.int64)
+            oc = w.shape[0]
+            acc = (a.astype(np.int64) - int(p["zp_in"])) @ (w.astype(np.int64) - bz[oc:, None]).T + bz[:oc]
+            res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],
+                                     p["act_max"], p.get("numerics", 0))
+            out.data[...] = res.reshape(out.data.shape)
+            return
         acc = a.astype(np.float64) @ w.astype(np.float64).T
         if out.dtype == "int8":
             acc = acc.astype(np.int64) + np.asarray(low.consts["bias"], dtype=np.int64)

@@ -32,7 +32,7 @@ from tigris.layout import tensor_view_dims
 from tigris.ops._common import TileError, act_bounds, dtype_kind, per_tensor, requantize_even
 from tigris.ops._geometry import row_window
 from tigris.ops.base import Lowered, OpKind, TensorView
-from tigris.ops.qmath import numerics_code, quantize_multiplier
+from tigris.ops.qmath import numerics_code, quantize_multiplier, requantize_tflm
 
 WINDOW_PARAMS = ("KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL", "PB", "PR", "COUNT_PAD", "MULT", "SHIFT", "LO", "HI",
                  "NUMERICS")
@@ -203,6 +203,14 @@ class AveragePool(_WindowPool):
         _window_reference(low, inputs[0], out, "avg")
 
 
+def tflm_mean_multiplier(ratio: float, n: int, where: str) -> tuple[int, int]:
+    """TFLM's MEAN: ``(mult, shift)`` of ``s_in / s_out`` with ``1 / n`` folded in by a truncating division of the
+    multiplier pre-shifted by ``s = min(bitlen(n) - 1, 32, 31 + shift)`` bits (the shift then drops by ``s``)."""
+    mult, shift = quantize_multiplier(ratio, where, "tflm")
+    s = min(int(n).bit_length() - 1, 32, 31 + shift)
+    return (mult << s) // int(n), shift - s
+
+
 class GlobalAveragePool(OpKind):
     name = "gap"
     ir_ops = ("GlobalAveragePool",)
@@ -214,7 +222,8 @@ class GlobalAveragePool(OpKind):
         scratch, so this is not :meth:`scratch_bytes`.)"""
         out = graph.tensors[op.outputs[0]]
         return 0 if out.dtype == "float32" else 4 * out.numel
-    PARAMS = ("MULT", "SHIFT", "LO", "HI")
+
+    PARAMS = ("MULT", "SHIFT", "LO", "HI", "NUMERICS")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -223,11 +232,14 @@ class GlobalAveragePool(OpKind):
         if dtype_kind(graph, op) == "int8":
             s_in, _ = per_tensor(x, "GlobalAveragePool input")
             s_out, zp_out = per_tensor(y, "GlobalAveragePool output")
-            mult, shift = quantize_multiplier(s_in / s_out, op.name)
-            if (31 - shift) + int(h * w).bit_length() > 62:
-                raise TigrisError(f"GlobalAveragePool: scale ratio {s_in / s_out:g} is too small", op.name)
+            if graph.numerics == "tflm":
+                mult, shift = tflm_mean_multiplier(s_in / s_out, h * w, op.name)
+            else:
+                mult, shift = quantize_multiplier(s_in / s_out, op.name)
+                if (31 - shift) + int(h * w).bit_length() > 62:
+                    raise TigrisError(f"GlobalAveragePool: scale ratio {s_in / s_out:g} is too small", op.name)
             params["MULT"], params["SHIFT"] = mult, shift
-            params["LO"], params["HI"] = act_bounds(op.attrs.get("fused_activation"), s_out, zp_out)
+            params["LO"], params["HI"] = act_bounds(op.attrs.get("fused_activation"), s_out, zp_out, graph.numerics)
         return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, macs=n * h * w * c)
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
@@ -276,6 +288,10 @@ def gap_finish(low: Lowered, acc: np.ndarray, x: TensorView, out: TensorView) ->
         out.data[...] = (acc / np.float32(h * w)).astype(np.float32).reshape(out.data.shape)
         return
     total = acc.astype(np.int64) - h * w * x.zero_point
+    if low.params.get("NUMERICS", 0):  # TFLM's MEAN: 1/(H*W) is in (MULT, SHIFT) already
+        q = requantize_tflm(total, low.params["MULT"], low.params["SHIFT"]) + out.zero_point
+        out.data[...] = np.clip(q, low.params["LO"], low.params["HI"]).astype(out.data.dtype).reshape(out.data.shape)
+        return
     den = np.int64(h * w) << np.int64(31 - low.params["SHIFT"])
     q = div_round_half_even(total * low.params["MULT"], den) + out.zero_point
     out.data[...] = np.clip(q, low.params["LO"], low.params["HI"]).astype(out.data.dtype).reshape(out.data.shape)

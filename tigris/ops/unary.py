@@ -8,6 +8,13 @@ with ``f`` evaluated in float64 and the quantization of :func:`tigris.ops.qmath.
 of ``x / s_out`` in float32, plus ``zp_out``, saturated). The kernel is then a table lookup, bit-identical in C and
 NumPy by construction, and as close to ONNX Runtime's float evaluation as one final rounding allows.
 
+Numerics ``tflm``: Sigmoid and Tanh tables hold TFLM's integer results instead (``tflm_table``): the input code
+minus its zero point is scaled into a fixed-point value with 4 integer bits by ``s_in * 2**27`` as
+``(mult, shift)`` (TFLM's ``frexp`` decomposition, without renormalizing a mantissa that rounds up to 1), codes at
+or beyond TFLM's input radius saturate, and the rest go through ``qmath.logistic_q31`` / ``qmath.tanh_q31``,
+divided by ``2**23`` (logistic, output zero point -128) or ``2**24`` (tanh, zero point 0) with ``rdbpot``. TFLM
+requires output scale 1/256, zero point -128 (logistic) and 1/128, 0 (tanh). The kernel is the same lookup.
+
 PRelu, float: ``x >= 0 ? x : slope[c] * x`` with a per-channel (last physical axis) or scalar slope ``SLOPE``.
 PRelu, int8: two requantization paths from ``d = q - zp_in``::
 
@@ -77,6 +84,36 @@ def int8_table(func: int, alpha: float, beta: float, s_in: float, zp_in: int, s_
     return quantize_float(y, s_out, zp_out).astype(np.int8)
 
 
+TFLM_IN_BITS = 4  # integer bits of the fixed-point input of TFLM's logistic and tanh
+
+
+def tflm_table(func: int, s_in: float, zp_in: int, s_out: float, zp_out: int, where: str) -> np.ndarray:
+    """TFLM's int8 logistic (func 4) or tanh (func 5) for every input code, as a 256-entry table (module doc)."""
+    import math
+
+    from tigris.ops import qmath
+
+    want = (1.0 / 256, -128) if func == 4 else (1.0 / 128, 0)
+    if (float(np.float32(s_out)), zp_out) != want:
+        raise TigrisError(f"{'Sigmoid' if func == 4 else 'Tanh'} with numerics tflm needs output scale 1/"
+                          f"{round(1 / want[0])} and zero point {want[1]} (TFLM's rule), got {s_out:g}, {zp_out}",
+                          where)
+    real = float(np.float32(s_in)) * float(1 << (31 - TFLM_IN_BITS))
+    m, shift = math.frexp(real)
+    mult = int(qmath.wrap32(np.int64(qmath.round_half_away(m * (1 << 31)))))
+    if shift > 31:
+        raise TigrisError(f"input scale {s_in:g} is too large for TFLM's fixed-point activation", where)
+    radius = math.floor(((1 << TFLM_IN_BITS) - 1) * (1 << (31 - TFLM_IN_BITS)) / 2.0**shift)
+    d = np.arange(-128, 128, dtype=np.int64) - zp_in
+    x = qmath.requantize_tflm(d, mult, shift) if shift >= -31 else np.zeros_like(d)
+    if func == 4:
+        y = qmath.rdbpot(qmath.logistic_q31(x, TFLM_IN_BITS), 31 - 8) - 128
+    else:
+        y = qmath.rdbpot(qmath.tanh_q31(x, TFLM_IN_BITS), 31 - 7)
+    y = np.where(d <= -radius, -128, np.where(d >= radius, 127, np.clip(y, -128, 127)))
+    return y.astype(np.int8)
+
+
 class Unary(OpKind):
     name = "unary"
     ir_ops = tuple(FUNCS)
@@ -102,7 +139,10 @@ class Unary(OpKind):
         if dtype_kind(graph, op) == "int8":
             s_in, zp_in = per_tensor(x, f"{op.op_type} input")
             s_out, zp_out = per_tensor(y, f"{op.op_type} output")
-            consts["LUT"] = int8_table(func, alpha, beta, s_in, zp_in, s_out, zp_out)
+            if graph.numerics == "tflm" and func in (4, 5):
+                consts["LUT"] = tflm_table(func, s_in, zp_in, s_out, zp_out, op.name)
+            else:
+                consts["LUT"] = int8_table(func, alpha, beta, s_in, zp_in, s_out, zp_out)
         return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, consts=consts,
                        macs=y.numel)
 

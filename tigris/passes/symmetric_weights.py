@@ -1,28 +1,29 @@
-"""Extra pass, symmetric weights: int8 weights with a non-zero zero point are requantized symmetric per channel.
+"""Extra pass, symmetric weights: int8 weights with a non-zero zero point become symmetric where that is exact.
 
-The runtime's int8 kernels (and CMSIS-NN's) accumulate ``sum((x - zp_x) * w)``: they have no weight zero point. ONNX
-quantizers that keep uint8 weights (restated as int8 with zero point ``z - 128`` by pass 2) or asymmetric int8
-weights state ``w_real = (q - zp_w) * s_w``, whose integer part ``q - zp_w`` can need 9 bits.
+ONNX quantizers that keep uint8 weights (restated as int8 with zero point ``z - 128`` by pass 2) and old TFLite/Coral
+models state ``w_real = (q - zp_w) * s_w``. The int8 kernels carry such zero points exactly (param ``wzp``:
+``sum (x - zp_in) * (w - zp_w)``, docs/numerics.md), but on a slower path; when every ``q - zp_w`` of a channel
+already fits in int8, storing ``q - zp_w`` with zero point 0 is the same number and runs on the fast kernels.
 
 Rules:
 1. Applies to the weight of a Conv or Gemm whose weight is int8 with any non-zero zero point.
-2. The weight is dequantized and requantized symmetric per output channel (axis 0; scale = max|w| / 127), which
-   moves each weight by at most half of its new quantization step.
-3. A bias (int32, scale ``s_in * s_w``) is requantized to the new ``s_in * s_w'``; without a per-tensor quantized
-   input the rewrite is declined (the bias scale would be undefined).
+2. When every stored value minus its (per-tensor or per-channel) zero point lies in [-128, 127], the weight becomes
+   those differences with zero point 0 and the same scales: an exact restatement (the bias is unchanged, its scale
+   ``s_in * s_w`` is the same).
+3. Otherwise the weight keeps its zero point (declined, with the reason): the kernels subtract it exactly. Nothing is
+   ever re-rounded.
 4. Symmetric weights are left alone (the common case: every shared model).
 
-Why here: after matrix relabel (weights are [OC, ...], so axis 0 is the output channel) and BatchNorm fold (which
-requantizes symmetric itself), before bias fold (which needs the final weight scale).
+Why here: after matrix relabel (weights are [OC, ...], so axis 0 is the output channel) and BatchNorm fold, before
+bias fold (which reads the weight scale).
 
-Postcondition: every int8 Conv/Gemm weight has zero points equal to 0.
+Postcondition: an int8 Conv/Gemm weight with a non-zero zero point has some ``q - zp_w`` outside int8.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, QuantParam
-from tigris.passes._quant import dequantize, quantize, symmetric_per_channel
 from tigris.passes._util import Decline, PassResult, fresh_name, set_const
 
 NAME = "symmetric_weights"
@@ -38,24 +39,22 @@ def run(graph: AnalyzedGraph) -> PassResult:
         wt = g.tensors[op.inputs[1]]
         if wt.dtype != "int8" or wt.quant is None or not np.any(wt.quant.zero_point != 0):
             continue
-        bname = op.inputs[2] if len(op.inputs) > 2 and op.inputs[2] else None
-        xq = g.tensors[op.inputs[0]].quant
-        if bname and (xq is None or xq.per_channel):
-            declined.append(Decline(op.name, "rule 3: a bias but no per-tensor input quantization"))
+        w = np.asarray(g.weights[wt.name]).astype(np.int64)
+        zp = np.asarray(wt.quant.zero_point, dtype=np.int64).ravel()
+        if zp.size > 1:
+            if wt.quant.axis not in (None, 0) or zp.size != w.shape[0]:
+                declined.append(Decline(op.name, "rule 3: per-channel zero points not along the output channels"))
+                continue
+            zp = zp.reshape((-1,) + (1,) * (w.ndim - 1))
+        d = w - zp
+        if d.min() < -128 or d.max() > 127:
+            declined.append(Decline(op.name, "rule 3: weight minus zero point exceeds int8; the kernels subtract "
+                                             "the zero point exactly"))
             continue
-        wf = dequantize(g.weights[wt.name], wt.quant)
-        new_w, new_q = symmetric_per_channel(wf, 0)
+        q = QuantParam(wt.quant.scale, np.zeros_like(np.asarray(wt.quant.zero_point, dtype=np.int64)),
+                       wt.quant.axis)
         wn = fresh_name(g, f"{wt.name}_sym")
-        set_const(g, wn, new_w, new_q)
-        inputs = [op.inputs[0], wn]
-        if bname:
-            bt = g.tensors[bname]
-            bf = dequantize(g.weights[bname], bt.quant) if bt.quant is not None else g.weights[bname]
-            s = (float(xq.scale[0]) * new_q.scale.astype(np.float64)).astype(np.float32)
-            bq = QuantParam(s, np.zeros(s.size, np.int64), 0 if s.size > 1 else None)
-            bn = fresh_name(g, f"{bname}_sym", [wn])
-            set_const(g, bn, quantize(np.asarray(bf, np.float32).reshape(-1), bq, "int32"), bq)
-            inputs.append(bn)
-        g.ops[i] = op.with_(inputs=tuple(inputs))
+        set_const(g, wn, d.astype(np.int8), q)
+        g.ops[i] = op.with_(inputs=(op.inputs[0], wn, *op.inputs[2:]))
         n += 1
     return PassResult(g, n, tuple(declined))

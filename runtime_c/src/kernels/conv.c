@@ -119,7 +119,8 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     cg->npan = (elem == 1) ? cg->ocg : (cg->ocg + CONV_NR - 1) / CONV_NR;
     wbytes = (uint64_t)cg->g * (uint64_t)cg->npan * (uint64_t)cg->k * (elem == 1 ? 1u : CONV_NR) * elem;
     /* lengths only (both are > 0, so a matching length means a present constant) */
-    if (ctx->clen[TGRS_C_CONV_WEIGHT] != wbytes || ctx->clen[TGRS_C_CONV_BIAS] != (uint64_t)cg->oc * 4u) {
+    if (ctx->clen[TGRS_C_CONV_WEIGHT] != wbytes ||
+        ctx->clen[TGRS_C_CONV_BIAS] != (uint64_t)cg->oc * 4u * (elem == 1 && p[TGRS_P_CONV_WZP] == 1 ? 2u : 1u)) {
         return TGRS_ERR_SHAPE;
     }
     cg->in_row0 = in->row0;
@@ -442,6 +443,67 @@ static int conv_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg)
 #include "conv_dsp.h" /* conv_s8_dsp */
 #include "conv_mve.h" /* conv_s8_mve */
 
+/*
+ * Weight zero points (param WZP = 1; the bias const holds [bias, zp_w], docs/numerics.md): acc = bias + sum over the
+ * image taps of (x - zp_in) * (w - zp_w); a padded tap is real 0 and contributes nothing. Accumulated in uint32
+ * (defined wrapping; the lowering proved the true sum fits). A direct loop without im2col (the scratch goes unused):
+ * only legacy uint8-weight models take it. int8 weights are packed with PACK_NR 1, i.e. [OC][K] in patch order.
+ */
+static int conv_s8_wzp(const tgrs_op_ctx *ctx, const conv_geom *cg)
+{
+    const tgrs_window *w = &cg->w;
+    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
+    const int32_t *zw = bias + cg->oc;
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
+    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
+    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
+    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const int8_t *in = (const int8_t *)ctx->in[0]->data;
+    int8_t *out = (int8_t *)ctx->out->data;
+    const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
+    const int64_t out_img = (int64_t)cg->out_rows * cg->ow * cg->oc;
+    int32_t n, r, ow, oc, i, j, ic;
+    if (!tgrs_zp_s8_ok(zw, cg->oc)) {
+        return TGRS_ERR_PARAM;
+    }
+    for (n = 0; n < cg->n; ++n) {
+        for (r = 0; r < cg->out_rows; ++r) {
+            const int32_t oh = cg->out_row0 + r;
+            for (ow = 0; ow < cg->ow; ++ow) {
+                int8_t *o = out + n * out_img + ((int64_t)r * cg->ow + ow) * cg->oc;
+                for (oc = 0; oc < cg->oc; ++oc) {
+                    const int8_t *wk = wt + (int64_t)oc * cg->k;
+                    const int32_t c0 = (oc / cg->ocg) * cg->icg; /* the group's first input channel */
+                    uint32_t acc = (uint32_t)bias[oc];
+                    for (i = 0; i < w->kh; ++i) {
+                        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                        if (ih < 0 || ih >= cg->h) {
+                            continue;
+                        }
+                        for (j = 0; j < w->kw; ++j) {
+                            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                            const int8_t *x;
+                            const int8_t *wp;
+                            if (iw < 0 || iw >= cg->wd) {
+                                continue;
+                            }
+                            x = in + n * in_img + ((int64_t)(ih - cg->in_row0) * cg->wd + iw) * cg->c + c0;
+                            wp = wk + ((int64_t)i * w->kw + j) * cg->icg;
+                            for (ic = 0; ic < cg->icg; ++ic) {
+                                acc += (uint32_t)(((int32_t)x[ic] - zp_in) * ((int32_t)wp[ic] - zw[oc]));
+                            }
+                        }
+                    }
+                    o[oc] = tgrs_requant_nm_s8((int32_t)acc, mult[oc], shift[oc], zp_out, lo, hi, nm);
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 /* The int8 GEMM of the target (target.h picks it): the same exact sums, requantized through requant.h. */
 static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
@@ -450,6 +512,9 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
                                      ctx->p[TGRS_P_CONV_ZP_OUT], ctx->p[TGRS_P_CONV_NUMERICS]);
     if (st != TGRS_OK) {
         return st;
+    }
+    if (ctx->p[TGRS_P_CONV_WZP] != 0) {
+        return ctx->p[TGRS_P_CONV_WZP] == 1 ? conv_s8_wzp(ctx, cg) : TGRS_ERR_PARAM;
     }
     return TGRS_CONV_S8(ctx, cg);
 }

@@ -68,7 +68,7 @@ static int dw_prepare(const tgrs_op_ctx *ctx, dw_geom *dg, size_t elem)
     }
     /* lengths only (both are > 0, so a matching length means a present constant) */
     if (ctx->clen[TGRS_C_DWCONV_WEIGHT] != (uint64_t)dg->w.kh * (uint64_t)dg->w.kw * (uint64_t)dg->oc * elem ||
-        ctx->clen[TGRS_C_DWCONV_BIAS] != (uint64_t)dg->oc * 4u) {
+        ctx->clen[TGRS_C_DWCONV_BIAS] != (uint64_t)dg->oc * 4u * (elem == 1u && p[TGRS_P_DWCONV_WZP] == 1 ? 2u : 1u)) {
         return TGRS_ERR_SHAPE;
     }
     dg->in_row0 = in->row0;
@@ -274,6 +274,61 @@ static void dw_taps_s8_plain(const int8_t *const *xp, int64_t pstep, int32_t nta
 #include "dwconv_dsp.h" /* dw_taps_s8_dsp */
 #include "dwconv_mve.h" /* dw_taps_s8_mve */
 
+/*
+ * Weight zero points (param WZP = 1; the bias const holds [bias, zp_w], docs/numerics.md): acc = bias + sum over the
+ * image taps of (x - zp_in) * (w - zp_w); a padded tap is real 0 and contributes nothing. Accumulated in uint32
+ * (defined wrapping; the lowering proved the true sum fits). A plain loop: only legacy uint8-weight models take it.
+ */
+static int dw_s8_wzp(const tgrs_op_ctx *ctx, const dw_geom *dg)
+{
+    const tgrs_window *w = &dg->w;
+    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_DWCONV_WEIGHT];
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_DWCONV_BIAS];
+    const int32_t *zw = bias + dg->oc;
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_DWCONV_MULT];
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT];
+    const int32_t lo = ctx->p[TGRS_P_DWCONV_ACT_MIN], hi = ctx->p[TGRS_P_DWCONV_ACT_MAX];
+    const int32_t zp_in = ctx->p[TGRS_P_DWCONV_ZP_IN], zp_out = ctx->p[TGRS_P_DWCONV_ZP_OUT];
+    const int32_t nm = ctx->p[TGRS_P_DWCONV_NUMERICS];
+    const int8_t *in = (const int8_t *)ctx->in[0]->data;
+    int8_t *out = (int8_t *)ctx->out->data;
+    const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
+    const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
+    int32_t n, r, ow, oc, i, j;
+    if (!tgrs_zp_s8_ok(zw, dg->oc)) {
+        return TGRS_ERR_PARAM;
+    }
+    for (n = 0; n < dg->n; ++n) {
+        for (r = 0; r < dg->out_rows; ++r) {
+            const int32_t oh = dg->out_row0 + r;
+            for (ow = 0; ow < dg->ow; ++ow) {
+                int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
+                for (oc = 0; oc < dg->oc; ++oc) {
+                    uint32_t acc = (uint32_t)bias[oc];
+                    for (i = 0; i < w->kh; ++i) {
+                        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                        if (ih < 0 || ih >= dg->h) {
+                            continue;
+                        }
+                        for (j = 0; j < w->kw; ++j) {
+                            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                            int32_t xv, wv;
+                            if (iw < 0 || iw >= dg->wd) {
+                                continue;
+                            }
+                            xv = in[n * in_img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c + oc / dg->m];
+                            wv = wt[((int64_t)i * w->kw + j) * dg->oc + oc];
+                            acc += (uint32_t)((xv - zp_in) * (wv - zw[oc]));
+                        }
+                    }
+                    o[oc] = tgrs_requant_nm_s8((int32_t)acc, mult[oc], shift[oc], zp_out, lo, hi, nm);
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
 {
     const tgrs_window *w = &dg->w;
@@ -295,6 +350,9 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
     const int st = tgrs_mac_s8_check(ctx, TGRS_C_DWCONV_MULT, TGRS_C_DWCONV_SHIFT, dg->oc, lo, hi, zp_in, zp_out, nm);
     if (st != TGRS_OK) {
         return st;
+    }
+    if (ctx->p[TGRS_P_DWCONV_WZP] != 0) {
+        return ctx->p[TGRS_P_DWCONV_WZP] == 1 ? dw_s8_wzp(ctx, dg) : TGRS_ERR_PARAM;
     }
     memset(zpv, (int)(int8_t)zp_in, sizeof zpv);
     /* channel blocks outermost: each block's requantization is prepared once per op (rows are often short) */

@@ -54,7 +54,7 @@ static int fc_prepare(const tgrs_op_ctx *ctx, fc_geom *fg, size_t elem)
     }
     oc = ctx->clen[TGRS_C_FC_WEIGHT] / ((uint64_t)k * elem);
     if (oc == 0 || nin % (uint64_t)k != 0 || nout != nin / (uint64_t)k * oc || nout > INT32_MAX ||
-        ctx->clen[TGRS_C_FC_BIAS] != oc * 4u) { /* oc > 0: lengths decide presence */
+        ctx->clen[TGRS_C_FC_BIAS] != oc * 4u * (elem == 1u && ctx->p[TGRS_P_FC_WZP] == 1 ? 2u : 1u)) { /* oc > 0 */
         return TGRS_ERR_SHAPE;
     }
     fg->k = k;
@@ -141,6 +141,41 @@ static int fc_f32(const tgrs_op_ctx *ctx, const fc_geom *fg)
     return TGRS_OK;
 }
 
+/*
+ * Weight zero points (param WZP = 1; the bias const holds [bias, zp_w], docs/numerics.md): acc = bias + sum (x -
+ * zp_in) * (w - zp_w), each factor in [-255, 255], accumulated in uint32 (wrapping is defined; the lowering proved
+ * the true sum fits). A plain loop: only legacy uint8-weight models take it.
+ */
+static int fc_s8_wzp(const tgrs_op_ctx *ctx, const fc_geom *fg)
+{
+    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_FC_WEIGHT];
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_FC_BIAS];
+    const int32_t *zw = bias + fg->oc;
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_FC_MULT];
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_FC_SHIFT];
+    const int32_t lo = ctx->p[TGRS_P_FC_ACT_MIN], hi = ctx->p[TGRS_P_FC_ACT_MAX];
+    const int32_t zp_in = ctx->p[TGRS_P_FC_ZP_IN], zp_out = ctx->p[TGRS_P_FC_ZP_OUT];
+    const int32_t nm = ctx->p[TGRS_P_FC_NUMERICS];
+    const int8_t *in = (const int8_t *)ctx->in[0]->data;
+    int8_t *out = (int8_t *)ctx->out->data;
+    int32_t n, o, k;
+    if (!tgrs_zp_s8_ok(zw, fg->oc)) {
+        return TGRS_ERR_PARAM;
+    }
+    for (n = 0; n < fg->n; ++n) {
+        const int8_t *x = in + (int64_t)n * fg->k;
+        for (o = 0; o < fg->oc; ++o) {
+            const int8_t *w = wt + (int64_t)o * fg->k;
+            uint32_t acc = (uint32_t)bias[o];
+            for (k = 0; k < fg->k; ++k) {
+                acc += (uint32_t)(((int32_t)x[k] - zp_in) * ((int32_t)w[k] - zw[o]));
+            }
+            out[(int64_t)n * fg->oc + o] = tgrs_requant_nm_s8((int32_t)acc, mult[o], shift[o], zp_out, lo, hi, nm);
+        }
+    }
+    return TGRS_OK;
+}
+
 static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
 {
     const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_FC_WEIGHT];
@@ -156,6 +191,9 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
     const int st = tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg->oc, lo, hi, zp_in, zp_out, nm);
     if (st != TGRS_OK) {
         return st;
+    }
+    if (ctx->p[TGRS_P_FC_WZP] != 0) {
+        return ctx->p[TGRS_P_FC_WZP] == 1 ? fc_s8_wzp(ctx, fg) : TGRS_ERR_PARAM;
     }
     for (n = 0; n < fg->n; ++n) {
         const int8_t *x = in + (int64_t)n * fg->k;

@@ -51,9 +51,11 @@ static int gap_acc_check(const tgrs_op_ctx *ctx, size_t *hw, size_t *nc)
     }
     {
         int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
+        int32_t nm = ctx->p[TGRS_P_GAP_NUMERICS];
         if (shift > TGRS_SHIFT_MAX || ctx->p[TGRS_P_GAP_MULT] < 0 ||
             !tgrs_s8_bounds_ok(ctx->p[TGRS_P_GAP_LO], ctx->p[TGRS_P_GAP_HI], out->zero_point) ||
-            *hw > ((size_t)1 << 23) || ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)*hw) > 62) {
+            *hw > ((size_t)1 << 23) || (nm != TGRS_NUMERICS_ONNX && nm != TGRS_NUMERICS_TFLM) ||
+            (nm == TGRS_NUMERICS_ONNX && ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)*hw) > 62)) {
             return TGRS_ERR_PARAM;
         }
     }
@@ -152,11 +154,19 @@ int tgrs_gap_finish(const tgrs_op_ctx *ctx)
         int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
         int32_t lo = ctx->p[TGRS_P_GAP_LO];
         int32_t hi = ctx->p[TGRS_P_GAP_HI];
-        int64_t den = (int64_t)hw * ((int64_t)1 << (31 - shift));
-        for (i = 0; i < nc; ++i) {
-            int64_t sum = (int64_t)acc[i] - (int64_t)hw * in->zero_point;
-            int64_t q = tgrs_div_round_half_even(sum * (int64_t)mult, den) + out->zero_point;
-            y[i] = (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+        if (ctx->p[TGRS_P_GAP_NUMERICS] == TGRS_NUMERICS_TFLM) {
+            /* TFLM's MEAN: 1/(H*W) is already in (mult, shift); |sum| <= 255 * 2^23 fits in int32 */
+            for (i = 0; i < nc; ++i) {
+                int32_t sum = (int32_t)((int64_t)acc[i] - (int64_t)hw * in->zero_point);
+                y[i] = tgrs_requant_nm_s8(sum, mult, shift, out->zero_point, lo, hi, TGRS_RQ_TFLM);
+            }
+        } else {
+            int64_t den = (int64_t)hw * ((int64_t)1 << (31 - shift));
+            for (i = 0; i < nc; ++i) {
+                int64_t sum = (int64_t)acc[i] - (int64_t)hw * in->zero_point;
+                int64_t q = tgrs_div_round_half_even(sum * (int64_t)mult, den) + out->zero_point;
+                y[i] = (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+            }
         }
     }
     return TGRS_OK;

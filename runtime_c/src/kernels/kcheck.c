@@ -56,6 +56,17 @@ int tgrs_window_load(tgrs_window *w, const int32_t *p)
 typedef char tgrs_check_rq_onnx[(TGRS_RQ_ONNX == TGRS_NUMERICS_ONNX) ? 1 : -1];
 typedef char tgrs_check_rq_tflm[(TGRS_RQ_TFLM == TGRS_NUMERICS_TFLM) ? 1 : -1];
 
+int tgrs_zp_s8_ok(const int32_t *zp, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        if (zp[i] < -128 || zp[i] > 127) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int tgrs_numerics_ok(int32_t numerics)
 {
     return numerics == TGRS_NUMERICS_ONNX || numerics == TGRS_NUMERICS_TFLM;

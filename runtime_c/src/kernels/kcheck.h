@@ -19,6 +19,9 @@
 int tgrs_mac_s8_check(const tgrs_op_ctx *ctx, int mult_slot, int shift_slot, int32_t oc, int32_t lo, int32_t hi,
                       int32_t zp_in, int32_t zp_out, int32_t numerics);
 
+/* n zero points read from a plan (weight zero points of a WZP op): 1 when every one is in [-128, 127]. */
+int tgrs_zp_s8_ok(const int32_t *zp, int32_t n);
+
 /* A numerics code read from a plan: 1 when it is TGRS_NUMERICS_ONNX or TGRS_NUMERICS_TFLM. */
 int tgrs_numerics_ok(int32_t numerics);
 

@@ -5,6 +5,8 @@
  *   max  int8: zp_out + requant_even(max(q) - zp_in, mult, shift) (halves to even), clamped to [lo, hi]
  *   avg  int8: zp_out + round(sum(q - zp_in) * mult / (count << (31 - shift))), one rounding, halves to even
  *   gap  int8: zp_out + round(sum(q - zp_in) * mult / ((H*W) << (31 - shift))), halves to even (mult/shift: s_in/s_out)
+ *   gap  int8, NUMERICS 1 (tflm, TFLM's MEAN): zp_out + requantize_tflm(sum(q - zp_in), mult, shift), 1/(H*W) folded
+ *        into (mult, shift) at lowering
  *   float: max of taps; sum of taps (row-major tap order) / (float)count; sum / (float)(H*W).
  *   avg  int8, NUMERICS 1 (tflm; input and output encodings equal): s = sum(q) of the raw codes,
  *        clamp(s > 0 ? (s + count/2) / count : (s - count/2) / count, lo, hi) with C's truncating division.
@@ -367,6 +369,7 @@ int tgrs_gap_f32(const tgrs_op_ctx *ctx)
 static int gap_s8_check(const tgrs_op_ctx *ctx)
 {
     int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
+    int32_t nm = ctx->p[TGRS_P_GAP_NUMERICS];
     size_t hw;
     int st = gap_check(ctx, TGRS_DT_S8);
     if (st != TGRS_OK) {
@@ -375,7 +378,8 @@ static int gap_s8_check(const tgrs_op_ctx *ctx)
     hw = (size_t)ctx->in[0]->dims[1] * (size_t)ctx->in[0]->dims[2];
     if (shift > TGRS_SHIFT_MAX || ctx->p[TGRS_P_GAP_MULT] < 0 ||
         !tgrs_s8_bounds_ok(ctx->p[TGRS_P_GAP_LO], ctx->p[TGRS_P_GAP_HI], ctx->out->zero_point) || hw > (1u << 23) ||
-        ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)hw) > 62) {
+        (nm != TGRS_NUMERICS_ONNX && nm != TGRS_NUMERICS_TFLM) ||
+        (nm == TGRS_NUMERICS_ONNX && ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)hw) > 62)) {
         return TGRS_ERR_PARAM;
     }
     return TGRS_OK;
@@ -389,6 +393,7 @@ int tgrs_gap_s8(const tgrs_op_ctx *ctx)
     int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
     int32_t lo = ctx->p[TGRS_P_GAP_LO];
     int32_t hi = ctx->p[TGRS_P_GAP_HI];
+    int32_t nm = ctx->p[TGRS_P_GAP_NUMERICS];
     int32_t n, c;
     size_t i, hw, C;
     int st = gap_s8_check(ctx);
@@ -407,6 +412,10 @@ int tgrs_gap_s8(const tgrs_op_ctx *ctx)
                 acc += (int32_t)x[i * C + (size_t)c];
             }
             acc -= (int32_t)hw * in->zero_point;
+            if (nm == TGRS_NUMERICS_TFLM) { /* TFLM's MEAN: 1/(H*W) is already in (mult, shift) */
+                y[c] = tgrs_requant_nm_s8(acc, mult, shift, out->zero_point, lo, hi, TGRS_RQ_TFLM);
+                continue;
+            }
             {
                 int64_t q = tgrs_div_round_half_even((int64_t)acc * (int64_t)mult,
                                                      (int64_t)hw * ((int64_t)1 << (31 - shift))) +
