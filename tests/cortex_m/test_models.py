@@ -31,6 +31,7 @@ class Case:
     tiled: bool  # the plan must contain tiled stages at this budget
     exact: bool  # int8: byte-identical; float: 1e-5 relative
     staged: bool = True  # the plan must have several stages and spill to the slow arena
+    numerics: str | None = None  # --numerics (None: the source's default)
 
 
 CASES = {
@@ -45,6 +46,9 @@ CASES = {
     "person_detect_int8_tflite": Case("tflite/person_detect_int8.tflite", "32K", True, "none", True, True),
     "resnet8_cifar_int8_tflite": Case("tflite/resnet8_cifar_int8.tflite", "32K", True, "none", True, True),
     "kws_dscnn_int8_tflite": Case("tflite/kws_dscnn_int8.tflite", "32K", False, "lz4", False, True),
+    # An ONNX twin opting into TFLM's arithmetic (docs/numerics.md): Add, AveragePool and Softmax take their tflm forms
+    "resnet8_cifar_int8_onnx_tflm": Case("mlperf_tiny/resnet8_cifar_int8.onnx", "32K", True, "none", True, True,
+                                         numerics="tflm"),
 }
 
 
@@ -73,7 +77,7 @@ def _compile(case: Case, shared: str) -> Compiled:
     from tigris.ir import UnsupportedModelError
 
     try:
-        prep = api.prepare(shared)
+        prep = api.prepare(shared, numerics=case.numerics)
         comp = api.compile_model(shared, case.fast, xip=case.xip, compression=case.compression, prepared=prep)
     except ImportError as e:
         pytest.skip(f"compiler pipeline not complete yet: {e}")
