@@ -61,6 +61,7 @@ CALIBRATE = [
     ("mlperf_tiny/resnet8_cifar_f32.onnx", "64K", True, "none"),
     ("mlperf_tiny/ad_autoencoder_f32.onnx", "32K", True, "none"),
     ("torchvision/mobilenet_v2_035_96_f32.onnx", "128K", True, "none"),
+    ("mlperf_tiny/streaming_wakeword_int8.onnx", "64K", False, "none"),
 ]
 # Other budgets and weight modes: different stages, tiles and traffic than the calibration runs.
 CHECK = [
