@@ -104,3 +104,35 @@ def test_uint8_weight_zero_points_are_exact(tmp_path, seed, narrow):
         (ref,) = sess.run(None, {"x": x})
         worst = max(worst, int(np.abs(got.astype(np.int32) - ref.astype(np.int32)).max()))
     assert worst <= 1, f"{worst} LSB from ONNX Runtime"
+
+
+def test_fine_output_scale_shows_no_weight_rounding(tmp_path):
+    """One uint8 Conv (weights 0..255 around zero point 157) with an output step fine enough that re-rounding the
+    weights to symmetric int8 shows: that old rewrite was 3 LSB off ONNX Runtime here; carried exactly, the C
+    runtime is within one LSB (ORT's float evaluation of the same integers)."""
+    rng = np.random.default_rng(0)
+    inits = {"sx": np.float32(0.03), "zx": np.uint8(120), "w1": rng.integers(0, 256, (8, 4, 3, 3)).astype(np.uint8),
+             "s1": np.float32(0.004), "z1": np.uint8(157), "b1": rng.integers(-3000, 3000, 8).astype(np.int32),
+             "sb1": np.float32(0.03 * 0.004), "sy": np.float32(0.02), "zy": np.uint8(128)}
+    n = helper.make_node
+    nodes = [n("DequantizeLinear", ["x", "sx", "zx"], ["xd"]), n("DequantizeLinear", ["w1", "s1", "z1"], ["w1d"]),
+             n("DequantizeLinear", ["b1", "sb1"], ["b1d"]),
+             n("Conv", ["xd", "w1d", "b1d"], ["c1"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             n("QuantizeLinear", ["c1", "sy", "zy"], ["y"])]
+    g = helper.make_graph(nodes, "c", [helper.make_tensor_value_info("x", U8, [1, 4, 8, 8])],
+                          [helper.make_tensor_value_info("y", U8, [1, 8, 8, 8])],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "conv.onnx"
+    onnx.save(m, path)
+    prep = api.prepare(path)
+    assert _ops_with_wzp(prep) == 1
+    session = Session(api.compile_model(path, "256K", prepared=prep).plan_bytes)
+    sess = ort.InferenceSession(path.read_bytes(), providers=["CPUExecutionProvider"])
+    for k in range(5):
+        x = np.random.default_rng(k).integers(0, 256, size=(1, 4, 8, 8), dtype=np.uint8)
+        got = np.asarray(session.run({"x": x}).outputs["y"]).astype(np.int32)
+        np.testing.assert_array_equal(run_reference(prep.graph, {"x": x}, prep.lowered)["y"], got)
+        (ref,) = sess.run(None, {"x": x})
+        assert int(np.abs(got - ref.astype(np.int32)).max()) <= 1
