@@ -29,10 +29,8 @@ INT8_CNN_PLAN_KINDS = ("conv", "dwconv", "avgpool", "fc", "softmax")
 
 @pytest.fixture(scope="module")
 def kws_plan(harness):
-    try:
-        from tigris import api
-    except ImportError as e:  # pragma: no cover - only while the API is missing
-        pytest.skip(f"compiler API not available yet: {e}")
+    from tigris import api
+
     return api.compile_model(str(TEST_MODELS_DIR / "kws_dscnn_int8.onnx"), "32K").plan_bytes
 
 
