@@ -154,8 +154,9 @@ class Conv(_mac.WindowedMacKind):
             # exact zero points: sum (x - zp_in) * (w - zp_w), padded taps (value zp_in) contribute 0
             bz = np.asarray(low.consts["bias"], dtype=np.int64)
             zw = bz[oc:].reshape(g, ocg)
-            acc = np.concatenate([(pt[i].astype(np.int64) - int(p["zp_in"])) @ (w[i].astype(np.int64) - zw[i][:, None]).T
-                                  for i in range(g)], axis=1) + bz[:oc]
+            xs = pt.astype(np.int64) - int(p["zp_in"])
+            acc = np.concatenate([xs[i] @ (w[i].astype(np.int64) - zw[i][:, None]).T for i in range(g)],
+                                 axis=1) + bz[:oc]
             res = _mac.epilogue_int8(acc, low.consts["mult"], low.consts["shift"], p["zp_out"], p["act_min"],
                                      p["act_max"], p.get("numerics", 0))
             out.data[...] = res.reshape(out.data.shape)

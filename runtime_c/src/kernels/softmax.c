@@ -43,8 +43,8 @@ static void sm_line_tflm(const int8_t *x, int8_t *y, int32_t len, size_t step_in
     /* s >= rdbpot(EXP[0], 12) > 0 for a valid table (checked) and s < 2^31, so e + 23 >= 0 */
     r = tgrs_reciprocal_q31(s, 12, &e);
     for (k = 0; k < len; ++k) {
-        int32_t v = e + 23 > 31 ? -128
-                                : tgrs_rdbpot(tgrs_srdhm(r, q->table[m - (int32_t)x[(size_t)k * step_in]]), e + 23) - 128;
+        const int32_t ek = q->table[m - (int32_t)x[(size_t)k * step_in]];
+        int32_t v = e + 23 > 31 ? -128 : tgrs_rdbpot(tgrs_srdhm(r, ek), e + 23) - 128;
         y[(size_t)k * step_out] = (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v));
     }
 }
