@@ -90,7 +90,8 @@ def _pos(base: bytes, rng: random.Random, lo: int = 0) -> int:
 def mutate(base: bytes, rng: random.Random) -> bytes:
     """One random mutation; re-sealed (correct CRC) 85% of the time so deeper checks see it."""
     b = bytearray(base)
-    what = rng.choice(["flip", "flip", "byte", "u32", "u32", "u32", "truncate", "extend", "section", "swap"])
+    what = rng.choice(["flip", "flip", "byte", "u32", "u32", "u32", "truncate", "extend", "section", "swap", "field",
+                       "field"])
     if what == "flip":
         for _ in range(rng.choice([1, 1, 2, 4])):
             b[_pos(base, rng)] ^= 1 << rng.randrange(8)
@@ -116,6 +117,16 @@ def mutate(base: bytes, rng: random.Random) -> bytes:
             grow = rec.size * rng.choice([1, 2, 100]) if rec is not None else rng.choice([1, 16, 1000])
             struct.pack_into("<4I", b, e, sid, off, (size + grow) & 0xFFFFFFFF,
                              (count + (grow // rec.size if rec is not None else grow)) & 0xFFFFFFFF)
+    elif what == "field":  # structure-aware: one u32/i32 field element of one record, boundary or neighbour value
+        secs = [(sid, off, cnt) for sid, off, _, cnt in _sections(base)
+                if sid in RECORD_OF and RECORD_OF[sid] is not None and cnt >= 1]
+        sid, off, cnt = rng.choice(secs)
+        rec = RECORD_OF[sid]
+        f = rng.choice([f for f in rec.fields if f.type in ("u32", "i32")])
+        pos = off + rng.randrange(cnt) * rec.size + rec.offsets()[f.name] + 4 * rng.randrange(f.count)
+        cur = struct.unpack_from("<I", b, pos)[0]
+        v = rng.choice(INTERESTING + [cur + 1, cur - 1, cur + 16, cur - 16, cur * 2])
+        struct.pack_into("<I", b, pos, v & 0xFFFFFFFF)
     elif what == "section":
         k = rng.randrange(len(F.SECTIONS))
         e = F.DIR_OFFSET + k * F.SECTION.size + 4 * rng.randrange(1, 4)
