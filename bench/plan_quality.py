@@ -182,11 +182,12 @@ def scaling_table(sizes: dict[str, list[int]] | None = None) -> str:
                 t0 = time.process_time()
                 prep = api.prepare(path)
                 t1 = time.process_time()
-                plan = api._plan(prep, api.parse_size(budget), None, True)
+                res = api._plan(prep, api.parse_size(budget), None, True)
+                units = len(res.plan.units) if hasattr(res, "plan") else "-"
                 t2 = time.process_time()
                 a = api.analyze(path, budget, xip=True, prepared=prep)
                 t3 = time.process_time()
-                rows.append([family, n, len(prep.graph.ops), budget, "yes" if a.fits else "no", len(plan.units),
+                rows.append([family, n, len(prep.graph.ops), budget, "yes" if a.fits else "no", units,
                              f"{t1 - t0:.2f}", f"{t2 - t1:.2f}", f"{(t1 - t0) + (t3 - t2):.2f}"])
                 print(rows[-1], flush=True)
                 path.unlink()

@@ -581,7 +581,7 @@ def _ort_session(model: str | Path, optimized: bool = False):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3  # errors only: its warnings (e.g. initializers listed as inputs) are not ours to print
+    opts.log_severity_level = 4  # its refusals become one TigrisError line (_ort_refuses), not a log on stderr
     if not optimized:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
