@@ -3,7 +3,8 @@
 Reads a JSON list of ``{"argv": [...], "cwd": "..."}`` on stdin and writes a JSON list of ``{"code", "stdout",
 "stderr", "seconds", "killed"}`` on stdout. The CLI is imported once here and every case runs in a fork of this
 process, so a case costs a fork, not a Python start-up, while a crash, a memory blow-up or a hang stays inside its
-child: the child's address space is limited with ``RLIMIT_AS`` and it is killed after the time limit.
+child: the child's address space is limited with ``RLIMIT_AS``, its CPU time with ``RLIMIT_CPU`` (SIGXCPU kills
+it), and it is killed after a generous wall-clock limit in case it hangs.
 """
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ import sys
 import time
 
 MEMORY_LIMIT = 2 * 1024**3  # bytes of address space per case
-TIME_LIMIT = 30.0  # seconds per case
+CPU_LIMIT = 30  # CPU seconds per case (RLIMIT_CPU: the bound that does not depend on the machine's other load)
+WALL_LIMIT = 120.0  # wall seconds per case before the child is killed (a hang: sleeping, waiting on a lock)
 
 
 def _child(argv: list[str], cwd: str, out_path: str, err_path: str) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 1))
     os.chdir(cwd)
     for fd, path in ((1, out_path), (2, err_path)):
         f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -56,17 +59,18 @@ def run_case(argv: list[str], cwd: str, scratch: str, k: int) -> dict:
             os._exit(98)
     killed = False
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
             break
-        if time.monotonic() - t0 > TIME_LIMIT:
+        if time.monotonic() - t0 > WALL_LIMIT:
             os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            killed, status = True, -1
+            _, status, usage = os.wait4(pid, 0)
+            killed = True
             break
         time.sleep(0.01)
     seconds = time.monotonic() - t0
-    code = os.waitstatus_to_exitcode(status) if status != -1 else -9
+    cpu = usage.ru_utime + usage.ru_stime
+    code = os.waitstatus_to_exitcode(status)
 
     def read(p: str) -> str:
         try:
@@ -75,7 +79,8 @@ def run_case(argv: list[str], cwd: str, scratch: str, k: int) -> dict:
         except OSError:
             return ""
 
-    res = {"code": code, "stdout": read(out_path), "stderr": read(err_path), "seconds": seconds, "killed": killed}
+    res = {"code": code, "stdout": read(out_path), "stderr": read(err_path), "seconds": seconds, "cpu": cpu,
+           "killed": killed}
     for p in (out_path, err_path):
         try:
             os.unlink(p)

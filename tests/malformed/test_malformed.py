@@ -1,7 +1,8 @@
 """The bad-input contract (docs/cli.md), case by case over the generated corpus of ``corpus.py``: every case exits
 with its documented code, prints exactly one line naming the thing at fault, no traceback, leaves no file behind,
-never changes an input file, and stays within 30 s and 2 GiB of address space (``_runner.py`` forks one child per
-case with ``RLIMIT_AS`` set and kills it at the time limit)."""
+never changes an input file, and stays within 30 CPU seconds and 2 GiB of address space (``_runner.py`` forks one
+child per case with ``RLIMIT_AS`` and ``RLIMIT_CPU`` set; CPU time rather than wall time, so a loaded CI machine does
+not fail a case that is fast on an idle one)."""
 from __future__ import annotations
 
 import hashlib
@@ -56,8 +57,8 @@ def test_case_names_are_unique():
 def test_case(case: Case, results):
     run, res = results[case.name]
     where = f"{case.name}: tigris {' '.join(run['argv'])}\nstdout: {res['stdout'][-800:]}\nstderr: {res['stderr']}"
-    assert not res["killed"], f"over the time limit: {where}"
-    assert res["seconds"] < 30, where
+    assert not res["killed"], f"hung past the wall-clock limit: {where}"
+    assert res["cpu"] < 30, f"{res['cpu']:.1f} CPU seconds: {where}"
     assert "Traceback" not in res["stderr"] + res["stdout"], where
     assert res["code"] == case.code, where
     lines = res["stderr"].splitlines()

@@ -28,16 +28,28 @@ from tigris.plan.types import ALIGN, MemoryPlan, Placement, align_up
 
 
 def _overlaps(items: list[tuple[Hashable, Placement, int, int]]) -> list[str]:
+    """Pairs of non-empty placements that overlap in memory while both are live, in (offset order, offset order).
+
+    A sweep over time: each item is compared only with the items still live when it is born, so the cost follows
+    how many buffers are live together, not the square of the count (a chain ping-pongs thousands of buffers over
+    the same two offsets)."""
+    by_offset = sorted(items, key=lambda it: it[1].offset)
+    rank = {id(it): r for r, it in enumerate(by_offset)}
+    pairs: list[tuple[int, int]] = []
+    active: list[tuple[Hashable, Placement, int, int]] = []
+    for it in sorted((it for it in by_offset if it[1].size), key=lambda it: (it[2], rank[id(it)])):
+        _, p, birth, _death = it
+        active = [a for a in active if a[3] >= birth]
+        for a in active:
+            if a[1].offset < p.end and p.offset < a[1].end:
+                ra, rb = rank[id(a)], rank[id(it)]
+                pairs.append((min(ra, rb), max(ra, rb)))
+        active.append(it)
     bad = []
-    items = sorted(items, key=lambda it: it[1].offset)
-    for a in range(len(items)):
-        ka, pa, ba, da = items[a]
-        for b in range(a + 1, len(items)):
-            kb, pb, bb, db = items[b]
-            if pb.offset >= pa.end:
-                break
-            if pa.size and pb.size and ba <= db and bb <= da:
-                bad.append(f"{ka} [{pa.offset},{pa.end}) and {kb} [{pb.offset},{pb.end}) are live together")
+    for ra, rb in sorted(pairs):
+        ka, pa, _, _ = by_offset[ra]
+        kb, pb, _, _ = by_offset[rb]
+        bad.append(f"{ka} [{pa.offset},{pa.end}) and {kb} [{pb.offset},{pb.end}) are live together")
     return bad
 
 
