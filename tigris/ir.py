@@ -133,6 +133,9 @@ class AnalyzedGraph:
     # The format the model was read from: "onnx" or "tflite" (the TFLite importer sets it). Later stages that follow
     # the source's own arithmetic (e.g. the default numerics of a TFLite model) read it here.
     source: str = "onnx"
+    # The float precision the model as written computes in: "float32", or "float16" for a float16 model that the
+    # loader widened to float32 (tigris/load/float16.py); verify judges such a model at the float16 tolerance.
+    precision: str = "float32"
 
     # -- construction helpers ------------------------------------------------------------------------------------
     def replace(self, **changes: Any) -> "AnalyzedGraph":
@@ -148,6 +151,7 @@ class AnalyzedGraph:
             notes=list(self.notes),
             numerics=self.numerics,
             source=self.source,
+            precision=self.precision,
         )
         base.update(changes)
         return AnalyzedGraph(**base)

@@ -2,7 +2,7 @@
 
 Steps, in the spec's order:
 1. read and check the file (:mod:`tigris.load.onnx_io`); a quantized model in the QOperator format is rewritten
-   to the QDQ form (:mod:`tigris.load.qoperator`);
+   to the QDQ form (:mod:`tigris.load.qoperator`), a float16 model to float32 (:mod:`tigris.load.float16`);
 2. bind every graph input to a concrete shape (:mod:`tigris.load.shapes`);
 3. fold the shape subgraph and run ONNX shape inference to a fixed point (:mod:`tigris.load.fold`);
 4. build IR ops and tensors; every activation must now have a static shape, else an error names the tensor;
@@ -25,6 +25,7 @@ from tigris.ir import AnalyzedGraph, Boundary, Op, Tensor, TigrisError, Unsuppor
 from tigris.load.fold import fold_shape_subgraph
 from tigris.load.onnx_io import default_opset, dtype_name, is_static, node_attrs, read_model, value_info_map, vi_shape
 from tigris.load.order import dfs_postorder
+from tigris.load.float16 import float16_to_float32, has_float16
 from tigris.load.qoperator import qoperator_to_qdq
 from tigris.load.shapes import bind_input_shapes, real_inputs
 from tigris.load.validate import (
@@ -67,7 +68,8 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
                     name: str = "model") -> AnalyzedGraph:
     """Stage 1 on an in-memory model (tests build models with ``onnx.helper``). ``model`` is not modified."""
     m = onnx.ModelProto()
-    m.CopyFrom(qoperator_to_qdq(model))
+    f16 = has_float16(model)
+    m.CopyFrom(float16_to_float32(qoperator_to_qdq(model)))
     check_model(m, [vi.name for vi in real_inputs(m.graph)], name)
     notes = bind_input_shapes(m, input_shapes)
     declared = _strip_output_shapes(m.graph)
@@ -120,8 +122,11 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
 
     ops = [_settle_versions(op, tensors, opset) for op in ops]
     boundary = {t: Boundary(t, tensors[t].shape, tensors[t].dtype) for t in inputs + outputs}
+    if f16:
+        notes.append("float16 model: weights and activations widened to float32 (verify judges it at the float16 "
+                     "tolerance)")
     return AnalyzedGraph(name=name, tensors=tensors, ops=ops, inputs=inputs, outputs=outputs, weights=weights,
-                         boundary=boundary, notes=notes)
+                         boundary=boundary, notes=notes, precision="float16" if f16 else "float32")
 
 
 def _unresolved(m: onnx.ModelProto, t: str, shp) -> str:
