@@ -22,7 +22,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("mul", "binary", "Mul"),
     ("concat", "concat", "Concat"),
     ("resize", "resize", "Resize"),
-    ("unary", "unary", "Unary"),  # float: relu/relu6/clip/sigmoid/tanh/hardsigmoid/hardswish/leakyrelu; int8: LUT
+    ("unary", "unary", "Unary"),  # float: the FUNC codes of tigris/ops/unary.py; int8: LUT
     ("prelu", "unary", "PRelu"),
     ("softmax", "softmax", "Softmax"),
     ("pad", "pad", "Pad"),

@@ -1,10 +1,13 @@
 """Elementwise activations (Unary) and PRelu, float32 and int8, band-aware (an output row reads the same input row).
 
 Unary, float: the function selected by ``FUNC`` (see :data:`FUNCS`) computed in float32, with ``ALPHA``/``BETA`` as
-float32 bit patterns (clip bounds, hard-sigmoid/hard-swish slope and offset, leaky-relu slope).
+float32 bit patterns (clip bounds, hard-sigmoid/hard-swish slope and offset, leaky-relu and elu slope, selu alpha
+and gamma).
 
 Unary, int8: a 256-entry int8 table ``LUT`` built here: entry ``q + 128`` is ``quantize(f((q - zp_in) * s_in))``
-with ``f`` evaluated in float64 and the quantization of :func:`tigris.ops.qmath.quantize_float` (round half to even
+with ``f`` evaluated in float64 (codes 1-8) or, like ONNX Runtime's DequantizeLinear -> f -> QuantizeLinear, in
+float32 (codes 9-20: exp, log, sqrt, reciprocal, neg, abs, erf, gelu, gelu-tanh, softplus, elu, selu), and the
+quantization of :func:`tigris.ops.qmath.quantize_float` (round half to even
 of ``x / s_out`` in float32, plus ``zp_out``, saturated). The kernel is then a table lookup, bit-identical in C and
 NumPy by construction, and as close to ONNX Runtime's float evaluation as one final rounding allows.
 
@@ -27,6 +30,7 @@ even (``_common.requantize_even``, docs/numerics.md).
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -37,8 +41,28 @@ from tigris.ops._common import broadcast_phys_dims, dtype_kind, per_tensor, requ
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
 from tigris.ops.qmath import quantize_float, quantize_multiplier
 
-# FUNC codes shared with unary.c.
-FUNCS = {"Relu": 1, "Relu6": 2, "Clip": 3, "Sigmoid": 4, "Tanh": 5, "HardSigmoid": 6, "HardSwish": 7, "LeakyRelu": 8}
+# FUNC codes shared with unary.c (Gelu with approximate="tanh" takes GELU_TANH).
+FUNCS = {"Relu": 1, "Relu6": 2, "Clip": 3, "Sigmoid": 4, "Tanh": 5, "HardSigmoid": 6, "HardSwish": 7, "LeakyRelu": 8,
+         "Exp": 9, "Log": 10, "Sqrt": 11, "Reciprocal": 12, "Neg": 13, "Abs": 14, "Erf": 15, "Gelu": 16,
+         "Softplus": 18, "Elu": 19, "Selu": 20}
+GELU_TANH = 17
+N_FUNCS = 20
+# Functions whose int8 table is built in float32 (dequantize, function and quantize as ONNX Runtime evaluates the
+# model as written); the first eight keep their float64 tables so existing plans stay byte-identical.
+_F32_TABLES = frozenset(range(9, N_FUNCS + 1))
+
+
+def _attr_str(v, default: str) -> str:
+    if v is None:
+        return default
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def func_code(op: Op) -> int:
+    """The FUNC code of ``op`` (Gelu's approximation picks between two)."""
+    if op.op_type == "Gelu" and _attr_str(op.attrs.get("approximate"), "none") == "tanh":
+        return GELU_TANH
+    return FUNCS[op.op_type]
 
 
 def _alpha_beta(op: Op) -> tuple[float, float]:
@@ -53,7 +77,16 @@ def _alpha_beta(op: Op) -> tuple[float, float]:
         return 1.0 / 6.0, 0.5
     if op.op_type == "LeakyRelu":
         return float(a.get("alpha", 0.01)), 0.0
+    if op.op_type == "Elu":
+        return float(a.get("alpha", 1.0)), 0.0
+    if op.op_type == "Selu":
+        return float(a.get("alpha", 1.67326319217681884765625)), float(a.get("gamma", 1.05070102214813232421875))
     return 0.0, 0.0
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    # NumPy has no erf; math.erf per element in float64 (tables have 256 entries, tests small tensors)
+    return np.vectorize(math.erf, otypes=[np.float64])(np.asarray(x, dtype=np.float64))
 
 
 def float_fn(func: int, alpha: float, beta: float, dtype=np.float32) -> Callable[[np.ndarray], np.ndarray]:
@@ -69,18 +102,38 @@ def float_fn(func: int, alpha: float, beta: float, dtype=np.float32) -> Callable
         6: lambda x: np.maximum(zero, np.minimum(one, al * x + be)),
         7: lambda x: x * np.maximum(zero, np.minimum(one, al * x + be)),
         8: lambda x: np.where(x >= zero, x, al * x),
+        9: np.exp,
+        10: np.log,
+        11: np.sqrt,
+        12: lambda x: one / x,
+        13: np.negative,
+        14: np.abs,
+        15: lambda x: _erf(x).astype(dtype),
+        16: lambda x: dtype(0.5) * x * (one + _erf(x / dtype(math.sqrt(2.0))).astype(dtype)),
+        17: lambda x: dtype(0.5) * x * (one + np.tanh(dtype(math.sqrt(2.0 / math.pi)) * (x + dtype(0.044715) * x * x * x))),
+        18: lambda x: np.log1p(np.exp(x)),
+        19: lambda x: np.where(x >= zero, x, al * (np.exp(x) - one)),
+        20: lambda x: be * np.where(x > zero, x, al * (np.exp(x) - one)),
     }
     if func not in fns:
         raise TigrisError(f"unknown unary function code {func}")
     f = fns[func]
-    return lambda x: np.asarray(f(np.asarray(x, dtype=dtype)), dtype=dtype)
+
+    def run(x):
+        with np.errstate(all="ignore"):  # log(0), 1/0, exp overflow: infinities and NaNs as in float32 C
+            return np.asarray(f(np.asarray(x, dtype=dtype)), dtype=dtype)
+    return run
 
 
 def int8_table(func: int, alpha: float, beta: float, s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
     """The 256-entry table of an int8 activation (see the module doc): entry i is the output for input code i - 128."""
     q = np.arange(-128, 128, dtype=np.int64)
-    real = (q - zp_in).astype(np.float64) * float(np.float32(s_in))
-    y = float_fn(func, alpha, beta, np.float64)(real)
+    if func in _F32_TABLES:
+        real32 = (q - zp_in).astype(np.float32) * np.float32(s_in)
+        y = float_fn(func, alpha, beta, np.float32)(real32)
+    else:
+        real = (q - zp_in).astype(np.float64) * float(np.float32(s_in))
+        y = float_fn(func, alpha, beta, np.float64)(real)
     return quantize_float(y, s_out, zp_out).astype(np.int8)
 
 
@@ -132,7 +185,7 @@ class Unary(OpKind):
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        func = FUNCS[op.op_type]
+        func = func_code(op)
         alpha, beta = _alpha_beta(op)
         params = {"FUNC": func, "ALPHA": f32_bits(alpha), "BETA": f32_bits(beta)}
         consts = {}

@@ -3,7 +3,9 @@
  *
  * Defined by tigris/ops/unary.py and docs/numerics.md ("Activations"):
  *   unary float: FUNC 1 relu, 2 relu6, 3 clip(ALPHA, BETA), 4 sigmoid, 5 tanh, 6 hardsigmoid (ALPHA*x + BETA),
- *                7 hardswish (x * hardsigmoid), 8 leakyrelu (ALPHA); computed in float32
+ *                7 hardswish (x * hardsigmoid), 8 leakyrelu (ALPHA), 9 exp, 10 log, 11 sqrt, 12 reciprocal, 13 neg,
+ *                14 abs, 15 erf, 16 gelu (erf form), 17 gelu (tanh form), 18 softplus, 19 elu (ALPHA),
+ *                20 selu (ALPHA, gamma BETA); computed in float32
  *   unary int8 : y = LUT[q + 128] (a 256-entry table built by the compiler)
  *   prelu float: x >= 0 ? x : SLOPE[c] * x
  *   prelu int8 : d = q - zp_in; zp_out + requant_even(d, d >= 0 ? PMULT : NMULT[c], d >= 0 ? PSHIFT : NSHIFT[c]),
@@ -60,8 +62,32 @@ static float unary_f32(int32_t func, float x, float alpha, float beta)
         t = t < 1.0f ? t : 1.0f;
         t = t > 0.0f ? t : 0.0f;
         return x * t;
-    default: /* 8, validated by the caller */
+    case 8:
         return x >= 0.0f ? x : alpha * x;
+    case 9:
+        return expf(x);
+    case 10:
+        return logf(x);
+    case 11:
+        return sqrtf(x);
+    case 12:
+        return 1.0f / x;
+    case 13:
+        return -x;
+    case 14:
+        return fabsf(x);
+    case 15:
+        return erff(x);
+    case 16:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case 17:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case 18:
+        return log1pf(expf(x));
+    case 19:
+        return x >= 0.0f ? x : alpha * (expf(x) - 1.0f);
+    default: /* 20, validated by the caller */
+        return beta * (x > 0.0f ? x : alpha * (expf(x) - 1.0f));
     }
 }
 
@@ -74,7 +100,7 @@ int tgrs_check_unary(const tgrs_op_ctx *ctx)
         return st;
     }
     if (ctx->out->dtype == TGRS_DT_F32) {
-        return (func < 1 || func > 8) ? TGRS_ERR_PARAM : TGRS_OK;
+        return (func < 1 || func > 20) ? TGRS_ERR_PARAM : TGRS_OK;
     }
     if (ctx->out->dtype != TGRS_DT_S8) {
         return TGRS_ERR_DTYPE;
