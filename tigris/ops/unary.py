@@ -176,6 +176,10 @@ class Unary(OpKind):
         why = super().check_operands(graph, op)
         if why is None and op.op_type == "Clip" and ("min" not in op.attrs or "max" not in op.attrs):
             why = "bounds are not constants"
+        if why is None and op.op_type == "Gelu":
+            approx = _attr_str(op.attrs.get("approximate"), "none")
+            if approx not in ("none", "tanh"):
+                why = f"Gelu approximate={approx!r} (none and tanh are defined)"
         return why
 
     def as_fused_activation(self, op: Op) -> str | None:
