@@ -93,3 +93,47 @@ def _assert_runs_as(compiled, op_type: str, dtype: str) -> None:
     assert ops and all(g.tensors[o.outputs[0]].dtype == dtype for o in ops), [(o.op_type, g.tensors[o.outputs[0]].dtype)
                                                                               for o in g.ops]
 
+
+
+# -- element-wise between activations ---------------------------------------------------------------------------------
+# (op, operand shapes, output shape); Max/Min variadic (three operands: a chain of two), broadcasting per channel,
+# per row and scalar
+EWISE = [
+    ("Max", [[1, 4, 5, 6], [1, 4, 1, 1], [1, 1, 5, 6]], [1, 4, 5, 6]),
+    ("Min", [[1, 4, 5, 6], [6]], [1, 4, 5, 6]),
+    ("Div", [[1, 4, 5, 6], [1, 4, 5, 6]], [1, 4, 5, 6]),
+    ("Div", [[2, 7], [1]], [2, 7]),
+    ("Pow", [[1, 3, 4, 5]], [1, 3, 4, 5]),  # the exponent is the constant 2
+]
+
+
+@pytest.mark.parametrize("op,shapes,out", EWISE, ids=[f"{e[0]}-{len(e[1])}-{len(e[2])}d" for e in EWISE])
+@pytest.mark.parametrize("quantized", [False, True])
+def test_ewise_verifies(tmp_path, op, shapes, out, quantized):
+    nodes: list = []
+    inits: dict = {}
+    names = []
+    for k, _ in enumerate(shapes):
+        x = f"x{k}"
+        if op == "Div" and k == 1:  # a divisor away from zero: |x| + 0.5
+            inits["half"] = np.float32(0.5)
+            nodes += [helper.make_node("Abs", [x], [f"{x}a"]), helper.make_node("Add", [f"{x}a", "half"], [f"{x}e"])]
+            x = f"{x}e"
+        if quantized:
+            q, x = _qdq(x, f"in{k}", 0.02 + 0.011 * k, 3 - 7 * k if op != "Div" or k == 0 else -128, inits)
+            nodes += q
+        names.append(x)
+    if op == "Pow":
+        inits["two"] = np.float32(2.0)
+        names.append("two")
+    nodes.append(helper.make_node(op, names, ["y0"]))
+    y = "y0"
+    if quantized:
+        q, y = _qdq(y, "out", {"Max": 0.03, "Min": 0.025, "Div": 0.05, "Pow": 0.04}[op], -9 if op != "Pow" else -128,
+                    inits)
+        nodes += q
+    nodes.append(helper.make_node("Identity", [y], ["y"]))
+    m = _model(nodes, [(f"x{k}", s) for k, s in enumerate(shapes)], [("y", out)], inits)
+    c = _verify(tmp_path, m)
+    dtype = "int8" if quantized else "float32"
+    _assert_runs_as(c, op, dtype)

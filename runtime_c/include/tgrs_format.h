@@ -143,7 +143,8 @@
 #define TGRS_OP_QUANTIZE 16u
 #define TGRS_OP_DEQUANTIZE 17u
 #define TGRS_OP_COPY 18u
-#define TGRS_OP_COUNT 18u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_EWISE 19u
+#define TGRS_OP_COUNT 19u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -166,7 +167,8 @@
     X(TRANSPOSE, transpose) \
     X(QUANTIZE, quantize) \
     X(DEQUANTIZE, dequantize) \
-    X(COPY, copy)
+    X(COPY, copy) \
+    X(EWISE, ewise)
 
 #define TGRS_OP_CONV_NPARAMS 21
 #define TGRS_P_CONV_KH 0
@@ -430,6 +432,23 @@
 #define TGRS_P_COPY_P3 7
 #define TGRS_OP_COPY_NCONSTS 0
 
+#define TGRS_OP_EWISE_NPARAMS 13
+#define TGRS_P_EWISE_K_POS 0
+#define TGRS_P_EWISE_A_D0 1
+#define TGRS_P_EWISE_A_D1 2
+#define TGRS_P_EWISE_A_D2 3
+#define TGRS_P_EWISE_A_D3 4
+#define TGRS_P_EWISE_B_D0 5
+#define TGRS_P_EWISE_B_D1 6
+#define TGRS_P_EWISE_B_D2 7
+#define TGRS_P_EWISE_B_D3 8
+#define TGRS_P_EWISE_FUNC 9
+#define TGRS_P_EWISE_KSCALE 10
+#define TGRS_P_EWISE_RSV 11
+#define TGRS_P_EWISE_KZP 12
+#define TGRS_OP_EWISE_NCONSTS 1
+#define TGRS_C_EWISE_K 0
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -452,6 +471,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_QUANTIZE: return TGRS_OP_QUANTIZE_NPARAMS;
     case TGRS_OP_DEQUANTIZE: return TGRS_OP_DEQUANTIZE_NPARAMS;
     case TGRS_OP_COPY: return TGRS_OP_COPY_NPARAMS;
+    case TGRS_OP_EWISE: return TGRS_OP_EWISE_NPARAMS;
     default: return -1;
     }
 }
@@ -478,6 +498,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_QUANTIZE: return TGRS_OP_QUANTIZE_NCONSTS;
     case TGRS_OP_DEQUANTIZE: return TGRS_OP_DEQUANTIZE_NCONSTS;
     case TGRS_OP_COPY: return TGRS_OP_COPY_NCONSTS;
+    case TGRS_OP_EWISE: return TGRS_OP_EWISE_NCONSTS;
     default: return -1;
     }
 }

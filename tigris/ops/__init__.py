@@ -30,6 +30,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("quantize", "quant", "Quantize"),
     ("dequantize", "quant", "Dequantize"),
     ("copy", "copy", "Copy"),  # Reshape/Flatten/Squeeze/Unsqueeze (alias when no bytes move)
+    ("ewise", "binary", "Ewise"),  # Max/Min/Div/Pow between two operands
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}

@@ -221,3 +221,134 @@ class Add(_Binary):
 class Mul(_Binary):
     name = "mul"
     ir_ops = ("Mul",)
+
+
+# -- Max, Min, Div, Pow between two operands ------------------------------------------------------------------------
+# The operand scheme (K_POS, A_D*, B_D*, KZP at the same indices as add/mul's, so binary.c reads both alike) plus:
+EWISE_PARAMS = ("K_POS", "A_D0", "A_D1", "A_D2", "A_D3", "B_D0", "B_D1", "B_D2", "B_D3", "FUNC", "KSCALE", "RSV",
+                "KZP")
+EWISE_FUNCS = {"Max": 1, "Min": 2, "Div": 3, "Pow": 4}
+
+
+def _scalar_const(graph: AnalyzedGraph, name: str) -> float | None:
+    """The real value of a one-element constant (dequantized when it is quantized), else None."""
+    if not name or not graph.is_const(name):
+        return None
+    w = np.asarray(graph.weights[name])
+    if w.size != 1:
+        return None
+    t = graph.tensors.get(name)
+    v = float(w.reshape(-1)[0])
+    if t is not None and t.quant is not None:
+        v = (v - float(t.quant.zero_point.reshape(-1)[0])) * float(t.quant.scale.reshape(-1)[0])
+    return v
+
+
+def _ewise_quantize(r: np.ndarray, so: float, zo: int) -> np.ndarray:
+    """QuantizeLinear of float32 ``r`` like the C kernel: r / so in float32, NaN -> 0, saturated, halves to even."""
+    quot = np.asarray(r, dtype=np.float32) / np.float32(so)
+    quot = np.clip(np.nan_to_num(quot, nan=0.0), np.float32(-1e9), np.float32(1e9))
+    return np.clip(np.rint(quot).astype(np.int64) + zo, -128, 127)
+
+
+class Ewise(OpKind):
+    """Max, Min, Div and Pow with NumPy broadcasting (variadic Max/Min arrive as chains of two-operand ops).
+
+    float: ``max(a, b)`` / ``min(a, b)`` (NaN propagates) / ``a / b`` / ``a ** b`` in float32.
+    int8 Max/Min/Div: each operand dequantized in float32 with its own scale (``(q - z) * s``; a constant operand's
+    scale is param ``KSCALE``), the operation in float32, then QuantizeLinear (``/ s_out`` in float32, NaN -> 0,
+    saturated, halves to even): every step is one IEEE operation, so C, NumPy and ONNX Runtime's DQ -> op -> Q agree
+    bit for bit. A Pow whose exponent is a one-element constant is the unary function ``x ** e`` (kind unary, FUNC 21,
+    an int8 table); int8 Pow with any other exponent is unsupported.
+    """
+
+    name = "ewise"
+    ir_ops = tuple(EWISE_FUNCS)
+    PARAMS = EWISE_PARAMS
+    CONSTS = ("K",)
+    SINGLE_INPUT = False
+    TILING = "pointwise"
+
+    def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        ins = [i for i in op.inputs if i]
+        if len(ins) != 2:
+            return f"{op.op_type} with {len(ins)} operands (chains of two are formed by the cleanup pass)"
+        if all(graph.is_const(i) for i in ins):
+            return "both operands are constants (not folded)"
+        return None
+
+    def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
+        if not int8:
+            return None
+        if op.op_type == "Pow":
+            if _scalar_const(graph, op.inputs[1]) is None:
+                return "int8 Pow needs a one-element constant exponent"
+            return None
+        for n in op.inputs:
+            if n and graph.is_const(n):
+                t = graph.tensors.get(n)
+                if t is None or t.quant is None or t.quant.scale.size != 1:
+                    return f"int8 {op.op_type} with a constant operand {n} not quantized per tensor"
+        return None
+
+    def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        from tigris.ops.unary import POW, int8_table
+
+        a, b = op.inputs[0], op.inputs[1]
+        y = graph.tensors[op.outputs[0]]
+        int8 = dtype_kind(graph, op) == "int8"
+        e = _scalar_const(graph, b) if op.op_type == "Pow" else None
+        if e is not None and not graph.is_const(a):
+            params = {"FUNC": POW, "ALPHA": f32_bits(e), "BETA": 0}
+            consts = {}
+            if int8:
+                s_in, zp_in = per_tensor(graph.tensors[a], "Pow input")
+                s_out, zp_out = per_tensor(y, "Pow output")
+                consts["LUT"] = int8_table(POW, e, 0.0, s_in, zp_in, s_out, zp_out)
+            return Lowered("unary", op.name, [a], [op.outputs[0]], params=params, consts=consts, macs=y.numel)
+        ka, kb = graph.is_const(a), graph.is_const(b)
+        params: dict[str, int] = {"K_POS": 0 if ka else (1 if kb else -1), "FUNC": EWISE_FUNCS[op.op_type], "KZP": 0}
+        consts: dict[str, np.ndarray] = {}
+        for slot, name, is_k in (("A", a, ka), ("B", b, kb)):
+            if is_k:
+                w = np.asarray(graph.weights[name])
+                dims = broadcast_phys_dims(w.shape, y)
+                if int8:
+                    t = graph.tensors[name]
+                    consts["K"] = const_to_phys(w, y).astype(np.int8)
+                    params["KSCALE"] = f32_bits(float(t.quant.scale.reshape(-1)[0]))
+                    params["KZP"] = int(t.quant.zero_point.reshape(-1)[0])
+                else:
+                    consts["K"] = const_to_phys(w.astype(np.float32), y)
+            else:
+                dims = operand_phys_dims(graph.tensors[name], y)
+            for i, d in enumerate(dims):
+                params[f"{slot}_D{i}"] = int(d)
+        inputs = [n for n, k in ((a, ka), (b, kb)) if not k]
+        return Lowered(self.name, op.name, inputs, [op.outputs[0]], params=params, consts=consts, macs=y.numel)
+
+    def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
+        p = low.params
+        a, za = _operand(low, "A", inputs, out)
+        b, zb = _operand(low, "B", inputs, out)
+        a = np.broadcast_to(a, out.data.shape)
+        b = np.broadcast_to(b, out.data.shape)
+        if out.dtype == "float32":
+            fa, fb = a.astype(np.float32), b.astype(np.float32)
+        else:
+            kpos = p["K_POS"]
+            scales = []
+            for slot in (0, 1):
+                if kpos == slot:
+                    scales.append(np.float32(bits_f32(p["KSCALE"])))
+                else:
+                    v = inputs[1 if (slot == 1 and kpos == -1) else 0]
+                    scales.append(np.float32(v.scale))
+            fa = (a.astype(np.int64) - za).astype(np.float32) * scales[0]
+            fb = (b.astype(np.int64) - zb).astype(np.float32) * scales[1]
+        with np.errstate(all="ignore"):
+            r = {1: np.maximum, 2: np.minimum, 3: np.divide, 4: np.power}[p["FUNC"]](fa, fb).astype(np.float32)
+        if out.dtype == "float32":
+            out.data[...] = r
+            return
+        out.data[...] = _ewise_quantize(r, out.scale, out.zero_point).astype(out.data.dtype)

@@ -6,7 +6,7 @@ and gamma).
 
 Unary, int8: a 256-entry int8 table ``LUT`` built here: entry ``q + 128`` is ``quantize(f((q - zp_in) * s_in))``
 with ``f`` evaluated in float64 (codes 1-8) or, like ONNX Runtime's DequantizeLinear -> f -> QuantizeLinear, in
-float32 (codes 9-20: exp, log, sqrt, reciprocal, neg, abs, erf, gelu, gelu-tanh, softplus, elu, selu), and the
+float32 (codes 9-21: exp, log, sqrt, reciprocal, neg, abs, erf, gelu, gelu-tanh, softplus, elu, selu, pow), and the
 quantization of :func:`tigris.ops.qmath.quantize_float` (round half to even
 of ``x / s_out`` in float32, plus ``zp_out``, saturated). The kernel is then a table lookup, bit-identical in C and
 NumPy by construction, and as close to ONNX Runtime's float evaluation as one final rounding allows.
@@ -46,7 +46,8 @@ FUNCS = {"Relu": 1, "Relu6": 2, "Clip": 3, "Sigmoid": 4, "Tanh": 5, "HardSigmoid
          "Exp": 9, "Log": 10, "Sqrt": 11, "Reciprocal": 12, "Neg": 13, "Abs": 14, "Erf": 15, "Gelu": 16,
          "Softplus": 18, "Elu": 19, "Selu": 20}
 GELU_TANH = 17
-N_FUNCS = 20
+POW = 21  # x ** ALPHA: a Pow with a scalar constant exponent (lowered by the ewise kind, tigris/ops/binary.py)
+N_FUNCS = 21
 # Functions whose int8 table is built in float32 (dequantize, function and quantize as ONNX Runtime evaluates the
 # model as written); the first eight keep their float64 tables so existing plans stay byte-identical.
 _F32_TABLES = frozenset(range(9, N_FUNCS + 1))
@@ -114,6 +115,7 @@ def float_fn(func: int, alpha: float, beta: float, dtype=np.float32) -> Callable
         18: lambda x: np.log1p(np.exp(x)),
         19: lambda x: np.where(x >= zero, x, al * (np.exp(x) - one)),
         20: lambda x: be * np.where(x > zero, x, al * (np.exp(x) - one)),
+        21: lambda x: np.power(x, al),
     }
     if func not in fns:
         raise TigrisError(f"unknown unary function code {func}")

@@ -12,6 +12,12 @@ Rules:
 4. An Identity or Dropout that cannot be bypassed because its input and output are both part of the model interface
    (a graph input copied to a graph output) becomes a same-shape ``Reshape``, which lowers to a copy; a
    reshape-family op in that position stays as it is.
+5. A variadic ``Max``/``Min`` (ONNX allows one operand or more) becomes two-operand ops: with one operand it is an
+   identity (rule 1 then removes it), with ``n > 2`` a chain ``op(op(x0, x1), x2)...`` whose intermediate results
+   take the broadcast shape and the output's dtype (the runtime's kernel takes two operands). When the output goes
+   only to a QuantizeLinear, each intermediate result gets that QuantizeLinear -> DequantizeLinear pair too, so an
+   int8 model's chain stays int8; this is exact, since quantizing is monotonic and saturating, so it commutes with
+   max and min: ``q(max(max(a, b), c)) == q(max(dq(q(max(a, b))), c))``.
 
 Why here (right after pass 1): exporters leave Identity/Dropout between producers and consumers, which hides the
 patterns later passes match (Conv->Relu, DQ->op->Q); removing them first lets every later pass see direct edges.
@@ -20,16 +26,17 @@ Postcondition: no Identity or removable Dropout remains; no reshape reads anothe
 """
 from __future__ import annotations
 
-from tigris.ir import AnalyzedGraph
-from tigris.passes._util import Decline, PassResult, bypass, consumers, tidy
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Tensor
+from tigris.passes._util import Decline, PassResult, bypass, consumers, fresh_name, tidy
 
 NAME = "cleanup"
 _RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 
 
 def run(graph: AnalyzedGraph) -> PassResult:
-    g = graph
-    n = 0
+    g, n = _split_variadic(graph)
     declined: list[Decline] = []
     skip: set[str] = set()
     while True:
@@ -95,3 +102,47 @@ def _reshape_pair(g: AnalyzedGraph) -> tuple[int, int] | None:
                     and len(consumers(g, mid)) == 1 and g.tensors[mid].quant == g.tensors[op.outputs[0]].quant:
                 return i, j
     return None
+
+
+def _split_variadic(g: AnalyzedGraph) -> tuple[AnalyzedGraph, int]:
+    """Rule 5."""
+    if not any(op.op_type in ("Max", "Min") and len([i for i in op.inputs if i]) != 2 for op in g.ops):
+        return g, 0
+    ops, tensors, n = [], dict(g.tensors), 0
+    for op in g.ops:
+        ins = [i for i in op.inputs if i]
+        if op.op_type not in ("Max", "Min") or len(ins) == 2 or not ins:
+            ops.append(op)
+            continue
+        n += 1
+        if len(ins) == 1:
+            ops.append(op.with_(op_type="Identity", inputs=tuple(ins), attrs={}))
+            continue
+        y = tensors[op.outputs[0]]
+        readers = consumers(g, op.outputs[0])
+        q = g.ops[readers[0]] if len(readers) == 1 and op.outputs[0] not in g.outputs else None
+        q = q if q is not None and q.op_type == "QuantizeLinear" and len(q.inputs) >= 2 else None
+        acc = ins[0]
+        for k, x in enumerate(ins[1:]):
+            last = k == len(ins) - 2
+            if last:
+                out = op.outputs[0]
+            else:
+                out = fresh_name(g.replace(tensors=tensors), f"{op.outputs[0]}_part{k}")
+                shape = tuple(np.broadcast_shapes(tensors[acc].shape, tensors[x].shape))
+                tensors[out] = Tensor(out, shape, y.dtype, None, y.layout)
+            name = op.name if last else fresh_name(g.replace(tensors=tensors), f"{op.name}_part{k}")
+            ops.append(op.with_(name=name, inputs=(acc, x), outputs=(out,)))
+            acc = out
+            if q is not None and not last:
+                qt = tensors[q.outputs[0]]
+                qn = fresh_name(g.replace(tensors=tensors), f"{out}_q")
+                tensors[qn] = Tensor(qn, tensors[out].shape, qt.dtype, qt.quant, qt.layout)
+                dn = fresh_name(g.replace(tensors=tensors), f"{out}_dq")
+                tensors[dn] = Tensor(dn, tensors[out].shape, y.dtype, None, y.layout)
+                ops.append(q.with_(name=fresh_name(g.replace(tensors=tensors), f"{qn}_op"), inputs=(out, *q.inputs[1:]),
+                                   outputs=(qn,)))
+                ops.append(q.with_(name=fresh_name(g.replace(tensors=tensors), f"{dn}_op"), op_type="DequantizeLinear",
+                                   inputs=(qn, *q.inputs[1:]), outputs=(dn,)))
+                acc = dn
+    return tidy(g.replace(ops=ops, tensors=tensors)), n

@@ -13,6 +13,7 @@
  * the output's row count (> 1) is a band read at the output's rows; one with a single row is read at row 0.
  * The constant operand (K_POS 0 = A, 1 = B, -1 none) is const slot K in the same dims.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -336,4 +337,124 @@ int tgrs_check_add(const tgrs_op_ctx *ctx)
 int tgrs_check_mul(const tgrs_op_ctx *ctx)
 {
     return binary_check(ctx, 1);
+}
+
+/*
+ * ewise: Max (FUNC 1), Min (2), Div (3), Pow (4) between two operands (tigris/ops/binary.py, Ewise), the operand
+ * scheme above (K_POS, A_D*, B_D*, KZP at add's indices, checked below).
+ *   float: max/min (NaN propagates), a / b, powf(a, b)
+ *   int8 : ra = (float)(qa - za) * sa, rb likewise (a constant's scale is KSCALE); r = f(ra, rb) in float32;
+ *          q = r / so in float32, NaN -> 0, saturated to +-1e9, rounded half to even, + zo, clamped to int8
+ *          (Pow is float only here: a scalar exponent is the unary kind's table)
+ */
+typedef char tgrs_ewise_shares_operands[(TGRS_P_EWISE_K_POS == TGRS_P_ADD_K_POS &&
+                                         TGRS_P_EWISE_A_D0 == TGRS_P_ADD_A_D0 &&
+                                         TGRS_P_EWISE_B_D0 == TGRS_P_ADD_B_D0 && TGRS_P_EWISE_KZP == TGRS_P_ADD_KZP &&
+                                         TGRS_C_EWISE_K == TGRS_C_ADD_K) ? 1 : -1];
+
+static float ewise_f(int32_t func, float a, float b)
+{
+    switch (func) {
+    case 1:
+        return (a != a || a > b) ? a : b;
+    case 2:
+        return (a != a || a < b) ? a : b;
+    case 3:
+        return a / b;
+    default: /* 4 (float only), validated by the setup */
+        return powf(a, b);
+    }
+}
+
+static int8_t ewise_quant(float r, float so, int32_t zo)
+{
+    float t = r / so;
+    int32_t q;
+    if (t != t) {
+        t = 0.0f;
+    }
+    t = t > 1e9f ? 1e9f : (t < -1e9f ? -1e9f : t);
+    q = (int32_t)lrintf(t) + zo; /* the default rounding mode: to nearest, halves to even */
+    return (int8_t)(q < -128 ? -128 : (q > 127 ? 127 : q));
+}
+
+static int ewise_setup(const tgrs_op_ctx *ctx, operand *a, operand *b, float *sa, float *sb)
+{
+    const int32_t *p = ctx->p;
+    const tgrs_tview *out = ctx->out;
+    int32_t kpos = p[TGRS_P_EWISE_K_POS];
+    int32_t func = p[TGRS_P_EWISE_FUNC];
+    size_t esize;
+    int st;
+    if (!tgrs_kv_sane(out) || kpos < -1 || kpos > 1 || ctx->n_in != (kpos == -1 ? 2 : 1)) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (out->dtype != TGRS_DT_F32 && out->dtype != TGRS_DT_S8) {
+        return TGRS_ERR_DTYPE;
+    }
+    if (func < 1 || func > (out->dtype == TGRS_DT_F32 ? 4 : 3)) {
+        return TGRS_ERR_PARAM;
+    }
+    esize = out->dtype == TGRS_DT_F32 ? 4u : 1u;
+    st = operand_init(ctx, 0, a, esize);
+    if (st == TGRS_OK) {
+        st = operand_init(ctx, 1, b, esize);
+    }
+    if (st != TGRS_OK) {
+        return st;
+    }
+    if (ctx->in[0]->dtype != out->dtype || (ctx->n_in == 2 && ctx->in[1]->dtype != out->dtype)) {
+        return TGRS_ERR_DTYPE;
+    }
+    *sa = kpos == 0 ? tgrs_p_f32(ctx, TGRS_P_EWISE_KSCALE) : ctx->in[0]->scale;
+    *sb = kpos == 1 ? tgrs_p_f32(ctx, TGRS_P_EWISE_KSCALE) : ctx->in[kpos == -1 ? 1 : 0]->scale;
+    if (out->dtype == TGRS_DT_S8 && (a->zp < -128 || a->zp > 127 || b->zp < -128 || b->zp > 127 ||
+                                     !(out->scale > 0.0f) || !(*sa > 0.0f) || !(*sb > 0.0f))) {
+        return TGRS_ERR_PARAM;
+    }
+    return TGRS_OK;
+}
+
+int tgrs_check_ewise(const tgrs_op_ctx *ctx)
+{
+    operand a, b;
+    float sa, sb;
+    return ewise_setup(ctx, &a, &b, &sa, &sb);
+}
+
+int tgrs_kernel_ewise(const tgrs_op_ctx *ctx)
+{
+    tgrs_tview *out = ctx->out;
+    operand a, b;
+    float sa, sb, so = out->scale;
+    int32_t func = ctx->p[TGRS_P_EWISE_FUNC];
+    int32_t n, h, w, c, C, OW, zo = out->zero_point;
+    int st = ewise_setup(ctx, &a, &b, &sa, &sb);
+    if (st != TGRS_OK) {
+        return st;
+    }
+    C = out->dims[3];
+    OW = out->dims[2];
+    for (n = 0; n < out->dims[0]; ++n) {
+        for (h = out->row0; h < out->row0 + out->rows; ++h) {
+            size_t yo = tgrs_kv_row_off(out, n, h);
+            for (w = 0; w < OW; ++w) {
+                size_t oa = operand_off(&a, n, h, w);
+                size_t ob = operand_off(&b, n, h, w);
+                for (c = 0; c < C; ++c) {
+                    size_t i = yo + (size_t)w * (size_t)C + (size_t)c;
+                    size_t ia = oa + (size_t)c * a.s_c;
+                    size_t ib = ob + (size_t)c * b.s_c;
+                    if (out->dtype == TGRS_DT_F32) {
+                        ((float *)out->data)[i] = ewise_f(func, ((const float *)a.data)[ia], ((const float *)b.data)[ib]);
+                    } else {
+                        float ra = (float)((int32_t)((const int8_t *)a.data)[ia] - a.zp) * sa;
+                        float rb = (float)((int32_t)((const int8_t *)b.data)[ib] - b.zp) * sb;
+                        ((int8_t *)out->data)[i] = ewise_quant(ewise_f(func, ra, rb), so, zo);
+                    }
+                }
+            }
+        }
+    }
+    return TGRS_OK;
 }

@@ -5,7 +5,7 @@
  *   unary float: FUNC 1 relu, 2 relu6, 3 clip(ALPHA, BETA), 4 sigmoid, 5 tanh, 6 hardsigmoid (ALPHA*x + BETA),
  *                7 hardswish (x * hardsigmoid), 8 leakyrelu (ALPHA), 9 exp, 10 log, 11 sqrt, 12 reciprocal, 13 neg,
  *                14 abs, 15 erf, 16 gelu (erf form), 17 gelu (tanh form), 18 softplus, 19 elu (ALPHA),
- *                20 selu (ALPHA, gamma BETA); computed in float32
+ *                20 selu (ALPHA, gamma BETA), 21 pow (exponent ALPHA); computed in float32
  *   unary int8 : y = LUT[q + 128] (a 256-entry table built by the compiler)
  *   prelu float: x >= 0 ? x : SLOPE[c] * x
  *   prelu int8 : d = q - zp_in; zp_out + requant_even(d, d >= 0 ? PMULT : NMULT[c], d >= 0 ? PSHIFT : NSHIFT[c]),
@@ -86,8 +86,10 @@ static float unary_f32(int32_t func, float x, float alpha, float beta)
         return log1pf(expf(x));
     case 19:
         return x >= 0.0f ? x : alpha * (expf(x) - 1.0f);
-    default: /* 20, validated by the caller */
+    case 20:
         return beta * (x > 0.0f ? x : alpha * (expf(x) - 1.0f));
+    default: /* 21, validated by the caller */
+        return powf(x, alpha);
     }
 }
 
@@ -100,7 +102,7 @@ int tgrs_check_unary(const tgrs_op_ctx *ctx)
         return st;
     }
     if (ctx->out->dtype == TGRS_DT_F32) {
-        return (func < 1 || func > 20) ? TGRS_ERR_PARAM : TGRS_OK;
+        return (func < 1 || func > 21) ? TGRS_ERR_PARAM : TGRS_OK;
     }
     if (ctx->out->dtype != TGRS_DT_S8) {
         return TGRS_ERR_DTYPE;
