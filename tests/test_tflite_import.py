@@ -646,8 +646,18 @@ def sum_f32(m):
     return [x], [y], "ReduceSum"
 
 
-NO_KERNEL = [transpose_conv_f32, gather_f32, strided_slice_f32, strided_slice_neg_f32, slice_f32, split_f32, split_v_f32, maximum_f32,
-             minimum_f32, depth_to_space_f32, space_to_depth_f32, sum_f32]
+NO_KERNEL = [transpose_conv_f32, gather_f32, strided_slice_f32, strided_slice_neg_f32, slice_f32, split_f32, split_v_f32,
+             depth_to_space_f32, space_to_depth_f32, sum_f32]
+
+
+@pytest.mark.parametrize("build", [maximum_f32, minimum_f32], ids=["maximum_f32", "minimum_f32"])
+def test_max_min_run_like_tflite(tmp_path, build):
+    """MAXIMUM/MINIMUM between activations and with a constant (the ewise kind) run like the TFLite interpreter."""
+    m = Model()
+    m.inputs, m.outputs, ir_op = build(m)
+    p = _save(tmp_path, m)
+    assert ir_op in {o.op_type for o in normalize(load_model(p))[0].ops}
+    _check_runs(p, False, (0, 0))
 
 
 @pytest.mark.parametrize("build", NO_KERNEL, ids=[b.__name__ for b in NO_KERNEL])
