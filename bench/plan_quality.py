@@ -160,7 +160,7 @@ def recompute_tradeoff(models: Path) -> str:
     )
 
 
-SCALING = [("relu_chain", [100, 1_000, 10_000, 100_000], "1M"), ("mobilenet_blocks", [1, 10, 100, 1_000], "64K")]
+SCALING = [("relu_chain", [100, 1_000, 10_000, 100_000], "1M"), ("mobilenet_blocks", [1, 10, 100, 300], "64K")]
 
 
 def scaling_table(sizes: dict[str, list[int]] | None = None) -> str:
