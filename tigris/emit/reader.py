@@ -40,24 +40,19 @@ def _fail(status: str, what: str) -> PlanFormatError:
 
 @lru_cache(maxsize=None)
 def kind_limits() -> tuple[tuple[str, int, int], ...]:
-    """(kind name, params used, consts used) per kind id - 1; MAX_* when the kind's module is not importable yet
-    (the same fallback the generated header uses)."""
+    """(kind name, params used, consts used) per kind id - 1, from the same kind tables the header is generated
+    from."""
     from tigris.emit.gen_header import _kind_tables
 
-    out = []
-    for name, params, consts in _kind_tables():
-        out.append(
-            (name, MAX_PARAMS if params is None else len(params), MAX_CONSTS if params is None else len(consts or ()))
-        )
-    return tuple(out)
+    return tuple((name, len(params), len(consts)) for name, params, consts in _kind_tables())
 
 
 def numerics_slots() -> tuple[int, ...]:
     """Per kind id - 1, the slot of its NUMERICS parameter or -1 (the header's tgrs_op_numerics_slot)."""
     from tigris.emit.gen_header import _kind_tables
 
-    return tuple([p.lower() for p in params].index("numerics") if params and "numerics" in
-                  [p.lower() for p in params] else -1 for _n, params, _c in _kind_tables())
+    return tuple([p.lower() for p in params].index("numerics") if "numerics" in [p.lower() for p in params] else -1
+                 for _n, params, _c in _kind_tables())
 
 
 # --------------------------------------------------------------------------------------------------------------------
