@@ -230,6 +230,19 @@ def objective_weight(prep: Prepared, objective: str, target: str, clock: int | N
     return recompute_weight(prep.graph, prep.lowered, target, clock, bandwidth)
 
 
+def _sram_only(prep: Prepared, xip: bool, weight: float) -> dict[str, Any] | None:
+    """With a slow budget too small: the least SRAM that holds both arenas (a board without PSRAM gives the runtime
+    two SRAM regions), and the -m/-s that plan it."""
+    from tigris.plan import min_sram_only_budget
+
+    r = min_sram_only_budget(prep.graph, **_plan_kwargs(prep, xip, weight))
+    if r is None:
+        return None
+    return {"total_bytes": r.total_bytes, "total": format_size(r.total_bytes), "fast_budget": format_size(r.fast_budget),
+            "fast_budget_bytes": r.fast_budget, "fast_bytes": r.fast_bytes, "slow_bytes": r.slow_bytes,
+            "recompute_macs": r.recompute_macs}
+
+
 def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: float) -> dict[str, Any] | None:
     """The op that fails just below the smallest budget that fits: the one that sets that budget."""
     if budget <= 16:
@@ -331,6 +344,8 @@ def analyze(
             advice["min_fast_budget_xip"] = format_size(m_xip) if m_xip else None
             if m_xip is not None and m_xip <= fast_b:
                 result.reason += "; it fits with --xip (weights read from flash instead of copied to SRAM)"
+        if slow_b == 0 or res.cause == "slow_memory":
+            advice["sram_only"] = _sram_only(prep, xip, weight)
     else:
         plan = res.plan
     candidates: dict[str, MemoryPlan | None] = {}

@@ -340,6 +340,10 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
         out.line(s)
         if j.get("min_fast_budget_xip"):
             out.line(f"with --xip: -m {j['min_fast_budget_xip']}")
+    if not j["fits"] and j.get("sram_only"):
+        so = j["sram_only"]
+        out.line(f"without PSRAM (both arenas in SRAM): {so['total_bytes']} bytes of SRAM, -m {so['fast_budget']} "
+                 f"-s {so['slow_bytes']}")
     return out.text()
 
 

@@ -19,6 +19,7 @@ whose ``nofit`` is that NoFit.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from tigris.ir import AnalyzedGraph, DoesNotFitError
@@ -38,6 +39,8 @@ __all__ = [
     "Fit",
     "NoFit",
     "min_fast_budget",
+    "min_sram_only_budget",
+    "SramOnly",
     "unscheduled_peak",
     "is_alias",
     "MemoryPlan",
@@ -454,3 +457,62 @@ def min_fast_budget(graph: AnalyzedGraph, granularity: int = 16, **kw) -> int | 
         else:
             lo = mid
     return hi
+
+
+@dataclass(frozen=True)
+class SramOnly:
+    """The smallest SRAM the planner found for a board without slow memory: both arenas in SRAM."""
+
+    total_bytes: int  # fast arena + slow arena, the SRAM both need together
+    fast_budget: int  # the -m that plans it
+    fast_bytes: int  # the plan's fast peak
+    slow_bytes: int  # the plan's slow peak (the -s that plans it; an SRAM region on such a board)
+    recompute_macs: int
+
+
+def min_sram_only_budget(graph: AnalyzedGraph, granularity: int = 16, ratio: float = 0.8, **kw) -> SramOnly | None:
+    """The plan needing the least SRAM when the slow arena is SRAM too (a board with no PSRAM): the smallest
+    ``fast_peak + slow_peak`` over the plans at a geometric ladder of fast budgets, from the untiled peak down to
+    where nothing fits, then refined around the best rung.
+
+    The runtime takes the two arenas as two pointers, so such a plan runs unchanged with both in SRAM; a tiled head
+    then costs its boundaries (the graph input and the tensors between units) in the slow arena instead of the whole
+    untiled peak. The plan at ``fast_budget`` with ``slow_budget=slow_bytes`` is that plan (the slow budget only
+    checks the partition, it does not steer it). None when no budget fits. ``kw`` are :func:`plan`'s options
+    (``slow_budget`` excepted).
+    """
+    kw.pop("slow_budget", None)
+    kw.pop("feasibility", None)
+    seen: dict[int, SramOnly | None] = {}
+
+    def probe(budget: int) -> SramOnly | None:
+        budget = align_up(max(budget, granularity), granularity)
+        if budget not in seen:
+            res = plan(graph, budget, **kw)
+            seen[budget] = None if isinstance(res, NoFit) else SramOnly(
+                res.plan.fast_peak + res.plan.slow_peak, budget, res.plan.fast_peak, res.plan.slow_peak,
+                res.plan.recompute_macs,
+            )
+        return seen[budget]
+
+    def better(a: SramOnly | None, b: SramOnly | None) -> SramOnly | None:
+        if a is None or b is None:
+            return a or b
+        # fewest SRAM bytes; on a tie the smaller budget (less recompute is not what the figure promises)
+        return min(a, b, key=lambda r: (r.total_bytes, r.recompute_macs, r.fast_budget))
+
+    best: SramOnly | None = None
+    budget = float(align_up(unscheduled_peak(graph) + 4096, granularity))
+    misses = 0
+    while budget >= granularity and misses < 2:
+        got = probe(int(budget))
+        misses = misses + 1 if got is None else 0
+        best = better(best, got)
+        budget *= ratio
+    if best is None:
+        return None
+    # refine between the neighbouring rungs, then try the best plan's own fast peak as the budget
+    lo, hi = best.fast_budget * ratio, best.fast_budget / ratio
+    for k in range(1, 8):
+        best = better(best, probe(int(lo + (hi - lo) * k / 8)))
+    return better(best, probe(best.fast_bytes))
