@@ -10,6 +10,7 @@ what accumulation buys. Every plan is proven by ``tigris.plan.check`` before it 
 
     python3 bench/plan_quality.py [--models DIR] [--no-write]
     python3 bench/plan_quality.py --scaling   # only the planning-time table (section plan_scaling)
+    python3 bench/plan_quality.py --sram-only # only the SRAM-only table (section plan_sram_only)
 """
 from __future__ import annotations
 
@@ -201,12 +202,74 @@ def scaling_table(sizes: dict[str, list[int]] | None = None) -> str:
     )
 
 
+def _mbv2_224_int8(tmp: Path) -> Path:
+    """MobileNetV2-1.0 224x224 with seeded random weights (tests/families/builders.py), ORT-quantized QDQ int8 with an
+    int8 input (TFLite Micro's example model takes int8): the issue's SRAM-only target, not among the shared models."""
+    sys.path.insert(0, str(REPO / "tests" / "families"))
+    import onnx
+    from builders import int8_input, mobilenet_v2_224, quantize
+
+    onnx.save(mobilenet_v2_224(), str(tmp / "f.onnx"))
+    quantize(tmp / "f.onnx", tmp / "q.onnx", "int8", per_channel=True)
+    out = tmp / "mobilenet_v2_100_224_int8.onnx"
+    onnx.save(int8_input(onnx.load(str(tmp / "q.onnx"))), str(out))
+    return out
+
+
+def sram_only_table(models: Path, synthetic: bool = True) -> str:
+    """Per shared model: the fast budget ``-s 0`` needs today (one untiled unit: any other plan has a slow arena)
+    against the least SRAM of both arenas (``min_sram_only_budget``), with the plan proven by the checker."""
+    import tempfile
+
+    from tigris.plan import min_sram_only_budget, plan
+
+    paths = [(str(p.relative_to(models)).removesuffix(".onnx"), p) for p in sorted(models.rglob("*.onnx"))]
+    rows: list[list[object]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        if synthetic:
+            paths.append(("mobilenet_v2_100_224_int8 (seeded, built)", _mbv2_224_int8(Path(tmp))))
+        for name, path in paths:
+            try:
+                graph, scratch, note = prepare(path)
+            except (TigrisError, ImportError, NotImplementedError, KeyError, ValueError) as err:
+                rows.append([name, f"not planned: {type(err).__name__}"] + [""] * 7)
+                continue
+            macs = sum(op_macs(graph, op) for op in graph.ops)
+            before = plan_memory(graph, 2**30, 0, xip=True, scratch_bytes_of=scratch).fast_peak
+            t0 = time.perf_counter()
+            r = min_sram_only_budget(graph, xip=True, scratch_bytes_of=scratch)
+            dt = time.perf_counter() - t0
+            res = plan(graph, r.fast_budget, r.slow_bytes, xip=True, scratch_bytes_of=scratch)
+            ok = "yes" if not check_plan(graph, res.plan) else "CHECK FAILED"
+            rows.append([name + (f" ({note})" if note else ""), before, r.total_bytes, r.fast_bytes, r.slow_bytes,
+                         f"{r.total_bytes / before:.2f}", f"{100 * r.recompute_macs / macs:.1f}" if macs else "0.0",
+                         ok, f"{dt:.1f}"])
+            print(rows[-1], flush=True)
+    headers = ["model", "-s 0 today (B)", "SRAM-only (B)", "fast arena", "slow arena (in SRAM)", "after/before",
+               "recompute %", "checked", "search s"]
+    return (
+        "SRAM-only plans (`python3 bench/plan_quality.py --sram-only`, XIP): a board with no PSRAM. `-s 0 today` is "
+        "the fast budget the planner needs with no slow arena at all, i.e. the one untiled unit; `SRAM-only` is "
+        "`tigris.plan.min_sram_only_budget`, the least `fast + slow` arena bytes over the planner's plans, with both "
+        "arenas given to the runtime as SRAM regions (`analyze -s 0` prints it with the `-m`/`-s` that plan it). "
+        "The graph input and the unit boundaries sit in the slow arena, so a float input (the models quantized "
+        "inside the graph) costs 4 bytes per element there.\n\n" + markdown_table(headers, rows)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=str(REPO.parent / "shared" / "models"))
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     ap.add_argument("--scaling", action="store_true", help="only the planning-time table (synthetic graphs)")
+    ap.add_argument("--sram-only", action="store_true", help="only the SRAM-only table (no PSRAM)")
     args = ap.parse_args(argv)
+    if args.sram_only:
+        body = sram_only_table(Path(args.models))
+        print(body)
+        if not args.no_write:
+            write_section("plan_sram_only", body)
+        return 0
     if args.scaling:
         body = scaling_table()
         print(body)

@@ -468,3 +468,48 @@ def quantize(float_path: Path, out_path: Path, activation: str, per_channel: boo
                     quant_format=QuantFormat.QOperator if qoperator else QuantFormat.QDQ,
                     activation_type=QuantType.QUInt8 if activation == "uint8" else QuantType.QInt8,
                     weight_type=QuantType.QInt8, per_channel=per_channel, extra_options=dict(extra or {}))
+
+
+# Not a family test model (too large to run in the suites): the issue's SRAM-only target, planned by the benchmark.
+MBV2_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+               (6, 320, 1, 1))  # expansion t, output channels c, repeats n, first stride s
+
+
+def mobilenet_v2_224(width: float = 1.0, size: int = 224, seed: int = 21) -> onnx.ModelProto:
+    """MobileNetV2 with the published layer shapes (stem 3x3/2 to 32, the seven inverted-residual block groups
+    above, 1x1 to 1280, GAP, 1000-way Gemm) and seeded random weights: the TFLite Micro example network's shape."""
+
+    def ch(c: int) -> int:  # channels rounded to a multiple of 8, as the reference implementation does
+        return max(8, int(c * width + 4) // 8 * 8)
+
+    g = _new(seed)
+    cin = ch(32)
+    x = _relu6(g, g.conv("x", 3, cin, 3, 2))
+    for t, c, n, s in MBV2_BLOCKS:
+        cout = ch(c)
+        for k in range(n):
+            stride = s if k == 0 else 1
+            e = _relu6(g, g.conv(x, cin, cin * t, 1)) if t != 1 else x
+            e = _relu6(g, g.conv(e, cin * t, cin * t, 3, stride, group=cin * t))
+            y = g.conv(e, cin * t, cout, 1)
+            x = g.op("Add", [x, y]) if stride == 1 and cin == cout else y
+            cin = cout
+    x = _relu6(g, g.conv(x, cin, 1280, 1))
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])])
+    out = g.op("Gemm", [x, g.const((g.rng.standard_normal((1000, 1280)) * 0.03).astype(np.float32)),
+                        g.const(np.zeros(1000, np.float32), "b")], transB=1)
+    return _finish(g, f"mbv2_{width}_{size}", [1, 3, size, size], out)
+
+
+def int8_input(q: onnx.ModelProto) -> onnx.ModelProto:
+    """A QDQ model whose graph input feeds one QuantizeLinear, rewritten to take that quantized tensor as its input
+    (int8/uint8, as TFLite Micro's example models do), so the caller's float image is not part of the plan."""
+    inp = q.graph.input[0].name
+    qnode = next(n for n in q.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == inp)
+    zp = next(i for i in q.graph.initializer if i.name == qnode.input[2])
+    shape = [d.dim_value for d in q.graph.input[0].type.tensor_type.shape.dim]
+    q.graph.node.remove(qnode)
+    q.graph.input.remove(q.graph.input[0])
+    q.graph.input.insert(0, helper.make_tensor_value_info(qnode.output[0], zp.data_type, shape))
+    onnx.checker.check_model(q)
+    return q

@@ -342,9 +342,20 @@ def _cost_of(graph, bufs, costs, planned) -> float:
     return sum(_traffic(graph, bufs, units)) + costs.recompute_weight * sum(s.recompute_macs for s in stages)
 
 
-def _partition(graph, bufs, u, costs, budget, strategy, any_fit: bool = False) -> Planned | NoFit:
+def _sram_of(graph, bufs, planned) -> int:
+    """Fast peak plus slow peak of a planned partition: the SRAM it needs when both arenas are SRAM."""
+    units, _ = planned
+    return max(unit.peak_bytes for unit in units) + _slow_arena(graph, bufs, units)[1]
+
+
+def _partition(
+    graph, bufs, u, costs, budget, strategy, any_fit: bool = False, least_sram: bool = False,
+    slow_budget: int | None = None,
+) -> Planned | NoFit:
     """The partition of ``strategy``; for ``tigris`` the cheaper of both strategies' plans, or (``any_fit``, when
-    only feasibility matters) the spec's plan as soon as it fits. A NoFit is the spec strategy's."""
+    only feasibility matters) the spec's plan as soon as it fits, or (``least_sram``) the one needing less fast plus
+    slow arena. With a ``slow_budget``, only plans within it compete while any is (so a slow budget the cheaper plan
+    exceeds takes the other plan instead of failing). A NoFit is the spec strategy's."""
     memo: dict = {}
     spec = _partition_with(graph, bufs, u, costs, budget, _spec_partition, memo)
     assert spec is not None  # the greedy partition always exists
@@ -354,6 +365,10 @@ def _partition(graph, bufs, u, costs, budget, strategy, any_fit: bool = False) -
     cands = [p for p in (dp, spec) if p is not None and not isinstance(p, NoFit)]
     if not cands:
         return spec
+    if slow_budget is not None:
+        cands = [p for p in cands if _slow_arena(graph, bufs, p[0])[1] <= slow_budget] or cands
+    if least_sram:
+        return min(cands, key=lambda p: (_sram_of(graph, bufs, p), _cost_of(graph, bufs, costs, p)))
     return min(cands, key=lambda p: _cost_of(graph, bufs, costs, p))
 
 
@@ -368,6 +383,7 @@ def plan(
     accumulate_gap: bool = True,
     recompute_weight: float = 0.0,
     feasibility: bool = False,
+    least_sram: bool = False,
 ) -> PlanResult:
     """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring):
     :class:`Fit` or :class:`NoFit`.
@@ -381,6 +397,9 @@ def plan(
 
     ``feasibility`` answers only whether a plan exists: with no slow budget the first strategy that fits decides, so
     a search probe skips the second strategy and the slow arena. The Fit's plan is then *a* plan, not the chosen one.
+
+    ``least_sram`` (``tigris`` only) keeps, of both strategies' plans, the one whose fast plus slow arena is smaller
+    (then the cheaper): what :func:`min_sram_only_budget` probes with, for a board whose slow arena is SRAM too.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
@@ -395,7 +414,8 @@ def plan(
         accumulate_gap,
         recompute_weight,
     )
-    planned = _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None)
+    planned = _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
+                         least_sram=least_sram, slow_budget=slow_budget)
     if isinstance(planned, NoFit):
         return planned
     units, stages = planned
@@ -477,18 +497,19 @@ def min_sram_only_budget(graph: AnalyzedGraph, granularity: int = 16, ratio: flo
 
     The runtime takes the two arenas as two pointers, so such a plan runs unchanged with both in SRAM; a tiled head
     then costs its boundaries (the graph input and the tensors between units) in the slow arena instead of the whole
-    untiled peak. The plan at ``fast_budget`` with ``slow_budget=slow_bytes`` is that plan (the slow budget only
-    checks the partition, it does not steer it). None when no budget fits. ``kw`` are :func:`plan`'s options
-    (``slow_budget`` excepted).
+    untiled peak. Each probe keeps, of both strategies' plans, the one needing less SRAM (``least_sram``); the plan
+    at ``fast_budget`` with ``slow_budget=slow_bytes`` is what is reported: that plan, or the traffic-cheaper one when
+    it fits both budgets too (a slow budget only filters the candidate plans). None when no budget fits. ``kw`` are
+    :func:`plan`'s options (``slow_budget`` excepted).
     """
-    kw.pop("slow_budget", None)
-    kw.pop("feasibility", None)
+    for k in ("slow_budget", "feasibility", "least_sram"):
+        kw.pop(k, None)
     seen: dict[int, SramOnly | None] = {}
 
     def probe(budget: int) -> SramOnly | None:
         budget = align_up(max(budget, granularity), granularity)
         if budget not in seen:
-            res = plan(graph, budget, **kw)
+            res = plan(graph, budget, least_sram=True, **kw)
             seen[budget] = None if isinstance(res, NoFit) else SramOnly(
                 res.plan.fast_peak + res.plan.slow_peak, budget, res.plan.fast_peak, res.plan.slow_peak,
                 res.plan.recompute_macs,
@@ -515,4 +536,11 @@ def min_sram_only_budget(graph: AnalyzedGraph, granularity: int = 16, ratio: flo
     lo, hi = best.fast_budget * ratio, best.fast_budget / ratio
     for k in range(1, 8):
         best = better(best, probe(int(lo + (hi - lo) * k / 8)))
-    return better(best, probe(best.fast_bytes))
+    best = better(best, probe(best.fast_bytes))
+    assert best is not None
+    # What a user gets with -m fast_budget -s slow_bytes: the ordinary plan at both budgets (it fits: the plan found
+    # is a candidate within both; the traffic-cheaper one is kept when it fits too)
+    res = plan(graph, best.fast_budget, best.slow_bytes, **kw)
+    assert isinstance(res, Fit), res
+    p = res.plan
+    return SramOnly(p.fast_peak + p.slow_peak, best.fast_budget, p.fast_peak, p.slow_peak, p.recompute_macs)
