@@ -489,6 +489,9 @@ def compile_model(
         hint = f"; smallest fast budget that fits: -m {format_size(a.min_fast_budget)}" if a.min_fast_budget else ""
         if a.json.get("min_fast_budget_xip"):
             hint += f" (with --xip: -m {a.json['min_fast_budget_xip']})"
+        if a.json.get("sram_only"):
+            so = a.json["sram_only"]
+            hint += f"; without PSRAM: -m {so['fast_budget']} -s {so['slow_bytes']} ({so['total_bytes']} bytes of SRAM)"
         raise DoesNotFitError(f"does not fit: {a.reason}{hint}", str(model), a.nofit)
     return Compiled(a.plan_bytes, a)
 
