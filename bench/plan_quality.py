@@ -245,6 +245,12 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
                          f"{r.total_bytes / before:.2f}", f"{100 * r.recompute_macs / macs:.1f}" if macs else "0.0",
                          ok, f"{dt:.1f}"])
             print(rows[-1], flush=True)
+    target = ""
+    for r in rows:
+        if str(r[0]).startswith("mobilenet_v2_100_224_int8") and len(r) > 6 and r[2] != "":
+            met = int(r[2]) <= 175_616 and float(r[6]) <= 10.0
+            target = (f"\n\nTarget (MobileNetV2-1.0 224 int8 without PSRAM in at most 175,616 bytes with at most 10% "
+                      f"recompute): {r[2]} bytes at {r[6]}% recompute, {'met' if met else 'not met'}.")
     headers = ["model", "-s 0 today (B)", "SRAM-only (B)", "fast arena", "slow arena (in SRAM)", "after/before",
                "recompute %", "checked", "search s"]
     return (
@@ -253,7 +259,7 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
         "`tigris.plan.min_sram_only_budget`, the least `fast + slow` arena bytes over the planner's plans, with both "
         "arenas given to the runtime as SRAM regions (`analyze -s 0` prints it with the `-m`/`-s` that plan it). "
         "The graph input and the unit boundaries sit in the slow arena, so a float input (the models quantized "
-        "inside the graph) costs 4 bytes per element there.\n\n" + markdown_table(headers, rows)
+        "inside the graph) costs 4 bytes per element there.\n\n" + markdown_table(headers, rows) + target
     )
 
 
