@@ -46,6 +46,10 @@ CASES = {
     "person_detect_int8_tflite": Case("tflite/person_detect_int8.tflite", "32K", True, "none", True, True),
     "resnet8_cifar_int8_tflite": Case("tflite/resnet8_cifar_int8.tflite", "32K", True, "none", True, True),
     "kws_dscnn_int8_tflite": Case("tflite/kws_dscnn_int8.tflite", "32K", False, "lz4", False, True),
+    "vww_mbv1_025_96_int8_tflite": Case("tflite/vww_mbv1_025_96_int8.tflite", "32K", True, "none", True, True),
+    "ad_autoencoder_int8_tflite": Case("tflite/ad_autoencoder_int8.tflite", "32K", True, "none", False, True, False),
+    "streaming_wakeword_int8_tflite": Case("tflite/streaming_wakeword_int8.tflite", "32K", True, "none", False, True,
+                                           False),
     # An ONNX twin opting into TFLM's arithmetic (docs/numerics.md): Add, AveragePool and Softmax take their tflm forms
     "resnet8_cifar_int8_onnx_tflm": Case("mlperf_tiny/resnet8_cifar_int8.onnx", "32K", True, "none", True, True,
                                          numerics="tflm"),
