@@ -90,6 +90,9 @@ int tgrs_check_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uin
 int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
                      size_t fast_len, void *slow, size_t slow_len, const void *const *inputs, void *const *outputs,
                      tgrs_stats *stats);
+/* tgrs_run_in_place (tigris.h) with the caller's kernel table. */
+int tgrs_run_kernels_in_place(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
+                              size_t fast_len, void *slow, size_t slow_len, tgrs_stats *stats);
 
 /* A float parameter is stored as the bits of an IEEE-754 single in its int32 slot. */
 static inline float tgrs_p_f32(const tgrs_op_ctx *ctx, int idx)

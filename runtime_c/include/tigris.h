@@ -102,6 +102,33 @@ int tgrs_output_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info);
 int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
              const void *const *inputs, void *const *outputs, tgrs_stats *stats);
 
+/*
+ * I/O inside the arena (zero copy). Every graph input and output has a home in the fast or slow arena: where
+ * tgrs_run copies the input to before the first unit and the output from after the last unit. Instead of handing
+ * buffers to tgrs_run, the caller may write each input at tgrs_input_home before tgrs_run_in_place and read each
+ * output at tgrs_output_home after it; the run computes on exactly the same bytes as tgrs_run, and needs no I/O
+ * buffers besides the arenas.
+ *
+ * The home holds tgrs_io_info.nbytes bytes in the *stored* form: layout `layout` and dtype `internal_dtype`. A
+ * declared uint8 boundary (dtype U8, internal_dtype S8) is not converted in this mode: the caller writes (and reads)
+ * int8 values v - 128, i.e. the uint8 bytes with bit 7 flipped.
+ *
+ * The arguments are the arenas the run will use (checked as tgrs_run checks them). A home is stable for the whole
+ * call: nothing writes an input's home before the run reads it at unit 0 and nothing writes an output's home after
+ * the last unit. Homes of two different inputs (or two different outputs) never share a byte in a valid plan; the
+ * functions check it and answer TGRS_ERR_PLACEMENT, with *home NULL, rather than hand out a pointer one input's
+ * bytes would clobber. An input's home may share bytes with an output's: write the next run's inputs only after
+ * reading the outputs. Other codes: TGRS_ERR_NULL, TGRS_ERR_STATE, TGRS_ERR_INPUT (index), TGRS_ERR_ALIGN,
+ * TGRS_ERR_ARENA_SMALL.
+ */
+int tgrs_input_home(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len, int32_t index,
+                    void **home);
+int tgrs_output_home(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len, int32_t index,
+                     void **home);
+/* tgrs_run with every input already at its home and every output left at its home. */
+int tgrs_run_in_place(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
+                      tgrs_stats *stats);
+
 /* Name of OP record `index` (NUL-terminated, inside the plan bytes) for diagnostics such as stats.failed_op, or
  * NULL for a plan that is not loaded or an index out of range. */
 const char *tgrs_op_name(const tgrs_plan *plan, int32_t index);

@@ -193,6 +193,9 @@ static void tgrs_exchange(tgrs_exec *ex, uint32_t i, const uint8_t *src, uint8_t
         home = ex->fast + off;
         tgrs_touch(&ex->fast_peak, off, n);
     }
+    if (src == NULL && dst == NULL) {
+        return; /* I/O in the arena: the caller wrote (or reads) the home itself, in the stored form */
+    }
     if (src == NULL) {
         src = home; /* output: home -> dst */
     } else {
@@ -277,9 +280,12 @@ int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, siz
                             outputs, stats);
 }
 
-int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
-                     size_t fast_len, void *slow, size_t slow_len, const void *const *inputs, void *const *outputs,
-                     tgrs_stats *stats)
+/* The run behind every entry point. in_place: inputs/outputs are unused (NULL); the caller wrote each input at its
+   home (tgrs_input_home) and reads each output at its home after the run. The homes are where the copying entry
+   points copy to before unit 0 and from after the last unit, so both modes compute on the same bytes. */
+static int tgrs_run_any(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
+                        size_t fast_len, void *slow, size_t slow_len, const void *const *inputs, void *const *outputs,
+                        int in_place, tgrs_stats *stats)
 {
     tgrs_stats local;
     tgrs_stats *st = stats != NULL ? stats : &local;
@@ -290,7 +296,7 @@ int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint3
     memset(st, 0, sizeof *st);
     st->failed_op = -1;
     st->failed_unit = -1;
-    if (plan == NULL || kernels == NULL || inputs == NULL || outputs == NULL) {
+    if (plan == NULL || kernels == NULL || (!in_place && (inputs == NULL || outputs == NULL))) {
         return TGRS_ERR_NULL;
     }
     if (plan->loaded != TGRS_PLAN_LOADED) {
@@ -305,12 +311,12 @@ int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint3
     if (fast_len < plan->fast_arena || slow_len < plan->slow_arena) {
         return TGRS_ERR_ARENA_SMALL;
     }
-    for (i = 0; i < plan->n_inputs; ++i) {
+    for (i = 0; !in_place && i < plan->n_inputs; ++i) {
         if (inputs[i] == NULL) {
             return TGRS_ERR_NULL;
         }
     }
-    for (i = 0; i < plan->n_outputs; ++i) {
+    for (i = 0; !in_place && i < plan->n_outputs; ++i) {
         if (outputs[i] == NULL) {
             return TGRS_ERR_NULL;
         }
@@ -330,7 +336,7 @@ int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint3
     ex.slow_peak = 0u;
 
     for (i = 0; i < plan->n_inputs; ++i) {
-        tgrs_exchange(&ex, i, (const uint8_t *)inputs[i], NULL);
+        tgrs_exchange(&ex, i, in_place ? NULL : (const uint8_t *)inputs[i], NULL);
     }
     rc = TGRS_OK;
     for (i = 0; i < plan->sec_count[TGRS_SEC_UNITS]; ++i) {
@@ -343,10 +349,30 @@ int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint3
     }
     if (rc == TGRS_OK) {
         for (i = 0; i < plan->n_outputs; ++i) {
-            tgrs_exchange(&ex, plan->n_inputs + i, NULL, (uint8_t *)outputs[i]);
+            tgrs_exchange(&ex, plan->n_inputs + i, NULL, in_place ? NULL : (uint8_t *)outputs[i]);
         }
     }
     st->fast_peak = ex.fast_peak;
     st->slow_peak = ex.slow_peak;
     return rc;
+}
+
+int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
+                     size_t fast_len, void *slow, size_t slow_len, const void *const *inputs, void *const *outputs,
+                     tgrs_stats *stats)
+{
+    return tgrs_run_any(plan, kernels, n_kernels, fast, fast_len, slow, slow_len, inputs, outputs, 0, stats);
+}
+
+int tgrs_run_kernels_in_place(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
+                              size_t fast_len, void *slow, size_t slow_len, tgrs_stats *stats)
+{
+    return tgrs_run_any(plan, kernels, n_kernels, fast, fast_len, slow, slow_len, NULL, NULL, 1, stats);
+}
+
+int tgrs_run_in_place(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
+                      tgrs_stats *stats)
+{
+    return tgrs_run_any(plan, tgrs_kernel_table, TGRS_OP_COUNT + 1u, fast, fast_len, slow, slow_len, NULL, NULL, 1,
+                        stats);
 }

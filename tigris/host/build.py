@@ -80,6 +80,12 @@ int tgrs_input_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info);
 int tgrs_output_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info);
 int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
              const void *const *inputs, void *const *outputs, tgrs_stats *stats);
+int tgrs_input_home(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len, int32_t index,
+                    void **home);
+int tgrs_output_home(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len, int32_t index,
+                     void **home);
+int tgrs_run_in_place(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
+                      tgrs_stats *stats);
 const char *tgrs_op_name(const tgrs_plan *plan, int32_t index);
 const char *tgrs_status_name(int code);
 int tgrs_lz4_decode(const void *src, size_t src_len, void *dst, size_t dst_len);

@@ -168,11 +168,54 @@ class Session:
                 return self._to_caller(s, array)
         raise TigrisError("no input or output of the plan has this name", name)
 
-    def run(self, inputs: dict[str, np.ndarray]) -> RunResult:
+    def _home(self, output: bool, index: int):
+        ffi, lib = self._ffi, self._lib
+        home = ffi.new("void **")
+        fn = lib.tgrs_output_home if output else lib.tgrs_input_home
+        s = (self.outputs if output else self.inputs)[index]
+        self._check(fn(self._plan, self._fast, self.fast_size, self._slow, self.slow_size, index, home),
+                    f"{'output' if output else 'input'} {s.name}")
+        return home[0]
+
+    @staticmethod
+    def _flip(s: IOSpec, raw: bytes) -> bytes:
+        """Caller bytes <-> stored bytes: a declared uint8 boundary is stored as int8 (bit 7 flipped), and in-arena
+        I/O exchanges the stored form (tigris.h)."""
+        if s.caller_dtype != "uint8" or s.stored_dtype != "int8":
+            return raw
+        return (np.frombuffer(raw, dtype=np.uint8) ^ np.uint8(0x80)).tobytes()
+
+    def _run_in_arena(self, inputs: dict[str, np.ndarray]):
+        """The firmware's zero-copy path: each input written at its home in the arena, tgrs_run_in_place (which takes
+        no I/O buffers), each output read at its home."""
+        ffi, lib = self._ffi, self._lib
+        stats = ffi.new("tgrs_stats *")
+        with self._lock:
+            for i, s in enumerate(self.inputs):
+                if s.nbytes:
+                    ffi.memmove(self._home(False, i), self._flip(s, self._to_caller(s, inputs[s.name])), s.nbytes)
+            rc = lib.tgrs_run_in_place(self._plan, self._fast, self.fast_size, self._slow, self.slow_size, stats)
+            raws = []
+            if rc == 0:
+                for i, s in enumerate(self.outputs):
+                    raw = bytes(ffi.buffer(self._home(True, i), s.nbytes)) if s.nbytes else b""
+                    raws.append(self._flip(s, raw))
+        return rc, stats, raws
+
+    def run(self, inputs: dict[str, np.ndarray], io: str = "separate") -> RunResult:
+        """One inference. ``io="separate"`` hands the runtime input and output buffers (tgrs_run copies them);
+        ``io="in-arena"`` writes the inputs into the arena and reads the outputs from it (tgrs_run_in_place)."""
+        if io not in ("separate", "in-arena"):
+            raise TigrisError(f"io must be 'separate' or 'in-arena', not {io!r}", "run")
         missing = [s.name for s in self.inputs if s.name not in inputs]
         if missing:
             raise TigrisError(f"missing input(s) {missing}", "inputs")
         ffi, lib = self._ffi, self._lib
+        if io == "in-arena":
+            rc, stats, raws = self._run_in_arena(inputs)
+            self._raise_run(rc, stats)
+            outs = {s.name: self._from_caller(s, raw) for s, raw in zip(self.outputs, raws)}
+            return RunResult(outputs=outs, fast_peak=int(stats.fast_peak), slow_peak=int(stats.slow_peak))
         keep = []
         in_ptrs = ffi.new("void *[]", max(1, len(self.inputs)))
         for i, s in enumerate(self.inputs):
@@ -188,12 +231,16 @@ class Session:
         with self._lock:  # cffi allocations are at least 8-byte aligned (TGRS_ARENA_ALIGN is 4)
             rc = lib.tgrs_run(self._plan, self._fast, self.fast_size, self._slow, self.slow_size,
                               ffi.cast("const void *const *", in_ptrs), out_ptrs, stats)
+        self._raise_run(rc, stats)
+        outs = {s.name: self._from_caller(s, bytes(ffi.buffer(b, s.nbytes))) for s, b in zip(self.outputs, out_bufs)}
+        return RunResult(outputs=outs, fast_peak=int(stats.fast_peak), slow_peak=int(stats.slow_peak))
+
+    def _raise_run(self, rc: int, stats) -> None:
         if rc != 0:
+            ffi, lib = self._ffi, self._lib
             where = "run"
             if stats.failed_op >= 0:
                 name = lib.tgrs_op_name(self._plan, stats.failed_op)
                 label = ffi.string(name).decode("utf-8", "replace") if name != ffi.NULL else "?"
                 where = f"op {label}, record {stats.failed_op}, unit {stats.failed_unit}"
             raise PlanError(rc, where)
-        outs = {s.name: self._from_caller(s, bytes(ffi.buffer(b, s.nbytes))) for s, b in zip(self.outputs, out_bufs)}
-        return RunResult(outputs=outs, fast_peak=int(stats.fast_peak), slow_peak=int(stats.slow_peak))
