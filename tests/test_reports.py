@@ -135,6 +135,14 @@ def test_analyze_json_layers_and_totals():
     excluded = json.loads(invoke("analyze", MNIST, "-m", "16K", "--xip", "--json", "--io-buffers", "excluded").stdout)
     assert excluded["ram"]["total_ram_bytes"] == ram["fast_arena_bytes"] + ram["slow_arena_bytes"]
     assert "I/O" not in excluded["verdict"]
+    # in-arena: the firmware exchanges I/O at its homes inside the arenas (codegen --io in-arena), nothing is added
+    in_arena = json.loads(invoke("analyze", MNIST, "-m", "16K", "--xip", "--json", "--io-buffers", "in-arena").stdout)
+    assert in_arena["ram"]["io_buffers"] == "in-arena"
+    assert in_arena["ram"]["total_ram_bytes"] == ram["fast_arena_bytes"] + ram["slow_arena_bytes"]
+    assert in_arena["ram"]["sram_bytes"] == ram["fast_arena_bytes"]
+    assert in_arena["verdict"].endswith("I/O inside the arena; " + f"{api.format_size(ram['flash_bytes'])} flash (plan)")
+    assert api.firmware_ram(api.compile_model(MNIST, "16K", xip=True).plan_bytes, io="in-arena")["total_ram_bytes"] \
+        == in_arena["ram"]["total_ram_bytes"]
 
 
 def test_analyze_output_file_quiet_and_html(tmp_path):

@@ -287,7 +287,8 @@ def analyze(
     ``target``/``clock``/``psram_bandwidth`` feed the latency estimate (tigris/cost.py; the generic target when
     None); ``objective`` chooses what the planner trades (traffic, recompute or latency; latency when a target is
     given, traffic otherwise); ``io_buffers`` is ``separate`` (the caller's input/output buffers count in the RAM
-    total) or ``excluded`` (the application accounts for them); ``tradeoff`` also plans the other objectives so the
+    total), ``excluded`` (the application accounts for them) or ``in-arena`` (the firmware exchanges I/O at its homes
+    inside the arenas, tgrs_run_in_place, so the total is the two arenas); ``tradeoff`` also plans the other objectives so the
     report shows what was traded."""
     fast_b = parse_size(fast)
     slow_b = parse_size(slow)
@@ -295,8 +296,8 @@ def analyze(
     clock_hz = parse_clock(clock)
     bandwidth = parse_bandwidth(psram_bandwidth)
     assert fast_b is not None
-    if io_buffers not in ("separate", "excluded"):
-        raise TigrisError(f"unknown --io-buffers {io_buffers!r}; use separate or excluded", "--io-buffers")
+    if io_buffers not in ("separate", "excluded", "in-arena"):
+        raise TigrisError(f"unknown --io-buffers {io_buffers!r}; use separate, excluded or in-arena", "--io-buffers")
     if compression not in ("none", "lz4"):
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
     from tigris.cost import TARGETS, load_target
@@ -512,14 +513,14 @@ def run_json(res: Any, output: str | Path) -> dict[str, Any]:
 
 
 def codegen_json(plan: str | Path, c_file: str | Path, header: str | Path, name: str, fmt: str,
-                 kernels: str) -> dict[str, Any]:
+                 kernels: str, io: str = "separate") -> dict[str, Any]:
     """``codegen --json``: the files written and the arena sizes the generated code declares."""
     from tigris.emit import inspect_plan
 
     info = inspect_plan(Path(plan).read_bytes())
     io = info["interface"]
     return {"c_file": str(c_file), "header": str(header), "name": name, "format": fmt, "kernels": kernels,
-            "fast_arena_bytes": info["memory"]["fast_arena_bytes"], "slow_arena_bytes":
+            "io": io, "fast_arena_bytes": info["memory"]["fast_arena_bytes"], "slow_arena_bytes":
             info["memory"]["slow_arena_bytes"], "plan_bytes": info["header"]["file_size"],
             "inputs": [{"name": i["name"], "nbytes": i["nbytes"]} for i in io["inputs"]],
             "outputs": [{"name": o["name"], "nbytes": o["nbytes"]} for o in io["outputs"]]}
@@ -870,12 +871,15 @@ def verify(
     }
 
 
-def firmware_ram(plan_bytes: bytes) -> dict[str, int]:
-    """RAM of a firmware running this plan, as the generated header states it: fast and slow arena, the caller's
-    input and output buffers, and their total (tigris.codegen.PlanInfo.ram_json)."""
+def firmware_ram(plan_bytes: bytes, io: str = "separate") -> dict[str, int]:
+    """RAM of a firmware running this plan, as the generated header states it: fast and slow arena, the
+    input and output bytes, and the total (tigris.codegen.PlanInfo.ram_json): the I/O buffers count with
+    ``io="separate"`` and not with ``io="in-arena"`` (the I/O lives in the arenas; codegen --io in-arena)."""
     from tigris.codegen import read_plan_info
 
-    return read_plan_info(bytes(plan_bytes)).ram_json()
+    if io not in ("separate", "in-arena"):
+        raise TigrisError(f"io must be separate or in-arena, not {io!r}", "--io")
+    return read_plan_info(bytes(plan_bytes)).ram_json(io)
 
 
 def inspect(path: str | Path) -> dict[str, Any]:

@@ -203,9 +203,10 @@ def _output_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _report_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option("--io-buffers", type=click.Choice(["separate", "excluded"]), default="separate",
-                     show_default=True, help="Count the caller's input/output buffers in total RAM, or not (the "
-                     "application accounts for them).")(f)
+    f = click.option("--io-buffers", type=click.Choice(["separate", "excluded", "in-arena"]), default="separate",
+                     show_default=True, help="Count the caller's input/output buffers in total RAM; or not (the "
+                     "application accounts for them); or in-arena: the firmware writes inputs and reads outputs "
+                     "inside the arena (tgrs_run_in_place), which adds nothing.")(f)
     f = click.option("--objective", type=click.Choice(list(api.OBJECTIVES)), default=None,
                      help="What the planner minimizes: slow traffic, halo recompute, or estimated latency "
                      "(default: latency with --target, else traffic).")(f)
@@ -402,17 +403,20 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
               help="Section of the fast arena, e.g. .bss.dtcm for a DTCM (default: plain .bss).")
 @click.option("--kernels", type=click.Choice(["plan", "all"]), default="plan", show_default=True,
               help="Op resolver: link the kernels of the plan's kinds only, or every kernel (to swap plans later).")
+@click.option("--io", "io", type=click.Choice(["separate", "in-arena"]), default="separate", show_default=True,
+              help="I/O through the caller's buffers (NAME_run), or inside the arena, zero copy (NAME_input(i), "
+              "NAME_run_in_place(), NAME_output(i)); in-arena drops the I/O buffers from the total RAM.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @guarded
 def codegen(plan: str, output: str, name: str, fmt: str, section: str, slow_section: str,
-            fast_section: str | None, kernels: str, as_json: bool, quiet: bool) -> None:
+            fast_section: str | None, kernels: str, io: str, as_json: bool, quiet: bool) -> None:
     """C source embedding PLAN for firmware: arenas, NAME_init(), NAME_run()."""
     from tigris.codegen import codegen_command
 
-    out, hdr = codegen_command(plan, output, name, fmt, section, slow_section, kernels, fast_section)
+    out, hdr = codegen_command(plan, output, name, fmt, section, slow_section, kernels, fast_section, io)
     if as_json:
-        _echo_json("codegen", api.codegen_json(plan, out, hdr, name, fmt, kernels))
+        _echo_json("codegen", api.codegen_json(plan, out, hdr, name, fmt, kernels, io))
     elif not quiet:
         click.echo(f"wrote {out} and {hdr}")
 

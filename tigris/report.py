@@ -99,6 +99,9 @@ def analysis_details(prep: Any, plan: Any, j: dict[str, Any], settings: dict[str
     fast = plan.fast_peak if plan else None
     slow = plan.slow_peak if plan else None
     io = io_in + io_out
+    # in-arena: the caller writes inputs and reads outputs at their homes inside the arenas (tgrs_input_home,
+    # tgrs_run_in_place), which the arena peaks already hold, so no byte is added; excluded: the application counts
+    # its buffers itself.
     counted = io if settings["io_buffers"] == "separate" else 0
     ram = {
         "fast_arena_bytes": fast,
@@ -165,6 +168,8 @@ def verdict_line(j: dict[str, Any], ram: dict[str, Any]) -> str:
                  else "no PSRAM")
     if ram["io_buffers"] == "separate":
         parts.append(f"{format_size(ram['io_input_bytes'] + ram['io_output_bytes'])} I/O buffers")
+    elif ram["io_buffers"] == "in-arena":
+        parts.append("I/O inside the arena")
     text = "fits: " + " + ".join(parts)
     if ram["flash_bytes"] is not None:
         text += f"; {format_size(ram['flash_bytes'])} flash (plan)"
@@ -277,7 +282,8 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
         ["slow arena (PSRAM)", _sz(slow["peak_bytes"]), slow_budget_text(slow["budget_bytes"])],
     ]
     if ram:
-        label = "I/O buffers (caller)" + ("" if ram["io_buffers"] == "separate" else ", not counted")
+        label = {"separate": "I/O buffers (caller)", "excluded": "I/O buffers (caller), not counted",
+                 "in-arena": "I/O (inside the arena), not extra"}[ram["io_buffers"]]
         mem_rows.append([label, format_size(ram["io_input_bytes"] + ram["io_output_bytes"]), ""])
         mem_rows.append(["total RAM", _sz(ram["total_ram_bytes"]), ""])
     mem_rows.append(["flash (plan file)", _sz(fl["plan_bytes"]),

@@ -27,6 +27,7 @@ def codegen_command(
     slow_section: str = ".bss.tgrs_slow",
     kernels: str = "plan",
     fast_section: str | None = None,
+    io: str = "separate",
 ) -> tuple[Path, Path]:
     """Read ``plan``, write the C source to ``output`` and the header beside it (same stem, ``.h``).
 
@@ -44,6 +45,6 @@ def codegen_command(
         raise TigrisError("the output must be the .c file (the header is written beside it)", str(out))
     for p in (out, hdr):
         resolve_output(p, [plan])
-    c_src, header = generate_c(data, name, fmt, section, slow_section, kernels, fast_section)
+    c_src, header = generate_c(data, name, fmt, section, slow_section, kernels, fast_section, io)
     write_outputs([(hdr, header.encode("ascii")), (out, c_src.encode("ascii"))], [plan])
     return out, hdr

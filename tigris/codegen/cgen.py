@@ -35,6 +35,7 @@ from tigris.emit import format as F
 from tigris.ir import TigrisError
 
 FORMATS = ("core", "app")
+IO_MODES = ("separate", "in-arena")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECTION = re.compile(r"^[A-Za-z0-9_.$]+$")
 _BYTES_PER_LINE = 16
@@ -104,8 +105,10 @@ def _io_block(prefix: str, kind: str, i: int, io: IoInfo) -> list[str]:
     return lines
 
 
-def _header(info: PlanInfo, name: str, section: str, slow_section: str, fast_section: str | None) -> str:
+def _header(info: PlanInfo, name: str, section: str, slow_section: str, fast_section: str | None,
+            io: str = "separate") -> str:
     P = name.upper()
+    in_arena = io == "in-arena"
     guard = f"{P}_TGRS_MODEL_H"
     flags = [f for f, on in (("xip", info.xip), ("lz4", info.lz4)) if on] or ["copy"]
     lines = [
@@ -132,12 +135,17 @@ def _header(info: PlanInfo, name: str, section: str, slow_section: str, fast_sec
         f"#define {P}_SLOW_ARENA_BYTES {info.slow_arena}u",
         f"#define {P}_NUM_INPUTS {len(info.inputs)}",
         f"#define {P}_NUM_OUTPUTS {len(info.outputs)}",
-        "/* The caller's buffers (outside the arenas): every input, every output, both together. */",
+        ("/* The I/O bytes (inside the arenas with --io in-arena): every input, every output, both together. */"
+         if in_arena else
+         "/* The caller's buffers (outside the arenas): every input, every output, both together. */"),
         f"#define {P}_INPUT_BYTES_TOTAL {info.input_bytes}u",
         f"#define {P}_OUTPUT_BYTES_TOTAL {info.output_bytes}u",
         f"#define {P}_IO_BYTES {info.input_bytes + info.output_bytes}u",
-        "/* All the RAM the model needs besides the stack: fast arena + slow arena + I/O buffers. */",
-        f"#define {P}_TOTAL_RAM_BYTES {info.total_ram_bytes}u",
+        ("/* All the RAM the model needs besides the stack: fast arena + slow arena (I/O lives inside them). */"
+         if in_arena else
+         "/* All the RAM the model needs besides the stack: fast arena + slow arena + I/O buffers. */"),
+        f"#define {P}_TOTAL_RAM_BYTES {info.total_ram(io)}u",
+        *([f"#define {P}_IO_IN_ARENA 1"] if in_arena else []),
         "",
     ]
     for i, io in enumerate(info.inputs):
@@ -161,6 +169,7 @@ def _header(info: PlanInfo, name: str, section: str, slow_section: str, fast_sec
         "/* The loaded plan, for the runtime's interface queries (tgrs_input_info, ...); NULL before init. */",
         f"const tgrs_plan *{name}_plan(void);",
         "",
+        *(_in_arena_decls(name) if in_arena else []),
         "#ifdef __cplusplus",
         "}",
         "#endif",
@@ -168,6 +177,70 @@ def _header(info: PlanInfo, name: str, section: str, slow_section: str, fast_sec
         f"#endif /* {guard} */",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _in_arena_decls(name: str) -> list[str]:
+    P = name.upper()
+    return [
+        "/*",
+        " * I/O inside the arena (zero copy, tigris.h tgrs_input_home): write input i's "
+        f"{P}_INPUTi_BYTES bytes at",
+        f" * {name}_input(i), call {name}_run_in_place(), read output i at {name}_output(i). The bytes are in the",
+        " * stored form: _LAYOUT, and the stored dtype (a uint8 boundary is int8 there: flip bit 7 of each byte).",
+        " * An input's home may share bytes with an output's: read the outputs before writing the next inputs.",
+        " * NULL before init (init already refused a plan whose homes are not stable: TGRS_ERR_PLACEMENT).",
+        " */",
+        f"void *{name}_input(int32_t index);",
+        f"const void *{name}_output(int32_t index);",
+        f"#define {P}_INPUT(i) ((void *){name}_input(i))",
+        f"#define {P}_OUTPUT(i) ((const void *){name}_output(i))",
+        f"int {name}_run_in_place(void);",
+        f"int {name}_run_in_place_stats(tgrs_stats *stats);",
+        "",
+    ]
+
+
+def _in_arena_defs(info: PlanInfo, name: str, slow_ptr: str, slow_len: str) -> list[str]:
+    """Out of line: firmware that never calls them loses them to --gc-sections."""
+    return [
+        "",
+        f"static void *{name}_home(int output, int32_t index)",
+        "{",
+        "    void *home = NULL;",
+        f"    if (!{name}_loaded) {{",
+        "        return NULL;",
+        "    }",
+        f"    if ((output ? tgrs_output_home : tgrs_input_home)(&{name}_state, {name}_fast_arena,",
+        f"            sizeof {name}_fast_arena, {slow_ptr}, {slow_len}, index, &home) != TGRS_OK) {{",
+        "        return NULL;",
+        "    }",
+        "    return home;",
+        "}",
+        "",
+        f"void *{name}_input(int32_t index)",
+        "{",
+        f"    return {name}_home(0, index);",
+        "}",
+        "",
+        f"const void *{name}_output(int32_t index)",
+        "{",
+        f"    return {name}_home(1, index);",
+        "}",
+        "",
+        f"int {name}_run_in_place_stats(tgrs_stats *stats)",
+        "{",
+        f"    if (!{name}_loaded) {{",
+        "        return TGRS_ERR_STATE;",
+        "    }",
+        f"    return tgrs_run_kernels_in_place(&{name}_state, {name}_kernels, TGRS_OP_COUNT + 1u, {name}_fast_arena,",
+        f"                                     sizeof {name}_fast_arena, {slow_ptr}, {slow_len}, stats);",
+        "}",
+        "",
+        f"int {name}_run_in_place(void)",
+        "{",
+        f"    return {name}_run_in_place_stats(NULL);",
+        "}",
+    ]
 
 
 def _byte_array(data: bytes) -> list[str]:
@@ -179,7 +252,7 @@ def _byte_array(data: bytes) -> list[str]:
 
 
 def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: str,
-          fast_section: str | None) -> list[str]:
+          fast_section: str | None, io: str = "separate") -> list[str]:
     P = name.upper()
     has_slow = info.slow_arena > 0
     lines = [
@@ -242,6 +315,7 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
         f"        tgrs_slow_size(&{name}_state) > {P}_SLOW_ARENA_BYTES) {{",
         "        return TGRS_ERR_ARENA_SMALL;",
         "    }",
+        *(_init_home_check(name, slow_ptr, slow_len) if io == "in-arena" else []),
         f"    {name}_loaded = 1;",
         "    return TGRS_OK;",
         "}",
@@ -265,7 +339,32 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
         f"    return {name}_loaded ? &{name}_state : NULL;",
         "}",
     ]
+    if io == "in-arena":
+        lines += _in_arena_defs(info, name, slow_ptr, slow_len)
     return lines
+
+
+def _init_home_check(name: str, slow_ptr: str, slow_len: str) -> list[str]:
+    """Init refuses a plan whose I/O homes are not stable (TGRS_ERR_PLACEMENT), so the accessors never hand out a
+    pointer the run would clobber."""
+    P = name.upper()
+    return [
+        "    {",
+        "        void *home;",
+        "        int32_t i;",
+        f"        for (i = 0; rc == TGRS_OK && i < {P}_NUM_INPUTS; ++i) {{",
+        f"            rc = tgrs_input_home(&{name}_state, {name}_fast_arena, sizeof {name}_fast_arena, {slow_ptr},",
+        f"                                 {slow_len}, i, &home);",
+        "        }",
+        f"        for (i = 0; rc == TGRS_OK && i < {P}_NUM_OUTPUTS; ++i) {{",
+        f"            rc = tgrs_output_home(&{name}_state, {name}_fast_arena, sizeof {name}_fast_arena, {slow_ptr},",
+        f"                                  {slow_len}, i, &home);",
+        "        }",
+        "        if (rc != TGRS_OK) {",
+        "            return rc;",
+        "        }",
+        "    }",
+    ]
 
 
 def _kernel_entries(kinds: tuple[int, ...], what: str = "kernel") -> list[str]:
@@ -278,8 +377,9 @@ def _kernel_entries(kinds: tuple[int, ...], what: str = "kernel") -> list[str]:
     return entries or ["    NULL, /* the plan runs no op */"]
 
 
-def _app(info: PlanInfo, name: str) -> list[str]:
+def _app(info: PlanInfo, name: str, io: str = "separate") -> list[str]:
     P = name.upper()
+    in_arena = io == "in-arena"
     n_in, n_out = len(info.inputs), len(info.outputs)
     lines = [
         "",
@@ -290,10 +390,12 @@ def _app(info: PlanInfo, name: str) -> list[str]:
         '#include "semihost.h"',
         "",
     ]
-    for i in range(n_in):
+    for i in range(0 if in_arena else n_in):
         lines.append(f"static uint8_t {name}_in{i}[{P}_INPUT{i}_BYTES] __attribute__((aligned({_ALIGN})));")
-    for i in range(n_out):
+    for i in range(0 if in_arena else n_out):
         lines.append(f"static uint8_t {name}_out{i}[{P}_OUTPUT{i}_BYTES] __attribute__((aligned({_ALIGN})));")
+    if in_arena:
+        lines.append("/* --io in-arena: no I/O buffers; files are read into and written from the arena homes. */")
     default_in = ", ".join(f'"input{i}.bin"' for i in range(n_in)) or '""'
     default_out = ", ".join(f'"output{i}.bin"' for i in range(n_out)) or '""'
     in_list = ", ".join(f"{name}_in{i}" for i in range(n_in)) or "NULL"
@@ -352,9 +454,11 @@ def _app(info: PlanInfo, name: str) -> list[str]:
         "{",
         f"    static const char *const default_in[{max(n_in, 1)}] = {{{default_in}}};",
         f"    static const char *const default_out[{max(n_out, 1)}] = {{{default_out}}};",
-        f"    void *const in_bufs[{max(n_in, 1)}] = {{{in_list}}};",
-        f"    void *const out_bufs[{max(n_out, 1)}] = {{{out_list}}};",
-        f"    const void *in_const[{max(n_in, 1)}];",
+        *([] if in_arena else [
+            f"    void *const in_bufs[{max(n_in, 1)}] = {{{in_list}}};",
+            f"    void *const out_bufs[{max(n_out, 1)}] = {{{out_list}}};",
+            f"    const void *in_const[{max(n_in, 1)}];",
+        ]),
         f"    static const uint32_t in_sizes[{max(n_in, 1)}] = {{{in_sizes}}};",
         f"    static const uint32_t out_sizes[{max(n_out, 1)}] = {{{out_sizes}}};",
         "    tgrs_stats stats;",
@@ -374,20 +478,32 @@ def _app(info: PlanInfo, name: str) -> list[str]:
         '        sh_puts("\\n");',
         "        return BOARD_EXIT_RUNTIME;",
         "    }",
-        f"    for (i = 0; i < {P}_NUM_INPUTS; i++) {{",
-        "        const char *path = argc > 1 + i ? argv[1 + i] : default_in[i];",
-        "        if (read_input(path, in_bufs[i], in_sizes[i]) != 0) {",
-        "            return BOARD_EXIT_IO;",
-        "        }",
-        "        in_const[i] = in_bufs[i];",
-        "    }",
+        *([] if in_arena else [
+            f"    for (i = 0; i < {P}_NUM_INPUTS; i++) {{",
+            "        const char *path = argc > 1 + i ? argv[1 + i] : default_in[i];",
+            "        if (read_input(path, in_bufs[i], in_sizes[i]) != 0) {",
+            "            return BOARD_EXIT_IO;",
+            "        }",
+            "        in_const[i] = in_bufs[i];",
+            "    }",
+        ]),
         "    /* RAM holds garbage after a warm reset on a real device: poison the arenas so every run proves the plan",
         "       never reads a byte it did not write first. */",
         f"    memset({name}_fast_arena, 0xA5, sizeof {name}_fast_arena);",
         *([f"    memset({name}_slow_arena, 0x5A, sizeof {name}_slow_arena);"] if info.slow_arena > 0 else []),
+        *([
+            f"    for (i = 0; i < {P}_NUM_INPUTS; i++) {{",
+            "        const char *path = argc > 1 + i ? argv[1 + i] : default_in[i];",
+            "        /* Straight into the input's home in the arena, in the stored form (make_io writes it). */",
+            f"        if (read_input(path, {name}_input(i), in_sizes[i]) != 0) {{",
+            "            return BOARD_EXIT_IO;",
+            "        }",
+            "    }",
+        ] if in_arena else []),
         "    board_clock_start();",
         "    t0 = board_cycles();",
-        f"    rc = {name}_run_stats(in_const, out_bufs, &stats);",
+        (f"    rc = {name}_run_in_place_stats(&stats);" if in_arena else
+         f"    rc = {name}_run_stats(in_const, out_bufs, &stats);"),
         "    t1 = board_cycles();",
         "    if (rc != TGRS_OK) {",
         '        sh_puts("error: tgrs_run failed: ");',
@@ -399,7 +515,8 @@ def _app(info: PlanInfo, name: str) -> list[str]:
         "    }",
         f"    for (i = 0; i < {P}_NUM_OUTPUTS; i++) {{",
         f"        const char *path = argc > 1 + {P}_NUM_INPUTS + i ? argv[1 + {P}_NUM_INPUTS + i] : default_out[i];",
-        "        if (write_output(path, out_bufs[i], out_sizes[i]) != 0) {",
+        ("        if (write_output(path, {}_output(i), out_sizes[i]) != 0) {{".format(name) if in_arena else
+         "        if (write_output(path, out_bufs[i], out_sizes[i]) != 0) {"),
         "            return BOARD_EXIT_IO;",
         "        }",
         "    }",
@@ -426,6 +543,7 @@ def generate_c(
     slow_section: str = ".bss.tgrs_slow",
     kernels: str = "plan",
     fast_section: str | None = None,
+    io: str = "separate",
 ) -> tuple[str, str]:
     """(C source, header) embedding ``plan_bytes``; see the module docstring for what they promise.
 
@@ -434,18 +552,20 @@ def generate_c(
     _check_args(name, fmt, section, slow_section, fast_section)
     if kernels not in ("plan", "all"):
         raise TigrisError(f"--kernels must be plan or all, not {kernels!r}", "--kernels")
+    if io not in IO_MODES:
+        raise TigrisError(f"--io must be separate or in-arena, not {io!r}", "--io")
     info = read_plan_info(bytes(plan_bytes))
     if kernels == "all":
         from tigris.ops import KINDS
 
         info = dataclasses.replace(info, kinds=tuple(range(1, len(KINDS) + 1)))
-    header = _header(info, name, section, slow_section, fast_section)
+    header = _header(info, name, section, slow_section, fast_section, io)
     body = [
         f"/* {name}.c - generated by `tigris codegen`; regenerate instead of editing. Interface block first: */",
         "",
         header.rstrip("\n"),
-        *_core(info, bytes(plan_bytes), name, section, slow_section, fast_section),
+        *_core(info, bytes(plan_bytes), name, section, slow_section, fast_section, io),
     ]
     if fmt == "app":
-        body += _app(info, name)
+        body += _app(info, name, io)
     return "\n".join(body) + "\n", header

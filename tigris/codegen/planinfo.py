@@ -87,16 +87,22 @@ class PlanInfo:
     def total_ram_bytes(self) -> int:
         """All the RAM one model needs besides the stack: both arenas and the caller's input and output buffers
         (those live outside the arenas: the runtime copies inputs in and outputs out)."""
-        return self.fast_arena + self.slow_arena + self.input_bytes + self.output_bytes
+        return self.total_ram("separate")
 
-    def ram_json(self) -> dict[str, int]:
+    def total_ram(self, io: str = "separate") -> int:
+        """Total RAM with the I/O exchanged through separate caller buffers, or ``in-arena``: the firmware writes
+        inputs and reads outputs at their homes inside the arenas (tgrs_run_in_place), which adds nothing."""
+        extra = 0 if io == "in-arena" else self.input_bytes + self.output_bytes
+        return self.fast_arena + self.slow_arena + extra
+
+    def ram_json(self, io: str = "separate") -> dict[str, int]:
         """The RAM figures of a firmware built from this plan (the generated header states the same numbers)."""
         return {
             "fast_arena_bytes": self.fast_arena,
             "slow_arena_bytes": self.slow_arena,
             "input_bytes": self.input_bytes,
             "output_bytes": self.output_bytes,
-            "total_ram_bytes": self.total_ram_bytes,
+            "total_ram_bytes": self.total_ram(io),
         }
 
     @property
