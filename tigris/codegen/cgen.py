@@ -186,7 +186,7 @@ def _in_arena_decls(name: str) -> list[str]:
         " * I/O inside the arena (zero copy, tigris.h tgrs_input_home): write input i's "
         f"{P}_INPUTi_BYTES bytes at",
         f" * {name}_input(i), call {name}_run_in_place(), read output i at {name}_output(i). The bytes are in the",
-        " * stored form: _LAYOUT, and the stored dtype (a uint8 boundary is int8 there: flip bit 7 of each byte).",
+        " * stored form: _LAYOUT and _INTERNAL_DTYPE (a uint8 boundary is int8 there: flip bit 7 of each byte).",
         " * An input's home may share bytes with an output's: read the outputs before writing the next inputs.",
         " * NULL before init (init already refused a plan whose homes are not stable: TGRS_ERR_PLACEMENT).",
         " */",
