@@ -125,13 +125,14 @@ def run(board: str, elf: Path, args: list[str] | None = None, cwd: Path | None =
 
 def build_plan_app(plan: bytes, board: str, work: Path, obj_dir: Path | None = None, name: str = "model",
                    opt: str = "-O2", runtime_srcs: list[Path] | None = None, cflags: str = "",
-                   kernels: str = "plan") -> Path:
+                   kernels: str = "plan", io: str = "separate") -> Path:
     """Codegen (--format app) + build for one plan; returns the ELF. ``kernels="all"`` links every kernel instead
-    of only the plan's kinds (generate_c's op resolver)."""
+    of only the plan's kinds (generate_c's op resolver); ``io="in-arena"`` exchanges the files at the I/O homes
+    inside the arena (codegen --io in-arena)."""
     from tigris.codegen import generate_c
 
     work.mkdir(parents=True, exist_ok=True)
-    c_src, header = generate_c(plan, name, "app", kernels=kernels)
+    c_src, header = generate_c(plan, name, "app", kernels=kernels, io=io)
     (work / f"{name}.c").write_text(c_src)
     (work / f"{name}.h").write_text(header)
     return build(board, work / "build", model_c=work / f"{name}.c", obj_dir=obj_dir, opt=opt,
