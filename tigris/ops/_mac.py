@@ -250,6 +250,27 @@ def act_bounds_int8(fused: str | None, zp_out: int, s_out: float, where: str,
     raise TigrisError(f"unsupported fused activation {fused!r}", where or None)
 
 
+def int8_mac_params(graph: AnalyzedGraph, op: Op, x: Tensor, y: Tensor, wname: str, bname: str | None,
+                    w2d: np.ndarray, s_w: np.ndarray, zp_w: np.ndarray, fused: str | None,
+                    params: dict[str, int]) -> dict[str, np.ndarray]:
+    """The int8 lowering the multiply-accumulate kinds share: the int32 bias with the zero points folded in (the
+    weight zero point's correction when a weight zero point is non-zero, flag ``wzp``), the per-channel
+    requantization and the clamp bounds. ``w2d`` is [OC, taps] in the order the kernel accumulates; ``params`` gains
+    act_min/act_max, zp_in/zp_out, numerics (and wzp). Returns the consts bias, mult and shift."""
+    s_in, zp_in = per_tensor(x)
+    s_out, zp_out = per_tensor(y)
+    bias = int_bias(graph, bname, s_in * s_w)
+    if np.any(zp_w):
+        folded = weight_zero_point_bias(bias, w2d, zp_w, op.name)
+        params["wzp"] = 1
+    else:
+        folded = fold_input_zero_point(bias, w2d, zp_in, op.name)
+    mult, shift = requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}", graph.numerics)
+    lo, hi = act_bounds_int8(fused, zp_out, s_out, op.name, graph.numerics)
+    params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out, numerics=qmath.numerics_code(graph.numerics))
+    return dict(bias=folded, mult=mult, shift=shift)
+
+
 def act_bounds_f32(fused: str | None, where: str) -> tuple[int, int]:
     """Float clamp bounds of a fused activation, as f32 bit patterns."""
     if fused is None:

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
-from tigris.ops import _mac, qmath
+from tigris.ops import _mac
 from tigris.ops.base import Lowered, TensorView
 
 
@@ -53,20 +53,8 @@ class FullyConnected(_mac.MacKind):
         fused = op.attrs.get("fused_activation")
         if int8:
             w_q, s_w, zp_w = _mac.int8_weights_zp(graph, wname, oc)
-            s_in, zp_in = _mac.per_tensor(x)
-            s_out, zp_out = _mac.per_tensor(y)
-            bias = _mac.int_bias(graph, bname, s_in * s_w)
-            if np.any(zp_w):
-                folded = _mac.weight_zero_point_bias(bias, w_q, zp_w, op.name)
-                params["wzp"] = 1
-            else:
-                folded = _mac.fold_input_zero_point(bias, w_q, zp_in, op.name)
-            mult, shift = _mac.requant_params(s_in, s_w, s_out, f"{op.name}: {x.name} x {wname} / {y.name}",
-                                              graph.numerics)
-            lo, hi = _mac.act_bounds_int8(fused, zp_out, s_out, op.name, graph.numerics)
-            params.update(act_min=lo, act_max=hi, zp_in=zp_in, zp_out=zp_out,
-                          numerics=qmath.numerics_code(graph.numerics))
-            consts = dict(weight=np.ascontiguousarray(w_q, np.int8), bias=folded, mult=mult, shift=shift)
+            rq = _mac.int8_mac_params(graph, op, x, y, wname, bname, w_q, s_w, zp_w, fused, params)
+            consts = dict(weight=np.ascontiguousarray(w_q, np.int8), **rq)
         else:
             lo, hi = _mac.act_bounds_f32(fused, op.name)
             params.update(fmin=lo, fmax=hi)
