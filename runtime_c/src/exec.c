@@ -280,13 +280,18 @@ int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, siz
                             outputs, stats);
 }
 
-/* The run behind every entry point. in_place: inputs/outputs are unused (NULL); the caller wrote each input at its
-   home (tgrs_input_home) and reads each output at its home after the run. The homes are where the copying entry
-   points copy to before unit 0 and from after the last unit, so both modes compute on the same bytes. */
-static int tgrs_run_any(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
-                        size_t fast_len, void *slow, size_t slow_len, const void *const *inputs, void *const *outputs,
-                        int in_place, tgrs_stats *stats)
+/* The in-place entry points pass these as inputs/outputs: the caller wrote each input at its home
+   (tgrs_input_home) and reads each output at its home after the run. The homes are where the copying run copies to
+   before unit 0 and from after the last unit, so both modes compute on the same bytes. Private addresses no caller
+   can pass, so tgrs_run_kernels stays the one body (no wrapper on the copying path). */
+static const void *const tgrs_no_inputs[1] = {NULL};
+static void *const tgrs_no_outputs[1] = {NULL};
+
+int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
+                     size_t fast_len, void *slow, size_t slow_len, const void *const *inputs, void *const *outputs,
+                     tgrs_stats *stats)
 {
+    const int in_place = inputs == tgrs_no_inputs;
     tgrs_stats local;
     tgrs_stats *st = stats != NULL ? stats : &local;
     tgrs_exec ex;
@@ -296,7 +301,7 @@ static int tgrs_run_any(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, ui
     memset(st, 0, sizeof *st);
     st->failed_op = -1;
     st->failed_unit = -1;
-    if (plan == NULL || kernels == NULL || (!in_place && (inputs == NULL || outputs == NULL))) {
+    if (plan == NULL || kernels == NULL || inputs == NULL || outputs == NULL) {
         return TGRS_ERR_NULL;
     }
     if (plan->loaded != TGRS_PLAN_LOADED) {
@@ -357,22 +362,16 @@ static int tgrs_run_any(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, ui
     return rc;
 }
 
-int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
-                     size_t fast_len, void *slow, size_t slow_len, const void *const *inputs, void *const *outputs,
-                     tgrs_stats *stats)
-{
-    return tgrs_run_any(plan, kernels, n_kernels, fast, fast_len, slow, slow_len, inputs, outputs, 0, stats);
-}
-
 int tgrs_run_kernels_in_place(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint32_t n_kernels, void *fast,
                               size_t fast_len, void *slow, size_t slow_len, tgrs_stats *stats)
 {
-    return tgrs_run_any(plan, kernels, n_kernels, fast, fast_len, slow, slow_len, NULL, NULL, 1, stats);
+    return tgrs_run_kernels(plan, kernels, n_kernels, fast, fast_len, slow, slow_len, tgrs_no_inputs, tgrs_no_outputs,
+                            stats);
 }
 
 int tgrs_run_in_place(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
                       tgrs_stats *stats)
 {
-    return tgrs_run_any(plan, tgrs_kernel_table, TGRS_OP_COUNT + 1u, fast, fast_len, slow, slow_len, NULL, NULL, 1,
-                        stats);
+    return tgrs_run_kernels_in_place(plan, tgrs_kernel_table, TGRS_OP_COUNT + 1u, fast, fast_len, slow, slow_len,
+                                     stats);
 }
