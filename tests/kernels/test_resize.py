@@ -1,4 +1,5 @@
-"""Resize: nearest (every coordinate mode and nearest mode; float32 and int8) and linear (float32), integer scales.
+"""Resize: nearest (every coordinate mode and nearest mode; float32 and int8) and linear (float32); integer scales,
+any output size (the `sizes` operand) and fractional `scales`, whole and in row bands.
 
 Tolerances: float reference vs ORT and C vs reference within 1e-5 x max(1, max|ref|) (nearest is exact);
 int8 C vs reference bit-exact; int8 reference vs ORT (QDQ) within 1 LSB.
@@ -135,3 +136,104 @@ def test_int8_requantized_ties_round_half_to_even_like_ort(lib):
     m = qdq_model(_node(cs), [("x", cs["shape"], 0.125, 5)], ("y", cs["out"], 0.25, -3), _inits(cs), opset=13)
     (ort_y,) = ort_run(m, {"x": x})
     assert np.array_equal(to_logical(g, "y", ref), ort_y)
+
+
+# --- general resizes: any output size (the `sizes` operand) or a fractional `scales` operand (pass 12 rule 3) ---
+
+@st.composite
+def general_case(draw):
+    mode = draw(st.sampled_from(["nearest", "linear"]))
+    ctm = draw(st.sampled_from(CTM if mode == "nearest" else CTM[:4]))
+    nm = draw(st.sampled_from(NMODES))
+    c, h, w = draw(st.integers(1, 4)), draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    if draw(st.booleans()):  # sizes
+        oh, ow = draw(st.integers(1, 9)), draw(st.integers(1, 9))
+        scales, by_sizes = [1.0, 1.0, oh / h, ow / w], True
+    else:
+        sh, sw = (float(np.float32(draw(st.sampled_from([0.5, 0.6, 0.75, 1.25, 1.5, 1.7, 2.5])))) for _ in "hw")
+        oh, ow = max(1, int(np.floor(h * sh))), max(1, int(np.floor(w * sw)))
+        if oh != int(np.floor(h * sh)) or ow != int(np.floor(w * sw)):
+            oh, ow, sh, sw = h, w, 1.0, 1.0
+        scales, by_sizes = [1.0, 1.0, sh, sw], False
+        ctm = "half_pixel" if ctm == "tf_half_pixel_for_nn" else ctm  # not in the ONNX reference (deprecated)
+    return dict(mode=mode, ctm=ctm, nm=nm, shape=(1, c, h, w), scales=scales, out=(1, c, oh, ow), by_sizes=by_sizes)
+
+
+def _gen_graph(cs, xt, yt):
+    from tigris.ops.resize import axis_tables
+    rows, _ = axis_tables(cs["shape"][2], cs["out"][2], cs["scales"][2], cs["mode"], cs["ctm"], cs["nm"],
+                          cs["by_sizes"])
+    attrs = dict(_attrs(cs), by_sizes=cs["by_sizes"], row_src=[int(v) for v in rows])
+    return graph1("Resize", [xt], [yt], attrs)
+
+
+def _gen_onnx(cs):
+    if cs["by_sizes"]:
+        node = lambda i, o: [helper.make_node("Resize", [i[0], "", "", "sizes"], [o], mode=cs["mode"],  # noqa: E731
+                                              coordinate_transformation_mode=cs["ctm"], nearest_mode=cs["nm"])]
+        return node, [numpy_helper.from_array(np.array(cs["out"], np.int64), "sizes")]
+    return _node(cs), _inits(cs)
+
+
+def _fractional(cs):
+    return not cs["by_sizes"] and any(i * s != o for i, s, o in zip(cs["shape"], cs["scales"], cs["out"]))
+
+
+def _external(cs, m, feeds):
+    """ONNX Runtime's result, or the ONNX reference's where a stated scale times the input length is fractional:
+    ONNX Runtime then takes the floored output length as length_resized, the specification the unfloored one."""
+    if _fractional(cs):
+        from onnx.reference import ReferenceEvaluator
+        return ReferenceEvaluator(m).run(None, feeds)[0]
+    return ort_run(m, feeds)[0]
+
+
+def _kind_need(g):
+    from tigris.ops import kind_for
+    kind, op = kind_for("Resize"), g.ops[0]
+    return lambda r0, r1: [kind.rows_needed(op, r0, r1)]
+
+
+@settings(database=None, max_examples=120, deadline=None)
+@given(cs=general_case(), seed=st.integers(0, 2**16))
+def test_general_float_resize(lib, cs, seed):
+    rng = np.random.default_rng(seed)
+    g = _gen_graph(cs, T("x", cs["shape"]), T("y", cs["out"]))
+    low = lower(g, g.ops[0])
+    x = rng.standard_normal(cs["shape"]).astype(np.float32)
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    node, inits = _gen_onnx(cs)
+    m = onnx_model(node(["x"], "y"), [vinfo("x", cs["shape"])], [vinfo("y", cs["out"])], inits, opset=13)
+    assert_float_close(to_logical(g, "y", ref), _external(cs, m, {"x": x}))
+    assert_float_close(run_op(c_runner(lib), g, low, phys), ref, 0.0)
+    H = cs["out"][2]
+    # banded: each band gets exactly the input rows the kind's row map names, and the bytes do not change
+    assert_float_close(run_op(c_runner(lib), g, low, phys, split_rows(H, [1, H // 2 + 1]), _kind_need(g)), ref, 0.0)
+
+
+@settings(database=None, max_examples=60, deadline=None)
+@given(cs=general_case(), seed=st.integers(0, 2**16), s_in=st.floats(0.01, 0.5), ratio=st.sampled_from([1.0, 0.7]),
+       zi=st.integers(-128, 127), zo=st.integers(-128, 127))
+def test_general_int8_nearest_resize(lib, cs, seed, s_in, ratio, zi, zo):
+    cs = dict(cs, mode="nearest")
+    rng = np.random.default_rng(seed)
+    s_in = float(np.float32(s_in))
+    s_out = float(np.float32(s_in * ratio))
+    g = _gen_graph(cs, T("x", cs["shape"], "int8", qp(s_in, zi)), T("y", cs["out"], "int8", qp(s_out, zo)))
+    low = lower(g, g.ops[0])
+    x = rand_q(rng, cs["shape"])
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    H = cs["out"][2]
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys, split_rows(H, [H // 2]), _kind_need(g)), ref)
+    node, inits = _gen_onnx(cs)
+    if _fractional(cs):  # the ONNX reference on the dequantized input, quantized as QuantizeLinear does
+        fm = onnx_model(node(["x"], "y"), [vinfo("x", cs["shape"])], [vinfo("y", cs["out"])], inits, opset=13)
+        yf = _external(cs, fm, {"x": ((x.astype(np.float32) - np.float32(zi)) * np.float32(s_in))})
+        want = np.clip(np.rint(yf / np.float32(s_out)) + zo, -128, 127)
+    else:
+        m = qdq_model(node, [("x", cs["shape"], s_in, zi)], ("y", cs["out"], s_out, zo), inits, opset=13)
+        want = ort_run(m, {"x": x})[0]
+    assert max_lsb(to_logical(g, "y", ref), want) <= 1

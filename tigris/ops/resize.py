@@ -29,14 +29,25 @@ def _s(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def source_coord(o: int, scale: float, n_in: int, n_out: int, ctm: str) -> float:
-    """ONNX Resize's x_original for output coordinate ``o``."""
+CTMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+        "tf_half_pixel_for_nn")
+
+
+def source_coord(o: int, scale: float, n_in: int, n_out: int, ctm: str, length: float | None = None) -> float:
+    """ONNX Resize's x_original for output coordinate ``o``; ``length`` is ONNX's length_resized, ``n_in * scale``
+    (not floored) for a stated scale, ``n_out`` (the default) for stated sizes. Where the two differ (a stated scale
+    whose product with the input length is fractional) this follows the ONNX specification and its reference; ONNX
+    Runtime uses ``n_out`` there."""
+    length = n_out if length is None else length
+    if ctm == "half_pixel_symmetric":
+        adj = n_out / (scale * n_in)
+        return n_in / 2 * (1 - adj) + (o + 0.5) / scale - 0.5
     if ctm == "half_pixel":
         return (o + 0.5) / scale - 0.5
     if ctm == "pytorch_half_pixel":
-        return (o + 0.5) / scale - 0.5 if n_out > 1 else 0.0
+        return (o + 0.5) / scale - 0.5 if length != 1 else 0.0  # ONNX's -0.5 clamps to the same source
     if ctm == "align_corners":
-        return 0.0 if n_out == 1 else o * (n_in - 1) / (n_out - 1)
+        return 0.0 if length == 1 else o * (n_in - 1) / (length - 1)
     if ctm == "asymmetric":
         return o / scale
     if ctm == "tf_half_pixel_for_nn":
@@ -57,8 +68,10 @@ def nearest_index(x: float, mode: str) -> int:
     raise TigrisError(f"Resize nearest_mode {mode!r} is not supported")
 
 
-def axis_tables(n_in: int, n_out: int, scale: float, mode: str, ctm: str, nearest_mode: str):
-    """(pairs int32 [2*n_out], weights float32 [n_out]) of one axis."""
+def axis_tables(n_in: int, n_out: int, scale: float, mode: str, ctm: str, nearest_mode: str, by_sizes: bool = True):
+    """(pairs int32 [2*n_out], weights float32 [n_out]) of one axis; ``by_sizes`` says the output length was stated
+    (ONNX's length_resized is then ``n_out``, else ``n_in * scale``)."""
+    length = n_out if by_sizes else n_in * scale
     idx = np.zeros(2 * n_out, dtype=np.int32)
     wts = np.zeros(n_out, dtype=np.float32)
     if n_in == n_out and scale == 1.0:
@@ -66,7 +79,7 @@ def axis_tables(n_in: int, n_out: int, scale: float, mode: str, ctm: str, neares
         idx[0::2] = idx[1::2] = np.arange(n_out, dtype=np.int32)
         return idx, wts
     for o in range(n_out):
-        x = source_coord(o, scale, n_in, n_out, ctm)
+        x = source_coord(o, scale, n_in, n_out, ctm, length)
         if mode == "nearest":
             i = min(max(nearest_index(x, nearest_mode), 0), n_in - 1)
             idx[2 * o] = idx[2 * o + 1] = i
@@ -96,9 +109,16 @@ class Resize(OpKind):
             return f"Resize mode {mode!r} (nearest and linear are supported)"
         if int8 and mode != "nearest":
             return f"int8 Resize in {mode} mode (the int8 kernel is nearest only; float linear is supported)"
+        ctm = _s(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
+        if ctm not in CTMS:
+            return f"Resize coordinate_transformation_mode {ctm!r}"
         return None
 
     def rows_needed(self, op: Op, a: int, b: int) -> tuple[int, int]:
+        src = op.attrs.get("row_src")
+        if src is not None:  # a general resize states the rows each output row reads (pass 12 rule 3)
+            band = src[2 * a:2 * b]
+            return (min(band), max(band) + 1) if band else (a, b)
         # one extra row each side covers every coordinate-transformation mode (spatial rule 5)
         f = max(1, int(op.attrs.get("scales", [1, 1, 1, 1])[2]))
         return a // f - 1, -(-b // f) + 1
@@ -128,7 +148,7 @@ class Resize(OpKind):
         for j, key in ((1, "R"), (2, "C")):
             la = m[j]
             s = 1.0 if la is None else scales[la]
-            idx, wts = axis_tables(xd[j], yd[j], s, mode, ctm, nmode)
+            idx, wts = axis_tables(xd[j], yd[j], s, mode, ctm, nmode, bool(a.get("by_sizes", True)))
             consts[f"{key}IDX"] = idx
             if mode == "linear":
                 consts[f"{key}W"] = wts

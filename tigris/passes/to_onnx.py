@@ -131,7 +131,9 @@ def _emit(b: _Builder, op: Op) -> None:
             src = tr
         b.node("Reshape", [src, b.const(np.array(g.tensors[y].shape, dtype=np.int64))], [mid])
     elif t == "Resize":
-        b.node("Resize", [ins[0], "", b.const(np.array(a["scales"], dtype=np.float32))], [mid], mode=a["mode"],
+        rs = ([ins[0], "", "", b.const(np.array(g.tensors[y].shape, dtype=np.int64))] if a.get("by_sizes") else
+              [ins[0], "", b.const(np.array(a["scales"], dtype=np.float32))])
+        b.node("Resize", rs, [mid], mode=a["mode"],
                coordinate_transformation_mode=a["coordinate_transformation_mode"], nearest_mode=a["nearest_mode"])
     elif t == "Concat":
         b.node("Concat", ins, [mid], axis=int(a.get("logical_axis", a["axis"])))
