@@ -98,6 +98,15 @@ class Resize(OpKind):
     TILING = "pointwise"
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        # a declined resize names what pass 12 declined, not the operands it therefore left in place
+        mode = _s(op.attrs.get("mode", "nearest"))
+        ctm = _s(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
+        if mode not in ("nearest", "linear", "bilinear"):
+            return f"Resize mode {mode!r} (nearest and linear are supported)"
+        if ctm == "tf_crop_and_resize":
+            return "Resize coordinate_transformation_mode 'tf_crop_and_resize'"
+        if mode != "nearest" and int(op.attrs.get("antialias", 0)) and "_extracted" not in op.attrs:
+            return "antialiased Resize"
         why = super().check_operands(graph, op)
         if why is None and "scales" not in op.attrs:
             why = "scales were not extracted (non-integer resize)"
