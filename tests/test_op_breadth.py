@@ -137,3 +137,60 @@ def test_ewise_verifies(tmp_path, op, shapes, out, quantized):
     c = _verify(tmp_path, m)
     dtype = "int8" if quantized else "float32"
     _assert_runs_as(c, op, dtype)
+
+
+# -- reductions -------------------------------------------------------------------------------------------------------
+def test_se_block_mean_over_nhwc_axes_verifies(tmp_path):
+    """An NHWC-exported squeeze-excite gate: the mean over logical axes [1, 2] of an [N, H, W, C] tensor (which the
+    compiler lays out as if it were NCHW), a sigmoid, and the broadcast product with the input; float and int8 QDQ."""
+    for quantized in (False, True):
+        shape = [1, 6, 5, 8]
+        inits: dict = {"axes": np.array([1, 2], np.int64)}
+        nodes: list = []
+        x = "x"
+        if quantized:
+            q, x = _qdq(x, "in", 0.03, 2, inits)
+            nodes += q
+        nodes.append(helper.make_node("ReduceMean", [x, "axes"], ["m"], keepdims=1))
+        m = "m"
+        if quantized:
+            q, m = _qdq(m, "mean", 0.01, -3, inits)
+            nodes += q
+        nodes.append(helper.make_node("Sigmoid", [m], ["g"]))
+        gate = "g"
+        if quantized:
+            q, gate = _qdq(gate, "gate", 1 / 256, -128, inits)
+            nodes += q
+        nodes.append(helper.make_node("Mul", [x, gate], ["y0"]))
+        y = "y0"
+        if quantized:
+            q, y = _qdq(y, "out", 0.02, 0, inits)
+            nodes += q
+        nodes.append(helper.make_node("Identity", [y], ["y"]))
+        c = _verify(tmp_path, _model(nodes, [("x", shape)], [("y", shape)], inits, opset=18))
+        _assert_runs_as(c, "ReduceMean", "int8" if quantized else "float32")
+
+
+REDUCE = [("ReduceSum", [-1], 0, [1, 4, 5, 6], [1, 4, 5]), ("ReduceMax", [1], 1, [1, 4, 5, 6], [1, 1, 5, 6]),
+          ("ReduceL2", [0, 2], 0, [3, 4, 5], [4]), ("ReduceMean", [1, 2, 3], 0, [2, 3, 4, 5], [2])]
+
+
+@pytest.mark.parametrize("op,axes,keep,shape,out", REDUCE, ids=[r[0] for r in REDUCE])
+@pytest.mark.parametrize("quantized", [False, True])
+def test_reduce_verifies(tmp_path, op, axes, keep, shape, out, quantized):
+    n = int(np.prod([shape[a] for a in axes]))
+    inits: dict = {"axes": np.array(axes, np.int64)}
+    nodes: list = []
+    x = "x"
+    if quantized:
+        q, x = _qdq(x, "in", 0.03, 2, inits)
+        nodes += q
+    nodes.append(helper.make_node(op, [x, "axes"], ["y0"], keepdims=keep))
+    y = "y0"
+    if quantized:
+        so = {"ReduceSum": 0.03 * np.sqrt(n), "ReduceMax": 0.03, "ReduceL2": 0.03 * np.sqrt(n), "ReduceMean": 0.01}[op]
+        q, y = _qdq(y, "out", float(so), -128 if op == "ReduceL2" else 0, inits)
+        nodes += q
+    nodes.append(helper.make_node("Identity", [y], ["y"]))
+    c = _verify(tmp_path, _model(nodes, [("x", shape)], [("y", out)], inits, opset=18))
+    _assert_runs_as(c, op, "int8" if quantized else "float32")

@@ -647,12 +647,13 @@ def sum_f32(m):
 
 
 NO_KERNEL = [transpose_conv_f32, gather_f32, strided_slice_f32, strided_slice_neg_f32, slice_f32, split_f32, split_v_f32,
-             depth_to_space_f32, space_to_depth_f32, sum_f32]
+             depth_to_space_f32, space_to_depth_f32]
 
 
-@pytest.mark.parametrize("build", [maximum_f32, minimum_f32], ids=["maximum_f32", "minimum_f32"])
+@pytest.mark.parametrize("build", [maximum_f32, minimum_f32, sum_f32], ids=["maximum_f32", "minimum_f32", "sum_f32"])
 def test_max_min_run_like_tflite(tmp_path, build):
-    """MAXIMUM/MINIMUM between activations and with a constant (the ewise kind) run like the TFLite interpreter."""
+    """MAXIMUM/MINIMUM between activations and with a constant (the ewise kind) and SUM over the last axis (the
+    reduce kind) run like the TFLite interpreter."""
     m = Model()
     m.inputs, m.outputs, ir_op = build(m)
     p = _save(tmp_path, m)

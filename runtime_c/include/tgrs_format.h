@@ -144,7 +144,8 @@
 #define TGRS_OP_DEQUANTIZE 17u
 #define TGRS_OP_COPY 18u
 #define TGRS_OP_EWISE 19u
-#define TGRS_OP_COUNT 19u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_REDUCE 20u
+#define TGRS_OP_COUNT 20u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -168,7 +169,8 @@
     X(QUANTIZE, quantize) \
     X(DEQUANTIZE, dequantize) \
     X(COPY, copy) \
-    X(EWISE, ewise)
+    X(EWISE, ewise) \
+    X(REDUCE, reduce)
 
 #define TGRS_OP_CONV_NPARAMS 21
 #define TGRS_P_CONV_KH 0
@@ -449,6 +451,19 @@
 #define TGRS_OP_EWISE_NCONSTS 1
 #define TGRS_C_EWISE_K 0
 
+#define TGRS_OP_REDUCE_NPARAMS 10
+#define TGRS_P_REDUCE_FUNC 0
+#define TGRS_P_REDUCE_R0 1
+#define TGRS_P_REDUCE_R1 2
+#define TGRS_P_REDUCE_R2 3
+#define TGRS_P_REDUCE_R3 4
+#define TGRS_P_REDUCE_OS0 5
+#define TGRS_P_REDUCE_OS1 6
+#define TGRS_P_REDUCE_OS2 7
+#define TGRS_P_REDUCE_OS3 8
+#define TGRS_P_REDUCE_COUNT 9
+#define TGRS_OP_REDUCE_NCONSTS 0
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -472,6 +487,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_DEQUANTIZE: return TGRS_OP_DEQUANTIZE_NPARAMS;
     case TGRS_OP_COPY: return TGRS_OP_COPY_NPARAMS;
     case TGRS_OP_EWISE: return TGRS_OP_EWISE_NPARAMS;
+    case TGRS_OP_REDUCE: return TGRS_OP_REDUCE_NPARAMS;
     default: return -1;
     }
 }
@@ -499,6 +515,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_DEQUANTIZE: return TGRS_OP_DEQUANTIZE_NCONSTS;
     case TGRS_OP_COPY: return TGRS_OP_COPY_NCONSTS;
     case TGRS_OP_EWISE: return TGRS_OP_EWISE_NCONSTS;
+    case TGRS_OP_REDUCE: return TGRS_OP_REDUCE_NCONSTS;
     default: return -1;
     }
 }

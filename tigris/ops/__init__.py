@@ -31,6 +31,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("dequantize", "quant", "Dequantize"),
     ("copy", "copy", "Copy"),  # Reshape/Flatten/Squeeze/Unsqueeze (alias when no bytes move)
     ("ewise", "binary", "Ewise"),  # Max/Min/Div/Pow between two operands
+    ("reduce", "reduce", "Reduce"),  # ReduceMean/Sum/Max/L2 over any axes
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}
