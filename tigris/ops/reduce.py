@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op
-from tigris.layout import tensor_view_dims, to_physical
+from tigris.layout import from_physical, tensor_view_dims, to_physical
 from tigris.ops._common import dtype_kind, per_tensor
 from tigris.ops.base import Lowered, OpKind, TensorView
 
@@ -61,7 +61,6 @@ def _strides(graph: AnalyzedGraph, op: Op, axes: list[int]) -> tuple[list[int], 
     # the output's physical offset of each logical output index
     ov = tensor_view_dims(y)
     offs = np.arange(int(np.prod(ov)), dtype=np.int64).reshape(ov)
-    from tigris.layout import from_physical
     off_log = from_physical(offs, y.shape, y.layout).reshape(y.shape)
     out_stride = []
     for j in range(len(y.shape)):
