@@ -32,6 +32,11 @@ def test_sram_only_is_a_real_plan_no_larger_than_untiled(graph, xip):
     assert (p.fast_peak, p.slow_peak, p.fast_peak + p.slow_peak) == (r.fast_bytes, r.slow_bytes, r.total_bytes)
     assert p.fast_peak <= r.fast_budget and p.recompute_macs == r.recompute_macs
     assert check_plan(graph, p) == []
+    cap = min_sram_only_budget(graph, max_recompute_macs=0, xip=xip)  # no halo recompute at all: still a real plan
+    if cap is not None:
+        assert cap.recompute_macs == 0
+        p0 = plan(graph, cap.fast_budget, cap.slow_bytes, xip=xip).plan
+        assert (p0.fast_peak + p0.slow_peak, p0.recompute_macs) == (cap.total_bytes, 0) and check_plan(graph, p0) == []
 
 
 @pytest.fixture(scope="module")

@@ -490,7 +490,9 @@ class SramOnly:
     recompute_macs: int
 
 
-def min_sram_only_budget(graph: AnalyzedGraph, granularity: int = 16, ratio: float = 0.8, **kw) -> SramOnly | None:
+def min_sram_only_budget(
+    graph: AnalyzedGraph, granularity: int = 16, ratio: float = 0.8, max_recompute_macs: int | None = None, **kw
+) -> SramOnly | None:
     """The plan needing the least SRAM when the slow arena is SRAM too (a board with no PSRAM): the smallest
     ``fast_peak + slow_peak`` over the plans at a geometric ladder of fast budgets, from the untiled peak down to
     where nothing fits, then refined around the best rung.
@@ -501,6 +503,9 @@ def min_sram_only_budget(graph: AnalyzedGraph, granularity: int = 16, ratio: flo
     at ``fast_budget`` with ``slow_budget=slow_bytes`` is what is reported: that plan, or the traffic-cheaper one when
     it fits both budgets too (a slow budget only filters the candidate plans). None when no budget fits. ``kw`` are
     :func:`plan`'s options (``slow_budget`` excepted).
+
+    ``max_recompute_macs`` keeps only plans recomputing at most that many halo MACs; each probe is then judged by the
+    ordinary plan at its budget and slow peak (what ``-m``/``-s`` give), so the cap holds for the plan reported.
     """
     for k in ("slow_budget", "feasibility", "least_sram"):
         kw.pop(k, None)
@@ -510,10 +515,13 @@ def min_sram_only_budget(graph: AnalyzedGraph, granularity: int = 16, ratio: flo
         budget = align_up(max(budget, granularity), granularity)
         if budget not in seen:
             res = plan(graph, budget, least_sram=True, **kw)
-            seen[budget] = None if isinstance(res, NoFit) else SramOnly(
+            if not isinstance(res, NoFit) and max_recompute_macs is not None:
+                res = plan(graph, budget, res.plan.slow_peak, **kw)
+            ok = isinstance(res, Fit) and (max_recompute_macs is None or res.plan.recompute_macs <= max_recompute_macs)
+            seen[budget] = SramOnly(
                 res.plan.fast_peak + res.plan.slow_peak, budget, res.plan.fast_peak, res.plan.slow_peak,
                 res.plan.recompute_macs,
-            )
+            ) if ok else None
         return seen[budget]
 
     def better(a: SramOnly | None, b: SramOnly | None) -> SramOnly | None:
