@@ -15,7 +15,9 @@ What the generated code promises (docs/deploying.md explains how firmware uses i
    (TGRS_ERR_UNSUPPORTED). ``kernels="all"`` names every kind instead.
 4. The header states the interface as constants: count, name, dtype, layout, declared shape, byte size and
    quantization of every input and output, the arena sizes, the I/O buffer totals and the total RAM (both arenas
-   plus the caller's I/O buffers: :meth:`PlanInfo.total_ram_bytes`).
+   plus the caller's I/O buffers: :meth:`PlanInfo.total_ram_bytes`). With ``io="in-arena"`` the I/O lives at its
+   homes inside the arenas instead (``NAME_input(i)``, ``NAME_run_in_place()``, ``NAME_output(i)``; init refuses
+   homes that are not stable) and the total is the two arenas.
 5. ``fmt="app"`` adds a ``main()`` for the emulator harness of ``examples/cortex-m`` (semihosting file I/O, SysTick
    tick count, stack peak). ``fmt="core"`` is for firmware that owns its entry point.
 6. The output is a pure function of the arguments (no dates, no paths), and compiles without a warning under
