@@ -271,8 +271,23 @@ static void dw_taps_s8_plain(const int8_t *const *xp, int64_t pstep, int32_t nta
 }
 #endif /* TGRS_ISA_PLAIN */
 
+/*
+ * Bias, requantization and store of one pixel's block of nc channel sums (rq: the block's channels). target.h picks
+ * this or the Helium one (dwconv_mve.h, same bytes).
+ */
+#if TGRS_ISA != TGRS_ISA_MVE
+static void dw_out_s8_plain(int8_t *o, const uint32_t *acc, const int32_t *bias, const tgrs_rq *rq, int32_t nc,
+                            int32_t lo, int32_t hi)
+{
+    int32_t cc;
+    for (cc = 0; cc < nc; ++cc) {
+        o[cc] = tgrs_rq_s8(&rq[cc], tgrs_wrap_add((int32_t)acc[cc], bias[cc]), lo, hi);
+    }
+}
+#endif
+
 #include "dwconv_dsp.h" /* dw_taps_s8_dsp */
-#include "dwconv_mve.h" /* dw_taps_s8_mve */
+#include "dwconv_mve.h" /* dw_taps_s8_mve, dw_out_s8_mve */
 
 /*
  * Weight zero points (param WZP = 1; the bias const holds [bias, zp_w], docs/numerics.md): acc = bias + sum over the
@@ -400,10 +415,7 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                         }
                         TGRS_DW_TAPS_S8(xp, (int64_t)w->sw * dg->c, ntaps, wt + c0, dg->oc, nc, two, acc, acc1);
                         if (two) {
-                            for (cc = 0; cc < nc; ++cc) {
-                                const int32_t v = tgrs_wrap_add((int32_t)acc1[cc], bias[c0 + cc]);
-                                o[dg->oc + c0 + cc] = tgrs_rq_s8(&rq[cc], v, lo, hi);
-                            }
+                            TGRS_DW_OUT_S8(o + dg->oc + c0, acc1, bias + c0, rq, nc, lo, hi);
                             step = 2;
                         }
                     } else {
@@ -430,10 +442,7 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
                             }
                         }
                     }
-                    for (cc = 0; cc < nc; ++cc) {
-                        const int32_t v = tgrs_wrap_add((int32_t)acc[cc], bias[c0 + cc]);
-                        o[c0 + cc] = tgrs_rq_s8(&rq[cc], v, lo, hi);
-                    }
+                    TGRS_DW_OUT_S8(o + c0, acc, bias + c0, rq, nc, lo, hi);
                 }
             }
         }

@@ -12,6 +12,10 @@
 
 #if TGRS_HAVE_MVE
 
+#include <stddef.h>
+
+#include "requant_mve.h"
+
 static void dw_taps_s8_mve(const int8_t *const *xp, int64_t pstep, int32_t ntaps, const int8_t *wk, int32_t oc,
                            int32_t nc, int two, uint32_t *acc0, uint32_t *acc1)
 {
@@ -37,6 +41,38 @@ static void dw_taps_s8_mve(const int8_t *const *xp, int64_t pstep, int32_t ntaps
         vstrwq_p_s32(acc + 4, s1, p1);
         vstrwq_p_s32(acc + 8, s2, p2);
         vstrwq_p_s32(acc + 12, s3, p3);
+    }
+}
+
+/*
+ * Bias, requantization and store of one pixel's block of nc channel sums, four channels per vector, same bytes as
+ * dw_out_s8_plain: each lane gathers its own channel's fields from rq (one gather per field, lanes sizeof(tgrs_rq)
+ * apart) and takes tgrs_rq_fast_lanes, whose arithmetic is tgrs_rq_s8_fast's; a group with a channel the fast form
+ * does not cover (mult <= 0, tflm numerics, shift above -2) goes through the scalar tgrs_rq_s8. The tail group is
+ * predicated: nothing is read or written past nc.
+ */
+static void dw_out_s8_mve(int8_t *o, const uint32_t *acc, const int32_t *bias, const tgrs_rq *rq, int32_t nc,
+                          int32_t lo, int32_t hi)
+{
+    const uint32x4_t off = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)sizeof(tgrs_rq));
+    int32_t cc, k;
+    for (cc = 0; cc < nc; cc += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(nc - cc));
+        const char *r = (const char *)&rq[cc];
+        const int32x4_t m = vldrwq_gather_offset_z_s32((const int32_t *)(r + offsetof(tgrs_rq, mult)), off, p);
+        const int32x4_t fast = vldrwq_gather_offset_z_s32((const int32_t *)(r + offsetof(tgrs_rq, fast)), off, p);
+        const mve_pred16_t ok = vcmpgtq_m_n_s32(m, 0, vcmpneq_m_n_s32(fast, 0, p));
+        if (ok == p) {
+            const uint32x4_t add2 = vldrwq_gather_offset_z_u32((const uint32_t *)(r + offsetof(tgrs_rq, add2)), off, p);
+            const int32x4_t n2 = vldrwq_gather_offset_z_s32((const int32_t *)(r + offsetof(tgrs_rq, n2)), off, p);
+            const int32x4_t sub2 = vldrwq_gather_offset_z_s32((const int32_t *)(r + offsetof(tgrs_rq, sub2)), off, p);
+            const int32x4_t a = vaddq_s32(vldrwq_z_s32((const int32_t *)acc + cc, p), vldrwq_z_s32(bias + cc, p));
+            vstrbq_p_s32(o + cc, tgrs_rq_fast_lanes(a, m, add2, vnegq_s32(n2), sub2, lo, hi), p);
+        } else {
+            for (k = cc; k < nc && k < cc + 4; ++k) {
+                o[k] = tgrs_rq_s8(&rq[k], tgrs_wrap_add((int32_t)acc[k], bias[k]), lo, hi);
+            }
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 /*
- * requant_mve.h - the Helium (MVE) twin of requant.h's tgrs_rq_s8_fast, four outputs of one channel at a time
+ * requant_mve.h - the Helium (MVE) twin of requant.h's tgrs_rq_s8_fast, four outputs at a time (of one channel, or
+ * of four channels lane by lane)
  * (TGRS_HAVE_MVE, target.h). Same arithmetic, lane by lane, bit for bit:
  *
  *   prod = acc * mult (exact 64 bits): VMULH gives hi(prod) = floor(prod / 2^32), VMUL the low word.
@@ -15,10 +16,11 @@
 
 #if TGRS_HAVE_MVE
 
-/* Requantized int32 lanes (still to be narrowed) of four accumulators of channel r. */
-static inline int32x4_t tgrs_rq_fast_x4(const tgrs_rq *r, int32x4_t acc, int32_t lo, int32_t hi)
+/* Requantized int32 lanes (still to be narrowed) of four accumulators, lane i with its own channel's fields
+ * (m = mult > 0, add2, nn2 = -n2, sub2 of a fast tgrs_rq). */
+static inline int32x4_t tgrs_rq_fast_lanes(int32x4_t acc, int32x4_t m, uint32x4_t add2, int32x4_t nn2,
+                                           int32x4_t sub2, int32_t lo, int32_t hi)
 {
-    const int32x4_t m = vdupq_n_s32((int32_t)r->mult);
     const int32x4_t h = vmulhq_s32(acc, m);
     const int32x4_t l = vmulq_s32(acc, m);
     const int32x4_t neg = vshrq_n_s32(acc, 31); /* -1 where acc < 0 */
@@ -26,9 +28,16 @@ static inline int32x4_t tgrs_rq_fast_x4(const tgrs_rq *r, int32x4_t acc, int32_t
        here makes GCC 12 fail (internal compiler error), so the mask is arithmetic. */
     const int32x4_t nonzero = vshrq_n_s32(vorrq_s32(l, vnegq_s32(l)), 31);
     const int32x4_t borrow = vbicq_s32(neg, nonzero); /* -1 where acc < 0 and l == 0 */
-    const uint32x4_t u = vaddq_u32(vreinterpretq_u32_s32(vaddq_s32(h, borrow)), vdupq_n_u32(r->add2));
-    const int32x4_t q = vsubq_s32(vreinterpretq_s32_u32(vshlq_u32(u, vdupq_n_s32(-r->n2))), vdupq_n_s32(r->sub2));
+    const uint32x4_t u = vaddq_u32(vreinterpretq_u32_s32(vaddq_s32(h, borrow)), add2);
+    const int32x4_t q = vsubq_s32(vreinterpretq_s32_u32(vshlq_u32(u, nn2)), sub2);
     return vminq_s32(vmaxq_s32(q, vdupq_n_s32(lo)), vdupq_n_s32(hi));
+}
+
+/* Requantized int32 lanes (still to be narrowed) of four accumulators of channel r. */
+static inline int32x4_t tgrs_rq_fast_x4(const tgrs_rq *r, int32x4_t acc, int32_t lo, int32_t hi)
+{
+    return tgrs_rq_fast_lanes(acc, vdupq_n_s32((int32_t)r->mult), vdupq_n_u32(r->add2), vdupq_n_s32(-r->n2),
+                              vdupq_n_s32(r->sub2), lo, hi);
 }
 
 #endif /* TGRS_HAVE_MVE */

@@ -37,12 +37,15 @@
 #if TGRS_ISA == TGRS_ISA_MVE
 #define TGRS_CONV_S8 conv_s8_mve
 #define TGRS_DW_TAPS_S8 dw_taps_s8_mve
+#define TGRS_DW_OUT_S8 dw_out_s8_mve
 #elif TGRS_ISA == TGRS_ISA_DSP
 #define TGRS_CONV_S8 conv_s8_dsp
 #define TGRS_DW_TAPS_S8 dw_taps_s8_dsp
+#define TGRS_DW_OUT_S8 dw_out_s8_plain
 #else
 #define TGRS_CONV_S8 conv_s8_plain
 #define TGRS_DW_TAPS_S8 dw_taps_s8_plain
+#define TGRS_DW_OUT_S8 dw_out_s8_plain
 #endif
 
 #if TGRS_HAVE_DSP
