@@ -29,6 +29,21 @@ static void dw_taps_s8_mve(const int8_t *const *xp, int64_t pstep, int32_t ntaps
         int32_t *acc = (int32_t *)(px ? acc1 : acc0);
         int32x4_t s0 = vdupq_n_s32(0), s1 = s0, s2 = s0, s3 = s0;
         const int8_t *w = wk;
+        if (nc == 16) { /* a full block: no predication, so no predicate moves in the loop */
+            for (t = 0; t < ntaps; ++t) {
+                const int8_t *x = xp[t] + poff;
+                s0 = vaddq_s32(s0, vmulq_s32(vldrbq_s32(x), vldrbq_s32(w)));
+                s1 = vaddq_s32(s1, vmulq_s32(vldrbq_s32(x + 4), vldrbq_s32(w + 4)));
+                s2 = vaddq_s32(s2, vmulq_s32(vldrbq_s32(x + 8), vldrbq_s32(w + 8)));
+                s3 = vaddq_s32(s3, vmulq_s32(vldrbq_s32(x + 12), vldrbq_s32(w + 12)));
+                w += oc;
+            }
+            vstrwq_s32(acc, s0);
+            vstrwq_s32(acc + 4, s1);
+            vstrwq_s32(acc + 8, s2);
+            vstrwq_s32(acc + 12, s3);
+            continue;
+        }
         for (t = 0; t < ntaps; ++t) {
             const int8_t *x = xp[t] + poff;
             s0 = vaddq_s32(s0, vmulq_s32(vldrbq_z_s32(x, p0), vldrbq_z_s32(w, p0)));
