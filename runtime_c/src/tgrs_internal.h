@@ -15,13 +15,33 @@
 #include "tgrs_op.h"
 #include "tigris.h"
 
+/* The plan is little-endian. On a little-endian target a field is read with one load of the native word (memcpy:
+ * no alignment assumed; a Cortex-M3/M4/M7/M33 emits a single unaligned LDR), which keeps the loader's couple of
+ * hundred field reads from each becoming a call or four byte loads (docs/runtime.md "Code size"). Elsewhere the bytes
+ * are assembled. The only place the byte order is chosen. */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define TGRS_NATIVE_LE 1
+#else
+#define TGRS_NATIVE_LE 0
+#endif
+
 static inline uint32_t tgrs_rd_u32(const uint8_t *p)
 {
+    if (TGRS_NATIVE_LE) {
+        uint32_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 static inline uint16_t tgrs_rd_u16(const uint8_t *p)
 {
+    if (TGRS_NATIVE_LE) {
+        uint16_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
     return (uint16_t)((uint16_t)p[0] | (uint16_t)((uint16_t)p[1] << 8));
 }
 
