@@ -48,8 +48,10 @@ def rq(tmp_path_factory):
     d = tmp_path_factory.mktemp("requant")
     (d / "t.c").write_text(_SRC)
     so = d / "t.so"
-    subprocess.run(["gcc", *CFLAGS_STRICT, "-O2", "-fPIC", "-shared", f"-I{KERNEL_DIR}", "-o", str(so), str(d / "t.c")],
-                   check=True, capture_output=True)
+    # kcheck.c holds the out-of-line parts (the TFLM branch of tgrs_rq_s8, tgrs_requant_nm_s8).
+    subprocess.run(["gcc", *CFLAGS_STRICT, "-O2", "-fPIC", "-shared", f"-I{KERNEL_DIR}",
+                    f"-I{KERNEL_DIR.parents[1] / 'include'}", "-o", str(so), str(d / "t.c"),
+                    str(KERNEL_DIR / "kcheck.c")], check=True, capture_output=True)
     ffi = cffi.FFI()
     ffi.cdef("int64_t t_requant(int32_t, int32_t, int32_t);"
              "int32_t t_requant_s8(int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);"

@@ -145,3 +145,15 @@ int8_t tgrs_rq_s8_call(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
 {
     return tgrs_rq_s8(r, acc, lo, hi);
 }
+
+int8_t tgrs_rq_s8_tflm(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
+{
+    const int32_t t = tgrs_srdhm((int32_t)((uint32_t)acc << r->lsh), r->m32);
+    return (int8_t)tgrs_clamp64((int64_t)tgrs_rdbpot(t, r->rsh) + r->zp, lo, hi);
+}
+
+int8_t tgrs_requant_nm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out, int32_t lo, int32_t hi,
+                          int32_t numerics)
+{
+    return (int8_t)tgrs_clamp64(tgrs_requant_nm(acc, mult, shift, numerics) + (int64_t)zp_out, lo, hi);
+}

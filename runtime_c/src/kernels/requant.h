@@ -198,12 +198,10 @@ static inline int8_t tgrs_requant_s8(int32_t acc, int32_t mult, int32_t shift, i
     return (int8_t)tgrs_clamp64(tgrs_requant(acc, mult, shift) + (int64_t)zp_out, lo, hi);
 }
 
-/* tgrs_requant_s8 for either numerics code. */
-static inline int8_t tgrs_requant_nm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out, int32_t lo,
-                                        int32_t hi, int32_t numerics)
-{
-    return (int8_t)tgrs_clamp64(tgrs_requant_nm(acc, mult, shift, numerics) + (int64_t)zp_out, lo, hi);
-}
+/* tgrs_requant_s8 for either numerics code. Out of line (kcheck.c): its callers are the plain paths (weight zero
+ * points, the TFLM mean), which run rarely, and one copy per image keeps each from inlining both roundings. */
+int8_t tgrs_requant_nm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out, int32_t lo, int32_t hi,
+                          int32_t numerics);
 
 /*
  * The same requantization, output zero point included, prepared once per channel for inner loops:
@@ -285,6 +283,10 @@ static inline int8_t tgrs_rq_s8_fast(const tgrs_rq *r, int32_t acc, int32_t lo, 
     return (int8_t)((q < lo) ? lo : ((q > hi) ? hi : q));
 }
 
+/* The TFLM branch of tgrs_rq_s8, out of line (kcheck.c): one copy of the double rounding per image, shared by every
+ * kernel, instead of one inlined into each kernel's output loop (onnx-numerics plans never take it). */
+int8_t tgrs_rq_s8_tflm(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi);
+
 static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
 {
     uint64_t p, u;
@@ -292,8 +294,7 @@ static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t lo, int32
         return tgrs_rq_s8_fast(r, acc, lo, hi);
     }
     if (r->tflm) {
-        const int32_t t = tgrs_srdhm((int32_t)((uint32_t)acc << r->lsh), r->m32);
-        return (int8_t)tgrs_clamp64((int64_t)tgrs_rdbpot(t, r->rsh) + r->zp, lo, hi);
+        return tgrs_rq_s8_tflm(r, acc, lo, hi);
     }
     p = (uint64_t)((int64_t)acc * r->mult);
     u = p + r->add - ((p >> 63) & r->neg);
