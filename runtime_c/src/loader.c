@@ -116,7 +116,8 @@ static int tgrs_check_header(tgrs_plan *plan, const uint8_t *b, size_t len)
     if (len < TGRS_HEADER_SIZE) {
         return TGRS_ERR_TRUNCATED;
     }
-    if (b[0] != TGRS_MAGIC0 || b[1] != TGRS_MAGIC1 || b[2] != TGRS_MAGIC2 || b[3] != TGRS_MAGIC3) {
+    if (tgrs_rd_u32(b + TGRS_HEADER_OFF_MAGIC) !=
+        (TGRS_MAGIC0 | (TGRS_MAGIC1 << 8) | (TGRS_MAGIC2 << 16) | (TGRS_MAGIC3 << 24))) { /* one word compare */
         return TGRS_ERR_MAGIC;
     }
     if (tgrs_rd_u16(b + TGRS_HEADER_OFF_VERSION) != TGRS_FORMAT_VERSION) {

@@ -24,7 +24,7 @@ int tgrs_kv_sane(const tgrs_tview *v)
     /* data is not checked: the executor always points it into the arena (TGRS_DCHECK in exec.c), and the loader's
        check views have none. */
     return v != NULL && v->dims[0] > 0 && v->dims[1] > 0 && v->dims[2] > 0 && v->dims[3] > 0 && v->row0 >= 0 &&
-           v->rows >= 0 && v->row0 + v->rows <= v->dims[1];
+           v->rows >= 0 && (int64_t)v->row0 + v->rows <= v->dims[1];
 }
 
 int tgrs_requant_check(const int32_t *mult, const int32_t *shift, int32_t n)
@@ -99,17 +99,10 @@ static int64_t tgrs_window_out_len(int32_t n, int32_t k, int32_t s, int32_t d, i
     return (avail < 0) ? -1 : (int64_t)((uint32_t)avail / (uint32_t)s) + 1;
 }
 
-/* A view's band is sane: 0 <= row0, rows >= 0, row0 + rows <= H, dims positive. */
-static int tgrs_view_ok(const tgrs_tview *v)
-{
-    return v->dims[0] > 0 && v->dims[1] > 0 && v->dims[2] > 0 && v->dims[3] > 0 && v->row0 >= 0 && v->rows >= 0 &&
-           (int64_t)v->row0 + v->rows <= v->dims[1];
-}
-
 int tgrs_window_check(const tgrs_window *w, const tgrs_tview *in, const tgrs_tview *out)
 {
     int64_t lo, hi;
-    if (!tgrs_view_ok(in) || !tgrs_view_ok(out) || in->dims[0] != out->dims[0]) {
+    if (!tgrs_kv_sane(in) || !tgrs_kv_sane(out) || in->dims[0] != out->dims[0]) {
         return TGRS_ERR_SHAPE;
     }
     if (tgrs_window_out_len(in->dims[1], w->kh, w->sh, w->dh, w->pt, w->pb) != out->dims[1] ||
@@ -146,10 +139,16 @@ int8_t tgrs_rq_s8_call(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
     return tgrs_rq_s8(r, acc, lo, hi);
 }
 
-int8_t tgrs_rq_s8_tflm(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
+int8_t tgrs_rq_s8_slow(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
 {
-    const int32_t t = tgrs_srdhm((int32_t)((uint32_t)acc << r->lsh), r->m32);
-    return (int8_t)tgrs_clamp64((int64_t)tgrs_rdbpot(t, r->rsh) + r->zp, lo, hi);
+    uint64_t p, u;
+    if (r->tflm) {
+        const int32_t t = tgrs_srdhm((int32_t)((uint32_t)acc << r->lsh), r->m32);
+        return (int8_t)tgrs_clamp64((int64_t)tgrs_rdbpot(t, r->rsh) + r->zp, lo, hi);
+    }
+    p = (uint64_t)((int64_t)acc * r->mult);
+    u = p + r->add - ((p >> 63) & r->neg);
+    return (int8_t)tgrs_clamp64((int64_t)(u >> r->n) - r->sub, lo, hi);
 }
 
 int8_t tgrs_requant_nm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out, int32_t lo, int32_t hi,

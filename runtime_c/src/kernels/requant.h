@@ -283,22 +283,14 @@ static inline int8_t tgrs_rq_s8_fast(const tgrs_rq *r, int32_t acc, int32_t lo, 
     return (int8_t)((q < lo) ? lo : ((q > hi) ? hi : q));
 }
 
-/* The TFLM branch of tgrs_rq_s8, out of line (kcheck.c): one copy of the double rounding per image, shared by every
- * kernel, instead of one inlined into each kernel's output loop (onnx-numerics plans never take it). */
-int8_t tgrs_rq_s8_tflm(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi);
+/* tgrs_rq_s8 outside the 32-bit form, out of line (kcheck.c): the 64-bit form (shift above -2, which no real layer
+ * has) and TFLM's double rounding. One copy per image, shared by every kernel, instead of one inlined into each
+ * kernel's output loop; the common case stays inline. */
+int8_t tgrs_rq_s8_slow(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi);
 
 static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
 {
-    uint64_t p, u;
-    if (r->fast) {
-        return tgrs_rq_s8_fast(r, acc, lo, hi);
-    }
-    if (r->tflm) {
-        return tgrs_rq_s8_tflm(r, acc, lo, hi);
-    }
-    p = (uint64_t)((int64_t)acc * r->mult);
-    u = p + r->add - ((p >> 63) & r->neg);
-    return (int8_t)tgrs_clamp64((int64_t)(u >> r->n) - r->sub, lo, hi);
+    return r->fast ? tgrs_rq_s8_fast(r, acc, lo, hi) : tgrs_rq_s8_slow(r, acc, lo, hi);
 }
 
 /*
