@@ -16,7 +16,9 @@
  * passes it here: 0 (TGRS_NUMERICS_ONNX) is the single rounding above; 1 (TGRS_NUMERICS_TFLM) is TensorFlow Lite
  * Micro's double rounding, tgrs_requant_tflm: srdhm(acc << max(shift, 0), mult), then rdbpot(., max(-shift, 0)).
  *
- * Only the header is shared; everything is static inline so each kernel file compiles alone with no globals.
+ * The per-element helpers are static inline, with no globals. The rarely taken paths (tgrs_rq_s8_slow: the 64-bit
+ * form and TFLM's rounding of the prepared requantization; tgrs_requant_nm_s8) are out of line in kcheck.c, one copy
+ * per image rather than one inlined into every kernel (docs/runtime.md "Code size").
  * Kernels validate shift <= 31 once per op (tgrs_requant_check) before the inner loops call these.
  */
 #ifndef TGRS_REQUANT_H
