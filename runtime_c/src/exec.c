@@ -273,6 +273,20 @@ int tgrs_check_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uin
     return tgrs_first_missing(plan, kernels, n_kernels) == TGRS_NONE ? TGRS_OK : TGRS_ERR_UNSUPPORTED;
 }
 
+int tgrs_arenas_ok(const tgrs_plan *plan, const void *fast, size_t fast_len, const void *slow, size_t slow_len)
+{
+    if ((fast == NULL && plan->fast_arena != 0u) || (slow == NULL && plan->slow_arena != 0u)) {
+        return TGRS_ERR_NULL;
+    }
+    if ((uintptr_t)fast % TGRS_ARENA_ALIGN != 0u || (uintptr_t)slow % TGRS_ARENA_ALIGN != 0u) {
+        return TGRS_ERR_ALIGN;
+    }
+    if (fast_len < plan->fast_arena || slow_len < plan->slow_arena) {
+        return TGRS_ERR_ARENA_SMALL;
+    }
+    return TGRS_OK;
+}
+
 int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
              const void *const *inputs, void *const *outputs, tgrs_stats *stats)
 {
@@ -307,14 +321,9 @@ int tgrs_run_kernels(const tgrs_plan *plan, const tgrs_kernel_fn *kernels, uint3
     if (plan->loaded != TGRS_PLAN_LOADED) {
         return TGRS_ERR_STATE;
     }
-    if ((fast == NULL && plan->fast_arena != 0u) || (slow == NULL && plan->slow_arena != 0u)) {
-        return TGRS_ERR_NULL;
-    }
-    if ((uintptr_t)fast % TGRS_ARENA_ALIGN != 0u || (uintptr_t)slow % TGRS_ARENA_ALIGN != 0u) {
-        return TGRS_ERR_ALIGN;
-    }
-    if (fast_len < plan->fast_arena || slow_len < plan->slow_arena) {
-        return TGRS_ERR_ARENA_SMALL;
+    rc = tgrs_arenas_ok(plan, fast, fast_len, slow, slow_len);
+    if (rc != TGRS_OK) {
+        return rc;
     }
     for (i = 0; !in_place && i < plan->n_inputs; ++i) {
         if (inputs[i] == NULL) {

@@ -55,6 +55,7 @@ static int tgrs_home(const tgrs_plan *plan, void *fast, size_t fast_len, void *s
     uint32_t off;
     uint32_t n;
     uint32_t root;
+    int rc;
     if (home == NULL) {
         return TGRS_ERR_NULL;
     }
@@ -71,14 +72,9 @@ static int tgrs_home(const tgrs_plan *plan, void *fast, size_t fast_len, void *s
         return TGRS_ERR_INPUT;
     }
     /* The same arena checks as tgrs_run, so a home is never an address past an arena the run would refuse. */
-    if ((fast == NULL && plan->fast_arena != 0u) || (slow == NULL && plan->slow_arena != 0u)) {
-        return TGRS_ERR_NULL;
-    }
-    if ((uintptr_t)fast % TGRS_ARENA_ALIGN != 0u || (uintptr_t)slow % TGRS_ARENA_ALIGN != 0u) {
-        return TGRS_ERR_ALIGN;
-    }
-    if (fast_len < plan->fast_arena || slow_len < plan->slow_arena) {
-        return TGRS_ERR_ARENA_SMALL;
+    rc = tgrs_arenas_ok(plan, fast, fast_len, slow, slow_len);
+    if (rc != TGRS_OK) {
+        return rc;
     }
     rec = first + (uint32_t)index;
     if (tgrs_home_clash(plan, first, count, rec)) {

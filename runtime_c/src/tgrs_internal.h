@@ -160,6 +160,9 @@ int tgrs_load_steps(tgrs_plan *plan, const void *bytes, size_t len);
 
 /* The loader's last step (check.c): every op's check (checks[kind], n_checks entries) in every tile. On failure
    *failed_op is the OP record index. */
+/* The arena arguments every run entry and the in-arena home queries accept: present where the plan uses them,
+   aligned, large enough. TGRS_OK or the status code. */
+int tgrs_arenas_ok(const tgrs_plan *plan, const void *fast, size_t fast_len, const void *slow, size_t slow_len);
 int tgrs_check_kinds(const tgrs_plan *plan, const tgrs_check_fn *checks, uint32_t n_checks, int32_t *failed_op);
 
 #endif /* TGRS_INTERNAL_H */
