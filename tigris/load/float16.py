@@ -22,6 +22,8 @@ from tigris.ir import TigrisError
 
 _F16 = TensorProto.FLOAT16
 _FLOATS = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
+# ONNX operators this rewrite turns into others (the rewrite table of docs/operators.md).
+ONNX_REWRITES = {"Cast": "between float types (a float16 model's edges): removed"}
 
 
 def has_float16(model: onnx.ModelProto) -> bool:

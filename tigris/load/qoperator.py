@@ -38,7 +38,11 @@ _UNARY = {
     "QLinearSoftmax": "Softmax",
 }
 _BINARY = {"QLinearAdd": "Add", "QLinearMul": "Mul"}
-QOPERATOR_OPS = frozenset({"QLinearConv", "QLinearMatMul", "QGemm", "QLinearConcat", *_UNARY, *_BINARY})
+_OTHER = {"QLinearConv": "Conv", "QLinearMatMul": "MatMul", "QGemm": "Gemm", "QLinearConcat": "Concat"}
+QOPERATOR_OPS = frozenset({*_OTHER, *_UNARY, *_BINARY})
+# ONNX operators this rewrite turns into others (the rewrite table of docs/operators.md).
+ONNX_REWRITES = {op: f"DequantizeLinear, {f}, QuantizeLinear (the QDQ form){'' if op in ('QLinearConv', 'QLinearMatMul') else '; com.microsoft'}"
+                 for op, f in {**_OTHER, **_UNARY, **_BINARY}.items()}
 
 # Operators that only move or select values: on an 8-bit tensor they keep its scale and zero point.
 _MOVE = frozenset({"MaxPool", "GlobalMaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Resize",

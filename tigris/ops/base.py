@@ -106,6 +106,20 @@ class OpKind:
     # The op can be an alias (output shares the input buffer); the layout pass records which ones are.
     may_alias: ClassVar[bool] = False
 
+    # -- the operator table of docs/operators.md (written from these by ``python -m tigris.ops.doc``) ------------
+    # ONNX operator -> the forms and attributes of it this kind runs, as the operator reaches the kind after the
+    # passes (a Conv with group == C_in reaches dwconv). Every IR op type of ``ir_ops`` that is an ONNX operator
+    # name must appear here, so a new kind cannot be left out of the table.
+    ONNX_OPS: ClassVar[dict[str, str]] = {}
+    # The activation dtypes the kernels compute in (a dict per ONNX operator where they differ).
+    DTYPES: ClassVar[tuple[str, ...] | dict[str, tuple[str, ...]]] = ("float32", "int8")
+    # How the int8 result compares with ONNX Runtime evaluating the QDQ model as written, as the kind's tests
+    # assert: "bit-exact" or "<= 1 LSB", optionally with a condition (a dict per ONNX operator where they differ).
+    INT8_EXACTNESS: ClassVar[str | dict[str, str]] = "<= 1 LSB"
+    # The tiling class stated in words when :meth:`tiling`, :meth:`rows_needed` or :meth:`mixes_rows` refine
+    # ``TILING`` (None: ``TILING`` says it all).
+    TILING_DOC: ClassVar[str | None] = None
+
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         raise NotImplementedError
 

@@ -213,6 +213,8 @@ class _Binary(OpKind):
 class Add(_Binary):
     name = "add"
     ir_ops = ("Add", "Sub")
+    ONNX_OPS = {"Add": "two activations or one constant, NumPy broadcasting; fused Relu/Relu6",
+                "Sub": "two activations or one constant, NumPy broadcasting"}
 
     def fuses_activation(self, op: Op) -> bool:
         return op.op_type == "Add"  # a Sub's activation stays an op of its own
@@ -221,6 +223,7 @@ class Add(_Binary):
 class Mul(_Binary):
     name = "mul"
     ir_ops = ("Mul",)
+    ONNX_OPS = {"Mul": "two activations or one constant, NumPy broadcasting"}
 
 
 # -- Max, Min, Div, Pow between two operands ------------------------------------------------------------------------
@@ -264,6 +267,11 @@ class Ewise(OpKind):
 
     name = "ewise"
     ir_ops = tuple(EWISE_FUNCS)
+    ONNX_OPS = {"Max": "two operands (variadic: a chain of two), NumPy broadcasting",
+                "Min": "two operands (variadic: a chain of two), NumPy broadcasting",
+                "Div": "two activations or one constant, NumPy broadcasting (a constant divisor becomes a Mul)",
+                "Pow": "a one-element constant exponent (the unary table x ** e); float: any exponent operand"}
+    INT8_EXACTNESS = {"Max": "bit-exact", "Min": "bit-exact", "Div": "bit-exact", "Pow": "<= 1 LSB"}
     PARAMS = EWISE_PARAMS
     CONSTS = ("K",)
     SINGLE_INPUT = False

@@ -47,6 +47,9 @@ def view_axis(graph: AnalyzedGraph, op: Op) -> int:
 class Concat(OpKind):
     name = "concat"
     ir_ops = ("Concat",)
+    ONNX_OPS = {"Concat": "any axis (negative too), up to 4 inputs, each with its own int8 encoding"}
+    INT8_EXACTNESS = "bit-exact when the encodings agree, else <= 1 LSB"
+    TILING_DOC = "pointwise; structural along H"
     SINGLE_INPUT = False
     TILING = "pointwise"
 

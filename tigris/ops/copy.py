@@ -58,6 +58,9 @@ def copy_plan(x: Tensor, y: Tensor) -> tuple[bool, list[int], list[int]]:
 class Copy(OpKind):
     name = "copy"
     ir_ops = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+    ONNX_OPS = {"Reshape": "constant shape (0 and -1 resolved)", "Flatten": "any axis", "Squeeze": "",
+                "Unsqueeze": ""}
+    INT8_EXACTNESS = "bit-exact"
     may_alias = True
     PARAMS = ("S0", "S1", "S2", "S3", "P0", "P1", "P2", "P3")
 

@@ -19,6 +19,9 @@ from tigris.ops.base import Lowered, TensorView
 class FullyConnected(_mac.MacKind):
     name = "fc"
     ir_ops = ("Gemm",)
+    ONNX_OPS = {"Gemm": "constant B (transB 0 or 1), constant C ([OC], [1, OC] or scalar), alpha, beta; transA = 0; "
+                        "fused Relu/Relu6",
+                "MatMul": "constant B [K, OC]; activation of rank 2, or rank > 2 as a dense layer over its last axis"}
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         ins = [i for i in op.inputs if i]

@@ -23,6 +23,10 @@ from tigris.ops.qmath import quantize_float
 class Pad(OpKind):
     name = "pad"
     ir_ops = ("Pad",)
+    ONNX_OPS = {"Pad": "constant mode, constant pads and value (negative pads crop), axes; a zero Pad before a Conv "
+                       "or AveragePool is folded into its pads"}
+    INT8_EXACTNESS = "bit-exact"
+    TILING_DOC = "pointwise, rows shifted by the leading pad"
     TILING = "pointwise"
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:

@@ -182,6 +182,9 @@ class _WindowPool(OpKind):
 class MaxPool(_WindowPool):
     name = "maxpool"
     ir_ops = ("MaxPool",)
+    ONNX_OPS = {"MaxPool": "2-D and 1-D, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode",
+                "GlobalMaxPool": "rank 4: a MaxPool over the whole image"}
+    INT8_EXACTNESS = "bit-exact when input and output encodings agree, else <= 1 LSB"
     PARAMS = WINDOW_PARAMS
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
@@ -194,6 +197,8 @@ class MaxPool(_WindowPool):
 class AveragePool(_WindowPool):
     name = "avgpool"
     ir_ops = ("AveragePool",)
+    ONNX_OPS = {"AveragePool": "2-D and 1-D, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, "
+                               "count_include_pad"}
     PARAMS = WINDOW_PARAMS
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
@@ -214,6 +219,9 @@ def tflm_mean_multiplier(ratio: float, n: int, where: str) -> tuple[int, int]:
 class GlobalAveragePool(OpKind):
     name = "gap"
     ir_ops = ("GlobalAveragePool",)
+    ONNX_OPS = {"GlobalAveragePool": "rank 4",
+                "ReduceMean": "axes exactly [2, 3] of a rank-4 tensor, keepdims 0 or 1"}
+    TILING_DOC = "structural; may end a tiled unit, accumulating over its tiles"
     accumulates = True  # spatial rule 7: it may end a tiled unit, summing each tile's band
 
     def accumulator_bytes(self, graph: AnalyzedGraph, op: Op) -> int:

@@ -40,6 +40,9 @@ class _QuantBoundary(OpKind):
 class Quantize(_QuantBoundary):
     name = "quantize"
     ir_ops = ("QuantizeLinear",)
+    ONNX_OPS = {"QuantizeLinear": "float32 to int8 or uint8, per tensor (a QDQ pair elsewhere folds into the int8 ops)"}
+    DTYPES = ("float32 -> int8",)
+    INT8_EXACTNESS = "bit-exact"
     PARAMS = ("SCALE", "ZP", "QMIN", "QMAX", "U8")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
@@ -65,6 +68,9 @@ class Quantize(_QuantBoundary):
 class Dequantize(_QuantBoundary):
     name = "dequantize"
     ir_ops = ("DequantizeLinear",)
+    ONNX_OPS = {"DequantizeLinear": "int8 or uint8 to float32, per tensor"}
+    DTYPES = ("int8 -> float32",)
+    INT8_EXACTNESS = "bit-exact"
     PARAMS = ("SCALE", "ZP", "U8")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:

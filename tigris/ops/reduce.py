@@ -86,6 +86,10 @@ def _strides(graph: AnalyzedGraph, op: Op, axes: list[int]) -> tuple[list[int], 
 class Reduce(OpKind):
     name = "reduce"
     ir_ops = tuple(FUNCS)
+    ONNX_OPS = {"ReduceMean": "any constant axes (attribute or operand), keepdims, noop_with_empty_axes",
+                "ReduceSum": "any constant axes (attribute or operand), keepdims, noop_with_empty_axes",
+                "ReduceMax": "any constant axes (attribute or operand), keepdims, noop_with_empty_axes",
+                "ReduceL2": "any constant axes (attribute or operand), keepdims, noop_with_empty_axes"}
     PARAMS = ("FUNC", "R0", "R1", "R2", "R3", "OS0", "OS1", "OS2", "OS3", "COUNT")
     TILING = "structural"
     SINGLE_INPUT = False

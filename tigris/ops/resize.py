@@ -95,6 +95,12 @@ def axis_tables(n_in: int, n_out: int, scale: float, mode: str, ctm: str, neares
 class Resize(OpKind):
     name = "resize"
     ir_ops = ("Resize",)
+    ONNX_OPS = {"Resize": "nearest (every nearest_mode) and linear (float32 only); half_pixel, half_pixel_symmetric, "
+                          "pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn; scales or sizes, "
+                          "axes, keep_aspect_ratio_policy",
+                "Upsample": "nearest and linear, constant scales"}
+    INT8_EXACTNESS = "bit-exact when the encodings agree, else <= 1 LSB (nearest only)"
+    TILING_DOC = "pointwise with its row map (the input rows each output row reads)"
     TILING = "pointwise"
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:

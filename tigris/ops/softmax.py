@@ -84,6 +84,8 @@ def exp_table(s_in: float, k: int) -> np.ndarray:
 class Softmax(OpKind):
     name = "softmax"
     ir_ops = ("Softmax",)
+    ONNX_OPS = {"Softmax": "any axis from opset 13 (the last axis before), beta 1"}
+    TILING_DOC = "pointwise unless the axis is the row axis (then structural)"
     PARAMS = ("AXIS", "MULT", "SHIFT", "NUMERICS")
     CONSTS = ("EXP",)
 

@@ -39,6 +39,9 @@ def view_perm(x: Tensor, y: Tensor, perm: Sequence[int]) -> list[int]:
 class Transpose(OpKind):
     name = "transpose"
     ir_ops = ("Transpose",)
+    ONNX_OPS = {"Transpose": "any perm of rank <= 4; an NHWC input's leading and an output's trailing layout "
+                             "Transpose are dropped"}
+    INT8_EXACTNESS = "bit-exact"
     PARAMS = ("P0", "P1", "P2", "P3")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:

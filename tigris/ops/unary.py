@@ -172,6 +172,12 @@ def tflm_table(func: int, s_in: float, zp_in: int, s_out: float, zp_out: int, wh
 class Unary(OpKind):
     name = "unary"
     ir_ops = tuple(FUNCS)
+    ONNX_OPS = {"Relu": "", "Clip": "constant min/max (Relu6 when 0/6)", "Sigmoid": "", "Tanh": "",
+                "HardSigmoid": "alpha, beta (also the Relu6(x + 3) / 6 pattern)",
+                "HardSwish": "(also the x * Relu6(x + 3) / 6 pattern)", "LeakyRelu": "alpha",
+                "PRelu": "a slope with one value: LeakyRelu", "Exp": "", "Log": "", "Sqrt": "", "Reciprocal": "",
+                "Neg": "", "Abs": "", "Erf": "", "Gelu": "approximate none and tanh", "Softplus": "", "Elu": "alpha",
+                "Selu": "alpha, gamma"}
     TILING = "pointwise"
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
@@ -217,6 +223,7 @@ class Unary(OpKind):
 class PRelu(OpKind):
     name = "prelu"
     ir_ops = ("PRelu",)
+    ONNX_OPS = {"PRelu": "constant slope, one value per channel"}
     SINGLE_INPUT = False
     TILING = "pointwise"
 

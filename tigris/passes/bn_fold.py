@@ -35,6 +35,9 @@ from tigris.passes._quant import dequantize, quantize, symmetric_per_channel
 from tigris.passes._util import Decline, PassResult, consumers, fresh_name, set_const, tidy
 
 NAME = "bn_fold"
+# ONNX operators this pass turns into others (the rewrite table of docs/operators.md).
+ONNX_REWRITES = {"BatchNormalization": "folded into the preceding Conv/Gemm; on a quantized Conv output a 1x1 "
+                                       "depthwise Conv; elsewhere (float) a per-channel Mul + Add"}
 
 
 def _real(g: AnalyzedGraph, name: str) -> np.ndarray:

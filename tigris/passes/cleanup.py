@@ -32,6 +32,8 @@ from tigris.ir import AnalyzedGraph, Tensor
 from tigris.passes._util import Decline, PassResult, bypass, consumers, fresh_name, tidy
 
 NAME = "cleanup"
+# ONNX operators this pass turns into others (the rewrite table of docs/operators.md).
+ONNX_REWRITES = {"Identity": "removed", "Dropout": "removed (inference mode)"}
 _RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 
 

@@ -19,6 +19,8 @@ from tigris.ir import AnalyzedGraph
 from tigris.passes._util import Decline, PassResult, set_const, tidy
 
 NAME = "constant_fold"
+# ONNX operators this pass turns into others (the rewrite table of docs/operators.md).
+ONNX_REWRITES = {"Constant": "a weight"}
 
 
 def _value(attrs: dict) -> np.ndarray | None:

@@ -24,6 +24,8 @@ from tigris.load.fold import FOLDABLE, _evaluate
 from tigris.passes._util import Decline, PassResult, fresh_name, remove_dead_ops, set_const
 
 NAME = "shape_op_fold"
+# ONNX operators this pass turns into others (the rewrite table of docs/operators.md).
+ONNX_REWRITES = {"Shape": "a constant (shapes are static)", "Size": "a constant (shapes are static)"}
 
 
 def _eval(g: AnalyzedGraph, op) -> list[np.ndarray] | None:

@@ -16,6 +16,8 @@ from tigris.ir import AnalyzedGraph, Op, Tensor
 from tigris.passes._util import PassResult, fresh_name
 
 NAME = "silu_decompose"
+# ONNX operators this pass turns into others (the rewrite table of docs/operators.md).
+ONNX_REWRITES = {"Silu": "Mul(x, Sigmoid(x))", "Swish": "Mul(x, Sigmoid(x))"}
 
 
 def run(graph: AnalyzedGraph) -> PassResult:

@@ -24,6 +24,8 @@ from tigris.passes._quant import dequantize
 from tigris.passes._util import Decline, PassResult, fresh_name, set_const
 
 NAME = "sub_div_const"
+# ONNX operators this pass turns into others (the rewrite table of docs/operators.md).
+ONNX_REWRITES = {"Div": "by one constant: Mul by its reciprocal (int8 too)", "Sub": "of a constant: Add of its negation"}
 
 
 def run(graph: AnalyzedGraph) -> PassResult:
