@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import platform
 import re
 import shutil
 import sys
@@ -28,6 +29,43 @@ from tigris.ops import KINDS
 # inherit from CPython's own flags: with it GCC cannot turn the int8 dot products into multiply-add-pairs (3-4x
 # slower), and the runtime's integer arithmetic is written never to overflow anyway (the Cortex-M build has no wrapv).
 CFLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-wrapv")
+
+# The instruction-set level of the host build, and its extra flags. "generic" is the compiler's default target (on
+# x86-64: SSE2, the plain C loops); "avx2" adds -mavx2, which makes runtime_c/src/kernels/target.h select the AVX2
+# int8 kernels and lets GCC use 256-bit vectors in the float loops. No -mfma and no -march=native: FMA would change
+# float results (and -ffp-contract=off forbids it anyway), and -march=native builds code that need not run on another
+# CPU sharing the cache. The level is part of the cache hash, so a cache directory can hold both builds.
+ISA_FLAGS = {"generic": (), "avx2": ("-mavx2",)}
+
+
+def _cpu_has_avx2() -> bool:
+    """Whether this process runs on an x86-64 CPU (and OS) with AVX2: Linux lists it in /proc/cpuinfo. Elsewhere
+    the answer is no, and the generic build is used."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return "avx2" in line.split(":", 1)[-1].split()
+    return False
+
+
+def host_isa() -> str:
+    """The level this process builds: ``$TIGRIS_HOST_ISA`` (``generic`` or ``avx2``) if set, else ``avx2`` when the CPU
+    has it, else ``generic``."""
+    env = os.environ.get("TIGRIS_HOST_ISA")
+    if env:
+        if env not in ISA_FLAGS:
+            raise ValueError(f"TIGRIS_HOST_ISA must be one of {sorted(ISA_FLAGS)}, not {env!r}")
+        return env
+    return "avx2" if _cpu_has_avx2() else "generic"
+
+
+def build_flags(isa: str) -> tuple[str, ...]:
+    return CFLAGS + ISA_FLAGS[isa]
 
 # Kernel entry points the executor's dispatch table names (tgrs_kernel_<kind>, one per kind of tigris.ops.KINDS).
 # A build that leaves a kind's file out (a footprint or subset build) gets a stub that refuses to run it.
@@ -160,8 +198,9 @@ def kernel_stubs_source(missing: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def source_hash(rs: RuntimeSources) -> str:
-    """Hash of everything that determines the built extension: sources, headers, API, flags, Python and cffi."""
+def source_hash(rs: RuntimeSources, isa: str = "generic") -> str:
+    """Hash of everything that determines the built extension: sources, headers, API, flags (with the ISA level),
+    Python and cffi."""
     import cffi
 
     h = hashlib.sha256()
@@ -171,7 +210,7 @@ def source_hash(rs: RuntimeSources) -> str:
         h.update(p.read_bytes())
         h.update(b"\0")
     h.update(CDEF.encode())
-    h.update(" ".join(CFLAGS).encode())
+    h.update(" ".join(build_flags(isa)).encode())
     h.update(f"{sys.version_info[:2]}{cffi.__version__}{sys.platform}".encode())
     return h.hexdigest()[:16]
 
@@ -187,7 +226,7 @@ def _module_name(digest: str) -> str:
     return f"_tigris_rt_{digest}"
 
 
-def _build(rs: RuntimeSources, digest: str, dest: Path) -> None:
+def _build(rs: RuntimeSources, digest: str, dest: Path, isa: str) -> None:
     import cffi
 
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +242,7 @@ def _build(rs: RuntimeSources, digest: str, dest: Path) -> None:
             '#include "tigris.h"\n#include "tgrs_lz4.h"\n',
             sources=[str(p) for p in srcs] + [str(stub)],
             include_dirs=[str(rs.include), str(rs.src)],
-            extra_compile_args=list(CFLAGS),
+            extra_compile_args=list(build_flags(isa)),
         )
         ffi.compile(tmpdir=str(work), verbose=False)
         built = [p for p in work.iterdir() if p.name.startswith(_module_name(digest)) and p.suffix in (".so", ".pyd")]
@@ -234,15 +273,22 @@ def _load(dest: Path, digest: str) -> ModuleType | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def runtime() -> ModuleType:
-    """The compiled runtime (``.ffi`` and ``.lib``), built on first use into the cache."""
+def runtime(isa: str | None = None) -> ModuleType:
+    """The compiled runtime (``.ffi`` and ``.lib``), built on first use into the cache, at the ISA level ``isa``
+    (default :func:`host_isa`)."""
+    return _runtime(host_isa() if isa is None else isa)
+
+
+@lru_cache(maxsize=None)
+def _runtime(isa: str) -> ModuleType:
+    if isa not in ISA_FLAGS:
+        raise ValueError(f"unknown host ISA level {isa!r} (one of {sorted(ISA_FLAGS)})")
     rs = find_sources()
-    digest = source_hash(rs)
+    digest = source_hash(rs, isa)
     dest = cache_root() / digest
     mod = _load(dest, digest) if dest.is_dir() else None
     if mod is None:
-        _build(rs, digest, dest)
+        _build(rs, digest, dest, isa)
         mod = _load(dest, digest)
     if mod is None:
         raise RuntimeError(f"could not load the runtime extension from {dest}")

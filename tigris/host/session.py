@@ -71,11 +71,11 @@ class RunResult:
     slow_peak: int
 
 
-def _spec(info) -> IOSpec:
+def _spec(ffi, info) -> IOSpec:
     rank = int(info.rank)
     trank = int(info.tensor_rank)
     return IOSpec(
-        name=bytes(runtime().ffi.buffer(info.name, info.name_len)).decode("utf-8", "replace"),
+        name=bytes(ffi.buffer(info.name, info.name_len)).decode("utf-8", "replace"),
         dtype=NAME_BY_CODE[int(info.decl_dtype)],
         shape=tuple(int(info.shape[i]) for i in range(rank)),
         layout=LAYOUT_BY_CODE[int(info.layout)],
@@ -95,8 +95,9 @@ def _is_physical(s: IOSpec) -> bool:
 class Session:
     """A validated plan, ready to run any number of times (on arenas the Session owns)."""
 
-    def __init__(self, plan_bytes: bytes | bytearray | memoryview):
-        rt = runtime()
+    def __init__(self, plan_bytes: bytes | bytearray | memoryview, isa: str | None = None):
+        """``isa``: the host build to run on (tigris.host.build.ISA_FLAGS; default the CPU's best level)."""
+        rt = runtime(isa)
         self._ffi, self._lib = rt.ffi, rt.lib
         data = bytes(plan_bytes)
         # Over-allocate and start at a 16-byte boundary: the loader needs 4, kernels like 16.
@@ -117,10 +118,10 @@ class Session:
         self.outputs: list[IOSpec] = []
         for i in range(self._lib.tgrs_num_inputs(self._plan)):
             self._check(self._lib.tgrs_input_info(self._plan, i, info))
-            self.inputs.append(_spec(info))
+            self.inputs.append(_spec(self._ffi, info))
         for i in range(self._lib.tgrs_num_outputs(self._plan)):
             self._check(self._lib.tgrs_output_info(self._plan, i, info))
-            self.outputs.append(_spec(info))
+            self.outputs.append(_spec(self._ffi, info))
         # Arenas are allocated once and reused: the runtime never reads an arena byte it did not write in the same
         # run (tests/runtime/test_rt_exec.py checks outputs do not depend on arena contents). cffi releases the GIL
         # during tgrs_run, so runs of one Session are serialized.

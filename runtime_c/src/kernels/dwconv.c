@@ -275,7 +275,7 @@ static void dw_taps_s8_plain(const int8_t *const *xp, int64_t pstep, int32_t nta
  * Bias, requantization and store of one pixel's block of nc channel sums (rq: the block's channels). target.h picks
  * this or the Helium one (dwconv_mve.h, same bytes).
  */
-#if TGRS_ISA != TGRS_ISA_MVE
+#if TGRS_ISA != TGRS_ISA_MVE && TGRS_ISA != TGRS_ISA_AVX2
 static void dw_out_s8_plain(int8_t *o, const uint32_t *acc, const int32_t *bias, const tgrs_rq *rq, int32_t nc,
                             int32_t lo, int32_t hi)
 {
@@ -288,6 +288,7 @@ static void dw_out_s8_plain(int8_t *o, const uint32_t *acc, const int32_t *bias,
 
 #include "dwconv_dsp.h" /* dw_taps_s8_dsp */
 #include "dwconv_mve.h" /* dw_taps_s8_mve, dw_out_s8_mve */
+#include "dwconv_avx2.h" /* dw_taps_s8_avx2, dw_out_s8_avx2 */
 
 /*
  * Weight zero points (param WZP = 1; the bias const holds [bias, zp_w], docs/numerics.md): acc = bias + sum over the

@@ -6,6 +6,7 @@
  *
  *   TGRS_ISA_MVE    Cortex-M55/M85 Helium (M-profile vector extension, integer): __ARM_FEATURE_MVE bit 0
  *   TGRS_ISA_DSP    Cortex-M4/M7/M33 DSP extension (packed 16-bit multiply-accumulate): __ARM_FEATURE_DSP
+ *   TGRS_ISA_AVX2   x86-64 with AVX2 (host builds on a CPU that has it: tigris/host/build.py): __AVX2__
  *   TGRS_ISA_PLAIN  everything else, and any build with -DTGRS_FORCE_PLAIN (tests run the reference that way)
  *
  * Every variant computes the same exact integer sums and requantizes each output through requant.h, so outputs are
@@ -17,6 +18,7 @@
 #define TGRS_ISA_PLAIN 0
 #define TGRS_ISA_DSP 1
 #define TGRS_ISA_MVE 2
+#define TGRS_ISA_AVX2 3
 
 #if defined(TGRS_FORCE_PLAIN) || defined(__ARM_BIG_ENDIAN) /* the pair orders assume little-endian loads */
 #define TGRS_ISA TGRS_ISA_PLAIN
@@ -24,6 +26,8 @@
 #define TGRS_ISA TGRS_ISA_MVE
 #elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #define TGRS_ISA TGRS_ISA_DSP
+#elif defined(__AVX2__) && defined(__x86_64__)
+#define TGRS_ISA TGRS_ISA_AVX2
 #else
 #define TGRS_ISA TGRS_ISA_PLAIN
 #endif
@@ -32,12 +36,17 @@
  * loop of its own. */
 #define TGRS_HAVE_DSP (TGRS_ISA == TGRS_ISA_DSP || TGRS_ISA == TGRS_ISA_MVE)
 #define TGRS_HAVE_MVE (TGRS_ISA == TGRS_ISA_MVE)
+#define TGRS_HAVE_AVX2 (TGRS_ISA == TGRS_ISA_AVX2)
 
 /* The variant each kernel family runs (the functions live in the family's file and its per-target headers). */
 #if TGRS_ISA == TGRS_ISA_MVE
 #define TGRS_CONV_S8 conv_s8_mve
 #define TGRS_DW_TAPS_S8 dw_taps_s8_mve
 #define TGRS_DW_OUT_S8 dw_out_s8_mve
+#elif TGRS_ISA == TGRS_ISA_AVX2
+#define TGRS_CONV_S8 conv_s8_avx2
+#define TGRS_DW_TAPS_S8 dw_taps_s8_avx2
+#define TGRS_DW_OUT_S8 dw_out_s8_avx2
 #elif TGRS_ISA == TGRS_ISA_DSP
 #define TGRS_CONV_S8 conv_s8_dsp
 #define TGRS_DW_TAPS_S8 dw_taps_s8_dsp
@@ -53,6 +62,9 @@
 #endif
 #if TGRS_HAVE_MVE
 #include <arm_mve.h>
+#endif
+#if TGRS_HAVE_AVX2
+#include <immintrin.h>
 #endif
 
 #endif /* TGRS_TARGET_H */

@@ -1,0 +1,229 @@
+/*
+ * conv_avx2.h - the int8 conv GEMM on x86-64 with AVX2 (TGRS_ISA_AVX2, target.h); part of conv.c, which includes it
+ * after its geometry helpers. Weights stay in the generic [G][OCg][K] order: no plan change.
+ *
+ * Like the plain loops, CONV_MR = 4 patches are widened once per pixel block into the planned scratch (CONV_MR rows
+ * of K int16; padded taps hold the input zero point), and each micro-kernel call takes the dot products of the four
+ * rows with two weight rows. Here a call keeps eight 8-lane int32 accumulators (pixel x channel): per 16 values of
+ * K, the two weight chunks are sign-extended to int16 once (VPMOVSXBW) and each of the eight products is one VPMADDWD
+ * with the patch chunk read from memory, then one VPADDD. A tail of K % 16 values (K >= 16) re-reads the last 16
+ * values of each row and masks out of the weights the lanes the chunks already summed, so no read leaves a row.
+ * Two rounds of VPHADDD and one 128-bit fold turn the accumulators into one vector of the eight sums, in the order
+ * (pixel 0: ch 0, ch 1; pixel 1: ...), which is then requantized as one vector: the lane-by-lane twin of
+ * tgrs_rq_s8_fast (VPMULDQ for the 64-bit products, the borrow of P = p - [p < 0] from a 64-bit compare, variable
+ * shifts per lane). Channels outside the 32-bit form (TFLM numerics, shift above -2 or at most -32) take the scalar
+ * tgrs_rq_s8. Integer sums are exact in any order (K <= CONV_MAX_PATCH), so every output byte equals the plain path's.
+ */
+#ifndef TGRS_CONV_AVX2_H
+#define TGRS_CONV_AVX2_H
+
+#if TGRS_ISA == TGRS_ISA_AVX2
+
+#include "requant_avx2.h"
+
+/* n int8 values widened to int16. */
+static void conv_widen_avx2(const int8_t *src, int16_t *dst, int32_t n)
+{
+    int32_t e = 0;
+    for (; e + 16 <= n; e += 16) {
+        const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(src + e));
+        _mm256_storeu_si256((__m256i *)(void *)(dst + e), _mm256_cvtepi8_epi16(x));
+    }
+    for (; e < n; ++e) {
+        dst[e] = src[e];
+    }
+}
+
+/* The patch of output pixel (oh, ow), group g, widened to int16 at dst (padded taps: the input zero point). */
+static void conv_rows_avx2(const conv_geom *cg, const int8_t *img, int32_t oh, int32_t ow, int32_t g, int32_t zp,
+                           int16_t *dst)
+{
+    const tgrs_window *w = &cg->w;
+    int32_t i, j, e;
+    for (i = 0; i < w->kh; ++i) {
+        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+        for (j = 0; j < w->kw; ++j) {
+            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+            if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
+                conv_widen_avx2(img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, dst, cg->icg);
+            } else {
+                for (e = 0; e < cg->icg; ++e) {
+                    dst[e] = (int16_t)zp; /* the zero point encodes real 0; the bias fold expects it */
+                }
+            }
+            dst += cg->icg;
+        }
+    }
+}
+
+static __m256i conv_ld16_avx2(const int16_t *p)
+{
+    return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+static __m256i conv_w16_avx2(const int8_t *p)
+{
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+#define CONV_AVX2_MAC(s, x, w) s = _mm256_add_epi32(s, _mm256_madd_epi16((x), (w)))
+
+/*
+ * The eight exact sums sum_k a_i[k] * w_j[k] (i < 4 rows, j < 2 weight rows) as one vector, lane 2 i + j.
+ */
+static __m256i conv_mk_avx2(int32_t k, const int16_t *const a[CONV_MR], const int8_t *w0, const int8_t *w1)
+{
+    __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00;
+    __m256i s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+    const int16_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    __m256i h0, h1, h2, h3;
+    int32_t kk;
+    for (kk = 0; kk + 16 <= k; kk += 16) {
+        const __m256i u = conv_w16_avx2(w0 + kk), v = conv_w16_avx2(w1 + kk);
+        CONV_AVX2_MAC(s00, conv_ld16_avx2(a0 + kk), u);
+        CONV_AVX2_MAC(s01, conv_ld16_avx2(a0 + kk), v);
+        CONV_AVX2_MAC(s10, conv_ld16_avx2(a1 + kk), u);
+        CONV_AVX2_MAC(s11, conv_ld16_avx2(a1 + kk), v);
+        CONV_AVX2_MAC(s20, conv_ld16_avx2(a2 + kk), u);
+        CONV_AVX2_MAC(s21, conv_ld16_avx2(a2 + kk), v);
+        CONV_AVX2_MAC(s30, conv_ld16_avx2(a3 + kk), u);
+        CONV_AVX2_MAC(s31, conv_ld16_avx2(a3 + kk), v);
+    }
+    if (kk < k && k >= 16) {
+        /* the last 16 values of every row; lanes below `done` were summed by the chunks, their weights are zeroed */
+        const int32_t t = k - 16, done = 16 - (k - kk);
+        const __m256i lane = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        const __m256i keep = _mm256_cmpgt_epi16(lane, _mm256_set1_epi16((int16_t)(done - 1)));
+        const __m256i u = _mm256_and_si256(conv_w16_avx2(w0 + t), keep);
+        const __m256i v = _mm256_and_si256(conv_w16_avx2(w1 + t), keep);
+        CONV_AVX2_MAC(s00, conv_ld16_avx2(a0 + t), u);
+        CONV_AVX2_MAC(s01, conv_ld16_avx2(a0 + t), v);
+        CONV_AVX2_MAC(s10, conv_ld16_avx2(a1 + t), u);
+        CONV_AVX2_MAC(s11, conv_ld16_avx2(a1 + t), v);
+        CONV_AVX2_MAC(s20, conv_ld16_avx2(a2 + t), u);
+        CONV_AVX2_MAC(s21, conv_ld16_avx2(a2 + t), v);
+        CONV_AVX2_MAC(s30, conv_ld16_avx2(a3 + t), u);
+        CONV_AVX2_MAC(s31, conv_ld16_avx2(a3 + t), v);
+        kk = k;
+    }
+    h0 = _mm256_hadd_epi32(s00, s01);
+    h1 = _mm256_hadd_epi32(s10, s11);
+    h2 = _mm256_hadd_epi32(s20, s21);
+    h3 = _mm256_hadd_epi32(s30, s31);
+    h0 = _mm256_hadd_epi32(h0, h1); /* [00 01 10 11 | 00 01 10 11], halves of the lanes' sums */
+    h2 = _mm256_hadd_epi32(h2, h3);
+    h0 = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h2, 0x20), _mm256_permute2x128_si256(h0, h2, 0x31));
+    if (kk < k) { /* K < 16: a short plain loop */
+        int32_t r[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (; kk < k; ++kk) {
+            const int32_t u = w0[kk], v = w1[kk];
+            r[0] += a0[kk] * u;
+            r[1] += a0[kk] * v;
+            r[2] += a1[kk] * u;
+            r[3] += a1[kk] * v;
+            r[4] += a2[kk] * u;
+            r[5] += a2[kk] * v;
+            r[6] += a3[kk] * u;
+            r[7] += a3[kk] * v;
+        }
+        h0 = _mm256_add_epi32(h0, _mm256_loadu_si256((const __m256i *)(const void *)r));
+    }
+    return h0;
+}
+
+#undef CONV_AVX2_MAC
+
+/* The requantization of eight lanes with per-lane (mult, n2 = -1 - shift): requant_avx2.h, with the fields
+ * tgrs_rq_make derives for the 32-bit form. Every lane's shift must be in [-31, -2] and the numerics onnx. */
+static __m256i conv_rq_avx2(__m256i acc, __m256i bias, __m256i mult, __m256i n2, int32_t zp, int32_t lo, int32_t hi)
+{
+    const __m256i top = _mm256_set1_epi32((int32_t)0x80000000u);
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i add2 = _mm256_add_epi32(top, _mm256_sllv_epi32(one, _mm256_sub_epi32(n2, one)));
+    const __m256i sub2 = _mm256_sub_epi32(_mm256_srlv_epi32(top, n2), _mm256_set1_epi32(zp));
+    return tgrs_rq_fast_avx2(_mm256_add_epi32(acc, bias), mult, n2, add2, sub2, lo, hi);
+}
+
+/* Whether a channel's requantization takes the 32-bit form with mult used as it is (conv_rq_avx2). */
+static int conv_rq_fast_ok(int32_t shift, int32_t nm)
+{
+    return nm == TGRS_RQ_ONNX && shift <= -2 && shift > -32;
+}
+
+static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
+{
+    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
+    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
+    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
+    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const int8_t *in = (const int8_t *)ctx->in[0]->data;
+    int8_t *out = (int8_t *)ctx->out->data;
+    int16_t *scr = (int16_t *)ctx->scratch;
+    const int64_t npix = (int64_t)cg->out_rows * cg->ow;
+    const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
+    int32_t n, g, i, j, oc;
+    int64_t q0;
+    for (n = 0; n < cg->n; ++n) {
+        const int8_t *img = in + n * in_img;
+        int8_t *oimg = out + n * npix * cg->oc;
+        for (g = 0; g < cg->g; ++g) {
+            for (q0 = 0; q0 < npix; q0 += CONV_MR) {
+                const int16_t *a[CONV_MR];
+                int8_t *o[CONV_MR];
+                const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
+                for (i = 0; i < CONV_MR; ++i) {
+                    int32_t oh, ow;
+                    const int64_t q = q0 + (i < nv ? i : nv - 1);
+                    conv_pixel(cg, q, &oh, &ow);
+                    o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
+                    if (i < nv) {
+                        conv_rows_avx2(cg, img, oh, ow, g, zp_in, scr + (int64_t)i * cg->k);
+                        a[i] = scr + (int64_t)i * cg->k;
+                    } else {
+                        a[i] = a[nv - 1];
+                    }
+                }
+                for (oc = 0; oc < cg->ocg; oc += 2) {
+                    /* an odd last channel pairs with itself; its second column is not stored */
+                    const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
+                    const int64_t ch = (int64_t)g * cg->ocg + oc;
+                    const int64_t c1 = ch + ncol - 1;
+                    const int8_t *w0 = wt + ch * cg->k;
+                    const __m256i acc = conv_mk_avx2(cg->k, a, w0, w0 + (ncol - 1) * (int64_t)cg->k);
+                    int32_t r[8];
+                    if (conv_rq_fast_ok(shift[ch], nm) && conv_rq_fast_ok(shift[c1], nm)) {
+                        const __m256i bv = _mm256_setr_epi32(bias[ch], bias[c1], bias[ch], bias[c1], bias[ch],
+                                                             bias[c1], bias[ch], bias[c1]);
+                        const __m256i mv = _mm256_setr_epi32(mult[ch], mult[c1], mult[ch], mult[c1], mult[ch],
+                                                             mult[c1], mult[ch], mult[c1]);
+                        const int32_t e0 = -1 - shift[ch], e1 = -1 - shift[c1];
+                        const __m256i ev = _mm256_setr_epi32(e0, e1, e0, e1, e0, e1, e0, e1);
+                        _mm256_storeu_si256((__m256i *)(void *)r, conv_rq_avx2(acc, bv, mv, ev, zp_out, lo, hi));
+                    } else {
+                        _mm256_storeu_si256((__m256i *)(void *)r, acc);
+                        for (j = 0; j < ncol; ++j) {
+                            const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
+                            for (i = 0; i < nv; ++i) {
+                                r[2 * i + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(r[2 * i + j], bias[ch + j]), lo, hi);
+                            }
+                        }
+                    }
+                    for (i = 0; i < nv; ++i) {
+                        o[i][oc] = (int8_t)r[2 * i];
+                        if (ncol == 2) {
+                            o[i][oc + 1] = (int8_t)r[2 * i + 1];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
+#endif /* TGRS_ISA_AVX2 */
+
+#endif /* TGRS_CONV_AVX2_H */

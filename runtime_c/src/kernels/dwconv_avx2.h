@@ -1,0 +1,108 @@
+/*
+ * dwconv_avx2.h - the int8 depthwise tap sums and block store on x86-64 with AVX2 (TGRS_HAVE_AVX2, target.h); part
+ * of dwconv.c, same contracts as dw_taps_s8_plain and dw_out_s8_plain. Weights stay in the generic [KH][KW][C] order.
+ *
+ * Taps are taken in pairs: the 8 input bytes of tap t and of tap t + 1 for 8 channels are interleaved (PUNPCKLBW)
+ * and sign-extended to 16 int16, which puts (x_t, x_t+1) of each channel in one 32-bit lane; the weights the same
+ * way; one VPMADDWD then adds x_t * w_t + x_t+1 * w_t+1 per channel into int32 lanes in channel order. An odd last
+ * tap pairs with zero weights. A block's channels go 8 at a time (two vectors for 16), the last nc % 8 channels in
+ * the plain loop, so nothing is read past channel nc. The products are below 2^15 and the int32 lanes wrap like the
+ * plain loop's uint32 sums, so the sums are identical.
+ *
+ * The store requantizes 8 channels per vector (requant_avx2.h): each lane gathers its channel's fields from the
+ * block's tgrs_rq array (VPGATHERDD, lanes sizeof(tgrs_rq) apart); a group with a channel outside the 32-bit form
+ * (tflm numerics, shift above -2) goes through the scalar tgrs_rq_s8, and so do the last nc % 8 channels.
+ */
+#ifndef TGRS_DWCONV_AVX2_H
+#define TGRS_DWCONV_AVX2_H
+
+#if TGRS_HAVE_AVX2
+
+#include <stddef.h>
+
+#include "requant_avx2.h"
+
+/* (x_t, x_u) of 8 channels as 16 int16 in channel-pair order. */
+static __m256i dw_pair16_avx2(const int8_t *xt, const int8_t *xu)
+{
+    const __m128i a = _mm_loadl_epi64((const __m128i *)(const void *)xt);
+    const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)xu);
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+}
+
+static void dw_taps_s8_avx2(const int8_t *const *xp, int64_t pstep, int32_t ntaps, const int8_t *wk, int32_t oc,
+                            int32_t nc, int two, uint32_t *acc0, uint32_t *acc1)
+{
+    static const int8_t zeros[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const int64_t poff = two ? pstep : 0;
+    const int32_t nv = nc & ~7;
+    int32_t t, c0, cc;
+    for (c0 = 0; c0 < nv; c0 += 8) {
+        __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+        for (t = 0; t < ntaps; t += 2) {
+            const int last = t + 1 >= ntaps;
+            const int8_t *xt = xp[t] + c0;
+            const int8_t *xu = last ? xt : xp[t + 1] + c0;
+            const int8_t *wt = wk + (int64_t)t * oc + c0;
+            const __m256i w = dw_pair16_avx2(wt, last ? zeros : wt + oc);
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(dw_pair16_avx2(xt, xu), w));
+            if (two) {
+                s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(dw_pair16_avx2(xt + poff, xu + poff), w));
+            }
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(acc0 + c0), s0);
+        _mm256_storeu_si256((__m256i *)(void *)(acc1 + c0), s1);
+    }
+    for (cc = nv; cc < nc; ++cc) {
+        acc0[cc] = 0;
+        acc1[cc] = 0;
+    }
+    for (t = 0; t < ntaps && nv < nc; ++t) {
+        const int8_t *x0 = xp[t];
+        const int8_t *x1 = x0 + poff;
+        const int8_t *w = wk + (int64_t)t * oc;
+        for (cc = nv; cc < nc; ++cc) {
+            acc0[cc] += (uint32_t)((int32_t)x0[cc] * (int32_t)w[cc]);
+            acc1[cc] += (uint32_t)((int32_t)x1[cc] * (int32_t)w[cc]);
+        }
+    }
+}
+
+static void dw_out_s8_avx2(int8_t *o, const uint32_t *acc, const int32_t *bias, const tgrs_rq *rq, int32_t nc,
+                           int32_t lo, int32_t hi)
+{
+    const int32_t st = (int32_t)(sizeof(tgrs_rq) / 4);
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(st));
+    int32_t cc = 0, k;
+    for (; cc + 8 <= nc; cc += 8) {
+        const char *r = (const char *)&rq[cc];
+        const __m256i fast =
+            _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, fast)), idx, 4);
+        if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(fast, _mm256_setzero_si256())) == 0) {
+            const __m256i m = _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, mult)), idx, 4);
+            const __m256i n2 = _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, n2)), idx, 4);
+            const __m256i add2 =
+                _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, add2)), idx, 4);
+            const __m256i sub2 =
+                _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, sub2)), idx, 4);
+            const __m256i a = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + cc)),
+                                               _mm256_loadu_si256((const __m256i *)(const void *)(bias + cc)));
+            const __m256i q = tgrs_rq_fast_avx2(a, m, n2, add2, sub2, lo, hi);
+            /* int32 lanes of int8 values: two packs keep them (no saturation) and put the 8 bytes in lanes 0-3, 8-11 */
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q, q), _mm256_setzero_si256());
+            const int32_t b0 = _mm256_extract_epi32(p, 0), b1 = _mm256_extract_epi32(p, 4);
+            memcpy(o + cc, &b0, 4);
+            memcpy(o + cc + 4, &b1, 4);
+        } else {
+            for (k = cc; k < cc + 8; ++k) {
+                o[k] = tgrs_rq_s8(&rq[k], tgrs_wrap_add((int32_t)acc[k], bias[k]), lo, hi);
+            }
+        }
+    }
+    for (; cc < nc; ++cc) {
+        o[cc] = tgrs_rq_s8(&rq[cc], tgrs_wrap_add((int32_t)acc[cc], bias[cc]), lo, hi);
+    }
+}
+
+#endif /* TGRS_HAVE_AVX2 */
+#endif /* TGRS_DWCONV_AVX2_H */

@@ -1,0 +1,135 @@
+"""Every host (x86-64) variant of the multiply-accumulate kernels against the NumPy reference and against each other.
+
+runtime_c/src/kernels/target.h picks the int8 inner loops from the compiler's target; on the host that is the AVX2
+variant when the build has -mavx2 (tigris/host/build.py adds it on a CPU with AVX2) and the plain C99 loops otherwise.
+Each variant is built here from the same sources (plain: -DTGRS_FORCE_PLAIN; generic: the compiler's default target,
+SSE2 vectorization of the plain loops; avx2: -mavx2) and run on random shapes whose edges the vector paths treat
+specially: channel counts and patch lengths that are not multiples of 8 or 16 (and below 16), 1x1 images, odd widths,
+padding, strides, dilation, groups, depth multipliers, big and tiny requantization scales and both numerics.
+int8 outputs must equal the reference bit for bit. Float outputs must be within the kernel tests' tolerance of the
+reference and, since every variant sums each output in the same order with separate multiplies and adds (no FMA, no
+reassociation), equal the plain variant's bit for bit.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from harness import build_kernels  # noqa: E402
+from mac_cases import MacCase  # noqa: E402
+from tigris.host.build import _cpu_has_avx2  # noqa: E402
+from tigris.ops import kind, lower  # noqa: E402
+
+SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SOURCES = ["conv.c", "dwconv.c", "fc.c"]
+VARIANTS = {"plain": ["-DTGRS_FORCE_PLAIN"], "generic": [], "avx2": ["-mavx2"]}
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("host_variants")
+    out = {}
+    for name, flags in VARIANTS.items():
+        if name == "avx2" and not _cpu_has_avx2():
+            continue  # built but not runnable here; the other variants still run
+        out[name] = build_kernels(SOURCES, d / name, extra_flags=flags)
+    return out
+
+
+def test_avx2_variant_runs_where_the_cpu_has_it(libs):
+    if not _cpu_has_avx2():
+        pytest.skip("this CPU has no AVX2: only the plain and generic variants can run")
+    assert "avx2" in libs
+
+
+@st.composite
+def cases(draw, op_type: str, int8: bool | None = None) -> MacCase:
+    int8 = draw(st.booleans()) if int8 is None else int8
+    common = dict(act=draw(st.sampled_from([None, "relu", "relu6"])), bias=draw(st.booleans()), int8=int8,
+                  scale_mode=draw(st.sampled_from(["normal", "normal", "normal", "big", "tiny"])),
+                  seed=draw(st.integers(0, 2**31 - 1)), numerics=draw(st.sampled_from(["onnx", "onnx", "tflm"])))
+    if op_type == "Gemm":
+        return MacCase(op_type="Gemm", n=1, c=draw(st.integers(1, 90)), h=draw(st.integers(1, 5)), w=1,
+                       oc=draw(st.integers(1, 40)), **common).build()
+    pointwise = op_type == "Conv" and draw(st.booleans())
+    kh, kw = (1, 1) if pointwise else (draw(st.integers(1, 5)), draw(st.integers(1, 4)))
+    sh, sw = draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    dh, dw = (1, 1) if pointwise else (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    pads = (0, 0, 0, 0) if pointwise else tuple(draw(st.integers(0, 2)) for _ in range(4))
+    span_h, span_w = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    h = draw(st.integers(max(1, span_h - pads[0] - pads[2]), max(1, span_h - pads[0] - pads[2]) + 7))
+    w = draw(st.integers(max(1, span_w - pads[1] - pads[3]), max(1, span_w - pads[1] - pads[3]) + 7))
+    if op_type == "DepthwiseConv":
+        c = draw(st.integers(1, 70))
+        m = draw(st.sampled_from([1, 1, 1, 1, 2]))
+        oc, group = c * m, c
+    else:
+        group = draw(st.sampled_from([1, 1, 1, 2]))
+        c = group * draw(st.integers(1, 48))
+        oc = group * draw(st.integers(1, 24))
+    return MacCase(op_type=op_type, n=draw(st.sampled_from([1, 1, 2])), c=c, h=h, w=w, oc=oc, group=group,
+                   kernel=(kh, kw), strides=(sh, sw), dils=(dh, dw), pads=pads, **common).build()
+
+
+def _check(libs, case: MacCase):
+    g = case.graph()
+    low = lower(g, g.ops[0])
+    ref = case.out_view()
+    kind(low.kind).reference(low, [case.in_view()], ref)
+    got = {}
+    for name, lib in libs.items():
+        out = case.out_view()
+        assert lib.run(low, [case.in_view()], out) == lib.const["TGRS_OK"], name
+        got[name] = out.data
+        if case.int8:
+            np.testing.assert_array_equal(out.data, ref.data, err_msg=name)
+        else:
+            tol = 1e-5 * max(1.0, float(np.abs(ref.data).max(initial=0.0)))
+            err = float(np.abs(out.data.astype(np.float64) - ref.data.astype(np.float64)).max(initial=0.0))
+            assert err <= tol, f"{name}: max abs error {err} > {tol}"
+    for name, data in got.items():  # float included: the same sums in the same order
+        np.testing.assert_array_equal(data, got["plain"], err_msg=f"{name} differs from plain")
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(case=cases("Conv"))
+def test_conv_variants(libs, case):
+    _check(libs, case)
+
+
+@settings(max_examples=120, **SETTINGS)
+@given(case=cases("DepthwiseConv"))
+def test_dwconv_variants(libs, case):
+    _check(libs, case)
+
+
+@settings(max_examples=80, **SETTINGS)
+@given(case=cases("Gemm"))
+def test_fc_variants(libs, case):
+    _check(libs, case)
+
+
+@pytest.mark.parametrize("op_type,c,h,w,oc,kernel,pads", [
+    ("Conv", 64, 5, 5, 64, (1, 1), (0, 0, 0, 0)),      # pointwise, K a multiple of 16
+    ("Conv", 17, 1, 1, 3, (1, 1), (0, 0, 0, 0)),       # K = 17: one chunk and a 1-value masked tail, 1x1 image
+    ("Conv", 3, 9, 7, 8, (3, 3), (1, 1, 1, 1)),        # K = 27, padded
+    ("Conv", 1, 13, 7, 9, (10, 4), (4, 1, 5, 2)),      # K = 40 (the KWS first layer), odd channel count
+    ("Conv", 8, 4, 3, 5, (1, 1), (0, 0, 0, 0)),        # K = 8 < 16
+    ("DepthwiseConv", 64, 6, 5, 64, (3, 3), (1, 1, 1, 1)),
+    ("DepthwiseConv", 8, 7, 9, 8, (3, 3), (1, 1, 1, 1)),
+    ("DepthwiseConv", 29, 5, 5, 29, (5, 5), (2, 2, 2, 2)),  # 25 taps: an odd last tap; 16 + 8 + 5 channels
+    ("DepthwiseConv", 7, 1, 1, 7, (3, 3), (1, 1, 1, 1)),
+])
+@pytest.mark.parametrize("int8", [True, False])
+def test_edge_shapes(libs, op_type, c, h, w, oc, kernel, pads, int8):
+    group = c if op_type == "DepthwiseConv" else 1
+    for seed, mode, nm in ((1, "normal", "onnx"), (2, "big", "onnx"), (3, "tiny", "tflm")):
+        _check(libs, MacCase(op_type, 1, c, h, w, oc, group=group, kernel=kernel, pads=pads, act="relu", int8=int8,
+                             scale_mode=mode, seed=seed, numerics=nm).build())
