@@ -65,7 +65,7 @@ def test_unscaled_axis_is_the_identity_in_every_mode(lib):
 
 
 def _need(low):
-    pairs = low.consts["RIDX"].reshape(-1, 2)
+    pairs = low.consts["RIDX"].reshape(-1, low.params["KR"])
 
     def need(r0, r1):
         rows = pairs[r0:r1]
@@ -160,10 +160,10 @@ def general_case(draw):
 
 
 def _gen_graph(cs, xt, yt):
-    from tigris.ops.resize import axis_tables
+    from tigris.ops.resize import axis_tables, row_span
     rows, _ = axis_tables(cs["shape"][2], cs["out"][2], cs["scales"][2], cs["mode"], cs["ctm"], cs["nm"],
                           cs["by_sizes"])
-    attrs = dict(_attrs(cs), by_sizes=cs["by_sizes"], row_src=[int(v) for v in rows])
+    attrs = dict(_attrs(cs), by_sizes=cs["by_sizes"], row_src=row_span(rows))
     return graph1("Resize", [xt], [yt], attrs)
 
 
@@ -237,3 +237,79 @@ def test_general_int8_nearest_resize(lib, cs, seed, s_in, ratio, zi, zo):
         m = qdq_model(node, [("x", cs["shape"], s_in, zi)], ("y", cs["out"], s_out, zo), inits, opset=13)
         want = ort_run(m, {"x": x})[0]
     assert max_lsb(to_logical(g, "y", ref), want) <= 1
+
+
+# --- cubic, antialiased and tf_crop_and_resize resizes: many taps per output coordinate (pass 12 rule 3) ---
+
+@st.composite
+def tap_case(draw):
+    mode = draw(st.sampled_from(["linear", "cubic", "nearest"]))
+    ctm = draw(st.sampled_from(["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+                                "half_pixel_symmetric", "tf_crop_and_resize"]))
+    anti = mode != "nearest" and ctm != "tf_crop_and_resize" and draw(st.booleans())
+    c, h, w = draw(st.integers(1, 3)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    oh, ow = draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    roi = [0.0, 0.0, draw(st.sampled_from([0.0, 0.2, 0.4])), draw(st.sampled_from([0.0, 0.3, -0.2])),
+           1.0, 1.0, draw(st.sampled_from([1.0, 0.7, 1.3])), draw(st.sampled_from([1.0, 0.6, 0.9]))]
+    roi = [float(np.float32(v)) for v in roi]  # as the float32 operand states them
+    return dict(mode=mode, ctm=ctm, nm=draw(st.sampled_from(NMODES)), shape=(1, c, h, w), out=(1, c, oh, ow),
+                scales=[1.0, 1.0, oh / h, ow / w], by_sizes=True, a=draw(st.sampled_from([-0.75, -0.5])),
+                # exclude_outside only weighs interpolation taps (the ONNX reference's nearest divides by zero with it)
+                excl=draw(st.sampled_from([0, 1])) if mode != "nearest" else 0, anti=int(anti), roi=roi if ctm == "tf_crop_and_resize" else None,
+                ex=draw(st.sampled_from([0.0, 10.0])))
+
+
+def _tap_graph(cs, xt, yt):
+    from tigris.ops.resize import axis_tables, row_span
+    roi = (0.0, 1.0) if cs["roi"] is None else (cs["roi"][2], cs["roi"][6])
+    rows, _ = axis_tables(cs["shape"][2], cs["out"][2], cs["scales"][2], cs["mode"], cs["ctm"], cs["nm"], True,
+                          cs["a"], bool(cs["excl"]), bool(cs["anti"]), roi)
+    attrs = dict(_attrs(cs), by_sizes=True, row_src=row_span(rows), cubic_coeff_a=cs["a"], exclude_outside=cs["excl"],
+                 antialias=cs["anti"], extrapolation_value=cs["ex"])
+    if cs["roi"] is not None:
+        attrs["roi_hw"] = cs["roi"]
+    return graph1("Resize", [xt], [yt], attrs)
+
+
+def _tap_onnx(cs):
+    roi = "roi" if cs["roi"] is not None else ""
+    inits = [numpy_helper.from_array(np.array(cs["out"], np.int64), "sizes")]
+    if roi:
+        inits.append(numpy_helper.from_array(np.array(cs["roi"], np.float32), "roi"))
+    node = lambda i, o: [helper.make_node(  # noqa: E731
+        "Resize", [i[0], roi, "", "sizes"], [o], mode=cs["mode"], coordinate_transformation_mode=cs["ctm"],
+        nearest_mode=cs["nm"], cubic_coeff_a=cs["a"], exclude_outside=cs["excl"], antialias=cs["anti"],
+        extrapolation_value=cs["ex"])]
+    return node, inits
+
+
+@settings(database=None, max_examples=150, deadline=None)
+@given(cs=tap_case(), seed=st.integers(0, 2**16))
+def test_tap_float_resize_matches_the_onnx_reference(lib, cs, seed):
+    from onnx.reference import ReferenceEvaluator
+    rng = np.random.default_rng(seed)
+    g = _tap_graph(cs, T("x", cs["shape"]), T("y", cs["out"]))
+    low = lower(g, g.ops[0])
+    x = rng.standard_normal(cs["shape"]).astype(np.float32)
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    node, inits = _tap_onnx(cs)
+    m = onnx_model(node(["x"], "y"), [vinfo("x", cs["shape"])], [vinfo("y", cs["out"])], inits, opset=18)
+    want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    assert_float_close(to_logical(g, "y", ref), want)
+    if cs["mode"] == "cubic" and not cs["anti"] and cs["ctm"] != "tf_crop_and_resize":
+        assert_float_close(to_logical(g, "y", ref), ort_run(m, {"x": x})[0])
+    assert_float_close(run_op(c_runner(lib), g, low, phys), ref, 0.0)
+    H = cs["out"][2]
+    assert_float_close(run_op(c_runner(lib), g, low, phys, split_rows(H, [1, H // 2 + 1]), _kind_need(g)), ref, 0.0)
+
+
+def test_cubic_short_band_is_a_tile_error(lib):
+    cs = dict(mode="cubic", ctm="half_pixel", nm="floor", shape=(1, 1, 8, 3), out=(1, 1, 16, 6),
+              scales=[1.0, 1.0, 2.0, 2.0], by_sizes=True, a=-0.75, excl=0, anti=0, roi=None, ex=0.0)
+    g = _tap_graph(cs, T("x", cs["shape"]), T("y", cs["out"]))
+    low = lower(g, g.ops[0])
+    phys = phys_inputs(g, low, {"x": np.ones(cs["shape"], np.float32)})
+    with pytest.raises(RuntimeError, match=status_error("ERR_TILE")):
+        # output rows 8..9 (sources 3.75, 4.25) read rows 2..6: a band of rows 3..6 misses row 2
+        run_op(c_runner(lib), g, low, phys, [(8, 10)], lambda r0, r1: [(3, 7)])

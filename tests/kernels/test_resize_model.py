@@ -28,7 +28,7 @@ def resize_model(hw: int, out: int, c: int, mode: str, shape_chain: bool) -> onn
                   n("Concat", ["nc", "hw"], ["sizes"], axis=0)]
     sizes = "sizes" if shape_chain else "sizes_c"
     nodes += [n("Resize", ["a", "", "", sizes], ["r"], mode=mode, nearest_mode="round_prefer_floor",
-                coordinate_transformation_mode="half_pixel" if mode == "linear" else "asymmetric"),
+                coordinate_transformation_mode="asymmetric" if mode == "nearest" else "half_pixel"),
               n("Sigmoid", ["r"], ["y"])]
     g = helper.make_graph(nodes, "resize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, out, out])],
@@ -38,7 +38,7 @@ def resize_model(hw: int, out: int, c: int, mode: str, shape_chain: bool) -> onn
     return m
 
 
-@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
 @pytest.mark.parametrize("hw,out,c,budget,tiled", [(3, 5, 4, "64K", False), (12, 20, 16, "20K", True)])
 def test_float_sizes_resize_verifies(tmp_path, mode, hw, out, c, budget, tiled):
     p = tmp_path / "m.onnx"
@@ -49,11 +49,13 @@ def test_float_sizes_resize_verifies(tmp_path, mode, hw, out, c, budget, tiled):
         assert res["plan"]["tiling"]["tiles"] > 0
 
 
+@pytest.mark.parametrize("mode", ["nearest", "cubic"])
 @pytest.mark.parametrize("hw,out,c,budget,tiled", [(3, 5, 4, "64K", False), (12, 20, 16, "6K", True)])
-def test_int8_qdq_sizes_resize_verifies(tmp_path, hw, out, c, budget, tiled):
+def test_int8_qdq_sizes_resize_verifies(tmp_path, hw, out, c, budget, tiled, mode):
+    # a cubic int8 resize runs in float between a dequantize and a quantize, as the QDQ model states it
     calib = np.random.default_rng(2).standard_normal((1, c, hw, hw)).astype(np.float32) * 2
     p = tmp_path / "m.onnx"
-    onnx.save(hand_qdq(resize_model(hw, out, c, "nearest", shape_chain=False), calib), p)
+    onnx.save(hand_qdq(resize_model(hw, out, c, mode, shape_chain=False), calib), p)
     res = api.verify(p, fast=api.parse_size(budget), samples=3, seed=1)
     assert res["pass"], res["outputs"]
     if tiled:

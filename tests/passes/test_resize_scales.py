@@ -39,11 +39,39 @@ def test_sizes_resize_keeps_float_ratios_and_row_map():
     assert_same_as_ort(m, g, tol=0.0)
 
 
-def test_declined_cubic():
-    m = model([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="cubic", name="rs")], [("x", F, [1, 2, 4, 4])],
+def test_cubic_to_attributes_with_row_map():
+    m = model([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="cubic", name="rs", cubic_coeff_a=-0.5,
+                                exclude_outside=1)], [("x", F, [1, 2, 4, 4])],
               [("y", F, None)], {"sc": np.float32([1, 1, 2, 2])}, opset=13)
     r = run_pass(load(m), "resize_scales")
-    assert r.rewritten == 0 and r.declined[0].node == "rs" and "cubic" in r.declined[0].reason
+    op = r.graph.ops[0]
+    assert r.rewritten == 1 and op.attrs["mode"] == "cubic" and op.attrs["cubic_coeff_a"] == -0.5
+    assert op.attrs["exclude_outside"] == 1 and len(op.attrs["row_src"]) == 16
+    # output row 0 (source -0.25) reads rows -2..1 clamped to 0..1
+    assert op.attrs["row_src"][:2] == [0, 1]
+    g = run_pass(r.graph, "strip_operands").graph
+    assert_same_as_ort(m, g, tol=1e-5)
+
+
+def test_tf_crop_and_resize_roi_becomes_an_attribute():
+    m = model([helper.make_node("Resize", ["x", "roi", "", "sz"], ["y"], mode="linear", name="rs",
+                                coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=10.0,
+                                axes=[3, 2])], [("x", F, [1, 1, 4, 4])], [("y", F, None)],
+              {"roi": np.float32([0.4, 0.6, 1.2, 0.8]), "sz": np.array([3, 3], np.int64)}, opset=18)
+    r = run_pass(load(m), "resize_scales")
+    op = r.graph.ops[0]
+    assert r.rewritten == 1 and op.attrs["roi_hw"] == [0, 0, np.float32(0.6), np.float32(0.4), 1, 1,
+                                                       np.float32(0.8), np.float32(1.2)]
+    assert op.attrs["extrapolation_value"] == 10.0
+
+
+def test_declined_crop_of_channels():
+    m = model([helper.make_node("Resize", ["x", "roi", "", "sz"], ["y"], mode="linear", name="rs",
+                                coordinate_transformation_mode="tf_crop_and_resize")], [("x", F, [1, 3, 4, 4])],
+              [("y", F, None)], {"roi": np.float32([0, 0.2, 0, 0, 1, 0.9, 1, 1]),
+                                 "sz": np.array([1, 3, 3, 3], np.int64)}, opset=13)
+    r = run_pass(load(m), "resize_scales")
+    assert r.rewritten == 0 and r.declined[0].node == "rs" and "crops axis 1" in r.declined[0].reason
 
 
 def test_reference_executor_agrees_with_ort():

@@ -62,14 +62,17 @@ def test_one_d_pools_run_on_the_c_runtime(tmp_path):
 
 
 
-def test_resize_mode_without_kernel_reported_unsupported():
-    """A cubic Resize has no kernel (float or int8): an unsupported node, exit 2, rather than a lowering error after
-    the report. (An int8 linear Resize runs as a float island: tests/passes/test_float_tail.py.)"""
-    nodes = [helper.make_node("Resize", ["x", "", "sc"], ["y"], name="up", mode="cubic")]
-    m = model(nodes, [("x", F, [1, 2, 4, 4])], [("y", F, [1, 2, 8, 8])], {"sc": np.float32([1, 1, 2, 2])})
+def test_resize_without_kernel_reported_unsupported():
+    """A tf_crop_and_resize that crops the channels has no kernel (float or int8): an unsupported node, exit 2,
+    rather than a lowering error after the report. (An int8 linear Resize runs as a float island:
+    tests/passes/test_float_tail.py.)"""
+    nodes = [helper.make_node("Resize", ["x", "roi", "", "sz"], ["y"], name="up", mode="linear",
+                              coordinate_transformation_mode="tf_crop_and_resize")]
+    m = model(nodes, [("x", F, [1, 4, 4, 4])], [("y", F, [1, 2, 8, 8])],
+              {"roi": np.float32([0, 0, 0, 0, 1, 0.5, 1, 1]), "sz": np.array([1, 2, 8, 8], np.int64)})
     g, _ = normalize(load(m), check=True)
     bad = {b["node"]: b["reason"] for b in unsupported_nodes(g)}
-    assert "up" in bad
+    assert "up" in bad and "crops the batch or channel axis" in bad["up"], bad
     with pytest.raises(UnsupportedModelError) as e:
         check_supported(g)
     assert e.value.exit_code == 2

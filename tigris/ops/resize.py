@@ -1,15 +1,20 @@
-"""Resize along the spatial view axes (rows and columns): nearest (float32, int8) and linear (float32), band-aware.
+"""Resize along the spatial view axes (rows and columns): every ONNX mode and coordinate transformation, band-aware.
 
-Every output coordinate's source is computed once here, in float64 from the ONNX formulas, and stored as tables:
-``RIDX``/``CIDX`` hold ``(i0, i1)`` pairs per output row/column (int32); for linear mode ``RW``/``CW`` hold the weight
-``w`` of ``i1`` (float32). So every ``coordinate_transformation_mode`` and ``nearest_mode`` is the same kernel:
+Every output coordinate's source taps are computed once here, in float64 from the ONNX formulas, and stored as
+tables: ``RIDX``/``CIDX`` hold ``KR``/``KC`` input indices per output row/column (int32), ``RW``/``CW`` the weight of
+each tap (float32, interpolating modes only). So every ``mode``, ``coordinate_transformation_mode``,
+``nearest_mode``, ``cubic_coeff_a``, ``exclude_outside`` and ``antialias`` is the same kernel:
 
-* nearest: ``y[h, w] = x[RIDX[2h], CIDX[2w]]``; int8 requantizes ``zo + requant(q - zi, MULT, SHIFT)`` rounded halves
-  to even (the identity copy when the encodings agree);
-* linear (float32 only): ``top = x[r0,c0] + (x[r0,c1] - x[r0,c0]) * wc``, ``bot`` likewise on row ``r1``,
-  ``y = top + (bot - top) * wr``.
+* nearest (``MODE`` 0, one tap): ``y[h, w] = x[RIDX[h], CIDX[w]]``; int8 requantizes
+  ``zo + requant(q - zi, MULT, SHIFT)`` rounded halves to even (the identity copy when the encodings agree);
+* interpolating (``MODE`` 1, float32): ``y = sum_i RW[h,i] * (sum_j CW[w,j] * x[RIDX[h,i], CIDX[w,j]])``, each
+  sum accumulated in float32 from 0 in tap order. Linear has two taps, cubic four, an antialiased downscale by
+  ``s`` about ``2/s`` (linear) or ``4/s`` (cubic). Taps that fall outside the input read the edge (ONNX's edge
+  padding); with ``exclude_outside`` their weight is 0 and the rest renormalized.
 
-Scales must be 1 on the batch and channel axes.
+``tf_crop_and_resize``: an output row or column whose source lies outside the input is ``EXTRAP`` (float bits);
+its first tap index is -1. Scales must be 1 on the batch and channel axes. An int8 interpolating or cropping
+resize runs as float between a dequantize and a quantize (pass float_tail), exactly as a QDQ model states it.
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
 from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes, requantize_even
-from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
 from tigris.ops.qmath import quantize_multiplier
 
 
@@ -30,14 +35,16 @@ def _s(v) -> str:
 
 
 CTMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
-        "tf_half_pixel_for_nn")
+        "tf_half_pixel_for_nn", "tf_crop_and_resize")
+MODES = ("nearest", "linear", "cubic")
 
 
-def source_coord(o: int, scale: float, n_in: int, n_out: int, ctm: str, length: float | None = None) -> float:
+def source_coord(o: int, scale: float, n_in: int, n_out: int, ctm: str, length: float | None = None,
+                 roi: tuple[float, float] = (0.0, 1.0)) -> float:
     """ONNX Resize's x_original for output coordinate ``o``; ``length`` is ONNX's length_resized, ``n_in * scale``
     (not floored) for a stated scale, ``n_out`` (the default) for stated sizes. Where the two differ (a stated scale
     whose product with the input length is fractional) this follows the ONNX specification and its reference; ONNX
-    Runtime uses ``n_out`` there."""
+    Runtime uses ``n_out`` there. ``roi`` is the axis' (start, end) of tf_crop_and_resize."""
     length = n_out if length is None else length
     if ctm == "half_pixel_symmetric":
         adj = n_out / (scale * n_in)
@@ -52,6 +59,14 @@ def source_coord(o: int, scale: float, n_in: int, n_out: int, ctm: str, length: 
         return o / scale
     if ctm == "tf_half_pixel_for_nn":
         return (o + 0.5) / scale
+    if ctm == "tf_crop_and_resize":
+        # the roi is a float32 operand: its difference and its start times the input extent are float32 values
+        # (as the ONNX reference computes them), the rest float64; a source at the very edge depends on it
+        r0, r1 = np.float32(roi[0]), np.float32(roi[1])
+        d, off = np.float32(r1 - r0), float(np.float32(r0 * np.float32(n_in - 1)))
+        if length == 1:
+            return float(np.float32(d * np.float32(n_in - 1)) / np.float32(2)) + off
+        return o * float(d) * (n_in - 1) / (length - 1) + off
     raise TigrisError(f"Resize coordinate_transformation_mode {ctm!r} is not supported")
 
 
@@ -68,28 +83,102 @@ def nearest_index(x: float, mode: str) -> int:
     raise TigrisError(f"Resize nearest_mode {mode!r} is not supported")
 
 
-def axis_tables(n_in: int, n_out: int, scale: float, mode: str, ctm: str, nearest_mode: str, by_sizes: bool = True):
-    """(pairs int32 [2*n_out], weights float32 [n_out]) of one axis; ``by_sizes`` says the output length was stated
-    (ONNX's length_resized is then ``n_out``, else ``n_in * scale``)."""
+def _cubic_w(d: float, a: float) -> float:
+    """The cubic convolution kernel at distance ``d`` (Keys, parameter ``a``)."""
+    d = abs(d)
+    if d <= 1:
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+    if d < 2:
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return 0.0
+
+
+def _taps(ratio: float, scale: float, mode: str, a: float, antialias: bool) -> tuple[list[int], list[float]]:
+    """(offsets from floor(x), weights) of one output coordinate whose fraction is ``ratio`` in (0, 1] (ONNX takes
+    1, not 0, at an integer source so the left neighbour is preferred)."""
+    s = min(scale, 1.0) if antialias else 1.0
+    if mode == "linear":
+        start = int(math.floor(-1 / s) + 1)
+        offs = list(range(start, 2 - start))
+        w = [max(0.0, 1 - abs((i - ratio) * s)) for i in offs]
+    else:
+        start = int(math.floor(-2 / s) + 1)
+        offs = list(range(start, 2 - start))
+        w = [_cubic_w((i - ratio) * s, a) for i in offs]
+    if antialias:
+        tot = sum(w)
+        w = [v / tot for v in w]
+    return offs, w
+
+
+def axis_tables(n_in: int, n_out: int, scale: float, mode: str, ctm: str, nearest_mode: str, by_sizes: bool = True,
+                cubic_a: float = -0.75, exclude_outside: bool = False, antialias: bool = False,
+                roi: tuple[float, float] = (0.0, 1.0)) -> tuple[np.ndarray, np.ndarray]:
+    """(indices int32 [n_out, K], weights float32 [n_out, K]) of one axis; ``by_sizes`` says the output length was
+    stated (ONNX's length_resized is then ``n_out``, else ``n_in * scale``). Nearest has K = 1 and weights 1. A
+    tf_crop_and_resize coordinate outside the input has index -1 in its first tap (weights 0)."""
     length = n_out if by_sizes else n_in * scale
-    idx = np.zeros(2 * n_out, dtype=np.int32)
-    wts = np.zeros(n_out, dtype=np.float32)
-    if n_in == n_out and scale == 1.0:
+    if n_in == n_out and scale == 1.0 and ctm != "tf_crop_and_resize":
         # An unscaled axis is the identity (ONNX Runtime's behaviour; tf_half_pixel_for_nn would otherwise shift it).
-        idx[0::2] = idx[1::2] = np.arange(n_out, dtype=np.int32)
-        return idx, wts
+        return np.arange(n_out, dtype=np.int32).reshape(n_out, 1), np.ones((n_out, 1), dtype=np.float32)
+    rows_i: list[list[int]] = []
+    rows_w: list[list[float]] = []
     for o in range(n_out):
-        x = source_coord(o, scale, n_in, n_out, ctm, length)
+        x = source_coord(o, scale, n_in, n_out, ctm, length, roi)
+        if ctm == "tf_crop_and_resize" and (x < 0 or x > n_in - 1):
+            rows_i.append([-1])
+            rows_w.append([0.0])
+            continue
         if mode == "nearest":
-            i = min(max(nearest_index(x, nearest_mode), 0), n_in - 1)
-            idx[2 * o] = idx[2 * o + 1] = i
-        else:
-            x = min(max(x, 0.0), n_in - 1)
-            i0 = int(math.floor(x))
-            i1 = min(i0 + 1, n_in - 1)
-            idx[2 * o], idx[2 * o + 1] = i0, i1
-            wts[o] = x - i0
+            rows_i.append([min(max(nearest_index(x, nearest_mode), 0), n_in - 1)])
+            rows_w.append([1.0])
+            continue
+        f = math.floor(x)
+        ratio = 1.0 if x == f else x - f
+        base = int(x - ratio)
+        offs, w = _taps(ratio, scale, mode, cubic_a, antialias)
+        pos = [base + i for i in offs]
+        if exclude_outside:
+            w = [0.0 if (p < 0 or p >= n_in) else v for p, v in zip(pos, w)]
+            tot = sum(w)
+            w = [v / tot for v in w] if tot != 0 else w
+        rows_i.append([min(max(p, 0), n_in - 1) for p in pos])
+        rows_w.append(w)
+    k = max(len(r) for r in rows_i)
+    idx = np.zeros((n_out, k), dtype=np.int32)
+    wts = np.zeros((n_out, k), dtype=np.float32)
+    for o, (ri, rw) in enumerate(zip(rows_i, rows_w)):
+        idx[o, :len(ri)] = ri
+        idx[o, len(ri):] = ri[-1] if ri[0] >= 0 else 0
+        if ri[0] < 0:
+            idx[o, :] = 0
+            idx[o, 0] = -1
+        wts[o, :len(rw)] = rw
     return idx, wts
+
+
+def row_span(idx: np.ndarray) -> list[int]:
+    """The row map: per output row the (lowest, highest) input row its taps read, flattened. An extrapolated row
+    reads none; it borrows its nearest reading neighbour's span so a band's span stays tight."""
+    spans: list[tuple[int, int] | None] = [None if r[0] < 0 else (int(r.min()), int(r.max())) for r in idx]
+    valid = [i for i, s in enumerate(spans) if s is not None]
+    out: list[int] = []
+    for i, s in enumerate(spans):
+        if s is None:
+            s = spans[min(valid, key=lambda j: abs(j - i))] if valid else (0, 0)
+        out += [s[0], s[1]]
+    return out
+
+
+def resize_params(op: Op) -> dict:
+    """The table-building attributes of a normalized Resize (pass 12 made them explicit)."""
+    a = op.attrs
+    roi = a.get("roi_hw")
+    return dict(mode=_s(a.get("mode", "nearest")), ctm=_s(a.get("coordinate_transformation_mode", "half_pixel")),
+                nearest_mode=_s(a.get("nearest_mode", "round_prefer_floor")),
+                cubic_a=float(a.get("cubic_coeff_a", -0.75)), exclude_outside=bool(int(a.get("exclude_outside", 0))),
+                antialias=bool(int(a.get("antialias", 0))), by_sizes=bool(a.get("by_sizes", True)),
+                roi=None if roi is None else [float(v) for v in roi])
 
 
 class Resize(OpKind):
@@ -106,25 +195,23 @@ class Resize(OpKind):
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         # a declined resize names what pass 12 declined, not the operands it therefore left in place
         mode = _s(op.attrs.get("mode", "nearest"))
-        ctm = _s(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
-        if mode not in ("nearest", "linear", "bilinear"):
-            return f"Resize mode {mode!r} (nearest and linear are supported)"
-        if ctm == "tf_crop_and_resize":
-            return "Resize coordinate_transformation_mode 'tf_crop_and_resize'"
-        if mode != "nearest" and int(op.attrs.get("antialias", 0)) and "_extracted" not in op.attrs:
-            return "antialiased Resize"
+        if mode not in MODES and mode != "bilinear":
+            return f"Resize mode {mode!r} (nearest, linear and cubic are supported)"
+        if "_extracted" not in op.attrs and \
+                _s(op.attrs.get("coordinate_transformation_mode", "")) == "tf_crop_and_resize":
+            return "Resize tf_crop_and_resize whose roi is not constant or crops the batch or channel axis"
         why = super().check_operands(graph, op)
         if why is None and "scales" not in op.attrs:
-            why = "scales were not extracted (non-integer resize)"
+            why = "scales were not extracted"
         return why
 
     def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
         mode = _s(op.attrs.get("mode", "nearest"))
-        if mode not in ("nearest", "linear"):
-            return f"Resize mode {mode!r} (nearest and linear are supported)"
-        if int8 and mode != "nearest":
-            return f"int8 Resize in {mode} mode (the int8 kernel is nearest only; float linear is supported)"
+        if mode not in MODES:
+            return f"Resize mode {mode!r} (nearest, linear and cubic are supported)"
         ctm = _s(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
+        if int8 and (mode != "nearest" or ctm == "tf_crop_and_resize"):
+            return f"int8 Resize in {mode} mode / {ctm} (runs in float between DequantizeLinear and QuantizeLinear)"
         if ctm not in CTMS:
             return f"Resize coordinate_transformation_mode {ctm!r}"
         return None
@@ -137,16 +224,15 @@ class Resize(OpKind):
         # one extra row each side covers every coordinate-transformation mode (spatial rule 5)
         f = max(1, int(op.attrs.get("scales", [1, 1, 1, 1])[2]))
         return a // f - 1, -(-b // f) + 1
-    PARAMS = ("MODE", "MULT", "SHIFT")
+    PARAMS = ("MODE", "MULT", "SHIFT", "KR", "KC", "EXTRAP")
     CONSTS = ("RIDX", "CIDX", "RW", "CW")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         a = op.attrs
-        mode = _s(a.get("mode", "nearest"))
-        ctm = _s(a.get("coordinate_transformation_mode", "half_pixel"))
-        nmode = _s(a.get("nearest_mode", "round_prefer_floor"))
-        if mode not in ("nearest", "linear"):
+        rp = resize_params(op)
+        mode = rp["mode"]
+        if mode not in MODES:
             raise TigrisError(f"Resize mode {mode!r} is not supported", op.name)
         r = len(x.shape)
         scales = [float(s) for s in a.get("scales", [])] or [y.shape[i] / x.shape[i] for i in range(r)]
@@ -157,48 +243,67 @@ class Resize(OpKind):
             if xd[j] != yd[j] or (la is not None and scales[la] != 1.0):
                 raise TigrisError("Resize may only scale the spatial axes", op.name)
         int8 = dtype_kind(graph, op) == "int8"
-        if int8 and mode != "nearest":
-            raise TigrisError("int8 Resize supports nearest mode only", op.name)
+        if int8 and (mode != "nearest" or rp["ctm"] == "tf_crop_and_resize"):
+            raise TigrisError("int8 Resize runs nearest mode only (interpolation runs in float)", op.name)
         consts = {}
+        ks = {}
         for j, key in ((1, "R"), (2, "C")):
             la = m[j]
             s = 1.0 if la is None else scales[la]
-            idx, wts = axis_tables(xd[j], yd[j], s, mode, ctm, nmode, bool(a.get("by_sizes", True)))
-            consts[f"{key}IDX"] = idx
-            if mode == "linear":
-                consts[f"{key}W"] = wts
-        params = {"MODE": int(mode == "linear")}
+            roi = (0.0, 1.0)
+            if rp["roi"] is not None and la is not None:
+                roi = (rp["roi"][la], rp["roi"][r + la])
+            idx, wts = axis_tables(xd[j], yd[j], s, mode, rp["ctm"], rp["nearest_mode"], rp["by_sizes"],
+                                   rp["cubic_a"], rp["exclude_outside"], rp["antialias"], roi)
+            ks[key] = idx.shape[1]
+            consts[f"{key}IDX"] = idx.reshape(-1)
+            if mode != "nearest":
+                consts[f"{key}W"] = wts.reshape(-1)
+        params = {"MODE": int(mode != "nearest"), "KR": ks["R"], "KC": ks["C"],
+                  "EXTRAP": f32_bits(float(a.get("extrapolation_value", 0.0)))}
         if int8:
             si, _ = per_tensor(x, "Resize input")
             so, _ = per_tensor(y, "Resize output")
             params["MULT"], params["SHIFT"] = quantize_multiplier(si / so, op.name)
         return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, consts=consts,
-                       macs=y.numel * (4 if mode == "linear" else 1))
+                       macs=y.numel * ks["R"] * ks["C"] * (1 if mode == "nearest" else 2))
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         x = inputs[0]
-        ridx = low.consts["RIDX"].reshape(-1, 2)[out.row0:out.row0 + out.rows]
-        cidx = low.consts["CIDX"].reshape(-1, 2)
-        if ridx.size and (ridx.min() < x.row0 or ridx.max() >= x.row0 + x.rows):
+        p = low.params
+        kr, kc = p["KR"], p["KC"]
+        ridx = low.consts["RIDX"].reshape(-1, kr)[out.row0:out.row0 + out.rows]
+        cidx = low.consts["CIDX"].reshape(-1, kc)
+        rout = ridx[:, 0] < 0
+        cout = cidx[:, 0] < 0
+        rv = ridx[~rout]
+        if rv.size and (rv.min() < x.row0 or rv.max() >= x.row0 + x.rows):
             raise TileError("Resize input band misses rows")
-        rl = ridx - x.row0
-        if low.params["MODE"] == 0:
-            v = x.data[:, rl[:, 0]][:, :, cidx[:, 0]]
+        rl = np.where(rout[:, None], x.row0, ridx) - x.row0
+        cl = np.where(cout[:, None], 0, cidx)
+        if p["MODE"] == 0:
+            v = x.data[:, rl[:, 0]][:, :, cl[:, 0]]
             if out.dtype == "float32":
+                v = v.astype(np.float32).copy()
+                ex = np.float32(bits_f32(p["EXTRAP"]))
+                v[:, rout] = ex
+                v[:, :, cout] = ex
                 out.data[...] = v
             else:
-                q = requantize_even(v.astype(np.int64) - x.zero_point, low.params["MULT"], low.params["SHIFT"])
+                q = requantize_even(v.astype(np.int64) - x.zero_point, p["MULT"], p["SHIFT"])
                 out.data[...] = np.clip(q + out.zero_point, -128, 127).astype(out.data.dtype)
             return
-        wr = low.consts["RW"][out.row0:out.row0 + out.rows].astype(np.float32)[None, :, None, None]
-        wc = low.consts["CW"].astype(np.float32)[None, None, :, None]
+        wr = low.consts["RW"].reshape(-1, kr)[out.row0:out.row0 + out.rows].astype(np.float32)
+        wc = low.consts["CW"].reshape(-1, kc).astype(np.float32)
         d = x.data.astype(np.float32)
-
-        def at(rows, cols):
-            return d[:, rows][:, :, cols]
-
-        top = at(rl[:, 0], cidx[:, 0])
-        top = top + (at(rl[:, 0], cidx[:, 1]) - top) * wc
-        bot = at(rl[:, 1], cidx[:, 0])
-        bot = bot + (at(rl[:, 1], cidx[:, 1]) - bot) * wc
-        out.data[...] = (top + (bot - top) * wr).astype(np.float32)
+        acc = np.zeros(out.data.shape, dtype=np.float32)
+        for i in range(kr):
+            rows = d[:, rl[:, i]]
+            racc = np.zeros(out.data.shape, dtype=np.float32)
+            for j in range(kc):
+                racc = racc + wc[None, None, :, j, None] * rows[:, :, cl[:, j]]
+            acc = acc + wr[None, :, i, None, None] * racc
+        ex = np.float32(bits_f32(p["EXTRAP"]))
+        acc[:, rout] = ex
+        acc[:, :, cout] = ex
+        out.data[...] = acc

@@ -15,10 +15,10 @@ Rules:
 2b. A tail op's quantized constants (int8 weights, int32 bias: QDQ fold gave them their QuantParam expecting an int8
    op) become float32 constants of their real values, since the op now runs on the float kernels.
 
-3. Float island: an int8 op whose attributes have no int8 kernel, a ``Resize`` in ``linear`` mode (U-Net
-   bilinear up-sampling that ORT quantizes), runs in float between a new ``DequantizeLinear`` and a new
-   ``QuantizeLinear`` that restores its int8 output (same tensor, same QuantParam). This is exactly what the QDQ
-   model states (``DQ -> Resize -> Q``); the dequantize, float resize and quantize kernels are bit-exact against
+3. Float island: an int8 op whose attributes have no int8 kernel, a ``Resize`` in ``linear`` or ``cubic`` mode
+   or with ``tf_crop_and_resize`` (U-Net bilinear up-sampling that ORT quantizes), runs in float between a new
+   ``DequantizeLinear`` and a new ``QuantizeLinear`` that restores its int8 output (same tensor, same QuantParam).
+   This is exactly what the QDQ model states (``DQ -> Resize -> Q``); the dequantize, float resize and quantize kernels are bit-exact against
    the reference, so the int8 result stays bit-exact.
 
 4. Mixed op: any other op still reading an int8 activation and writing float, or reading a float activation and
@@ -33,7 +33,7 @@ Rules:
 Why here: after every pass that folds a float op into an int8 one (bias fold, activation fuse) had its chance, so
 only genuinely float ops remain; before the layout pass, which lays out the new float tensor like any other.
 
-Postcondition: no op other than Q/DQ mixes int8 and float activations; no int8 linear Resize.
+Postcondition: no op other than Q/DQ mixes int8 and float activations; no int8 interpolating or cropping Resize.
 """
 from __future__ import annotations
 
@@ -77,7 +77,10 @@ def _needs_float(g: AnalyzedGraph, op: Op) -> bool:
         return False
     mode = op.attrs.get("mode", "nearest")
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
-    return mode == "linear" and _is_int8_act(g, op.inputs[0]) and _is_int8_act(g, op.outputs[0])
+    ctm = op.attrs.get("coordinate_transformation_mode", "half_pixel")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
+    interp = mode != "nearest" or ctm == "tf_crop_and_resize"
+    return interp and _is_int8_act(g, op.inputs[0]) and _is_int8_act(g, op.outputs[0])
 
 
 def _islands(graph: AnalyzedGraph) -> tuple[AnalyzedGraph, int]:

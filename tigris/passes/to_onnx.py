@@ -133,8 +133,11 @@ def _emit(b: _Builder, op: Op) -> None:
     elif t == "Resize":
         rs = ([ins[0], "", "", b.const(np.array(g.tensors[y].shape, dtype=np.int64))] if a.get("by_sizes") else
               [ins[0], "", b.const(np.array(a["scales"], dtype=np.float32))])
-        b.node("Resize", rs, [mid], mode=a["mode"],
-               coordinate_transformation_mode=a["coordinate_transformation_mode"], nearest_mode=a["nearest_mode"])
+        extra = {k: a[k] for k in ("cubic_coeff_a", "exclude_outside", "antialias", "extrapolation_value") if k in a}
+        if a.get("roi_hw") is not None:
+            rs = [rs[0], b.const(np.array(a["roi_hw"], dtype=np.float32))] + rs[2:]
+        b.node("Resize", rs, [mid], mode=a["mode"], coordinate_transformation_mode=a["coordinate_transformation_mode"],
+               nearest_mode=a["nearest_mode"], **extra)
     elif t == "Concat":
         b.node("Concat", ins, [mid], axis=int(a.get("logical_axis", a["axis"])))
     elif t == "Slice":  # the TFLite importer states a slice in attributes; ONNX takes them as inputs
