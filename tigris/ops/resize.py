@@ -184,11 +184,13 @@ def resize_params(op: Op) -> dict:
 class Resize(OpKind):
     name = "resize"
     ir_ops = ("Resize",)
-    ONNX_OPS = {"Resize": "nearest (every nearest_mode) and linear (float32 only); half_pixel, half_pixel_symmetric, "
-                          "pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn; scales or sizes, "
-                          "axes, keep_aspect_ratio_policy",
+    ONNX_OPS = {"Resize": "nearest (every nearest_mode), linear and cubic (cubic_coeff_a, exclude_outside), "
+                          "antialias; half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, "
+                          "asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize (constant roi, extrapolation_value); "
+                          "scales (fractional too) or sizes, axes, keep_aspect_ratio_policy; int8 linear/cubic/crop "
+                          "run in float between DequantizeLinear and QuantizeLinear",
                 "Upsample": "nearest and linear, constant scales"}
-    INT8_EXACTNESS = "bit-exact when the encodings agree, else <= 1 LSB (nearest only)"
+    INT8_EXACTNESS = "bit-exact when the encodings agree (nearest), else <= 1 LSB"
     TILING_DOC = "pointwise with its row map (the input rows each output row reads)"
     TILING = "pointwise"
 
