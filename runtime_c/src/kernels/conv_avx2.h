@@ -11,8 +11,8 @@
  * Two rounds of VPHADDD and one 128-bit fold turn the accumulators into one vector of the eight sums, in the order
  * (pixel 0: ch 0, ch 1; pixel 1: ...), which is then requantized as one vector: the lane-by-lane twin of
  * tgrs_rq_s8_fast (VPMULDQ for the 64-bit products, the borrow of P = p - [p < 0] from a 64-bit compare, variable
- * shifts per lane). Channels outside the 32-bit form (TFLM numerics, shift above -2 or at most -32) take the scalar
- * tgrs_rq_s8. Integer sums are exact in any order (K <= CONV_MAX_PATCH), so every output byte equals the plain path's.
+ * shifts per lane); TFLM numerics take its double rounding on the same eight lanes (tgrs_rq_tflm_avx2). onnx channels
+ * outside the 32-bit form (shift above -2 or at most -32) take the scalar tgrs_rq_s8. Integer sums are exact in any order (K <= CONV_MAX_PATCH), so every output byte equals the plain path's.
  */
 #ifndef TGRS_CONV_AVX2_H
 #define TGRS_CONV_AVX2_H
@@ -135,19 +135,19 @@ static __m256i conv_mk_avx2(int32_t k, const int16_t *const a[CONV_MR], const in
 
 /* The requantization of eight lanes with per-lane (mult, n2 = -1 - shift): requant_avx2.h, with the fields
  * tgrs_rq_make derives for the 32-bit form. Every lane's shift must be in [-31, -2] and the numerics onnx. */
-static __m256i conv_rq_avx2(__m256i acc, __m256i bias, __m256i mult, __m256i n2, int32_t zp, int32_t lo, int32_t hi)
+static __m256i conv_rq_avx2(__m256i x, __m256i mult, __m256i n2, int32_t zp, int32_t lo, int32_t hi)
 {
     const __m256i top = _mm256_set1_epi32((int32_t)0x80000000u);
     const __m256i one = _mm256_set1_epi32(1);
     const __m256i add2 = _mm256_add_epi32(top, _mm256_sllv_epi32(one, _mm256_sub_epi32(n2, one)));
     const __m256i sub2 = _mm256_sub_epi32(_mm256_srlv_epi32(top, n2), _mm256_set1_epi32(zp));
-    return tgrs_rq_fast_avx2(_mm256_add_epi32(acc, bias), mult, n2, add2, sub2, lo, hi);
+    return tgrs_rq_fast_avx2(x, mult, n2, add2, sub2, lo, hi);
 }
 
-/* Whether a channel's requantization takes the 32-bit form with mult used as it is (conv_rq_avx2). */
-static int conv_rq_fast_ok(int32_t shift, int32_t nm)
+/* Whether an onnx-numerics channel's requantization takes the 32-bit form with mult used as it is (conv_rq_avx2). */
+static int conv_rq_fast_ok(int32_t shift)
 {
-    return nm == TGRS_RQ_ONNX && shift <= -2 && shift > -32;
+    return shift <= -2 && shift > -32;
 }
 
 static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
@@ -194,20 +194,30 @@ static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     const int8_t *w0 = wt + ch * cg->k;
                     const __m256i acc = conv_mk_avx2(cg->k, a, w0, w0 + (ncol - 1) * (int64_t)cg->k);
                     int32_t r[8];
-                    if (conv_rq_fast_ok(shift[ch], nm) && conv_rq_fast_ok(shift[c1], nm)) {
-                        const __m256i bv = _mm256_setr_epi32(bias[ch], bias[c1], bias[ch], bias[c1], bias[ch],
-                                                             bias[c1], bias[ch], bias[c1]);
+                    const __m256i bv = _mm256_setr_epi32(bias[ch], bias[c1], bias[ch], bias[c1], bias[ch],
+                                                         bias[c1], bias[ch], bias[c1]);
+                    const __m256i x = _mm256_add_epi32(acc, bv); /* wrapping, like tgrs_wrap_add */
+                    if (nm == TGRS_RQ_TFLM) {
+                        const int32_t s0 = shift[ch], s1 = shift[c1];
+                        const int32_t m0 = s0 <= -32 ? 0 : mult[ch], m1 = s1 <= -32 ? 0 : mult[c1];
+                        const int32_t l0 = s0 > 0 ? s0 : 0, l1 = s1 > 0 ? s1 : 0;
+                        const int32_t r0 = (s0 < 0 && s0 > -32) ? -s0 : 0, r1 = (s1 < 0 && s1 > -32) ? -s1 : 0;
+                        _mm256_storeu_si256((__m256i *)(void *)r, tgrs_rq_tflm_avx2(
+                            x, _mm256_setr_epi32(m0, m1, m0, m1, m0, m1, m0, m1),
+                            _mm256_setr_epi32(l0, l1, l0, l1, l0, l1, l0, l1),
+                            _mm256_setr_epi32(r0, r1, r0, r1, r0, r1, r0, r1), _mm256_set1_epi32(zp_out), lo, hi));
+                    } else if (conv_rq_fast_ok(shift[ch]) && conv_rq_fast_ok(shift[c1])) {
                         const __m256i mv = _mm256_setr_epi32(mult[ch], mult[c1], mult[ch], mult[c1], mult[ch],
                                                              mult[c1], mult[ch], mult[c1]);
                         const int32_t e0 = -1 - shift[ch], e1 = -1 - shift[c1];
                         const __m256i ev = _mm256_setr_epi32(e0, e1, e0, e1, e0, e1, e0, e1);
-                        _mm256_storeu_si256((__m256i *)(void *)r, conv_rq_avx2(acc, bv, mv, ev, zp_out, lo, hi));
-                    } else {
-                        _mm256_storeu_si256((__m256i *)(void *)r, acc);
+                        _mm256_storeu_si256((__m256i *)(void *)r, conv_rq_avx2(x, mv, ev, zp_out, lo, hi));
+                    } else { /* the 64-bit form: a shift above -2 (no real layer has one) */
+                        _mm256_storeu_si256((__m256i *)(void *)r, x);
                         for (j = 0; j < ncol; ++j) {
                             const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
                             for (i = 0; i < nv; ++i) {
-                                r[2 * i + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(r[2 * i + j], bias[ch + j]), lo, hi);
+                                r[2 * i + j] = tgrs_rq_s8(&rq, r[2 * i + j], lo, hi);
                             }
                         }
                     }

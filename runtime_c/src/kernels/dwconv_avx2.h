@@ -10,8 +10,9 @@
  * plain loop's uint32 sums, so the sums are identical.
  *
  * The store requantizes 8 channels per vector (requant_avx2.h): each lane gathers its channel's fields from the
- * block's tgrs_rq array (VPGATHERDD, lanes sizeof(tgrs_rq) apart); a group with a channel outside the 32-bit form
- * (tflm numerics, shift above -2) goes through the scalar tgrs_rq_s8, and so do the last nc % 8 channels.
+ * block's tgrs_rq array (VPGATHERDD, lanes sizeof(tgrs_rq) apart) and takes the 32-bit form or, under tflm numerics,
+ * TFLM's double rounding (requant_avx2.h); a group with an onnx channel outside the 32-bit form (shift above -2)
+ * goes through the scalar tgrs_rq_s8, and so do the last nc % 8 channels.
  */
 #ifndef TGRS_DWCONV_AVX2_H
 #define TGRS_DWCONV_AVX2_H
@@ -76,20 +77,27 @@ static void dw_out_s8_avx2(int8_t *o, const uint32_t *acc, const int32_t *bias, 
     int32_t cc = 0, k;
     for (; cc + 8 <= nc; cc += 8) {
         const char *r = (const char *)&rq[cc];
-        const __m256i fast =
-            _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, fast)), idx, 4);
-        if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(fast, _mm256_setzero_si256())) == 0) {
-            const __m256i m = _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, mult)), idx, 4);
-            const __m256i n2 = _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, n2)), idx, 4);
-            const __m256i add2 =
-                _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, add2)), idx, 4);
-            const __m256i sub2 =
-                _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, sub2)), idx, 4);
-            const __m256i a = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + cc)),
-                                               _mm256_loadu_si256((const __m256i *)(const void *)(bias + cc)));
-            const __m256i q = tgrs_rq_fast_avx2(a, m, n2, add2, sub2, lo, hi);
+#define DW_AVX2_FIELD(f) _mm256_i32gather_epi32((const int *)(const void *)(r + offsetof(tgrs_rq, f)), idx, 4)
+        const __m256i a = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + cc)),
+                                           _mm256_loadu_si256((const __m256i *)(const void *)(bias + cc)));
+        const __m256i fast = DW_AVX2_FIELD(fast), tflm = DW_AVX2_FIELD(tflm);
+        const __m256i z = _mm256_setzero_si256();
+        __m256i q;
+        int vec = 1;
+        if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(fast, z)) == 0) {
+            q = tgrs_rq_fast_avx2(a, DW_AVX2_FIELD(mult), DW_AVX2_FIELD(n2), DW_AVX2_FIELD(add2), DW_AVX2_FIELD(sub2),
+                                  lo, hi);
+        } else if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(tflm, z)) == 0) {
+            q = tgrs_rq_tflm_avx2(a, DW_AVX2_FIELD(m32), DW_AVX2_FIELD(lsh), DW_AVX2_FIELD(rsh), DW_AVX2_FIELD(zp),
+                                  lo, hi);
+        } else {
+            q = z;
+            vec = 0;
+        }
+#undef DW_AVX2_FIELD
+        if (vec) {
             /* int32 lanes of int8 values: two packs keep them (no saturation) and put the 8 bytes in lanes 0-3, 8-11 */
-            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q, q), _mm256_setzero_si256());
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q, q), z);
             const int32_t b0 = _mm256_extract_epi32(p, 0), b1 = _mm256_extract_epi32(p, 4);
             memcpy(o + cc, &b0, 4);
             memcpy(o + cc + 4, &b1, 4);

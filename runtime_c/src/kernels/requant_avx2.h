@@ -4,6 +4,12 @@
  * 64-bit products of the even and of the odd lanes, a 64-bit compare supplies the borrow of P = p - [p < 0], the high
  * words go back into lane order, and the per-lane rounding add, variable shift and zero point finish as in the scalar
  * form. Every lane must be in the 32-bit form (onnx numerics, shift <= -2, mult >= 0: tgrs_rq.fast).
+ *
+ * tgrs_rq_tflm_avx2 is TFLM's double rounding (the tflm branch of tgrs_rq_s8_slow) on eight lanes: the wrapping left
+ * shift, srdhm as the low word of (a * m + 2^30) >> 31 (the true quotient fits in int32 because m >= 0, and a logical
+ * 64-bit shift leaves the same low word as an arithmetic one), rdbpot with VPSRAVD and its remainder test, and the
+ * clamp taken before the zero point is added (clamp(t + zp, lo, hi) = clamp(t, lo - zp, hi - zp) + zp, with no
+ * 32-bit overflow for any t).
  */
 #ifndef TGRS_REQUANT_AVX2_H
 #define TGRS_REQUANT_AVX2_H
@@ -25,6 +31,27 @@ static inline __m256i tgrs_rq_fast_avx2(__m256i x, __m256i mult, __m256i n2, __m
     q = _mm256_sub_epi32(_mm256_srlv_epi32(_mm256_add_epi32(hiw, add2), n2), sub2);
     q = _mm256_max_epi32(q, _mm256_set1_epi32(lo));
     return _mm256_min_epi32(q, _mm256_set1_epi32(hi));
+}
+
+/* x (acc + bias) requantized with the lanes' tflm fields (m32, lsh, rsh of tgrs_rq) and zero points zp. */
+static inline __m256i tgrs_rq_tflm_avx2(__m256i x, __m256i m32, __m256i lsh, __m256i rsh, __m256i zp, int32_t lo,
+                                        int32_t hi)
+{
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i half = _mm256_set1_epi64x((int64_t)1 << 30);
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i a = _mm256_sllv_epi32(x, lsh);
+    const __m256i pe = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(a, m32), half), 31);
+    const __m256i po = _mm256_srli_epi64(
+        _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(m32, 32)), half), 31);
+    const __m256i t = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA); /* srdhm(a, m32) per lane */
+    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, rsh), one);
+    const __m256i rem = _mm256_and_si256(t, mask);
+    const __m256i thr = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_cmpgt_epi32(zero, t));
+    __m256i q = _mm256_sub_epi32(_mm256_srav_epi32(t, rsh), _mm256_cmpgt_epi32(rem, thr)); /* rdbpot(t, rsh) */
+    q = _mm256_max_epi32(q, _mm256_sub_epi32(_mm256_set1_epi32(lo), zp));
+    q = _mm256_min_epi32(q, _mm256_sub_epi32(_mm256_set1_epi32(hi), zp));
+    return _mm256_add_epi32(q, zp);
 }
 
 #endif /* TGRS_HAVE_AVX2 */
