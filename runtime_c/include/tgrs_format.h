@@ -145,7 +145,8 @@
 #define TGRS_OP_COPY 18u
 #define TGRS_OP_EWISE 19u
 #define TGRS_OP_REDUCE 20u
-#define TGRS_OP_COUNT 20u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_MATMUL 21u
+#define TGRS_OP_COUNT 21u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -170,7 +171,8 @@
     X(DEQUANTIZE, dequantize) \
     X(COPY, copy) \
     X(EWISE, ewise) \
-    X(REDUCE, reduce)
+    X(REDUCE, reduce) \
+    X(MATMUL, matmul)
 
 #define TGRS_OP_CONV_NPARAMS 21
 #define TGRS_P_CONV_KH 0
@@ -467,6 +469,35 @@
 #define TGRS_P_REDUCE_COUNT 9
 #define TGRS_OP_REDUCE_NCONSTS 0
 
+#define TGRS_OP_MATMUL_NPARAMS 22
+#define TGRS_P_MATMUL_B0 0
+#define TGRS_P_MATMUL_B1 1
+#define TGRS_P_MATMUL_M 2
+#define TGRS_P_MATMUL_N 3
+#define TGRS_P_MATMUL_K 4
+#define TGRS_P_MATMUL_AS0 5
+#define TGRS_P_MATMUL_AS1 6
+#define TGRS_P_MATMUL_AM 7
+#define TGRS_P_MATMUL_AK 8
+#define TGRS_P_MATMUL_BS0 9
+#define TGRS_P_MATMUL_BS1 10
+#define TGRS_P_MATMUL_BK 11
+#define TGRS_P_MATMUL_BN 12
+#define TGRS_P_MATMUL_YS0 13
+#define TGRS_P_MATMUL_YS1 14
+#define TGRS_P_MATMUL_YM 15
+#define TGRS_P_MATMUL_YN 16
+#define TGRS_P_MATMUL_K_POS 17
+#define TGRS_P_MATMUL_KZP 18
+#define TGRS_P_MATMUL_ALPHA 19
+#define TGRS_P_MATMUL_NUMERICS 20
+#define TGRS_P_MATMUL_NMULT 21
+#define TGRS_OP_MATMUL_NCONSTS 4
+#define TGRS_C_MATMUL_K 0
+#define TGRS_C_MATMUL_C 1
+#define TGRS_C_MATMUL_MULT 2
+#define TGRS_C_MATMUL_SHIFT 3
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -491,6 +522,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_COPY: return TGRS_OP_COPY_NPARAMS;
     case TGRS_OP_EWISE: return TGRS_OP_EWISE_NPARAMS;
     case TGRS_OP_REDUCE: return TGRS_OP_REDUCE_NPARAMS;
+    case TGRS_OP_MATMUL: return TGRS_OP_MATMUL_NPARAMS;
     default: return -1;
     }
 }
@@ -519,6 +551,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_COPY: return TGRS_OP_COPY_NCONSTS;
     case TGRS_OP_EWISE: return TGRS_OP_EWISE_NCONSTS;
     case TGRS_OP_REDUCE: return TGRS_OP_REDUCE_NCONSTS;
+    case TGRS_OP_MATMUL: return TGRS_OP_MATMUL_NCONSTS;
     default: return -1;
     }
 }
@@ -537,6 +570,7 @@ static inline int tgrs_op_numerics_slot(uint32_t kind)
     case TGRS_OP_ADD: return 22;
     case TGRS_OP_MUL: return 22;
     case TGRS_OP_SOFTMAX: return 3;
+    case TGRS_OP_MATMUL: return 20;
     default: return -1;
     }
 }

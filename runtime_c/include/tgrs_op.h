@@ -136,6 +136,7 @@ int tgrs_kernel_dequantize(const tgrs_op_ctx *ctx);
 int tgrs_kernel_copy(const tgrs_op_ctx *ctx);
 int tgrs_kernel_ewise(const tgrs_op_ctx *ctx);
 int tgrs_kernel_reduce(const tgrs_op_ctx *ctx);
+int tgrs_kernel_matmul(const tgrs_op_ctx *ctx);
 
 /*
  * Accumulating GlobalAveragePool (unit flag ACCUM; tigris/ops/pool.py gap_begin/gap_accumulate/gap_finish). The

@@ -32,6 +32,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("copy", "copy", "Copy"),  # Reshape/Flatten/Squeeze/Unsqueeze (alias when no bytes move)
     ("ewise", "binary", "Ewise"),  # Max/Min/Div/Pow between two operands
     ("reduce", "reduce", "Reduce"),  # ReduceMean/Sum/Max/L2 over any axes
+    ("matmul", "matmul", "MatMul"),  # product of two operands (activations), batched, strided
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}

@@ -6,16 +6,22 @@ Rules:
 2. ``Gemm`` with ``transB=0`` gets its constant weight transposed the same way; ``alpha`` is folded into the weight
    (float: the values; int8: the scales, which keeps the int8 values exact) and ``beta`` into the bias (float only).
 3. The bias ``C`` becomes a 1-D [OC] constant (ONNX allows [1, OC] or a scalar broadcast).
-4. Declined: a non-constant B or C (no kernel multiplies two activations), ``transA=1``, A of rank 1 or a Gemm
-   input of rank other than 2, a quantized bias with ``beta != 1`` (its scale must stay ``s_in * s_w``).
+4. Declined: a non-constant B or C, ``transA=1``, A of rank 1 or a Gemm input of rank other than 2, a quantized
+   bias with ``beta != 1`` (its scale must stay ``s_in * s_w``), a bias that is not per output column (a matrix
+   ``[M, OC]``). Such a ``MatMul`` stays a ``MatMul`` and such a ``Gemm`` becomes one (rule 7): the ``matmul`` kind
+   multiplies two activations.
 5. The result has exactly the attribute ``fused_activation = None``.
 6. A ``MatMul`` whose activation has rank > 2 (``[..., K]``, e.g. a dense layer over time steps) becomes
    ``Reshape`` to ``[N, K]``, ``Gemm``, ``Reshape`` back to ``[..., OC]`` (the reshapes are aliases or get layout
    transposes from the layout pass).
 
+7. A declined ``Gemm`` becomes ``MatMul(A, B[, C])`` with the attributes ``transA``, ``transB``, ``alpha`` and
+   ``beta`` (the ``matmul`` kind reads the transposes as strides and stores ``beta * C`` broadcast to [M, N]).
+
 Why here: the BatchNorm, bias and activation passes below match the single op type ``Gemm``.
 
-Postcondition: no MatMul with a constant 2-D weight and rank-2 input remains; every Gemm has a [OC, K] weight.
+Postcondition: no MatMul with a constant 2-D weight and rank-2 input remains unless rule 4 declined it; every Gemm
+has a [OC, K] weight.
 """
 from __future__ import annotations
 
@@ -43,28 +49,37 @@ def run(graph: AnalyzedGraph) -> PassResult:
         if op.op_type not in ("MatMul", "Gemm") or (op.op_type == "Gemm" and set(op.attrs) == {"fused_activation"}):
             continue
         a, w = op.inputs[0], op.inputs[1]
+
+        def decline(why: str) -> None:
+            declined.append(Decline(op.name, f"rule 4: {why}"))
+            if op.op_type == "Gemm":
+                out_ops[-1] = _as_matmul(op)
         if w not in g.weights or g.weights[w].ndim != 2:
-            declined.append(Decline(op.name, "rule 4: the second operand is not a constant matrix"))
+            decline("the second operand is not a constant matrix")
             continue
         ra = len(g.tensors[a].shape)
         if ra != 2 and (op.op_type != "MatMul" or ra < 2):
-            declined.append(Decline(op.name, f"rule 4: input rank {ra} is not 2"))
+            decline(f"input rank {ra} is not 2")
             continue
         wq = g.tensors[w].quant
         wv = g.weights[w]
         alpha = float(op.attrs.get("alpha", 1.0))
         beta = float(op.attrs.get("beta", 1.0))
         if op.op_type == "Gemm" and int(op.attrs.get("transA", 0)):
-            declined.append(Decline(op.name, "rule 4: transA=1"))
+            decline("transA=1")
             continue
         trans_b = op.op_type == "Gemm" and bool(int(op.attrs.get("transB", 0)))
         bias = op.inputs[2] if op.op_type == "Gemm" and len(op.inputs) > 2 and op.inputs[2] else None
         if bias is not None and bias not in g.weights:
-            declined.append(Decline(op.name, "rule 4: the bias is not a constant"))
+            decline("the bias is not a constant")
             continue
         bq = g.tensors[bias].quant if bias else None
         if bq is not None and beta != 1.0:
-            declined.append(Decline(op.name, "rule 4: a quantized bias with beta != 1"))
+            decline("a quantized bias with beta != 1")
+            continue
+        oc = wv.shape[0] if trans_b else wv.shape[1]
+        if bias is not None and g.weights[bias].size != 1 and tuple(g.weights[bias].shape) not in ((oc,), (1, oc)):
+            decline("the bias is not per output column")
             continue
         new_w = wv if trans_b else wv.T
         new_q = wq if trans_b else _tq(wq)
@@ -101,6 +116,12 @@ def run(graph: AnalyzedGraph) -> PassResult:
         n += 1
     g.ops = out_ops
     return PassResult(g, n, tuple(declined))
+
+
+def _as_matmul(op: Op) -> Op:
+    """Rule 7: a Gemm the rules above decline, as the general product of the ``matmul`` kind."""
+    attrs = {k: op.attrs.get(k, d) for k, d in (("transA", 0), ("transB", 0), ("alpha", 1.0), ("beta", 1.0))}
+    return op.with_(op_type="MatMul", attrs=attrs)
 
 
 def _flattened(g: AnalyzedGraph, gemm: Op, oc: int) -> list[Op]:

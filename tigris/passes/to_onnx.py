@@ -116,6 +116,9 @@ def _emit(b: _Builder, op: Op) -> None:
                pads=a["pads"], group=int(a["group"]))
     elif t == "Gemm":
         b.node("Gemm", ins, [mid], transB=1)
+    elif t == "MatMul" and "transA" in a:  # a Gemm the matmul kind runs (matmul_relabel rule 7)
+        b.node("Gemm", ins, [mid], transA=int(a["transA"]), transB=int(a["transB"]), alpha=float(a["alpha"]),
+               beta=float(a["beta"]))
     elif t == "Relu6":
         b.node("Clip", [ins[0], b.const(np.float32(0)), b.const(np.float32(6))], [mid])
     elif t == "Clip":
