@@ -50,8 +50,9 @@ def images(harness, kws_plan, board_objs, tmp_path_factory):
 # (32 KiB with every kernel, 16 KiB for the int8 CNN subset): the every-kernel image grows with each kind (the
 # element-wise, reduction and unary families are new), and the subset carries the loader's per-kind checks, the
 # TFLM numerics and the exact weight-zero-point path (docs/runtime.md "Building and size" gives the breakdown and
-# what is left to try). Measured at -Os on Cortex-M4F: 34,706 B and 17,664 B (17,798 B with -DTGRS_FORCE_PLAIN).
-EVERY_KERNEL_BOUND = 35 * KIB
+# what is left to try). Measured at -Os on Cortex-M4F: 34,706 B and 17,664 B (17,798 B with -DTGRS_FORCE_PLAIN);
+# the matmul kind (products of two activations) adds 1,512 B to the every-kernel image (36,218 B).
+EVERY_KERNEL_BOUND = 36.5 * KIB
 INT8_CNN_SUBSET_BOUND = 17.5 * KIB
 
 

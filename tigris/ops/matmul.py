@@ -99,9 +99,7 @@ class MatMul(OpKind):
     ir_ops = ("MatMul",)
     ONNX_OPS = {"MatMul": "two activations (or one constant the fc kind does not take), ranks 1-4, NumPy batch "
                           "broadcasting, 1-D operands",
-                "Gemm": "non-constant B, transA, transB, alpha, beta, matrix / vector / scalar C (constant)",
-                "QLinearMatMul": "through its QDQ form; int8 and uint8",
-                "MatMulInteger": "int8 / uint8 operands with constant zero points, int32 output"}
+                "Gemm": "non-constant B, transA, transB, alpha, beta, matrix / vector / scalar C (constant)"}
     PARAMS = ("B0", "B1", "M", "N", "K", "AS0", "AS1", "AM", "AK", "BS0", "BS1", "BK", "BN", "YS0", "YS1", "YM",
               "YN", "K_POS", "KZP", "ALPHA", "NUMERICS", "NMULT")
     CONSTS = ("K", "C", "MULT", "SHIFT")
