@@ -131,12 +131,25 @@ class Prepared:
     lowered: list[Lowered]
 
 
+WEIGHT_FORMATS = {"fp32": "float32", "fp16": "float16"}
+
+
+def weights_dtype(weights: str | None, precision: str) -> str:
+    """The stored dtype of float weights for ``--weights`` (fp32, fp16, or None: the model's own precision)."""
+    if weights is None:
+        return "float16" if precision == "float16" else "float32"
+    if weights not in WEIGHT_FORMATS:
+        raise TigrisError(f"unknown weight format {weights!r}; use fp32 or fp16", "--weights")
+    return WEIGHT_FORMATS[weights]
+
+
 def prepare(model: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None,
-            numerics: str | None = None) -> Prepared:
+            numerics: str | None = None, weights: str | None = None) -> Prepared:
     """Load (stage 1), normalize (stage 2), refuse unsupported ops (all of them at once), and lower every op.
 
     ``numerics`` ("onnx" or "tflm", docs/numerics.md) selects the integer arithmetic the int8 ops are lowered for;
-    None keeps the loader's default for the model's source (ONNX: onnx, TFLite: tflm).
+    None keeps the loader's default for the model's source (ONNX: onnx, TFLite: tflm). ``weights`` ("fp32" or
+    "fp16") is how the float weights of conv, dwconv and fc are stored; None: fp16 for a float16 model, else fp32.
     """
     from tigris.load import load_model
     from tigris.ops import lower
@@ -145,9 +158,11 @@ def prepare(model: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
 
     if numerics is not None:
         numerics_code(numerics)  # a bad value is a one-line error before any work
+    weights_dtype(weights, "float32")  # likewise
     graph = load_model(model, input_shapes or {})
     if numerics is not None:
         graph = graph.replace(numerics=numerics)
+    graph = graph.replace(weights_dtype=weights_dtype(weights, graph.precision))
     graph, reports = normalize(graph)
     check_supported(graph)
     lowered = [lower(graph, op) for op in graph.ops]  # check_supported has refused every op lowering would
@@ -280,6 +295,7 @@ def analyze(
     objective: str | None = None,
     io_buffers: str = "separate",
     tradeoff: bool = True,
+    weights: str | None = None,
 ) -> Analysis:
     """Stages 1-6 and the figures of the JSON contract (docs/cli.md). Unsupported models raise
     :class:`UnsupportedModelError` (the caller reports every node).
@@ -306,7 +322,7 @@ def analyze(
     if cost_target not in TARGETS:
         raise TigrisError(f"unknown target {cost_target!r}; use one of {', '.join(TARGETS)}", "--target")
     load_target(cost_target)
-    prep = prepared if prepared is not None else prepare(model, input_shapes, numerics)
+    prep = prepared if prepared is not None else prepare(model, input_shapes, numerics, weights)
     obj = objective or ("latency" if target else "traffic")
     weight = objective_weight(prep, obj, cost_target, clock_hz, bandwidth)
     graph = prep.graph
@@ -479,13 +495,14 @@ def compile_model(
     prepared: Prepared | None = None,
     numerics: str | None = None,
     objective: str | None = None,
+    weights: str | None = None,
 ) -> Compiled:
     """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written.
     ``prepared`` reuses stages 1-2 of an earlier call on the same model (tests compile one model many ways)."""
     if compression not in ("none", "lz4"):
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
     a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared,
-                numerics=numerics, objective=objective, tradeoff=False)
+                numerics=numerics, objective=objective, tradeoff=False, weights=weights)
     if not a.fits or a.plan_bytes is None:
         hint = f"; smallest fast budget that fits: -m {format_size(a.min_fast_budget)}" if a.min_fast_budget else ""
         if a.json.get("min_fast_budget_xip"):
@@ -734,6 +751,7 @@ def verify(
     samples: int | None = None,
     data: str | Path | None = None,
     numerics: str | None = None,
+    weights: str | None = None,
 ) -> dict[str, Any]:
     """Compile, run on the C runtime, compare with the model's own runtime and with the NumPy reference, over many
     samples. The external reference is ONNX Runtime for an ONNX model, and the TFLite interpreter (reference kernels)
@@ -754,7 +772,8 @@ def verify(
         raise TigrisError("--input gives one sample; use --data for several (or --samples alone for random ones)",
                           "--samples")
     progress("compiling")
-    compiled = compile_model(model, fast, slow, flash, xip, compression, input_shapes, numerics=numerics)
+    compiled = compile_model(model, fast, slow, flash, xip, compression, input_shapes, numerics=numerics,
+                             weights=weights)
     prep = compiled.analysis.prepared
     assert prep is not None
     in_b = _boundaries(prep, prep.graph.inputs)
@@ -830,7 +849,8 @@ def verify(
             ort_all[n].append(o)
             ref_all[n].append(r)
             if not _sample_passes(g, o, r, quantized, n in float_tail, int8_lsb,
-                                  FP16_RTOL if prep.graph.precision == "float16" else FLOAT_RTOL):
+                                  FP16_RTOL if "float16" in (prep.graph.precision, prep.graph.weights_dtype)
+                                  else FLOAT_RTOL):
                 failed[n] += 1
     outputs = []
     for n, b in zip(names, out_b):
@@ -860,9 +880,19 @@ def verify(
         })
         if tflite:
             outputs[-1]["tflm"] = _metrics(got[n], tflm_all[n], integer, cls) if tflm_all else None
+    weights_json = {"dtype": prep.graph.weights_dtype}
+    if prep.graph.weights_dtype == "float16" and not quantized:
+        # what storing the weights as halves costs: the plan against ONNX Runtime on the model as given (float32
+        # for compile --weights fp16), relative to max(1, max|ref|), next to the tolerance verify applies
+        weights_json["tolerance_rtol"] = FP16_RTOL
+        weights_json["accuracy_cost"] = {
+            o["name"]: {"max_abs_err": o["max_abs_err"], "rel_err": o["max_abs_err"] / max(
+                1.0, max(float(np.abs(np.asarray(v, np.float64)).max(initial=0.0)) for v in ort_all[o["name"]])),
+                        "cosine": o["cosine"]} for o in outputs}
     return {
         "pass": all(o["pass"] for o in outputs),
         "samples": len(todo),
+        "weights": weights_json,
         "inputs_from": source,
         "against": "tflite" if tflite else "onnxruntime",
         "plan": compiled.analysis.json,

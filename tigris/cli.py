@@ -182,6 +182,9 @@ def _plan_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("-c", "--compression", type=click.Choice(["none", "lz4"]), default="none",
                      help="Weight compression (one LZ4 block per stage).")(f)
     f = click.option("--xip", is_flag=True, help="Kernels read weights in place from flash (no RAM for weights).")(f)
+    f = click.option("--weights", type=click.Choice(list(api.WEIGHT_FORMATS)), default=None,
+                     help="How float weights are stored: fp32, or fp16 (IEEE halves, half the flash, widened to "
+                          "float32 by the kernels; the default for a float16 model). See docs/format.md.")(f)
     f = click.option("--numerics", type=click.Choice(["onnx", "tflm"]), default=None,
                      help="int8 arithmetic to reproduce: onnx (default for .onnx) or tflm, bit-exact with TensorFlow "
                           "Lite Micro (default for .tflite). See docs/numerics.md.")(f)
@@ -233,7 +236,7 @@ def _report_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("-v", "--verbose", is_flag=True, help="Also the passes that fired and the per-stage table.")
 @guarded
 def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-            compression: str, numerics: str | None, target: str | None, clock: str | None,
+            compression: str, numerics: str | None, weights: str | None, target: str | None, clock: str | None,
             psram_bandwidth: str | None, objective: str | None, io_buffers: str, as_json: bool, quiet: bool,
             width: int | None, report_json: str | None, html: str | None, plot: str | None, verbose: bool) -> None:
     """Will MODEL fit? If not, why not, and what would. Exit 0 fits, 1 does not fit, 2 bad input."""
@@ -245,7 +248,7 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
 
         require_matplotlib()
     a = api.analyze(model, fast, slow, flash, api.parse_input_shapes(input_shape), xip=xip, compression=compression,
-                    numerics=numerics, target=target, clock=clock, psram_bandwidth=psram_bandwidth,
+                    numerics=numerics, weights=weights, target=target, clock=clock, psram_bandwidth=psram_bandwidth,
                     objective=objective, io_buffers=io_buffers)
     body = api.json_envelope("analyze", a.json)
     svg = None
@@ -285,13 +288,13 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @guarded
 def compile_cmd(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-                compression: str, numerics: str | None, output: str | None, objective: str | None, as_json: bool,
+                compression: str, numerics: str | None, weights: str | None, output: str | None, objective: str | None, as_json: bool,
                 quiet: bool) -> None:
     """Write the .tgrs plan. Exit 0 written, 1 does not fit (nothing written), 2 bad input."""
     out = Path(model).with_suffix(".tgrs") if output is None else output
     resolve_output(out, [model])  # refused before the (possibly long) compilation, not after
     c = api.compile_model(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
-                          numerics=numerics, objective=objective)
+                          numerics=numerics, objective=objective, weights=weights)
     write_atomic(out, c.plan_bytes, [model])
     j = c.analysis.json
     if as_json:
@@ -367,7 +370,7 @@ def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool, quiet: b
 @click.option("--json", "as_json", is_flag=True, help="Every metric of every output as JSON.")
 @guarded
 def verify(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-           compression: str, numerics: str | None, inputs: tuple[str, ...], data: str | None, samples: int | None,
+           compression: str, numerics: str | None, weights: str | None, inputs: tuple[str, ...], data: str | None, samples: int | None,
            seed: int, as_json: bool) -> None:
     """Compile, run on the C runtime, compare with ONNX Runtime and the NumPy reference.
 
@@ -379,7 +382,8 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
     try:
         with console_progress(enabled=not as_json) as progress:
             res = api.verify(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
-                             given, seed, progress, samples=samples, data=data, numerics=numerics)
+                             given, seed, progress, samples=samples, data=data, numerics=numerics,
+                             weights=weights)
     except DoesNotFitError as e:
         if as_json:
             click.echo(json.dumps(api.json_error("verify", str(e), EXIT_VERIFY_NO_FIT, **{"pass": False, "fits": False}),

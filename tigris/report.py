@@ -499,6 +499,12 @@ def print_verify(res: dict[str, Any]) -> None:
         if w and n > 1 and w["max_abs_err"] > 0:
             console.print(f"  largest error in sample {w['index']} ({w['source']}): {w['max_abs_err']:.3g}",
                           soft_wrap=True)
+    cost = res.get("weights", {}).get("accuracy_cost")
+    if cost:
+        for name, c in cost.items():
+            cos = f", cosine {c['cosine']:.6f}" if c.get("cosine") is not None else ""
+            console.print(f"float16 weights: output {name} within {c['rel_err']:.3g} x max(1, |ref|) of ONNX Runtime on "
+                          f"the model as given (tolerance {res['weights']['tolerance_rtol']:g}){cos}", soft_wrap=True)
     rt = res["runtime"]
     console.print(f"runtime high-water: fast {kib(rt['fast_peak_bytes'])}, slow {kib(rt['slow_peak_bytes'])} "
                   f"(plan: fast {kib(res['plan']['fast']['peak_bytes'])})", soft_wrap=True)

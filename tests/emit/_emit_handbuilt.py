@@ -39,8 +39,9 @@ def _lowered(kname: str, op: Op, seed: int, int8: bool) -> Lowered:
     k = kind(kname)
     rng = np.random.default_rng(seed)
     params = _params(kname, int8)
-    # NUMERICS is checked against the header (onnx, 0) in every kind that has it; no weight zero points (wzp 0).
-    params.update({p: 0 for p in k.PARAMS if p.lower() in ("numerics", "wzp")})
+    # NUMERICS is checked against the header (onnx, 0) in every kind that has it; no weight zero points (wzp 0) and
+    # float32 weights (wf16 0).
+    params.update({p: 0 for p in k.PARAMS if p.lower() in ("numerics", "wzp", "wf16")})
     assert set(params) == set(k.PARAMS), (kname, k.PARAMS)
     cs = {}
     if kname == "conv":  # 8 output channels, patch 36: float packed in one panel of 8, int8 as OHWI rows

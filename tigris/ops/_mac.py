@@ -186,6 +186,31 @@ def float_weights(graph: AnalyzedGraph, name: str) -> np.ndarray:
     return w.astype(np.float32)
 
 
+def stored_float_weight(graph: AnalyzedGraph, w: np.ndarray, params: dict, where: str) -> np.ndarray:
+    """A float kernel's weight constant as the plan stores it: float32, or IEEE halves when the graph's weights are
+    float16 (``compile --weights fp16``, the default for a float16 model; docs/format.md "Float16 weights"). Halves
+    set param ``wf16``; the kernel widens them exactly into the first bytes of its scratch before it computes, so the
+    reference (which reads the halves as their float32 values) and the kernel compute with the same numbers."""
+    w = np.ascontiguousarray(w, np.float32)
+    if getattr(graph, "weights_dtype", "float32") != "float16":
+        return w
+    with np.errstate(over="ignore"):
+        h = w.astype(np.float16)
+    if np.any(np.isinf(h) & np.isfinite(w)):
+        raise TigrisError(f"a weight of magnitude {float(np.abs(w).max()):.6g} exceeds the float16 range (65504); "
+                          "compile with --weights fp32", where)
+    params["wf16"] = 1
+    return h
+
+
+def f16_scratch_bytes(low) -> int:
+    """Scratch bytes holding the float32 copy of an IEEE-half weight (param wf16), 16-byte aligned, else 0 (mirrors
+    ``tgrs_f16_view``)."""
+    if not low.params.get("wf16"):
+        return 0
+    return (int(np.asarray(low.consts["weight"]).size) * 4 + 15) // 16 * 16
+
+
 def float_bias(graph: AnalyzedGraph, name: str | None, oc: int) -> np.ndarray:
     if name is None:
         return np.zeros(oc, dtype=np.float32)

@@ -67,6 +67,7 @@ class Conv(_mac.WindowedMacKind):
         "patch",  # K = KH*KW*ICg, the patch length of one group
         "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
         "wzp",  # int8: 1 when the weights have zero points (the bias const is [bias, zp_w])
+        "wf16",  # float: 1 when the weight const holds IEEE halves (widened into the scratch by the kernel)
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -110,7 +111,8 @@ class Conv(_mac.WindowedMacKind):
             w2d = w_f.transpose(0, 2, 3, 1).reshape(oc, k).astype(np.float32)
             lo, hi = _mac.act_bounds_f32(fused, op.name)
             params.update(fmin=lo, fmax=hi)
-            consts = dict(weight=pack_panels(w2d.reshape(group, ocg, k)), bias=_mac.float_bias(graph, bname, oc))
+            consts = dict(weight=_mac.stored_float_weight(graph, pack_panels(w2d.reshape(group, ocg, k)), params, op.name),
+                          bias=_mac.float_bias(graph, bname, oc))
 
         n = x.shape[0]
         out_pixels = int(np.prod(y.shape)) // oc
@@ -165,6 +167,7 @@ class Conv(_mac.WindowedMacKind):
         k = int(low.params["patch"])
         if np.asarray(low.consts["weight"]).dtype == np.int8:
             return CONV_MR * k * 2
+        wide = _mac.f16_scratch_bytes(low)  # the widened weights come first (tgrs_f16_view)
         if is_direct(Window.from_params(low.params)):
-            return 0
-        return CONV_MR * k * 4
+            return wide
+        return wide + CONV_MR * k * 4

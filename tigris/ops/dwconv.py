@@ -33,6 +33,7 @@ class DepthwiseConv(_mac.WindowedMacKind):
         "zp_in", "zp_out",
         "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
         "wzp",  # int8: 1 when the weights have zero points (the bias const is [bias, zp_w])
+        "wf16",  # float: 1 when the weight const holds IEEE halves (widened into the scratch by the kernel)
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -67,11 +68,16 @@ class DepthwiseConv(_mac.WindowedMacKind):
                 w_f = w_f[..., None]
             lo, hi = _mac.act_bounds_f32(fused, op.name)
             params.update(fmin=lo, fmax=hi)
-            consts = dict(weight=np.ascontiguousarray(w_f.reshape(oc, kh * kw).T.reshape(kh, kw, oc), np.float32),
+            wf = np.ascontiguousarray(w_f.reshape(oc, kh * kw).T.reshape(kh, kw, oc), np.float32)
+            consts = dict(weight=_mac.stored_float_weight(graph, wf, params, op.name),
                           bias=_mac.float_bias(graph, bname, oc))
         out_pixels = int(np.prod(y.shape)) // oc
         return Lowered(kind=self.name, op_name=op.name, inputs=[x.name], outputs=[y.name], params=params,
                        consts=consts, macs=out_pixels * oc * kh * kw)
+
+    def scratch_bytes(self, low: Lowered, graph: AnalyzedGraph | None, out_rows: int) -> int:
+        """None, except the float32 copy of IEEE-half weights (param wf16) the kernel widens them into."""
+        return _mac.f16_scratch_bytes(low)
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         x = inputs[0]

@@ -37,6 +37,7 @@ class FullyConnected(_mac.MacKind):
         "k",  # input features per row
         "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
         "wzp",  # int8: 1 when the weights have zero points (the bias const is [bias, zp_w])
+        "wf16",  # float: 1 when the weight const holds IEEE halves (widened into the scratch by the kernel)
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -61,10 +62,15 @@ class FullyConnected(_mac.MacKind):
         else:
             lo, hi = _mac.act_bounds_f32(fused, op.name)
             params.update(fmin=lo, fmax=hi)
-            consts = dict(weight=np.ascontiguousarray(_mac.float_weights(graph, wname), np.float32),
+            wf = np.ascontiguousarray(_mac.float_weights(graph, wname), np.float32)
+            consts = dict(weight=_mac.stored_float_weight(graph, wf, params, op.name),
                           bias=_mac.float_bias(graph, bname, oc))
         return Lowered(kind=self.name, op_name=op.name, inputs=[x.name], outputs=[y.name], params=params,
                        consts=consts, macs=x.numel // k * oc * k)
+
+    def scratch_bytes(self, low: Lowered, graph: AnalyzedGraph | None, out_rows: int) -> int:
+        """None, except the float32 copy of IEEE-half weights (param wf16) the kernel widens them into."""
+        return _mac.f16_scratch_bytes(low)
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         p = low.params

@@ -539,13 +539,17 @@ static int conv_entry(const tgrs_op_ctx *ctx, int32_t dt, conv_geom *cg)
 int tgrs_conv_f32(const tgrs_op_ctx *ctx)
 {
     conv_geom cg;
-    int st = conv_entry(ctx, TGRS_DT_F32, &cg);
+    tgrs_op_ctx wide; /* float16 weights widened into the scratch (kcheck.h) */
+    int st = tgrs_f16_widen(&wide, ctx, TGRS_C_CONV_WEIGHT, ctx->p[TGRS_P_CONV_WF16]);
+    if (st == TGRS_OK) {
+        st = conv_entry(&wide, TGRS_DT_F32, &cg);
+    }
     if (st != TGRS_OK || cg.out_rows == 0) {
         return st;
     }
     {
         const conv_geom g = cg;
-        return conv_f32(ctx, &g);
+        return conv_f32(&wide, &g);
     }
 }
 
@@ -567,9 +571,18 @@ int tgrs_conv_s8(const tgrs_op_ctx *ctx)
 int tgrs_check_conv(const tgrs_op_ctx *ctx)
 {
     conv_geom cg;
+    tgrs_op_ctx wide;
     const int32_t dt = ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
-    int st = conv_entry(ctx, dt, &cg);
-    if (st != TGRS_OK || cg.out_rows == 0 || dt == TGRS_DT_F32) {
+    int st;
+    if (dt == TGRS_DT_F32) {
+        st = tgrs_f16_view(&wide, ctx, TGRS_C_CONV_WEIGHT, ctx->p[TGRS_P_CONV_WF16]);
+        return st != TGRS_OK ? st : conv_entry(&wide, dt, &cg);
+    }
+    if (ctx->p[TGRS_P_CONV_WF16] != 0) {
+        return TGRS_ERR_PARAM; /* int8 weights are never halves */
+    }
+    st = conv_entry(ctx, dt, &cg);
+    if (st != TGRS_OK || cg.out_rows == 0) {
         return st;
     }
     return tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg.oc, ctx->p[TGRS_P_CONV_ACT_MIN],

@@ -466,8 +466,12 @@ static int dw_entry(const tgrs_op_ctx *ctx, int32_t dt, dw_geom *dg)
 int tgrs_dwconv_f32(const tgrs_op_ctx *ctx)
 {
     dw_geom dg;
-    int st = dw_entry(ctx, TGRS_DT_F32, &dg);
-    return (st != TGRS_OK || dg.out_rows == 0) ? st : dw_f32(ctx, &dg);
+    tgrs_op_ctx wide; /* float16 weights widened into the scratch (kcheck.h) */
+    int st = tgrs_f16_widen(&wide, ctx, TGRS_C_DWCONV_WEIGHT, ctx->p[TGRS_P_DWCONV_WF16]);
+    if (st == TGRS_OK) {
+        st = dw_entry(&wide, TGRS_DT_F32, &dg);
+    }
+    return (st != TGRS_OK || dg.out_rows == 0) ? st : dw_f32(&wide, &dg);
 }
 
 int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)
@@ -482,9 +486,18 @@ int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)
 int tgrs_check_dwconv(const tgrs_op_ctx *ctx)
 {
     dw_geom dg;
+    tgrs_op_ctx wide;
     const int32_t dt = ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
-    int st = dw_entry(ctx, dt, &dg);
-    if (st != TGRS_OK || dg.out_rows == 0 || dt == TGRS_DT_F32) {
+    int st;
+    if (dt == TGRS_DT_F32) {
+        st = tgrs_f16_view(&wide, ctx, TGRS_C_DWCONV_WEIGHT, ctx->p[TGRS_P_DWCONV_WF16]);
+        return st != TGRS_OK ? st : dw_entry(&wide, dt, &dg);
+    }
+    if (ctx->p[TGRS_P_DWCONV_WF16] != 0) {
+        return TGRS_ERR_PARAM; /* int8 weights are never halves */
+    }
+    st = dw_entry(ctx, dt, &dg);
+    if (st != TGRS_OK || dg.out_rows == 0) {
         return st;
     }
     return tgrs_mac_s8_check(ctx, TGRS_C_DWCONV_MULT, TGRS_C_DWCONV_SHIFT, dg.oc, ctx->p[TGRS_P_DWCONV_ACT_MIN],

@@ -223,13 +223,17 @@ static int fc_entry(const tgrs_op_ctx *ctx, int32_t dt, fc_geom *fg)
 int tgrs_fc_f32(const tgrs_op_ctx *ctx)
 {
     fc_geom fg;
-    int st = fc_entry(ctx, TGRS_DT_F32, &fg);
+    tgrs_op_ctx wide; /* float16 weights widened into the scratch (kcheck.h) */
+    int st = tgrs_f16_widen(&wide, ctx, TGRS_C_FC_WEIGHT, ctx->p[TGRS_P_FC_WF16]);
+    if (st == TGRS_OK) {
+        st = fc_entry(&wide, TGRS_DT_F32, &fg);
+    }
     if (st != TGRS_OK) {
         return st;
     }
     {
         const fc_geom g = fg;
-        return fc_f32(ctx, &g);
+        return fc_f32(&wide, &g);
     }
 }
 
@@ -251,9 +255,18 @@ int tgrs_fc_s8(const tgrs_op_ctx *ctx)
 int tgrs_check_fc(const tgrs_op_ctx *ctx)
 {
     fc_geom fg;
+    tgrs_op_ctx wide;
     const int32_t dt = ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
-    int st = fc_entry(ctx, dt, &fg);
-    if (st != TGRS_OK || dt == TGRS_DT_F32) {
+    int st;
+    if (dt == TGRS_DT_F32) {
+        st = tgrs_f16_view(&wide, ctx, TGRS_C_FC_WEIGHT, ctx->p[TGRS_P_FC_WF16]);
+        return st != TGRS_OK ? st : fc_entry(&wide, dt, &fg);
+    }
+    if (ctx->p[TGRS_P_FC_WF16] != 0) {
+        return TGRS_ERR_PARAM; /* int8 weights are never halves */
+    }
+    st = fc_entry(ctx, dt, &fg);
+    if (st != TGRS_OK) {
         return st;
     }
     return tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg.oc, ctx->p[TGRS_P_FC_ACT_MIN],

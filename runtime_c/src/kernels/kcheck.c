@@ -12,6 +12,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kview.h"
 #include "kcheck.h"
@@ -155,4 +156,78 @@ int8_t tgrs_requant_nm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_o
                           int32_t numerics)
 {
     return (int8_t)tgrs_clamp64(tgrs_requant_nm(acc, mult, shift, numerics) + (int64_t)zp_out, lo, hi);
+}
+
+/* The widened size of an IEEE-half constant of `len` bytes, rounded up to the 16-byte alignment of the format. */
+static uint32_t f16_wide_bytes(uint32_t len)
+{
+    return ((len / 2u) * 4u + 15u) & ~15u;
+}
+
+int tgrs_f16_view(tgrs_op_ctx *wide, const tgrs_op_ctx *ctx, int slot, int32_t wf16)
+{
+    uint32_t len, need;
+    *wide = *ctx;
+    if (wf16 == 0) {
+        return TGRS_OK;
+    }
+    len = ctx->clen[slot];
+    if (wf16 != 1 || (len & 1u) != 0u || len > 0x1FFFFFF0u) {
+        return TGRS_ERR_PARAM;
+    }
+    need = f16_wide_bytes(len);
+    if (ctx->scratch_size < need) {
+        return TGRS_ERR_SCRATCH;
+    }
+    wide->c[slot] = NULL;
+    wide->clen[slot] = (len / 2u) * 4u;
+    wide->scratch_size = ctx->scratch_size - need;
+    wide->scratch = (ctx->scratch != NULL && wide->scratch_size > 0u) ? (uint8_t *)ctx->scratch + need : NULL;
+    return TGRS_OK;
+}
+
+/* One IEEE half (binary16) as the float32 of the same value: every half is exactly a float32. */
+static uint32_t f16_bits_to_f32_bits(uint32_t h)
+{
+    const uint32_t sign = (h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu;
+    uint32_t m = h & 0x3FFu;
+    if (e == 0x1Fu) {
+        return sign | 0x7F800000u | (m << 13); /* infinity, NaN (payload kept) */
+    }
+    if (e != 0u) {
+        return sign | ((e + 112u) << 23) | (m << 13); /* normal: rebias 15 -> 127 */
+    }
+    if (m == 0u) {
+        return sign; /* signed zero */
+    }
+    e = 113u; /* subnormal m * 2^-24: normalize */
+    while ((m & 0x400u) == 0u) {
+        m <<= 1;
+        e--;
+    }
+    return sign | (e << 23) | ((m & 0x3FFu) << 13);
+}
+
+int tgrs_f16_widen(tgrs_op_ctx *wide, const tgrs_op_ctx *ctx, int slot, int32_t wf16)
+{
+    int st = tgrs_f16_view(wide, ctx, slot, wf16);
+    if (st != TGRS_OK || wf16 == 0) {
+        return st;
+    }
+    if (ctx->c[slot] == NULL || ctx->scratch == NULL) {
+        return TGRS_ERR_SCRATCH;
+    }
+    {
+        const uint8_t *src = (const uint8_t *)ctx->c[slot];
+        uint8_t *dst = (uint8_t *)ctx->scratch;
+        const uint32_t n = ctx->clen[slot] / 2u;
+        uint32_t i;
+        for (i = 0; i < n; i++) {
+            const uint32_t f = f16_bits_to_f32_bits((uint32_t)src[2u * i] | ((uint32_t)src[2u * i + 1u] << 8));
+            memcpy(dst + 4u * i, &f, 4);
+        }
+        wide->c[slot] = dst;
+    }
+    return TGRS_OK;
 }
