@@ -549,7 +549,7 @@ int tgrs_conv_f32(const tgrs_op_ctx *ctx)
     }
     {
         const conv_geom g = cg;
-        return conv_f32(&wide, &g);
+        return TGRS_CONV_F32(&wide, &g);
     }
 }
 

@@ -234,6 +234,180 @@ static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
     return TGRS_OK;
 }
 
+
+/* ---------------------------------------------------------------------------------------------------- float32 -- */
+
+/*
+ * acc[i][p * 8 + j] = sum_k a_i[k] * b_p[k][j] for the CONV_MR = 4 rows and three CONV_NR = 8 panels b0, b1, b2: twelve
+ * 8-lane accumulators, per k three panel loads, four broadcasts, twelve multiplies and twelve adds. Each output is
+ * summed from 0 in k order with a separate multiply and add (no FMA), exactly the plain micro-kernel's arithmetic, so
+ * the results are the same bits.
+ */
+static void conv_mk3_f32_avx2(int32_t k, const float *const a[CONV_MR], const float *b0, const float *b1,
+                              const float *b2, float acc[CONV_MR][3 * CONV_NR])
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
+    __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    int32_t kk;
+    for (kk = 0; kk < k; ++kk) {
+        const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
+        const __m256 w1 = _mm256_loadu_ps(b1 + (int64_t)kk * CONV_NR);
+        const __m256 w2 = _mm256_loadu_ps(b2 + (int64_t)kk * CONV_NR);
+        __m256 x = _mm256_broadcast_ss(a0 + kk);
+        c00 = _mm256_add_ps(c00, _mm256_mul_ps(x, w0));
+        c01 = _mm256_add_ps(c01, _mm256_mul_ps(x, w1));
+        c02 = _mm256_add_ps(c02, _mm256_mul_ps(x, w2));
+        x = _mm256_broadcast_ss(a1 + kk);
+        c10 = _mm256_add_ps(c10, _mm256_mul_ps(x, w0));
+        c11 = _mm256_add_ps(c11, _mm256_mul_ps(x, w1));
+        c12 = _mm256_add_ps(c12, _mm256_mul_ps(x, w2));
+        x = _mm256_broadcast_ss(a2 + kk);
+        c20 = _mm256_add_ps(c20, _mm256_mul_ps(x, w0));
+        c21 = _mm256_add_ps(c21, _mm256_mul_ps(x, w1));
+        c22 = _mm256_add_ps(c22, _mm256_mul_ps(x, w2));
+        x = _mm256_broadcast_ss(a3 + kk);
+        c30 = _mm256_add_ps(c30, _mm256_mul_ps(x, w0));
+        c31 = _mm256_add_ps(c31, _mm256_mul_ps(x, w1));
+        c32 = _mm256_add_ps(c32, _mm256_mul_ps(x, w2));
+    }
+    _mm256_storeu_ps(acc[0], c00);
+    _mm256_storeu_ps(acc[0] + 8, c01);
+    _mm256_storeu_ps(acc[0] + 16, c02);
+    _mm256_storeu_ps(acc[1], c10);
+    _mm256_storeu_ps(acc[1] + 8, c11);
+    _mm256_storeu_ps(acc[1] + 16, c12);
+    _mm256_storeu_ps(acc[2], c20);
+    _mm256_storeu_ps(acc[2] + 8, c21);
+    _mm256_storeu_ps(acc[2] + 16, c22);
+    _mm256_storeu_ps(acc[3], c30);
+    _mm256_storeu_ps(acc[3] + 8, c31);
+    _mm256_storeu_ps(acc[3] + 16, c32);
+}
+
+/* conv_mk3_f32_avx2 for two panels: eight accumulators. */
+static void conv_mk2_f32_avx2(int32_t k, const float *const a[CONV_MR], const float *b0, const float *b1,
+                              float acc[CONV_MR][3 * CONV_NR])
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
+    __m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    int32_t kk;
+    for (kk = 0; kk < k; ++kk) {
+        const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
+        const __m256 w1 = _mm256_loadu_ps(b1 + (int64_t)kk * CONV_NR);
+        __m256 x = _mm256_broadcast_ss(a0 + kk);
+        c00 = _mm256_add_ps(c00, _mm256_mul_ps(x, w0));
+        c01 = _mm256_add_ps(c01, _mm256_mul_ps(x, w1));
+        x = _mm256_broadcast_ss(a1 + kk);
+        c10 = _mm256_add_ps(c10, _mm256_mul_ps(x, w0));
+        c11 = _mm256_add_ps(c11, _mm256_mul_ps(x, w1));
+        x = _mm256_broadcast_ss(a2 + kk);
+        c20 = _mm256_add_ps(c20, _mm256_mul_ps(x, w0));
+        c21 = _mm256_add_ps(c21, _mm256_mul_ps(x, w1));
+        x = _mm256_broadcast_ss(a3 + kk);
+        c30 = _mm256_add_ps(c30, _mm256_mul_ps(x, w0));
+        c31 = _mm256_add_ps(c31, _mm256_mul_ps(x, w1));
+    }
+    _mm256_storeu_ps(acc[0], c00);
+    _mm256_storeu_ps(acc[0] + 8, c01);
+    _mm256_storeu_ps(acc[1], c10);
+    _mm256_storeu_ps(acc[1] + 8, c11);
+    _mm256_storeu_ps(acc[2], c20);
+    _mm256_storeu_ps(acc[2] + 8, c21);
+    _mm256_storeu_ps(acc[3], c30);
+    _mm256_storeu_ps(acc[3] + 8, c31);
+}
+
+/* Bias, clamp and store of n <= 24 accumulated channels of one pixel: the plain epilogue's (v < lo ? lo : v, then
+ * v > hi ? hi : v), which VMAXPS(lo, v) and VMINPS(hi, v) compute lane for lane, NaN included. */
+static void conv_store_f32_avx2(float *o, const float *acc, const float *bias, int32_t n, float lo, float hi)
+{
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    int32_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc + j), _mm256_loadu_ps(bias + j));
+        _mm256_storeu_ps(o + j, _mm256_min_ps(vhi, _mm256_max_ps(vlo, v)));
+    }
+    for (; j < n; ++j) {
+        float v = acc[j] + bias[j];
+        v = (v < lo) ? lo : v;
+        v = (v > hi) ? hi : v;
+        o[j] = v;
+    }
+}
+
+/* The float GEMM with up to three panels per micro-kernel call (two or three: 8 or 12 accumulators; a last single
+ * panel takes conv_mk_f32); convs of one panel per group take conv_f32. The pixel blocks, patch rows and tail rows
+ * are conv_f32's. */
+static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
+{
+    const float *wt = (const float *)ctx->c[TGRS_C_CONV_WEIGHT];
+    const float *bias = (const float *)ctx->c[TGRS_C_CONV_BIAS];
+    const float lo = tgrs_p_f32(ctx, TGRS_P_CONV_FMIN);
+    const float hi = tgrs_p_f32(ctx, TGRS_P_CONV_FMAX);
+    const float *in = (const float *)ctx->in[0]->data;
+    float *out = (float *)ctx->out->data;
+    float *scr = (float *)ctx->scratch;
+    const int64_t npix = (int64_t)cg->out_rows * cg->ow;
+    const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
+    float acc3[CONV_MR][3 * CONV_NR];
+    float acc[CONV_MR][CONV_NR];
+    int32_t n, g, i, pan;
+    int64_t q0;
+    if (cg->npan < 2) {
+        return conv_f32(ctx, cg);
+    }
+    for (n = 0; n < cg->n; ++n) {
+        const float *img = in + n * in_img;
+        float *oimg = out + n * npix * cg->oc;
+        for (g = 0; g < cg->g; ++g) {
+            const float *wg = wt + (int64_t)g * cg->npan * cg->k * CONV_NR;
+            for (q0 = 0; q0 < npix; q0 += CONV_MR) {
+                const float *a[CONV_MR];
+                float *o[CONV_MR];
+                const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
+                for (i = 0; i < CONV_MR; ++i) {
+                    int32_t oh, ow;
+                    const int64_t q = q0 + (i < nv ? i : nv - 1); /* tail rows repeat the last pixel, unstored */
+                    conv_pixel(cg, q, &oh, &ow);
+                    o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
+                    if (cg->direct) {
+                        a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
+                    } else if (i < nv) {
+                        conv_im2col_f32(cg, img, oh, ow, g, scr + (int64_t)i * cg->k);
+                        a[i] = scr + (int64_t)i * cg->k;
+                    } else {
+                        a[i] = a[nv - 1];
+                    }
+                }
+                for (pan = 0; pan < cg->npan; pan += 3) {
+                    const int32_t oc0 = pan * CONV_NR;
+                    const float *bs = bias + (int64_t)g * cg->ocg + oc0;
+                    const int32_t np = (cg->npan - pan < 3) ? cg->npan - pan : 3; /* panels in this call */
+                    const int32_t ncol = (cg->ocg - oc0 < np * CONV_NR) ? cg->ocg - oc0 : np * CONV_NR;
+                    const float *b0 = wg + (int64_t)pan * cg->k * CONV_NR;
+                    const int64_t ps = (int64_t)cg->k * CONV_NR; /* one panel */
+                    if (np == 3) {
+                        conv_mk3_f32_avx2(cg->k, a, b0, b0 + ps, b0 + 2 * ps, acc3);
+                    } else if (np == 2) {
+                        conv_mk2_f32_avx2(cg->k, a, b0, b0 + ps, acc3);
+                    } else {
+                        conv_mk_f32(cg->k, a, b0, acc);
+                        for (i = 0; i < CONV_MR; ++i) {
+                            memcpy(acc3[i], acc[i], sizeof acc[i]);
+                        }
+                    }
+                    for (i = 0; i < nv; ++i) {
+                        conv_store_f32_avx2(o[i] + oc0, acc3[i], bs, ncol, lo, hi);
+                    }
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 #endif /* TGRS_ISA_AVX2 */
 
 #endif /* TGRS_CONV_AVX2_H */

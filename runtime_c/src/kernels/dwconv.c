@@ -471,7 +471,7 @@ int tgrs_dwconv_f32(const tgrs_op_ctx *ctx)
     if (st == TGRS_OK) {
         st = dw_entry(&wide, TGRS_DT_F32, &dg);
     }
-    return (st != TGRS_OK || dg.out_rows == 0) ? st : dw_f32(&wide, &dg);
+    return (st != TGRS_OK || dg.out_rows == 0) ? st : TGRS_DW_F32(&wide, &dg);
 }
 
 int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)

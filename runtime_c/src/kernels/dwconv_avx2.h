@@ -112,5 +112,94 @@ static void dw_out_s8_avx2(int8_t *o, const uint32_t *acc, const int32_t *bias, 
     }
 }
 
+
+/*
+ * float32, depth multiplier 1: per output pixel, the taps inside the image are listed once (input and weight
+ * offsets, in the plain loops' (i, j) order), then the channels go 32 at a time in four 8-lane accumulators over that
+ * list; a last partial vector is loaded and stored under a mask (VMASKMOVPS reads and writes nothing past channel C).
+ * Each output is summed from 0 over the same taps in the same order, with separate multiplies and adds, then the bias
+ * and the clamp (VMAXPS(lo, v), VMINPS(hi, v): the plain selects, NaN included): the plain path's bits. Multipliers
+ * above 1 and windows above DW_MAX_TAPS taps take dw_f32.
+ */
+static __m256i dw_mask_avx2(int32_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
+{
+    const tgrs_window *w = &dg->w;
+    const float *wt = (const float *)ctx->c[TGRS_C_DWCONV_WEIGHT];
+    const float *bias = (const float *)ctx->c[TGRS_C_DWCONV_BIAS];
+    const __m256 vlo = _mm256_set1_ps(tgrs_p_f32(ctx, TGRS_P_DWCONV_FMIN));
+    const __m256 vhi = _mm256_set1_ps(tgrs_p_f32(ctx, TGRS_P_DWCONV_FMAX));
+    const float *in = (const float *)ctx->in[0]->data;
+    float *out = (float *)ctx->out->data;
+    const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
+    const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
+    const int32_t c = dg->c;
+    const __m256i tail = dw_mask_avx2(c & 7);
+    int64_t xo[DW_MAX_TAPS], wo[DW_MAX_TAPS];
+    int32_t n, r, ow, i, j, t, nt, c0;
+    if (dg->m != 1 || (int64_t)w->kh * w->kw > DW_MAX_TAPS) {
+        return dw_f32(ctx, dg);
+    }
+    for (n = 0; n < dg->n; ++n) {
+        const float *img = in + n * in_img;
+        for (r = 0; r < dg->out_rows; ++r) {
+            const int32_t oh = dg->out_row0 + r;
+            for (ow = 0; ow < dg->ow; ++ow) {
+                float *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * c;
+                nt = 0;
+                for (i = 0; i < w->kh; ++i) {
+                    const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                    if (ih < 0 || ih >= dg->h) {
+                        continue;
+                    }
+                    for (j = 0; j < w->kw; ++j) {
+                        const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                        if (iw < 0 || iw >= dg->wd) {
+                            continue;
+                        }
+                        xo[nt] = ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * c;
+                        wo[nt] = ((int64_t)i * w->kw + j) * c;
+                        ++nt;
+                    }
+                }
+                for (c0 = 0; c0 + 32 <= c; c0 += 32) {
+                    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+                    for (t = 0; t < nt; ++t) {
+                        const float *x = img + xo[t] + c0;
+                        const float *k = wt + wo[t] + c0;
+                        s0 = _mm256_add_ps(s0, _mm256_mul_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(k)));
+                        s1 = _mm256_add_ps(s1, _mm256_mul_ps(_mm256_loadu_ps(x + 8), _mm256_loadu_ps(k + 8)));
+                        s2 = _mm256_add_ps(s2, _mm256_mul_ps(_mm256_loadu_ps(x + 16), _mm256_loadu_ps(k + 16)));
+                        s3 = _mm256_add_ps(s3, _mm256_mul_ps(_mm256_loadu_ps(x + 24), _mm256_loadu_ps(k + 24)));
+                    }
+                    s0 = _mm256_add_ps(s0, _mm256_loadu_ps(bias + c0));
+                    s1 = _mm256_add_ps(s1, _mm256_loadu_ps(bias + c0 + 8));
+                    s2 = _mm256_add_ps(s2, _mm256_loadu_ps(bias + c0 + 16));
+                    s3 = _mm256_add_ps(s3, _mm256_loadu_ps(bias + c0 + 24));
+                    _mm256_storeu_ps(o + c0, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s0)));
+                    _mm256_storeu_ps(o + c0 + 8, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s1)));
+                    _mm256_storeu_ps(o + c0 + 16, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s2)));
+                    _mm256_storeu_ps(o + c0 + 24, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s3)));
+                }
+                for (; c0 < c; c0 += 8) {
+                    const __m256i m = c - c0 >= 8 ? _mm256_set1_epi32(-1) : tail;
+                    __m256 s = _mm256_setzero_ps();
+                    for (t = 0; t < nt; ++t) {
+                        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_maskload_ps(img + xo[t] + c0, m),
+                                                           _mm256_maskload_ps(wt + wo[t] + c0, m)));
+                    }
+                    s = _mm256_add_ps(s, _mm256_maskload_ps(bias + c0, m));
+                    _mm256_maskstore_ps(o + c0, m, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s)));
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 #endif /* TGRS_HAVE_AVX2 */
 #endif /* TGRS_DWCONV_AVX2_H */
