@@ -68,6 +68,12 @@ typedef int (*tgrs_check_fn)(const tgrs_op_ctx *ctx);
 TGRS_KINDS(TGRS_DECLARE_CHECK)
 #undef TGRS_DECLARE_CHECK
 
+/* The checks of the _sym kernels below: their kind's check, and TGRS_ERR_UNSUPPORTED for an op with weight zero
+ * points (param WZP = 1). */
+int tgrs_check_conv_sym(const tgrs_op_ctx *ctx);
+int tgrs_check_dwconv_sym(const tgrs_op_ctx *ctx);
+int tgrs_check_fc_sym(const tgrs_op_ctx *ctx);
+
 /*
  * tgrs_load with the caller's check table (the op resolver's other half): checks[k] is the check of kind k
  * (n_checks entries, normally TGRS_OP_COUNT + 1; NULL for a kind the firmware does not link, refused with
@@ -137,6 +143,16 @@ int tgrs_kernel_copy(const tgrs_op_ctx *ctx);
 int tgrs_kernel_ewise(const tgrs_op_ctx *ctx);
 int tgrs_kernel_reduce(const tgrs_op_ctx *ctx);
 int tgrs_kernel_matmul(const tgrs_op_ctx *ctx);
+
+/*
+ * The multiply-accumulate kinds without their weight-zero-point path (the exact path of uint8-weight models, param
+ * WZP = 1): for an op with that parameter they return TGRS_ERR_UNSUPPORTED, otherwise exactly what tgrs_kernel_<kind>
+ * does. `tigris codegen` names them when no op of the kind in the plan has weight zero points, so --gc-sections drops
+ * that path (1.3 KiB of the int8 CNN subset at -Os, docs/runtime.md "Code size").
+ */
+int tgrs_kernel_conv_sym(const tgrs_op_ctx *ctx);
+int tgrs_kernel_dwconv_sym(const tgrs_op_ctx *ctx);
+int tgrs_kernel_fc_sym(const tgrs_op_ctx *ctx);
 
 /*
  * Accumulating GlobalAveragePool (unit flag ACCUM; tigris/ops/pool.py gap_begin/gap_accumulate/gap_finish). The

@@ -91,6 +91,7 @@ def plan_and_input():
 def _build_and_run(tmp: Path, data: bytes, x: bytes, mode: str, edit=None) -> tuple[list[str], bytes]:
     if shutil.which("gcc") is None:
         pytest.skip("needs gcc")
+    tmp.mkdir(parents=True, exist_ok=True)
     c_src, header = generate_c(data, "m", "core")
     if edit is not None:
         c_src = edit(c_src)
@@ -167,3 +168,61 @@ def test_cli_kernels_option(plan_and_input, tmp_path):
     res = CliRunner().invoke(main, ["codegen", str(tmp_path / "p.tgrs"), "-o", str(tmp_path / "x.c"),
                                     "--kernels", "some"])
     assert res.exit_code != 0
+
+
+@pytest.fixture(scope="module")
+def wzp_plan_and_input(tmp_path_factory):
+    """A uint8-weight model whose conv, dwconv and fc ops all keep their weight zero points (param wzp = 1)."""
+    import numpy as np
+    import onnx
+
+    from test_weight_zero_points import _model  # tests/ is on sys.path (its conftest.py)
+    from tigris import api
+
+    path = tmp_path_factory.mktemp("wzp") / "wzp.onnx"
+    onnx.save(_model(0, narrow=False), path)
+    data = api.compile_model(path, "256K").plan_bytes
+    s = Session(data)
+    x = {"x": np.random.default_rng(5).integers(0, 256, size=(1, 3, 24, 24), dtype=np.uint8)}
+    expected = s._to_caller(s.outputs[0], s.run(x).outputs[s.outputs[0].name])
+    return data, s._to_caller(s.inputs[0], x["x"]), expected
+
+
+def test_sym_entries_only_where_no_op_has_weight_zero_points(plan_and_input, wzp_plan_and_input):
+    # The symmetric plan's conv gets the entry points without the weight-zero-point path; the wzp plan keeps the
+    # full ones for all three multiply-accumulate kinds; --kernels all always names the full ones.
+    sym_src, _ = generate_c(plan_and_input[0], "m", "core")
+    assert "[TGRS_OP_CONV] = tgrs_kernel_conv_sym," in sym_src and "[TGRS_OP_CONV] = tgrs_check_conv_sym," in sym_src
+    wzp_src, _ = generate_c(wzp_plan_and_input[0], "m", "core")
+    for k in ("CONV", "DWCONV", "FC"):
+        assert f"[TGRS_OP_{k}] = tgrs_kernel_{k.lower()}," in wzp_src
+        assert f"[TGRS_OP_{k}] = tgrs_check_{k.lower()}," in wzp_src
+    assert "_sym," not in generate_c(plan_and_input[0], "m", "core", kernels="all")[0]
+
+
+def test_wzp_plan_runs_bit_exact_with_its_full_entries(wzp_plan_and_input, tmp_path):
+    data, x, expected = wzp_plan_and_input
+    lines, out = _build_and_run(tmp_path, data, x, "run")
+    assert lines[0] == "init 0" and lines[1] == "run 0 -1", lines
+    assert out == expected
+
+
+def test_sym_entries_refuse_a_wzp_op_at_init_and_at_run(wzp_plan_and_input, tmp_path):
+    # A firmware generated for a symmetric plan and given a wzp plan later: its _sym checks refuse the ops at load,
+    # and the _sym kernels (called without those checks) refuse them too instead of computing without the zero
+    # points. One build each (every build compiles the runtime under the sanitizers).
+    data, x, _ = wzp_plan_and_input
+
+    def to_sym(what: str):
+        def edit(c_src: str) -> str:
+            for kind in ("conv", "dwconv", "fc"):
+                line = f"    [TGRS_OP_{kind.upper()}] = tgrs_{what}_{kind},\n"
+                assert line in c_src
+                c_src = c_src.replace(line, line.replace(f"_{kind},", f"_{kind}_sym,"))
+            return c_src
+        return edit
+
+    lines, _ = _build_and_run(tmp_path / "check", data, x, "run", to_sym("check"))
+    assert lines[0] == f"init {CODES['ERR_UNSUPPORTED']}", lines
+    lines, _ = _build_and_run(tmp_path / "kernel", data, x, "run", to_sym("kernel"))
+    assert lines[0] == "init 0" and lines[1] == f"run {CODES['ERR_UNSUPPORTED']} 0", lines

@@ -69,6 +69,9 @@ class PlanInfo:
     outputs: tuple[IoInfo, ...]
     # TGRS_OP_* kinds the plan's ops use, ascending: codegen links only their kernels (the op resolver).
     kinds: tuple[int, ...] = ()
+    # The multiply-accumulate kinds with at least one op whose weights have zero points (param ``wzp`` = 1): the
+    # op resolver names their full kernel; the others get tgrs_kernel_<kind>_sym, which leaves that path out.
+    wzp_kinds: tuple[int, ...] = ()
 
     @property
     def xip(self) -> bool:
@@ -196,6 +199,7 @@ def read_plan_info(data: bytes) -> PlanInfo:
         inputs=tuple(ios[:n_in]),
         outputs=tuple(ios[n_in:]),
         kinds=_op_kinds(data, sections.get(F.SectionId.OPS, (0, 0))),
+        wzp_kinds=_wzp_kinds(data, sections.get(F.SectionId.OPS, (0, 0))),
     )
 
 
@@ -204,3 +208,25 @@ def _op_kinds(data: bytes, section: tuple[int, int]) -> tuple[int, ...]:
     off, size = section
     starts = range(off, off + size - F.OP.size + 1, F.OP.size)
     return tuple(sorted({int(F.OP.unpack(data, o)["kind"]) for o in starts}))  # type: ignore[call-overload]
+
+
+# The kinds whose kernels have a weight-zero-point path that a firmware can leave out (tgrs_kernel_<kind>_sym).
+WZP_KINDS = ("conv", "dwconv", "fc")
+
+
+def _wzp_kinds(data: bytes, section: tuple[int, int]) -> tuple[int, ...]:
+    """The kinds of WZP_KINDS with an op whose ``wzp`` parameter is 1 (the kernels' exact zero-point path)."""
+    from tigris.ops import KINDS, kind as get_kind
+
+    slot = {}
+    for i, (kname, _m, _c) in enumerate(KINDS):
+        if kname in WZP_KINDS:
+            slot[i + 1] = list(get_kind(kname).PARAMS).index("wzp")
+    off, size = section
+    found = set()
+    for o in range(off, off + size - F.OP.size + 1, F.OP.size):
+        rec = F.OP.unpack(data, o)
+        kind = int(rec["kind"])  # type: ignore[call-overload]
+        if kind in slot and int(rec["params"][slot[kind]]) == 1:  # type: ignore[index]
+            found.add(kind)
+    return tuple(sorted(found))

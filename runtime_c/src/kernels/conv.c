@@ -505,8 +505,12 @@ static int conv_s8_wzp(const tgrs_op_ctx *ctx, const conv_geom *cg)
     return TGRS_OK;
 }
 
+/* The weight-zero-point path an entry point links: conv_s8_wzp, or NULL in tgrs_conv_s8_sym (docs/runtime.md
+ * "Code size": an image whose plan has no such op leaves it out). */
+typedef int (*conv_wzp_fn)(const tgrs_op_ctx *ctx, const conv_geom *cg);
+
 /* The int8 GEMM of the target (target.h picks it): the same exact sums, requantized through requant.h. */
-static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
+static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg, conv_wzp_fn wzp)
 {
     const int st = tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg->oc, ctx->p[TGRS_P_CONV_ACT_MIN],
                                      ctx->p[TGRS_P_CONV_ACT_MAX], ctx->p[TGRS_P_CONV_ZP_IN],
@@ -515,7 +519,7 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg)
         return st;
     }
     if (ctx->p[TGRS_P_CONV_WZP] != 0) {
-        return ctx->p[TGRS_P_CONV_WZP] == 1 ? conv_s8_wzp(ctx, cg) : TGRS_ERR_PARAM;
+        return ctx->p[TGRS_P_CONV_WZP] != 1 ? TGRS_ERR_PARAM : (wzp != NULL ? wzp(ctx, cg) : TGRS_ERR_UNSUPPORTED);
     }
     return TGRS_CONV_S8(ctx, cg);
 }
@@ -553,7 +557,7 @@ int tgrs_conv_f32(const tgrs_op_ctx *ctx)
     }
 }
 
-int tgrs_conv_s8(const tgrs_op_ctx *ctx)
+static int conv_s8_run(const tgrs_op_ctx *ctx, conv_wzp_fn wzp)
 {
     conv_geom cg;
     int st = conv_entry(ctx, TGRS_DT_S8, &cg);
@@ -562,13 +566,24 @@ int tgrs_conv_s8(const tgrs_op_ctx *ctx)
     }
     {
         const conv_geom g = cg;
-        return conv_s8(ctx, &g);
+        return conv_s8(ctx, &g, wzp);
     }
+}
+
+int tgrs_conv_s8(const tgrs_op_ctx *ctx)
+{
+    return conv_s8_run(ctx, conv_s8_wzp);
+}
+
+/* Without the weight-zero-point path: such an op is TGRS_ERR_UNSUPPORTED (tgrs_check_conv_sym refuses it at load). */
+int tgrs_conv_s8_sym(const tgrs_op_ctx *ctx)
+{
+    return conv_s8_run(ctx, NULL);
 }
 
 /* The kind's check (check.c calls it at load, once per op and tile): what the dtype variant registry.c picks would
  * check before computing, in the same order, so a plan the loader accepts passes it at run time. */
-int tgrs_check_conv(const tgrs_op_ctx *ctx)
+static int conv_check(const tgrs_op_ctx *ctx, int wzp)
 {
     conv_geom cg;
     tgrs_op_ctx wide;
@@ -585,7 +600,19 @@ int tgrs_check_conv(const tgrs_op_ctx *ctx)
     if (st != TGRS_OK || cg.out_rows == 0) {
         return st;
     }
-    return tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg.oc, ctx->p[TGRS_P_CONV_ACT_MIN],
-                             ctx->p[TGRS_P_CONV_ACT_MAX], ctx->p[TGRS_P_CONV_ZP_IN], ctx->p[TGRS_P_CONV_ZP_OUT],
-                             ctx->p[TGRS_P_CONV_NUMERICS]);
+    st = tgrs_mac_s8_check(ctx, TGRS_C_CONV_MULT, TGRS_C_CONV_SHIFT, cg.oc, ctx->p[TGRS_P_CONV_ACT_MIN],
+                           ctx->p[TGRS_P_CONV_ACT_MAX], ctx->p[TGRS_P_CONV_ZP_IN], ctx->p[TGRS_P_CONV_ZP_OUT],
+                           ctx->p[TGRS_P_CONV_NUMERICS]);
+    return (st == TGRS_OK && !wzp && ctx->p[TGRS_P_CONV_WZP] == 1) ? TGRS_ERR_UNSUPPORTED : st;
+}
+
+int tgrs_check_conv(const tgrs_op_ctx *ctx)
+{
+    return conv_check(ctx, 1);
+}
+
+/* The check of tgrs_kernel_conv_sym: an op with weight zero points is TGRS_ERR_UNSUPPORTED. */
+int tgrs_check_conv_sym(const tgrs_op_ctx *ctx)
+{
+    return conv_check(ctx, 0);
 }

@@ -345,7 +345,10 @@ static int dw_s8_wzp(const tgrs_op_ctx *ctx, const dw_geom *dg)
     return TGRS_OK;
 }
 
-static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
+/* The weight-zero-point path an entry point links: dw_s8_wzp, or NULL in tgrs_dwconv_s8_sym. */
+typedef int (*dw_wzp_fn)(const tgrs_op_ctx *ctx, const dw_geom *dg);
+
+static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg, dw_wzp_fn wzp)
 {
     const tgrs_window *w = &dg->w;
     const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_DWCONV_WEIGHT];
@@ -368,7 +371,7 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg)
         return st;
     }
     if (ctx->p[TGRS_P_DWCONV_WZP] != 0) {
-        return ctx->p[TGRS_P_DWCONV_WZP] == 1 ? dw_s8_wzp(ctx, dg) : TGRS_ERR_PARAM;
+        return ctx->p[TGRS_P_DWCONV_WZP] != 1 ? TGRS_ERR_PARAM : (wzp != NULL ? wzp(ctx, dg) : TGRS_ERR_UNSUPPORTED);
     }
     memset(zpv, (int)(int8_t)zp_in, sizeof zpv);
     /* channel blocks outermost: each block's requantization is prepared once per op (rows are often short) */
@@ -474,16 +477,27 @@ int tgrs_dwconv_f32(const tgrs_op_ctx *ctx)
     return (st != TGRS_OK || dg.out_rows == 0) ? st : TGRS_DW_F32(&wide, &dg);
 }
 
-int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)
+static int dw_s8_run(const tgrs_op_ctx *ctx, dw_wzp_fn wzp)
 {
     dw_geom dg;
     int st = dw_entry(ctx, TGRS_DT_S8, &dg);
-    return (st != TGRS_OK || dg.out_rows == 0) ? st : dw_s8(ctx, &dg);
+    return (st != TGRS_OK || dg.out_rows == 0) ? st : dw_s8(ctx, &dg, wzp);
+}
+
+int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)
+{
+    return dw_s8_run(ctx, dw_s8_wzp);
+}
+
+/* Without the weight-zero-point path: such an op is TGRS_ERR_UNSUPPORTED (tgrs_check_dwconv_sym refuses it). */
+int tgrs_dwconv_s8_sym(const tgrs_op_ctx *ctx)
+{
+    return dw_s8_run(ctx, NULL);
 }
 
 /* The kind's check (check.c calls it at load, once per op and tile): what the dtype variant registry.c picks would
  * check before computing, in the same order. */
-int tgrs_check_dwconv(const tgrs_op_ctx *ctx)
+static int dw_check(const tgrs_op_ctx *ctx, int wzp)
 {
     dw_geom dg;
     tgrs_op_ctx wide;
@@ -500,7 +514,19 @@ int tgrs_check_dwconv(const tgrs_op_ctx *ctx)
     if (st != TGRS_OK || dg.out_rows == 0) {
         return st;
     }
-    return tgrs_mac_s8_check(ctx, TGRS_C_DWCONV_MULT, TGRS_C_DWCONV_SHIFT, dg.oc, ctx->p[TGRS_P_DWCONV_ACT_MIN],
-                             ctx->p[TGRS_P_DWCONV_ACT_MAX], ctx->p[TGRS_P_DWCONV_ZP_IN], ctx->p[TGRS_P_DWCONV_ZP_OUT],
-                             ctx->p[TGRS_P_DWCONV_NUMERICS]);
+    st = tgrs_mac_s8_check(ctx, TGRS_C_DWCONV_MULT, TGRS_C_DWCONV_SHIFT, dg.oc, ctx->p[TGRS_P_DWCONV_ACT_MIN],
+                           ctx->p[TGRS_P_DWCONV_ACT_MAX], ctx->p[TGRS_P_DWCONV_ZP_IN], ctx->p[TGRS_P_DWCONV_ZP_OUT],
+                           ctx->p[TGRS_P_DWCONV_NUMERICS]);
+    return (st == TGRS_OK && !wzp && ctx->p[TGRS_P_DWCONV_WZP] == 1) ? TGRS_ERR_UNSUPPORTED : st;
+}
+
+int tgrs_check_dwconv(const tgrs_op_ctx *ctx)
+{
+    return dw_check(ctx, 1);
+}
+
+/* The check of tgrs_kernel_dwconv_sym: an op with weight zero points is TGRS_ERR_UNSUPPORTED. */
+int tgrs_check_dwconv_sym(const tgrs_op_ctx *ctx)
+{
+    return dw_check(ctx, 0);
 }

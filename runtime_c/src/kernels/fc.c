@@ -176,7 +176,10 @@ static int fc_s8_wzp(const tgrs_op_ctx *ctx, const fc_geom *fg)
     return TGRS_OK;
 }
 
-static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
+/* The weight-zero-point path an entry point links: fc_s8_wzp, or NULL in tgrs_fc_s8_sym. */
+typedef int (*fc_wzp_fn)(const tgrs_op_ctx *ctx, const fc_geom *fg);
+
+static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg, fc_wzp_fn wzp)
 {
     const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_FC_WEIGHT];
     const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_FC_BIAS];
@@ -193,7 +196,7 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg)
         return st;
     }
     if (ctx->p[TGRS_P_FC_WZP] != 0) {
-        return ctx->p[TGRS_P_FC_WZP] == 1 ? fc_s8_wzp(ctx, fg) : TGRS_ERR_PARAM;
+        return ctx->p[TGRS_P_FC_WZP] != 1 ? TGRS_ERR_PARAM : (wzp != NULL ? wzp(ctx, fg) : TGRS_ERR_UNSUPPORTED);
     }
     for (n = 0; n < fg->n; ++n) {
         const int8_t *x = in + (int64_t)n * fg->k;
@@ -237,7 +240,7 @@ int tgrs_fc_f32(const tgrs_op_ctx *ctx)
     }
 }
 
-int tgrs_fc_s8(const tgrs_op_ctx *ctx)
+static int fc_s8_run(const tgrs_op_ctx *ctx, fc_wzp_fn wzp)
 {
     fc_geom fg;
     int st = fc_entry(ctx, TGRS_DT_S8, &fg);
@@ -246,13 +249,24 @@ int tgrs_fc_s8(const tgrs_op_ctx *ctx)
     }
     {
         const fc_geom g = fg;
-        return fc_s8(ctx, &g);
+        return fc_s8(ctx, &g, wzp);
     }
+}
+
+int tgrs_fc_s8(const tgrs_op_ctx *ctx)
+{
+    return fc_s8_run(ctx, fc_s8_wzp);
+}
+
+/* Without the weight-zero-point path: such an op is TGRS_ERR_UNSUPPORTED (tgrs_check_fc_sym refuses it). */
+int tgrs_fc_s8_sym(const tgrs_op_ctx *ctx)
+{
+    return fc_s8_run(ctx, NULL);
 }
 
 /* The kind's check (check.c calls it at load, once per op): what the dtype variant registry.c picks would check
  * before computing, in the same order. */
-int tgrs_check_fc(const tgrs_op_ctx *ctx)
+static int fc_check(const tgrs_op_ctx *ctx, int wzp)
 {
     fc_geom fg;
     tgrs_op_ctx wide;
@@ -269,7 +283,19 @@ int tgrs_check_fc(const tgrs_op_ctx *ctx)
     if (st != TGRS_OK) {
         return st;
     }
-    return tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg.oc, ctx->p[TGRS_P_FC_ACT_MIN],
-                             ctx->p[TGRS_P_FC_ACT_MAX], ctx->p[TGRS_P_FC_ZP_IN], ctx->p[TGRS_P_FC_ZP_OUT],
-                             ctx->p[TGRS_P_FC_NUMERICS]);
+    st = tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg.oc, ctx->p[TGRS_P_FC_ACT_MIN],
+                           ctx->p[TGRS_P_FC_ACT_MAX], ctx->p[TGRS_P_FC_ZP_IN], ctx->p[TGRS_P_FC_ZP_OUT],
+                           ctx->p[TGRS_P_FC_NUMERICS]);
+    return (st == TGRS_OK && !wzp && ctx->p[TGRS_P_FC_WZP] == 1) ? TGRS_ERR_UNSUPPORTED : st;
+}
+
+int tgrs_check_fc(const tgrs_op_ctx *ctx)
+{
+    return fc_check(ctx, 1);
+}
+
+/* The check of tgrs_kernel_fc_sym: an op with weight zero points is TGRS_ERR_UNSUPPORTED. */
+int tgrs_check_fc_sym(const tgrs_op_ctx *ctx)
+{
+    return fc_check(ctx, 0);
 }

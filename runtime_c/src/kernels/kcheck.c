@@ -142,14 +142,12 @@ int8_t tgrs_rq_s8_call(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
 
 int8_t tgrs_rq_s8_slow(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi)
 {
-    uint64_t p, u;
     if (r->tflm) {
         const int32_t t = tgrs_srdhm((int32_t)((uint32_t)acc << r->lsh), r->m32);
         return (int8_t)tgrs_clamp64((int64_t)tgrs_rdbpot(t, r->rsh) + r->zp, lo, hi);
     }
-    p = (uint64_t)((int64_t)acc * r->mult);
-    u = p + r->add - ((p >> 63) & r->neg);
-    return (int8_t)tgrs_clamp64((int64_t)(u >> r->n) - r->sub, lo, hi);
+    /* tgrs_requant itself: mult 0 (shift <= -32) gives 0, n = 0 (shift 31) no rounding */
+    return (int8_t)tgrs_clamp64(tgrs_rounding_rshift64((int64_t)acc * r->mult, r->n) + r->zp, lo, hi);
 }
 
 int8_t tgrs_requant_nm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out, int32_t lo, int32_t hi,

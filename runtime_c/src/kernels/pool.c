@@ -205,12 +205,104 @@ static int pool_f32(const tgrs_op_ctx *ctx, int avg)
     return TGRS_OK;
 }
 
-static int pool_s8(const tgrs_op_ctx *ctx, int avg)
+/*
+ * One int8 output pixel, every channel: the window's taps from (ih0, iw0), `count` of them counted for the average.
+ * One function per kind (an avgpool-only image links no maxpool code: docs/runtime.md "Code size"); each copies the
+ * geometry, whose address escaped, so the int8 stores cannot make it reload the fields in the loops.
+ */
+typedef void (*pool_px_fn)(const tgrs_op_ctx *ctx, const pool_geom *gp, int32_t n, int32_t ih0, int32_t iw0,
+                           int32_t count, int8_t *y);
+
+static void pool_px_avg_s8(const tgrs_op_ctx *ctx, const pool_geom *gp, int32_t n, int32_t ih0, int32_t iw0,
+                           int32_t count, int8_t *y)
+{
+    const pool_geom g = *gp;
+    const tgrs_tview *in = ctx->in[0];
+    const int32_t H = in->dims[1], W = in->dims[2], C = in->dims[3];
+    const int32_t zsub = g.numerics == TGRS_NUMERICS_TFLM ? 0 : in->zero_point; /* tflm: raw codes */
+    const int32_t zo = ctx->out->zero_point;
+    const int32_t cnt = count > 0 ? count : 1;
+    const int8_t *x = (const int8_t *)in->data;
+    int32_t c0, c, kh, kw;
+    for (c0 = 0; c0 < C; c0 += POOL_CHUNK) {
+        int32_t acc[POOL_CHUNK];
+        const int32_t nc = (C - c0 < POOL_CHUNK) ? C - c0 : POOL_CHUNK;
+        for (c = 0; c < nc; ++c) {
+            acc[c] = 0;
+        }
+        for (kh = 0; kh < g.kh; ++kh) {
+            const int32_t ih = ih0 + kh * g.dh;
+            for (kw = 0; kw < g.kw; ++kw) {
+                const int32_t iw = iw0 + kw * g.dw;
+                const int8_t *xr;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+                    continue;
+                }
+                xr = x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C + c0;
+                for (c = 0; c < nc; ++c) {
+                    acc[c] += (int32_t)xr[c] - zsub;
+                }
+            }
+        }
+        for (c = 0; c < nc; ++c) {
+            int64_t q;
+            if (g.numerics == TGRS_NUMERICS_TFLM) {
+                /* |acc| <= 128 * 4096^2 cannot overflow; halves away from zero, as TFLM; no zero point */
+                q = acc[c] > 0 ? (acc[c] + cnt / 2) / cnt : (acc[c] - cnt / 2) / cnt;
+            } else if (g.mult == (1 << 30) && g.shift == 1) {
+                /* equal scales: acc * 2^30 / (count * 2^30) is exactly acc / count, in 32 bits */
+                q = (int64_t)tgrs_div_round_half_even32(acc[c], cnt) + zo;
+            } else {
+                q = tgrs_div_round_half_even((int64_t)acc[c] * (int64_t)g.mult,
+                                             (int64_t)cnt * ((int64_t)1 << (31 - g.shift))) + zo;
+            }
+            y[c0 + c] = (int8_t)tgrs_clamp64(q, g.lo, g.hi);
+        }
+    }
+}
+
+static void pool_px_max_s8(const tgrs_op_ctx *ctx, const pool_geom *gp, int32_t n, int32_t ih0, int32_t iw0,
+                           int32_t count, int8_t *y)
+{
+    const pool_geom g = *gp;
+    const tgrs_tview *in = ctx->in[0];
+    const int32_t H = in->dims[1], W = in->dims[2], C = in->dims[3];
+    const int32_t zi = in->zero_point, zo = ctx->out->zero_point;
+    const int8_t *x = (const int8_t *)in->data;
+    int32_t c0, c, kh, kw;
+    (void)count;
+    for (c0 = 0; c0 < C; c0 += POOL_CHUNK) {
+        int32_t acc[POOL_CHUNK];
+        const int32_t nc = (C - c0 < POOL_CHUNK) ? C - c0 : POOL_CHUNK;
+        for (c = 0; c < nc; ++c) {
+            acc[c] = -128;
+        }
+        for (kh = 0; kh < g.kh; ++kh) {
+            const int32_t ih = ih0 + kh * g.dh;
+            for (kw = 0; kw < g.kw; ++kw) {
+                const int32_t iw = iw0 + kw * g.dw;
+                const int8_t *xr;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+                    continue;
+                }
+                xr = x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C + c0;
+                for (c = 0; c < nc; ++c) {
+                    acc[c] = ((int32_t)xr[c] > acc[c]) ? (int32_t)xr[c] : acc[c];
+                }
+            }
+        }
+        for (c = 0; c < nc; ++c) {
+            y[c0 + c] = tgrs_requant_even_s8(acc[c] - zi, g.mult, g.shift, zo, g.lo, g.hi);
+        }
+    }
+}
+
+static int pool_s8(const tgrs_op_ctx *ctx, int avg, pool_px_fn px)
 {
     const tgrs_tview *in = ctx->in[0];
     tgrs_tview *out = ctx->out;
     pool_geom g = pool_load(ctx->p);
-    int32_t n, oh, ow, kh, kw;
+    int32_t n, oh, ow;
     int32_t H, W, C, OW;
     int st = pool_setup(ctx, avg, TGRS_DT_S8);
     if (st != TGRS_OK) {
@@ -229,68 +321,8 @@ static int pool_s8(const tgrs_op_ctx *ctx, int avg)
                 int32_t iw0 = ow * g.sw - g.pl;
                 int32_t count_w = g.count_pad ? taps_inside(iw0, g.dw, g.kw, -g.pl, W + g.pr)
                                               : taps_inside(iw0, g.dw, g.kw, 0, W);
-                int32_t count = count_h * count_w;
-                size_t o = tgrs_kv_row_off(out, n, oh) + (size_t)ow * (size_t)C;
-                int32_t c0, c;
-                for (c0 = 0; c0 < C; c0 += POOL_CHUNK) {
-                    int32_t acc[POOL_CHUNK];
-                    int32_t nc = (C - c0 < POOL_CHUNK) ? C - c0 : POOL_CHUNK;
-                    int8_t *y = (int8_t *)out->data + o + c0;
-                    const int8_t *x = (const int8_t *)in->data;
-                    const int32_t zsub = g.numerics == TGRS_NUMERICS_TFLM ? 0 : in->zero_point; /* tflm: raw codes */
-                    for (c = 0; c < nc; ++c) {
-                        acc[c] = avg ? 0 : -128;
-                    }
-                    for (kh = 0; kh < g.kh; ++kh) {
-                        int32_t ih = ih0 + kh * g.dh;
-                        if (ih < 0 || ih >= H) {
-                            continue;
-                        }
-                        for (kw = 0; kw < g.kw; ++kw) {
-                            int32_t iw = iw0 + kw * g.dw;
-                            const int8_t *xr;
-                            if (iw < 0 || iw >= W) {
-                                continue;
-                            }
-                            xr = x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C + c0;
-                            if (avg) {
-                                for (c = 0; c < nc; ++c) {
-                                    acc[c] += (int32_t)xr[c] - zsub;
-                                }
-                            } else {
-                                for (c = 0; c < nc; ++c) {
-                                    acc[c] = ((int32_t)xr[c] > acc[c]) ? (int32_t)xr[c] : acc[c];
-                                }
-                            }
-                        }
-                    }
-                    if (avg && g.numerics == TGRS_NUMERICS_TFLM) {
-                        /* |acc| <= 128 * 4096^2 cannot overflow; halves away from zero, as TFLM */
-                        int32_t cnt = count > 0 ? count : 1;
-                        for (c = 0; c < nc; ++c) {
-                            int32_t q = acc[c] > 0 ? (acc[c] + cnt / 2) / cnt : (acc[c] - cnt / 2) / cnt;
-                            y[c] = (int8_t)tgrs_clamp64((int64_t)q, g.lo, g.hi);
-                        }
-                    } else if (avg && g.mult == (1 << 30) && g.shift == 1) {
-                        /* equal scales: acc * 2^30 / (count * 2^30) is exactly acc / count, in 32 bits */
-                        int32_t cnt = count > 0 ? count : 1;
-                        for (c = 0; c < nc; ++c) {
-                            int32_t q = tgrs_div_round_half_even32(acc[c], cnt);
-                            y[c] = (int8_t)tgrs_clamp64((int64_t)q + out->zero_point, g.lo, g.hi);
-                        }
-                    } else if (avg) {
-                        int64_t den = (int64_t)(count > 0 ? count : 1) * ((int64_t)1 << (31 - g.shift));
-                        for (c = 0; c < nc; ++c) {
-                            int64_t q = tgrs_div_round_half_even((int64_t)acc[c] * (int64_t)g.mult, den);
-                            y[c] = (int8_t)tgrs_clamp64(q + out->zero_point, g.lo, g.hi);
-                        }
-                    } else {
-                        for (c = 0; c < nc; ++c) {
-                            y[c] = tgrs_requant_even_s8(acc[c] - in->zero_point, g.mult, g.shift, out->zero_point, g.lo,
-                                                   g.hi);
-                        }
-                    }
-                }
+                px(ctx, &g, n, ih0, iw0, count_h * count_w,
+                   (int8_t *)out->data + tgrs_kv_row_off(out, n, oh) + (size_t)ow * (size_t)C);
             }
         }
     }
@@ -305,7 +337,7 @@ int tgrs_maxpool_f32(const tgrs_op_ctx *ctx)
 
 int tgrs_maxpool_s8(const tgrs_op_ctx *ctx)
 {
-    return pool_s8(ctx, 0);
+    return pool_s8(ctx, 0, pool_px_max_s8);
 }
 
 int tgrs_avgpool_f32(const tgrs_op_ctx *ctx)
@@ -315,7 +347,7 @@ int tgrs_avgpool_f32(const tgrs_op_ctx *ctx)
 
 int tgrs_avgpool_s8(const tgrs_op_ctx *ctx)
 {
-    return pool_s8(ctx, 1);
+    return pool_s8(ctx, 1, pool_px_avg_s8);
 }
 
 /* Shape, band and dtype checks shared by the gap variants. */

@@ -34,14 +34,29 @@ int tgrs_kernel_conv(const tgrs_op_ctx *ctx)
     return tgrs_by_dtype(ctx, tgrs_conv_s8, TGRS_F32_VARIANT(tgrs_conv_f32));
 }
 
+int tgrs_kernel_conv_sym(const tgrs_op_ctx *ctx)
+{
+    return tgrs_by_dtype(ctx, tgrs_conv_s8_sym, TGRS_F32_VARIANT(tgrs_conv_f32));
+}
+
 int tgrs_kernel_dwconv(const tgrs_op_ctx *ctx)
 {
     return tgrs_by_dtype(ctx, tgrs_dwconv_s8, TGRS_F32_VARIANT(tgrs_dwconv_f32));
 }
 
+int tgrs_kernel_dwconv_sym(const tgrs_op_ctx *ctx)
+{
+    return tgrs_by_dtype(ctx, tgrs_dwconv_s8_sym, TGRS_F32_VARIANT(tgrs_dwconv_f32));
+}
+
 int tgrs_kernel_fc(const tgrs_op_ctx *ctx)
 {
     return tgrs_by_dtype(ctx, tgrs_fc_s8, TGRS_F32_VARIANT(tgrs_fc_f32));
+}
+
+int tgrs_kernel_fc_sym(const tgrs_op_ctx *ctx)
+{
+    return tgrs_by_dtype(ctx, tgrs_fc_s8_sym, TGRS_F32_VARIANT(tgrs_fc_f32));
 }
 
 int tgrs_kernel_maxpool(const tgrs_op_ctx *ctx)

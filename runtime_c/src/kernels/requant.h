@@ -211,23 +211,17 @@ int8_t tgrs_requant_nm_s8(int32_t acc, int32_t mult, int32_t shift, int32_t zp_o
  * every input (tested exhaustively at the edges and randomly elsewhere). Requires shift <= TGRS_SHIFT_MAX, mult >= 0.
  * The numerics code is a field, so one loop serves both contracts; the branch on it is the same for every element.
  *
- * Why it is exact: with p = acc * mult (|p| < 2^62), h = 2^(n-1) and n = 31 - shift in [1, 62], rounding half away
- * from zero is floor((p + h - [p < 0]) / 2^n) (for p < 0 this equals -floor((|p| + h) / 2^n)). Adding 2^62 makes the
- * dividend non-negative, so an unsigned shift computes the floor, and 2^62 / 2^n is subtracted back exactly.
- * n = 0 (shift 31) divides by one: no rounding term. shift <= -32 always gives 0: mult becomes 0. The zero point is
- * folded into the subtracted constant. Four cheap operations and two conditional moves per element, no branches.
+ * The 32-bit form below (tgrs_rq_s8_fast) is what every real layer takes; the rest (shift above -2 with onnx
+ * numerics, and TFLM's rounding) goes through the out-of-line tgrs_rq_s8_slow, which evaluates the definition.
  */
 typedef struct tgrs_rq {
-    int64_t mult;
-    uint64_t add;  /* 2^62 + h */
-    uint64_t neg;  /* 1 when the (p < 0) correction applies (n > 0), else 0 */
-    int64_t sub;   /* (2^62 >> n) - zp_out */
-    int32_t n;
+    int64_t mult;  /* 0 when shift <= -32 (the result is then zp_out) */
+    int32_t n;     /* 31 - shift, in [0, 62]; 0 when mult is 0 */
     int32_t tflm;  /* TGRS_RQ_TFLM: the fields below apply instead */
     int32_t m32;   /* tflm: multiplier (0 when shift <= -32) */
     int32_t lsh;   /* tflm: max(shift, 0) */
     int32_t rsh;   /* tflm: max(-shift, 0) */
-    int32_t zp;    /* tflm: output zero point */
+    int32_t zp;    /* output zero point */
     /* The 32-bit form, for onnx numerics with n >= 33 (every real layer's shift <= -2): see tgrs_rq_s8_fast. */
     int32_t fast;  /* 1 when it applies */
     int32_t n2;    /* n - 32, in [1, 30]; 1 when mult is 0 */
@@ -238,7 +232,6 @@ typedef struct tgrs_rq {
 static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift, int32_t zp_out, int32_t numerics)
 {
     tgrs_rq r;
-    const uint64_t base = (uint64_t)1 << 62;
     r.tflm = numerics == TGRS_RQ_TFLM;
     r.m32 = shift <= -32 ? 0 : mult;
     r.lsh = shift > 0 ? shift : 0;
@@ -255,15 +248,6 @@ static inline tgrs_rq tgrs_rq_make(int32_t mult, int32_t shift, int32_t zp_out, 
     r.n2 = r.fast && r.mult != 0 ? r.n - 32 : 1;
     r.add2 = ((uint32_t)1 << 31) + ((uint32_t)1 << (r.n2 - 1));
     r.sub2 = (int32_t)(((uint32_t)1 << 31) >> r.n2) - zp_out;
-    if (r.fast) { /* the 64-bit fields are unused: skip their 64-bit shifts (inner loops make one per channel) */
-        r.add = 0;
-        r.neg = 0;
-        r.sub = 0;
-        return r;
-    }
-    r.add = base + ((r.n > 0) ? ((uint64_t)1 << (r.n - 1)) : 0);
-    r.neg = (r.n > 0) ? 1u : 0u;
-    r.sub = (int64_t)(base >> r.n) - zp_out;
     return r;
 }
 
@@ -285,8 +269,8 @@ static inline int8_t tgrs_rq_s8_fast(const tgrs_rq *r, int32_t acc, int32_t lo, 
     return (int8_t)((q < lo) ? lo : ((q > hi) ? hi : q));
 }
 
-/* tgrs_rq_s8 outside the 32-bit form, out of line (kcheck.c): the 64-bit form (shift above -2, which no real layer
- * has) and TFLM's double rounding. One copy per image, shared by every kernel, instead of one inlined into each
+/* tgrs_rq_s8 outside the 32-bit form, out of line (kcheck.c): the 64-bit definition (shift above -2, which no real
+ * layer has) and TFLM's double rounding. One copy per image, shared by every kernel, instead of one inlined into each
  * kernel's output loop; the common case stays inline. */
 int8_t tgrs_rq_s8_slow(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi);
 

@@ -12,10 +12,13 @@
 
 int tgrs_conv_f32(const tgrs_op_ctx *ctx);
 int tgrs_conv_s8(const tgrs_op_ctx *ctx);
+int tgrs_conv_s8_sym(const tgrs_op_ctx *ctx); /* without the weight-zero-point path */
 int tgrs_dwconv_f32(const tgrs_op_ctx *ctx);
 int tgrs_dwconv_s8(const tgrs_op_ctx *ctx);
+int tgrs_dwconv_s8_sym(const tgrs_op_ctx *ctx); /* without the weight-zero-point path */
 int tgrs_fc_f32(const tgrs_op_ctx *ctx);
 int tgrs_fc_s8(const tgrs_op_ctx *ctx);
+int tgrs_fc_s8_sym(const tgrs_op_ctx *ctx); /* without the weight-zero-point path */
 int tgrs_maxpool_f32(const tgrs_op_ctx *ctx);
 int tgrs_maxpool_s8(const tgrs_op_ctx *ctx);
 int tgrs_avgpool_f32(const tgrs_op_ctx *ctx);
