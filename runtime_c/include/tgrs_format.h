@@ -146,7 +146,8 @@
 #define TGRS_OP_EWISE 19u
 #define TGRS_OP_REDUCE 20u
 #define TGRS_OP_MATMUL 21u
-#define TGRS_OP_COUNT 21u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_LAYERNORM 22u
+#define TGRS_OP_COUNT 22u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -172,7 +173,8 @@
     X(COPY, copy) \
     X(EWISE, ewise) \
     X(REDUCE, reduce) \
-    X(MATMUL, matmul)
+    X(MATMUL, matmul) \
+    X(LAYERNORM, layernorm)
 
 #define TGRS_OP_CONV_NPARAMS 22
 #define TGRS_P_CONV_KH 0
@@ -501,6 +503,23 @@
 #define TGRS_C_MATMUL_MULT 2
 #define TGRS_C_MATMUL_SHIFT 3
 
+#define TGRS_OP_LAYERNORM_NPARAMS 12
+#define TGRS_P_LAYERNORM_D0 0
+#define TGRS_P_LAYERNORM_D1 1
+#define TGRS_P_LAYERNORM_D2 2
+#define TGRS_P_LAYERNORM_D3 3
+#define TGRS_P_LAYERNORM_S0 4
+#define TGRS_P_LAYERNORM_S1 5
+#define TGRS_P_LAYERNORM_S2 6
+#define TGRS_P_LAYERNORM_S3 7
+#define TGRS_P_LAYERNORM_AXIS 8
+#define TGRS_P_LAYERNORM_EPS 9
+#define TGRS_P_LAYERNORM_SIN 10
+#define TGRS_P_LAYERNORM_SIN2 11
+#define TGRS_OP_LAYERNORM_NCONSTS 2
+#define TGRS_C_LAYERNORM_GAMMA 0
+#define TGRS_C_LAYERNORM_BETA 1
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -526,6 +545,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_EWISE: return TGRS_OP_EWISE_NPARAMS;
     case TGRS_OP_REDUCE: return TGRS_OP_REDUCE_NPARAMS;
     case TGRS_OP_MATMUL: return TGRS_OP_MATMUL_NPARAMS;
+    case TGRS_OP_LAYERNORM: return TGRS_OP_LAYERNORM_NPARAMS;
     default: return -1;
     }
 }
@@ -555,6 +575,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_EWISE: return TGRS_OP_EWISE_NCONSTS;
     case TGRS_OP_REDUCE: return TGRS_OP_REDUCE_NCONSTS;
     case TGRS_OP_MATMUL: return TGRS_OP_MATMUL_NCONSTS;
+    case TGRS_OP_LAYERNORM: return TGRS_OP_LAYERNORM_NCONSTS;
     default: return -1;
     }
 }

@@ -143,6 +143,7 @@ int tgrs_kernel_copy(const tgrs_op_ctx *ctx);
 int tgrs_kernel_ewise(const tgrs_op_ctx *ctx);
 int tgrs_kernel_reduce(const tgrs_op_ctx *ctx);
 int tgrs_kernel_matmul(const tgrs_op_ctx *ctx);
+int tgrs_kernel_layernorm(const tgrs_op_ctx *ctx);
 
 /*
  * The multiply-accumulate kinds without their weight-zero-point path (the exact path of uint8-weight models, param

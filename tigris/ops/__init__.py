@@ -33,6 +33,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("ewise", "binary", "Ewise"),  # Max/Min/Div/Pow between two operands
     ("reduce", "reduce", "Reduce"),  # ReduceMean/Sum/Max/L2 over any axes
     ("matmul", "matmul", "MatMul"),  # product of two operands (activations), batched, strided
+    ("layernorm", "layernorm", "LayerNorm"),  # LayerNormalization over the trailing axes
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}
