@@ -423,6 +423,11 @@ FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
     "bilinear_unet": bilinear_unet,
 }
 
+# Families with a module of their own (tests/families/fam_<topic>.py); they import this module's helpers.
+from fam_transformer import FAMILIES as _TRANSFORMER  # noqa: E402
+
+FAMILIES.update(_TRANSFORMER)
+
 # Models (or variants) with a feature TiGrIS does not run: `analyze` must list them as unsupported (exit 2).
 UNSUPPORTED: dict[str, Callable[[], onnx.ModelProto]] = {
     "convt": conv_transpose,

@@ -115,7 +115,8 @@ def test_unsupported_reported_cleanly(model_dir, family, variant, op):
 
 
 QOPERATOR_FAMILIES = ("mbv3_small", "mbv3_decomposed", "acts", "mbv2", "resnet18_stem", "dscnn1d", "tiny_unet", "bilinear_unet", "mlp", "dense_ae",
-                      "softmax_c", "shuffle", "person_mbv1", "effnet_lite", "det_head", "tf_head", "dw_mult2")
+                      "softmax_c", "shuffle", "person_mbv1", "effnet_lite", "det_head", "tf_head", "dw_mult2",
+                      "vit_block", "vit_block_decomposed")
 
 
 @pytest.mark.parametrize("activation", ["uint8", "int8"])

@@ -31,11 +31,26 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op
 from tigris.ops._common import dtype_kind, per_tensor
-from tigris.ops._mac import float_weights
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
 from tigris.ops.matmul import logical_strides
 
 N_MAX = 1 << 20  # normalized elements per row in int8 (keeps n * S2 and S1**2 far inside int64)
+
+
+def _real(graph: AnalyzedGraph, name: str) -> np.ndarray:
+    """A constant operand's real values in float32, as DequantizeLinear computes them (``(q - zp) * scale``; a QDQ
+    model quantizes Scale to int8 and B to int32)."""
+    w = np.asarray(graph.weights[name])
+    q = graph.tensors[name].quant
+    if q is None:
+        return w.astype(np.float32)
+    s = np.asarray(q.scale, np.float32).ravel()
+    z = np.asarray(q.zero_point, np.int64).ravel()
+    if s.size > 1:
+        shape = [1] * w.ndim
+        shape[(q.axis or 0) % max(w.ndim, 1)] = s.size
+        s, z = s.reshape(shape), z.reshape(shape)
+    return ((w.astype(np.int64) - z).astype(np.float32) * s).astype(np.float32)
 
 
 def _axis(graph: AnalyzedGraph, op: Op) -> int:
@@ -89,9 +104,9 @@ class LayerNorm(OpKind):
         dims = [1] * (4 - rank) + [int(d) for d in x.shape]
         strides = [0] * (4 - rank) + logical_strides(x.shape, x.layout)
         norm = tuple(x.shape[ax:])
-        g = np.broadcast_to(float_weights(graph, op.inputs[1]).astype(np.float32), norm).reshape(-1)
+        g = np.broadcast_to(_real(graph, op.inputs[1]), norm).reshape(-1)
         bname = op.inputs[2] if len(op.inputs) > 2 and op.inputs[2] else None
-        b = (np.broadcast_to(float_weights(graph, bname).astype(np.float32), norm).reshape(-1) if bname
+        b = (np.broadcast_to(_real(graph, bname), norm).reshape(-1) if bname
              else np.zeros(g.size, np.float32))
         params = {f"D{i}": dims[i] for i in range(4)}
         params.update({f"S{i}": strides[i] for i in range(4)})
