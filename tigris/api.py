@@ -129,6 +129,9 @@ class Prepared:
     graph: AnalyzedGraph
     reports: list[Any]
     lowered: list[Lowered]
+    # the planner's memo of candidate units' band layouts (plan(layouts=)): valid for every plan of this graph,
+    # since its scratch sizes come from ``lowered`` alone and the key holds the weight bytes that XIP changes
+    layouts: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 WEIGHT_FORMATS = {"fp32": "float32", "fp16": "float16"}
@@ -206,7 +209,7 @@ def _plan_kwargs(prep: Prepared, xip: bool, recompute_weight: float = 0.0) -> di
         return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, out_rows))
 
     return {"xip": xip, "weight_bytes_of": weight_bytes_of, "scratch_bytes_of": scratch_bytes_of,
-            "recompute_weight": recompute_weight}
+            "recompute_weight": recompute_weight, "layouts": prep.layouts}
 
 
 def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weight: float = 0.0) -> PlanResult:
@@ -221,11 +224,14 @@ def _fits(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weig
     return fits(prep.graph, fast, slow_budget=slow, **_plan_kwargs(prep, xip, recompute_weight))
 
 
-def _min_fast(prep: Prepared, slow: int | None, xip: bool, recompute_weight: float = 0.0) -> int | None:
-    """Smallest fast budget at which a plan exists (the planner's own search, to 16 bytes)."""
+def _min_fast(prep: Prepared, slow: int | None, xip: bool, recompute_weight: float = 0.0,
+              known_fail: int = 0) -> int | None:
+    """Smallest fast budget at which a plan exists (the planner's own search, to 16 bytes); ``known_fail`` is a
+    budget already seen not to fit with these options."""
     from tigris.plan import min_fast_budget
 
-    return min_fast_budget(prep.graph, slow_budget=slow, **_plan_kwargs(prep, xip, recompute_weight))
+    return min_fast_budget(prep.graph, known_fail=known_fail, slow_budget=slow,
+                           **_plan_kwargs(prep, xip, recompute_weight))
 
 
 OBJECTIVES = ("traffic", "recompute", "latency")
@@ -347,7 +353,7 @@ def analyze(
     if isinstance(res, NoFit):
         result.nofit = res
         result.reason = res.message  # already names the stage and the op; the model is named by the caller
-        result.min_fast_budget = _min_fast(prep, slow_b, xip, weight)
+        result.min_fast_budget = _min_fast(prep, slow_b, xip, weight, known_fail=fast_b)
         advice = {"min_fast_budget_bytes": result.min_fast_budget,
                   "min_fast_budget": format_size(result.min_fast_budget) if result.min_fast_budget else None,
                   "min_fast_budget_xip_bytes": None, "min_fast_budget_xip": None, "limiting_op": None,

@@ -24,10 +24,10 @@ from typing import Callable
 
 from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
-from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess
+from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess, unit_bands
 from tigris.plan.lifetime import Buffers, buffers, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
-    MAX_TILES, TiledLayout, halo, min_tile_h, op_macs, plan_bands, row_bytes, stage_tileable, tiling_axis,
+    MAX_TILES, TiledLayout, halo, min_tile_h, op_macs, row_bytes, stage_tileable, tiling_axis,
 )
 from tigris.plan.temporal import Costs, Uses, greedy_stages, stage_io, stage_timeline, stage_weight_bytes, uses
 from tigris.plan.timeline import sweep, unscheduled_peak
@@ -176,10 +176,7 @@ def _plan_units(
         lay = fit_tiles(graph, bufs, costs, ops, output, budget, guess)
         if lay is None:
             rows = min_tile_h(tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)[1])
-            one = plan_bands(
-                graph, bufs, ops, output, rows, stage_weight_bytes(costs, ops), costs.scratch_bytes, False,
-                costs.accumulate_gap,
-            )
+            one = unit_bands(graph, bufs, costs, ops, output, rows, False)
             need = one.peak if one else first.peak
             step = one.peak_step if one else first.peak_step
             detail = "" if rows == 1 else f"{rows} output rows (at most {MAX_TILES} tiles)"
@@ -384,6 +381,7 @@ def plan(
     recompute_weight: float = 0.0,
     feasibility: bool = False,
     least_sram: bool = False,
+    layouts: dict | None = None,
 ) -> PlanResult:
     """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring):
     :class:`Fit` or :class:`NoFit`.
@@ -400,6 +398,9 @@ def plan(
 
     ``least_sram`` (``tigris`` only) keeps, of both strategies' plans, the one whose fast plus slow arena is smaller
     (then the cheaper): what :func:`min_sram_only_budget` probes with, for a board whose slow arena is SRAM too.
+
+    ``layouts`` is a memo of candidate units' band layouts to share between calls on the same graph with the same
+    callables and ``accumulate_gap`` (a budget search passes one dict to every probe; see ``Costs.layouts``).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
@@ -413,6 +414,7 @@ def plan(
         xip,
         accumulate_gap,
         recompute_weight,
+        {} if layouts is None else layouts,
     )
     planned = _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
                          least_sram=least_sram, slow_budget=slow_budget)
@@ -454,29 +456,47 @@ def fits(graph: AnalyzedGraph, fast_budget: int, **kw) -> bool:
     return isinstance(plan(graph, fast_budget, feasibility=True, **kw), Fit)
 
 
-def min_fast_budget(graph: AnalyzedGraph, granularity: int = 16, **kw) -> int | None:
+def min_fast_budget(graph: AnalyzedGraph, granularity: int = 16, known_fail: int = 0, **kw) -> int | None:
     """The smallest fast budget (a multiple of ``granularity``) at which :func:`plan` fits, by search; each probe is
-    a feasibility probe (:func:`fits`).
+    a feasibility probe.
 
     Feasibility is close to monotone in the budget but the greedy cuts make it not strictly so; the search returns a
     budget that was actually planned successfully. None when even a budget of 2**31 bytes does not fit (e.g. the
-    slow budget is what fails).
+    slow budget is what fails). ``known_fail`` is a budget the caller already saw fail (the search's lower end).
+
+    A fitting probe's plan often needs much less than the budget it was given: its fast peak is probed next (when
+    that fits too it becomes the upper end at once), so the search takes a few probes instead of one per halving.
+    All probes share one memo of unit band layouts (``plan(layouts=)``), which do not depend on the budget.
     """
+    kw.setdefault("layouts", {})
+
+    def peak_if_fits(budget: int) -> int | None:
+        res = plan(graph, budget, feasibility=True, **kw)
+        return align_up(max(res.plan.fast_peak, 1), granularity) if isinstance(res, Fit) else None
+
     hi = align_up(unscheduled_peak(graph) + 4096, granularity)
-    while not fits(graph, hi, **kw):
+    while (peak := peak_if_fits(hi)) is None:
         hi *= 2
         if hi > 2**31:
             return None
-    lo = 0  # known not to fit
-    while hi - lo > granularity:
+    lo = known_fail // granularity * granularity  # known not to fit (0: nothing is known)
+    while True:
+        while lo < peak < hi:  # the plan found fits in less than it was given: try its own peak as the budget
+            nxt = peak_if_fits(peak)
+            if nxt is None:
+                lo = peak
+                break
+            hi, peak = peak, nxt
+        if hi - lo <= granularity:
+            return hi
         mid = (lo + hi) // 2 // granularity * granularity
         if mid <= lo:
-            break
-        if fits(graph, mid, **kw):
-            hi = mid
+            return hi
+        got = peak_if_fits(mid)
+        if got is None:
+            lo, peak = mid, hi
         else:
-            lo = mid
-    return hi
+            hi, peak = mid, got
 
 
 @dataclass(frozen=True)
@@ -509,6 +529,7 @@ def min_sram_only_budget(
     """
     for k in ("slow_budget", "feasibility", "least_sram"):
         kw.pop(k, None)
+    kw.setdefault("layouts", {})
     seen: dict[int, SramOnly | None] = {}
 
     def probe(budget: int) -> SramOnly | None:

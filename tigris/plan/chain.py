@@ -54,6 +54,19 @@ def link_reason(graph: AnalyzedGraph, bufs: Buffers, u: Uses, a: StageInfo, b: S
     return None
 
 
+def unit_bands(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, tile_h: int, sample: bool,
+) -> TiledLayout | None:
+    """:func:`plan_bands` of a candidate unit at one tile height, memoized in ``costs.layouts`` (callers treat the
+    layout as read-only)."""
+    wb = stage_weight_bytes(costs, ops)
+    key = (tuple(ops), output, tile_h, sample, wb, costs.accumulate_gap)
+    if key not in costs.layouts:
+        costs.layouts[key] = plan_bands(graph, bufs, ops, output, tile_h, wb, costs.scratch_bytes, sample,
+                                        costs.accumulate_gap)
+    return costs.layouts[key]
+
+
 def fit_tiles(
     graph: AnalyzedGraph,
     bufs: Buffers,
@@ -69,13 +82,9 @@ def fit_tiles(
     the search is skipped.
     """
     _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
-    wb = stage_weight_bytes(costs, ops)
-    cache: dict[int, TiledLayout | None] = {}
 
     def layout(th: int) -> TiledLayout | None:
-        if th not in cache:
-            cache[th] = plan_bands(graph, bufs, ops, output, th, wb, costs.scratch_bytes, False, costs.accumulate_gap)
-        return cache[th]
+        return unit_bands(graph, bufs, costs, ops, output, th, False)
 
     def fits(th: int) -> bool:
         lay = layout(th)
@@ -88,7 +97,7 @@ def fit_tiles(
         # A tall axis: search on sampled tiles (24 per height instead of h / tile_h), then confirm on every tile that
         # the estimate fits and one row more does not; only when that fails, search on every tile.
         def fits_sampled(th: int) -> bool:
-            lay = plan_bands(graph, bufs, ops, output, th, wb, costs.scratch_bytes, True, costs.accumulate_gap)
+            lay = unit_bands(graph, bufs, costs, ops, output, th, True)
             return lay is not None and lay.peak <= budget
 
         est = largest_fitting(fits_sampled, lo, h)
@@ -124,10 +133,7 @@ def form_chains(
                 break
             ops = range(infos[group[0]].ops.start, infos[j].ops.stop)
             _, h = tiling_axis(graph, bufs, ops, infos[j].outputs[0], costs.accumulate_gap)
-            lay = plan_bands(
-                graph, bufs, ops, infos[j].outputs[0], min_tile_h(h), stage_weight_bytes(costs, ops),
-                costs.scratch_bytes, False, costs.accumulate_gap,
-            )
+            lay = unit_bands(graph, bufs, costs, ops, infos[j].outputs[0], min_tile_h(h), False)
             if lay is None or lay.peak > budget:
                 break
             group.append(j)

@@ -26,9 +26,11 @@ from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import Buffers
 from tigris.plan.lifetime import tensor_rows
 from tigris.plan.spatial import (
-    TiledLayout, largest_fitting, min_tile_h, op_macs, plan_bands, row_bytes, tiling_axis, untileable_reason,
+    largest_fitting, min_tile_h, op_macs, row_bytes, tiling_axis, untileable_reason,
 )
-from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io, stage_weight_bytes
+from tigris.plan.chain import unit_bands
+from tigris.plan.spatial import TiledLayout
+from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io
 
 INF = (float("inf"), 0, 0)
 
@@ -76,10 +78,7 @@ def dp_units(
                 continue
             ops = range(i, j)
             _, h = tiling_axis(graph, bufs, ops, outs[0], costs.accumulate_gap)
-            lay = plan_bands(
-                graph, bufs, ops, outs[0], min_tile_h(h), stage_weight_bytes(costs, ops), costs.scratch_bytes, True,
-                costs.accumulate_gap,
-            )
+            lay = unit_bands(graph, bufs, costs, ops, outs[0], min_tile_h(h), True)
             if lay is None:
                 continue
             if lay.peak > budget:
@@ -101,14 +100,10 @@ def tiled_traffic(
 ) -> int:
     """Rule 2's cost: bytes a tiled range reloads and spills at the largest tile height that fits (estimated on
     sampled tiles and scaled to all of them), so halo re-reads of the inputs are counted."""
-    wb = stage_weight_bytes(costs, ops)
     _, h = tiling_axis(graph, bufs, ops, out, costs.accumulate_gap)
-    cache: dict[int, TiledLayout | None] = {}
 
     def lay(th: int) -> TiledLayout | None:
-        if th not in cache:
-            cache[th] = plan_bands(graph, bufs, ops, out, th, wb, costs.scratch_bytes, True, costs.accumulate_gap)
-        return cache[th]
+        return unit_bands(graph, bufs, costs, ops, out, th, True)
 
     lo = min_tile_h(h)
     th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), lo, h) or lo

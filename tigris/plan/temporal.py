@@ -13,7 +13,7 @@ prefix of the fast arena, which counts against the budget.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from tigris.ir import AnalyzedGraph
@@ -69,6 +69,10 @@ class Costs:
     xip: bool
     accumulate_gap: bool = False  # spatial rule 7 (opt-in)
     recompute_weight: float = 0.0  # `tigris` strategy: bytes of slow traffic one recomputed halo MAC is worth
+    # Band layouts of candidate units (chain.unit_bands). A unit's bands do not depend on the budget, so one dict
+    # shared by every probe of a budget search computes each once; it is only valid for one graph and one set of
+    # the callables above.
+    layouts: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def stage_timeline(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start: int, stop: int) -> Timeline:
