@@ -12,6 +12,7 @@ not padded above, it just holds rows from 8.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Mapping
 
 import numpy as np
@@ -81,8 +82,15 @@ def window_from_attrs(attrs: Mapping[str, Any], one_d: bool = False) -> Window:
 def row_window(attrs: Mapping[str, Any]) -> tuple[int, int, int, int]:
     """(kernel, stride, dilation, leading pad) along the row axis, from the same attributes the kernel's window is
     lowered from (a missing kernel_shape is a 1-wide window)."""
-    ks = attrs.get("kernel_shape") or [1]
-    w = window_from_attrs({**attrs, "kernel_shape": ks}, one_d=len(ks) == 1)
+    # The planner asks this for every op of every candidate tile; the answer depends only on four attribute lists.
+    return _row_window(tuple(attrs.get("kernel_shape") or (1,)), tuple(attrs.get("strides") or ()),
+                       tuple(attrs.get("dilations") or ()), tuple(attrs.get("pads") or ()))
+
+
+@lru_cache(maxsize=4096)
+def _row_window(ks: tuple, strides: tuple, dilations: tuple, pads: tuple) -> tuple[int, int, int, int]:
+    attrs = {"kernel_shape": list(ks), "strides": list(strides), "dilations": list(dilations), "pads": list(pads)}
+    w = window_from_attrs(attrs, one_d=len(ks) == 1)
     return w.kh, w.sh, w.dh, w.pt
 
 

@@ -27,9 +27,11 @@ from tigris.plan.arena import Block, assign_offsets
 from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess, unit_bands
 from tigris.plan.lifetime import Buffers, buffers, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
-    MAX_TILES, TiledLayout, halo, min_tile_h, op_macs, row_bytes, stage_tileable, tiling_axis,
+    MAX_TILES, TiledLayout, halo, min_tile_h, op_macs, row_bytes, stage_tileable, tiling_axis, untileable_reason,
 )
-from tigris.plan.temporal import Costs, Uses, greedy_stages, stage_io, stage_timeline, stage_weight_bytes, uses
+from tigris.plan.temporal import (
+    Costs, Uses, greedy_stages, grow_stage, stage_io, stage_timeline, stage_weight_bytes, uses,
+)
 from tigris.plan.timeline import sweep, unscheduled_peak
 from tigris.plan.types import XIP_DEFAULT, ExecUnit, Fit, MemoryPlan, NoFit, Placement, PlanResult, StagePlan, align_up
 
@@ -369,6 +371,53 @@ def _partition(
     return min(cands, key=lambda p: _cost_of(graph, bufs, costs, p))
 
 
+def _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts) -> Costs:
+    return Costs(
+        weight_bytes_of or default_weight_bytes(graph),
+        scratch_bytes_of or _no_scratch,
+        xip,
+        accumulate_gap,
+        recompute_weight,
+        {} if layouts is None else layouts,
+    )
+
+
+def fast_lower_bound(
+    graph: AnalyzedGraph,
+    xip: bool = XIP_DEFAULT,
+    weight_bytes_of: Callable[[int], int] | None = None,
+    scratch_bytes_of: Callable[[int, int], int] | None = None,
+    accumulate_gap: bool = True,
+    layouts: dict | None = None,
+    **_ignored,
+) -> int:
+    """A lower bound on the fast budget of any plan: the largest, over the ops, of what the op needs as a unit of
+    its own, untiled or (when it tiles) at its smallest tile height.
+
+    Every unit holding an op needs at least that much at the op's step: an untiled unit holds the op's whole input
+    and output; a tiled unit at least the bands one tile of the op reads and writes, its weights and its scratch.
+    (The one-op unit is measured on sampled tiles, which never gives more than every tile.) On the shared models
+    it is the minimum itself, so the search of :func:`min_fast_budget` starts by trying it.
+    """
+    if not graph.ops:
+        return 0
+    bufs = buffers(graph)
+    u = uses(bufs)
+    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, layouts)
+    bound = 0
+    for i, op in enumerate(graph.ops):
+        _, need, _ = next(grow_stage(graph, bufs, u, costs, i))
+        if untileable_reason(graph, op, accumulate_gap) is None:
+            _, outs = stage_io(bufs, u, i, i + 1)
+            if len(outs) == 1:
+                _, h = tiling_axis(graph, bufs, range(i, i + 1), outs[0], accumulate_gap)
+                lay = unit_bands(graph, bufs, costs, range(i, i + 1), outs[0], min_tile_h(h), True)
+                if lay is not None:
+                    need = min(need, lay.peak)
+        bound = max(bound, need)
+    return bound
+
+
 def plan(
     graph: AnalyzedGraph,
     fast_budget: int,
@@ -408,14 +457,7 @@ def plan(
         return NoFit(None, None, 0, "empty", fast_budget)
     bufs = buffers(graph)
     u = uses(bufs)
-    costs = Costs(
-        weight_bytes_of or default_weight_bytes(graph),
-        scratch_bytes_of or _no_scratch,
-        xip,
-        accumulate_gap,
-        recompute_weight,
-        {} if layouts is None else layouts,
-    )
+    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts)
     planned = _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
                          least_sram=least_sram, slow_budget=slow_budget)
     if isinstance(planned, NoFit):
@@ -474,6 +516,14 @@ def min_fast_budget(graph: AnalyzedGraph, granularity: int = 16, known_fail: int
         res = plan(graph, budget, feasibility=True, **kw)
         return align_up(max(res.plan.fast_peak, 1), granularity) if isinstance(res, Fit) else None
 
+    bound = align_up(max(fast_lower_bound(graph, **kw), granularity), granularity)
+    if bound > known_fail and peak_if_fits(bound) is not None:
+        # the bound fits: it is the minimum once the budget below it is seen to fail (the bound's own argument says
+        # it must; a failure of that argument falls through to the ordinary search below the bound)
+        if bound - granularity <= known_fail or peak_if_fits(bound - granularity) is None:
+            return bound
+    else:
+        known_fail = max(known_fail, bound)  # below the bound nothing fits; the bound itself was just seen to fail
     hi = align_up(unscheduled_peak(graph) + 4096, granularity)
     while (peak := peak_if_fits(hi)) is None:
         hi *= 2
