@@ -518,3 +518,8 @@ def int8_input(q: onnx.ModelProto) -> onnx.ModelProto:
     q.graph.input.insert(0, helper.make_tensor_value_info(qnode.output[0], zp.data_type, shape))
     onnx.checker.check_model(q)
     return q
+
+# Families in their own modules (tests/families/fam_<topic>.py), which import the helpers above.
+from fam_misc import FAMILIES as _MISC_FAMILIES  # noqa: E402
+
+FAMILIES.update(_MISC_FAMILIES)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from onnx import helper
 
 from harness import build_kernels
-from ophelp import T, c_runner, graph1, onnx_model, ort_run, phys_inputs, qp, ref_runner, run_op, status_error, \
-    to_logical, vinfo
+from ophelp import T, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qdq_model, qp, ref_runner, run_op, \
+    status_error, to_logical, vinfo
 from tigris.ops import lower
 
 
@@ -74,3 +74,36 @@ def test_transpose_and_copy_refuse_bands_and_bad_perms(lib):
     low.params["P1"] = low.params["P0"]
     with pytest.raises(RuntimeError, match=status_error("ERR_PARAM")):
         run_op(c_runner(lib), g, low, phys)
+
+
+@pytest.mark.parametrize("s_in, z_in, s_out, z_out", [(0.1, 3, 0.05, -128), (0.02, -7, 0.037, 11), (0.1, 3, 0.1, 4),
+                                                      (0.25, 0, 0.5, 0)])
+def test_int8_transpose_requantizes_between_encodings(lib, s_in, z_in, s_out, z_out):
+    """ORT's quantizer gives a Transpose the grid of the Clip/Relu it removed after it, so input and output encodings
+    differ: every moved code is requantized (C == reference, within 1 LSB of ONNX Runtime's DQ -> Transpose -> Q;
+    the last case puts exact halves on every odd code, which round to even like QuantizeLinear: 0 LSB)."""
+    rng = np.random.default_rng(7)
+    shape, perm = (1, 5, 4, 6), [0, 2, 3, 1]
+    yshape = tuple(shape[p] for p in perm)
+    g = graph1("Transpose", [T("x", shape, "int8", qp(s_in, z_in))], [T("y", yshape, "int8", qp(s_out, z_out))],
+               {"perm": perm})
+    low = lower(g, g.ops[0])
+    assert low.params["MULT"] != 0
+    x = rng.integers(-128, 128, size=shape).astype(np.int8)
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    m = qdq_model(lambda i, o: [helper.make_node("Transpose", [i[0]], [o], perm=perm)],
+                  [("x", shape, s_in, z_in)], ("y", yshape, s_out, z_out))
+    (ort_y,) = ort_run(m, {"x": x})
+    lsb = max_lsb(to_logical(g, "y", ref), ort_y)
+    assert lsb <= (0 if (s_in, s_out) == (0.25, 0.5) else 1)
+    low.params["SHIFT"] = 40  # beyond the requantization's range: refused by the check
+    with pytest.raises(RuntimeError, match=status_error("ERR_PARAM")):
+        run_op(c_runner(lib), g, low, phys)
+
+
+def test_int8_transpose_with_one_encoding_is_a_byte_move():
+    g = graph1("Transpose", [T("x", (1, 2, 3, 4), "int8", qp(0.1, 3))], [T("y", (1, 3, 4, 2), "int8", qp(0.1, 3))],
+               {"perm": [0, 2, 3, 1]})
+    assert lower(g, g.ops[0]).params.get("MULT", 0) == 0

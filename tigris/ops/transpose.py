@@ -5,6 +5,10 @@ holds output logical axis ``L_y(j)``, which is input logical axis ``perm[L_y(j)]
 ``V_x(perm[L_y(j)])``. View axes that hold no logical axis (size-1 padding) take the input's remaining padding axes,
 so the result is always a permutation. The kernel (and the reference) then compute
 ``out = transpose(in_view, (P0, P1, P2, P3))``, for any element type.
+
+int8 with different input and output encodings (ONNX Runtime's quantizer gives a Transpose the grid of a Relu or
+Clip it removed after it): every moved code is requantized, ``zo + requantize_even(q - zi, MULT, SHIFT)`` saturated
+to int8 (halves to even, like Concat's); ``MULT = 0`` (equal encodings, and every float plan) is a pure byte move.
 """
 from __future__ import annotations
 
@@ -14,8 +18,9 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor, TigrisError
 from tigris.layout import tensor_view_dims
-from tigris.ops._common import TileError, phys_axes
+from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes, requantize_even
 from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.qmath import quantize_multiplier
 
 
 def view_perm(x: Tensor, y: Tensor, perm: Sequence[int]) -> list[int]:
@@ -41,8 +46,8 @@ class Transpose(OpKind):
     ir_ops = ("Transpose",)
     ONNX_OPS = {"Transpose": "any perm of rank <= 4; an NHWC input's leading and an output's trailing layout "
                              "Transpose are dropped"}
-    INT8_EXACTNESS = "bit-exact"
-    PARAMS = ("P0", "P1", "P2", "P3")
+    INT8_EXACTNESS = "bit-exact when the encodings agree, else <= 1 LSB"
+    PARAMS = ("P0", "P1", "P2", "P3", "MULT", "SHIFT")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -53,12 +58,21 @@ class Transpose(OpKind):
         if x.dtype != y.dtype:
             raise TigrisError("Transpose changes the element type", op.name)
         p = view_perm(x, y, perm)
-        return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]],
-                       params={f"P{i}": v for i, v in enumerate(p)}, macs=y.numel)
+        params = {f"P{i}": v for i, v in enumerate(p)}
+        if dtype_kind(graph, op) == "int8":
+            si, zi = per_tensor(x, "Transpose input")
+            so, zo = per_tensor(y, "Transpose output")
+            if (si, zi) != (so, zo):
+                params["MULT"], params["SHIFT"] = quantize_multiplier(si / so, op.name)
+        return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, macs=y.numel)
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         x = inputs[0]
         if x.rows != x.dims[1] or out.rows != out.dims[1]:
             raise TileError("Transpose is untiled")
         perm = [low.params[f"P{i}"] for i in range(4)]
-        out.data[...] = np.transpose(x.data.reshape(x.dims), perm).reshape(out.data.shape)
+        moved = np.transpose(x.data.reshape(x.dims), perm).reshape(out.data.shape)
+        if low.params.get("MULT", 0):
+            q = requantize_even(moved.astype(np.int64) - x.zero_point, low.params["MULT"], low.params["SHIFT"])
+            moved = np.clip(q + out.zero_point, -128, 127)
+        out.data[...] = moved
