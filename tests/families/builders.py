@@ -426,7 +426,10 @@ FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
 # Families with a module of their own (tests/families/fam_<topic>.py); they import this module's helpers.
 from fam_transformer import FAMILIES as _TRANSFORMER  # noqa: E402
 
+from fam_misc import FAMILIES as _MISC  # noqa: E402
+
 FAMILIES.update(_TRANSFORMER)
+FAMILIES.update(_MISC)
 
 # Models (or variants) with a feature TiGrIS does not run: `analyze` must list them as unsupported (exit 2).
 UNSUPPORTED: dict[str, Callable[[], onnx.ModelProto]] = {
@@ -518,8 +521,3 @@ def int8_input(q: onnx.ModelProto) -> onnx.ModelProto:
     q.graph.input.insert(0, helper.make_tensor_value_info(qnode.output[0], zp.data_type, shape))
     onnx.checker.check_model(q)
     return q
-
-# Families in their own modules (tests/families/fam_<topic>.py), which import the helpers above.
-from fam_misc import FAMILIES as _MISC_FAMILIES  # noqa: E402
-
-FAMILIES.update(_MISC_FAMILIES)
