@@ -225,12 +225,12 @@ def _fits(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weig
 
 
 def _min_fast(prep: Prepared, slow: int | None, xip: bool, recompute_weight: float = 0.0,
-              known_fail: int = 0) -> int | None:
+              known_fail: int = 0, failed: dict[int, NoFit] | None = None) -> int | None:
     """Smallest fast budget at which a plan exists (the planner's own search, to 16 bytes); ``known_fail`` is a
-    budget already seen not to fit with these options."""
+    budget already seen not to fit with these options; ``failed`` receives the search's failing probes."""
     from tigris.plan import min_fast_budget
 
-    return min_fast_budget(prep.graph, known_fail=known_fail, slow_budget=slow,
+    return min_fast_budget(prep.graph, known_fail=known_fail, failed=failed, slow_budget=slow,
                            **_plan_kwargs(prep, xip, recompute_weight))
 
 
@@ -264,11 +264,13 @@ def _sram_only(prep: Prepared, xip: bool, weight: float) -> dict[str, Any] | Non
             "recompute_macs": r.recompute_macs}
 
 
-def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: float) -> dict[str, Any] | None:
-    """The op that fails just below the smallest budget that fits: the one that sets that budget."""
+def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: float,
+              failed: dict[int, NoFit] | None = None) -> dict[str, Any] | None:
+    """The op that fails just below the smallest budget that fits: the one that sets that budget (from the search's
+    own probe of that budget when it made one)."""
     if budget <= 16:
         return None
-    res = _plan(prep, budget - 16, slow, xip, weight)
+    res = (failed or {}).get(budget - 16) or _plan(prep, budget - 16, slow, xip, weight)
     if not isinstance(res, NoFit) or res.op is None:
         return None
     return {"stage": res.stage, "op": res.op, "op_type": res.op_type, "need_bytes": res.need_bytes,
@@ -353,14 +355,15 @@ def analyze(
     if isinstance(res, NoFit):
         result.nofit = res
         result.reason = res.message  # already names the stage and the op; the model is named by the caller
-        result.min_fast_budget = _min_fast(prep, slow_b, xip, weight, known_fail=fast_b)
+        failed: dict[int, NoFit] = {fast_b: res}
+        result.min_fast_budget = _min_fast(prep, slow_b, xip, weight, known_fail=fast_b, failed=failed)
         advice = {"min_fast_budget_bytes": result.min_fast_budget,
                   "min_fast_budget": format_size(result.min_fast_budget) if result.min_fast_budget else None,
                   "min_fast_budget_xip_bytes": None, "min_fast_budget_xip": None, "limiting_op": None,
                   "failed_op": {"stage": res.stage, "op": res.op, "op_type": res.op_type,
                                 "need_bytes": res.need_bytes, "cause": res.cause}}
         if result.min_fast_budget:
-            advice["limiting_op"] = _limiting(prep, result.min_fast_budget, slow_b, xip, weight)
+            advice["limiting_op"] = _limiting(prep, result.min_fast_budget, slow_b, xip, weight, failed)
         if not xip:
             m_xip = _min_fast(prep, slow_b, True, weight)
             advice["min_fast_budget_xip_bytes"] = m_xip

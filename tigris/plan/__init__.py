@@ -498,7 +498,9 @@ def fits(graph: AnalyzedGraph, fast_budget: int, **kw) -> bool:
     return isinstance(plan(graph, fast_budget, feasibility=True, **kw), Fit)
 
 
-def min_fast_budget(graph: AnalyzedGraph, granularity: int = 16, known_fail: int = 0, **kw) -> int | None:
+def min_fast_budget(
+    graph: AnalyzedGraph, granularity: int = 16, known_fail: int = 0, failed: dict[int, NoFit] | None = None, **kw
+) -> int | None:
     """The smallest fast budget (a multiple of ``granularity``) at which :func:`plan` fits, by search; each probe is
     a feasibility probe.
 
@@ -509,12 +511,18 @@ def min_fast_budget(graph: AnalyzedGraph, granularity: int = 16, known_fail: int
     A fitting probe's plan often needs much less than the budget it was given: its fast peak is probed next (when
     that fits too it becomes the upper end at once), so the search takes a few probes instead of one per halving.
     All probes share one memo of unit band layouts (``plan(layouts=)``), which do not depend on the budget.
+    ``failed`` receives the NoFit of every probe that did not fit, by budget (a probe that does not fit fails the way
+    the full plan does, so a caller asking why the budget just below the minimum fails need not plan it again).
     """
     kw.setdefault("layouts", {})
 
     def peak_if_fits(budget: int) -> int | None:
         res = plan(graph, budget, feasibility=True, **kw)
-        return align_up(max(res.plan.fast_peak, 1), granularity) if isinstance(res, Fit) else None
+        if isinstance(res, NoFit):
+            if failed is not None:
+                failed[budget] = res
+            return None
+        return align_up(max(res.plan.fast_peak, 1), granularity)
 
     bound = align_up(max(fast_lower_bound(graph, **kw), granularity), granularity)
     if bound > known_fail and peak_if_fits(bound) is not None:

@@ -15,7 +15,7 @@ the weight prefix and the kernel scratch, each 16-byte aligned, fit the budget (
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from tigris.ir import AnalyzedGraph
@@ -58,13 +58,18 @@ def unit_bands(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, tile_h: int, sample: bool,
 ) -> TiledLayout | None:
     """:func:`plan_bands` of a candidate unit at one tile height, memoized in ``costs.layouts`` (callers treat the
-    layout as read-only)."""
-    wb = stage_weight_bytes(costs, ops)
-    key = (tuple(ops), output, tile_h, sample, wb, costs.accumulate_gap)
+    layout as read-only).
+
+    The bands are planned once without weights: the weight prefix only raises every step of the band timeline by
+    the same amount, so the layout with weights is the same layout with its peak raised, and the searches with and
+    without XIP share one memo."""
+    key = (tuple(ops), output, tile_h, sample, costs.accumulate_gap)
     if key not in costs.layouts:
-        costs.layouts[key] = plan_bands(graph, bufs, ops, output, tile_h, wb, costs.scratch_bytes, sample,
+        costs.layouts[key] = plan_bands(graph, bufs, ops, output, tile_h, 0, costs.scratch_bytes, sample,
                                         costs.accumulate_gap)
-    return costs.layouts[key]
+    lay = costs.layouts[key]
+    wb = stage_weight_bytes(costs, ops)
+    return replace(lay, peak=lay.peak + wb) if lay is not None and wb else lay
 
 
 def fit_tiles(
