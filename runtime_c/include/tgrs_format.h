@@ -147,7 +147,8 @@
 #define TGRS_OP_REDUCE 20u
 #define TGRS_OP_MATMUL 21u
 #define TGRS_OP_LAYERNORM 22u
-#define TGRS_OP_COUNT 22u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_CAST 23u
+#define TGRS_OP_COUNT 23u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -174,7 +175,8 @@
     X(EWISE, ewise) \
     X(REDUCE, reduce) \
     X(MATMUL, matmul) \
-    X(LAYERNORM, layernorm)
+    X(LAYERNORM, layernorm) \
+    X(CAST, cast)
 
 #define TGRS_OP_CONV_NPARAMS 22
 #define TGRS_P_CONV_KH 0
@@ -522,6 +524,9 @@
 #define TGRS_C_LAYERNORM_GAMMA 0
 #define TGRS_C_LAYERNORM_BETA 1
 
+#define TGRS_OP_CAST_NPARAMS 0
+#define TGRS_OP_CAST_NCONSTS 0
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -548,6 +553,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_REDUCE: return TGRS_OP_REDUCE_NPARAMS;
     case TGRS_OP_MATMUL: return TGRS_OP_MATMUL_NPARAMS;
     case TGRS_OP_LAYERNORM: return TGRS_OP_LAYERNORM_NPARAMS;
+    case TGRS_OP_CAST: return TGRS_OP_CAST_NPARAMS;
     default: return -1;
     }
 }
@@ -578,6 +584,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_REDUCE: return TGRS_OP_REDUCE_NCONSTS;
     case TGRS_OP_MATMUL: return TGRS_OP_MATMUL_NCONSTS;
     case TGRS_OP_LAYERNORM: return TGRS_OP_LAYERNORM_NCONSTS;
+    case TGRS_OP_CAST: return TGRS_OP_CAST_NCONSTS;
     default: return -1;
     }
 }

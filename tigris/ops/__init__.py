@@ -34,6 +34,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("reduce", "reduce", "Reduce"),  # ReduceMean/Sum/Max/L2 over any axes
     ("matmul", "matmul", "MatMul"),  # product of two operands (activations), batched, strided
     ("layernorm", "layernorm", "LayerNorm"),  # LayerNormalization over the trailing axes
+    ("cast", "cast", "Cast"),  # float32 -> int32 (ConvInteger's result)
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}

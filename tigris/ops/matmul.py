@@ -99,7 +99,11 @@ class MatMul(OpKind):
     ir_ops = ("MatMul",)
     ONNX_OPS = {"MatMul": "two activations (or one constant the fc kind does not take), ranks 1-4, NumPy batch "
                           "broadcasting, 1-D operands",
-                "Gemm": "non-constant B, transA, transB, alpha, beta, matrix / vector / scalar C (constant)"}
+                "Gemm": "non-constant B, transA, transB, alpha, beta, matrix / vector / scalar C (constant)",
+                "MatMulInteger": "int8 / uint8 operands (graph inputs or constants), one constant zero point each, "
+                                 "int32 output (pass integer_ops)"}
+    DTYPES = {"MatMul": ("float32", "int8"), "Gemm": ("float32", "int8"), "MatMulInteger": ("int8/uint8 -> int32",)}
+    INT8_EXACTNESS = {"MatMul": "<= 1 LSB", "Gemm": "<= 1 LSB", "MatMulInteger": "bit-exact"}
     PARAMS = ("B0", "B1", "M", "N", "K", "AS0", "AS1", "AM", "AK", "BS0", "BS1", "BK", "BN", "YS0", "YS1", "YM",
               "YN", "K_POS", "KZP", "ALPHA", "NUMERICS", "NMULT")
     CONSTS = ("K", "C", "MULT", "SHIFT")

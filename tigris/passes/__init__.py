@@ -13,7 +13,7 @@ from typing import Callable
 from tigris.ir import AnalyzedGraph
 from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, cleanup, clip_relu6, concat_axis, constant_fold,
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
-                           input_transpose, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
+                           input_transpose, integer_ops, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
                            qdq_fold, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, strip_operands,
                            sub_div_const, symmetric_weights, unit_dim_squeeze, weight_only_quant)
 from tigris.passes._util import Decline, PassResult
@@ -38,6 +38,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(cleanup, None),  # direct edges for every pattern below
     _p(explicit_attrs, None),  # ONNX defaults made explicit once
     _p(weight_only_quant, None),  # before QDQ fold: a float graph's int8 weights become floats
+    _p(integer_ops, None),  # MatMulInteger as an int8 MatMul with unit scales; before QDQ fold
     _p(qdq_fold, 2),
     _p(matmul_relabel, 3),
     _p(layernorm_fuse, None),  # after QDQ fold (plain constants); before sub_div_const and activation fuse
@@ -77,6 +78,7 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("qdq_fold", "symmetric_weights"),
     ("matmul_relabel", "symmetric_weights"),
     ("qdq_fold", "layernorm_fuse"),
+    ("integer_ops", "qdq_fold"),
     ("layernorm_fuse", "sub_div_const"),
     ("layernorm_fuse", "activation_fuse"),
     ("bn_fold", "symmetric_weights"),

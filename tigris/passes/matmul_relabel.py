@@ -8,8 +8,8 @@ Rules:
 3. The bias ``C`` becomes a 1-D [OC] constant (ONNX allows [1, OC] or a scalar broadcast).
 4. Declined: a non-constant B or C, ``transA=1``, A of rank 1 or a Gemm input of rank other than 2, a quantized
    bias with ``beta != 1`` (its scale must stay ``s_in * s_w``), a bias that is not per output column (a matrix
-   ``[M, OC]``). Such a ``MatMul`` stays a ``MatMul`` and such a ``Gemm`` becomes one (rule 7): the ``matmul`` kind
-   multiplies two activations.
+   ``[M, OC]``), an int32 output (MatMulInteger, pass integer_ops). Such a ``MatMul`` stays a ``MatMul`` and such
+   a ``Gemm`` becomes one (rule 7): the ``matmul`` kind multiplies two activations.
 5. The result has exactly the attribute ``fused_activation = None``.
 6. A ``MatMul`` whose activation has rank > 2 (``[..., K]``, e.g. a dense layer over time steps) becomes
    ``Reshape`` to ``[N, K]``, ``Gemm``, ``Reshape`` back to ``[..., OC]`` (the reshapes are aliases or get layout
@@ -56,6 +56,9 @@ def run(graph: AnalyzedGraph) -> PassResult:
                 out_ops[-1] = _as_matmul(op)
         if w not in g.weights or g.weights[w].ndim != 2:
             decline("the second operand is not a constant matrix")
+            continue
+        if g.tensors[op.outputs[0]].dtype == "int32":
+            decline("an int32 accumulator output (MatMulInteger)")
             continue
         ra = len(g.tensors[a].shape)
         if ra != 2 and (op.op_type != "MatMul" or ra < 2):
