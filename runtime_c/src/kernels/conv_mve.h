@@ -3,12 +3,17 @@
  * geometry helpers. Weights stay in the generic [G][OCg][K] order.
  *
  * VMLADAVA.S8 multiplies sixteen int8 pairs and adds all sixteen products to a 32-bit scalar: a dot product needs no
- * widening at all. The patches of CONV_MR = 4 output pixels are int8 rows (the scratch the plan reserves holds
- * CONV_MR * K int16, twice what they need); a 1x1 unpadded conv of one group points its rows straight into the input.
- * Per 16 k: one tail predicate (VCTP, so K needs no multiple of 16 and nothing is read past a row), one weight
- * load, four row loads, four VMLADAVA: 64 MACs. The four pixels' sums of a channel are requantized together
- * (requant_mve.h, bit-identical to tgrs_rq_s8_fast) and stored with one scatter when the pixels are consecutive.
- * The sums are exact int32 (K <= CONV_MAX_PATCH), so they equal the plain loops' whatever the order.
+ * widening at all. Register block: one output pixel against four output channels, four accumulators; per 16 k one
+ * patch load, four weight loads and four VMLADAVA (64 MACs); whole chunks unpredicated, then one tail predicated by
+ * VCTP (K needs no multiple of 16 and nothing is read past a row). The four sums are one vector whose lanes are the
+ * four channels, so bias, multiplier and shift are plain vector loads and the requantization is requant_mve.h's
+ * tgrs_rq_vec, four outputs per step, stored as four consecutive bytes (a tail of fewer than four channels is
+ * predicated). Pixels come in blocks of up to CONV_MVE_PX: a 1x1 unpadded conv points their rows straight into the
+ * input, any other conv gathers their int8 patches into the scratch the plan reserves (CONV_MR * K int16, which is
+ * exactly CONV_MVE_PX int8 patches), once per block for every output channel. The channel block's vectors are
+ * loaded once per pixel block. The sums are exact int32 (K <= CONV_MAX_PATCH), so they equal the plain loops'
+ * whatever the order; an op whose requantization tgrs_rq_vec does not cover (tflm numerics, shift above -2)
+ * requantizes each output through the scalar tgrs_rq_s8.
  */
 #ifndef TGRS_CONV_MVE_H
 #define TGRS_CONV_MVE_H
@@ -17,57 +22,149 @@
 
 #include "requant_mve.h"
 
-/* The int8 patch of output pixel (oh, ow), group g, into dst (K values; padded taps hold the input zero point). */
+#define CONV_MVE_PX (2 * CONV_MR) /* int8 patches that fit the planned scratch */
+
+/* n bytes from src to dst, 16 per step, the last step predicated (n >= 0). */
+static inline void conv_mve_copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (; n > 0; n -= 16, src += 16, dst += 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)n);
+        vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
+    }
+}
+
+/* n copies of the byte v at dst. */
+static inline void conv_mve_fill(int8_t *dst, int8_t v, int32_t n)
+{
+    const int8x16_t x = vdupq_n_s8(v);
+    for (; n > 0; n -= 16, dst += 16) {
+        vstrbq_p_s8(dst, x, vctp8q((uint32_t)n));
+    }
+}
+
+/* The int8 patch of output pixel (oh, ow), group g, into dst (K values; padded taps hold the input zero point).
+ * With one group and no horizontal dilation a kernel row's in-image taps are one contiguous run of the input. */
 static void conv_mve_gather(const conv_geom *cg, const int8_t *img, int32_t oh, int32_t ow, int32_t g, int32_t zp,
                             int8_t *dst)
 {
     const tgrs_window *w = &cg->w;
+    const int32_t icg = cg->icg, run = w->kw * icg;
+    const int32_t iw0 = ow * w->sw - w->pl;
     int32_t i, j;
-    for (i = 0; i < w->kh; ++i) {
+    for (i = 0; i < w->kh; ++i, dst += run) {
         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
-        for (j = 0; j < w->kw; ++j) {
-            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
-            if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
-                memcpy(dst, img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, (size_t)cg->icg);
-            } else {
-                memset(dst, (int)(int8_t)zp, (size_t)cg->icg);
+        if (ih < 0 || ih >= cg->h) {
+            conv_mve_fill(dst, (int8_t)zp, run);
+            continue;
+        }
+        if (cg->g == 1 && w->dw == 1) {
+            const int32_t j0 = iw0 < 0 ? -iw0 : 0;                                /* first in-image tap */
+            const int32_t j1 = iw0 + w->kw > cg->wd ? cg->wd - iw0 : w->kw;       /* past the last one */
+            if (j1 <= j0) {
+                conv_mve_fill(dst, (int8_t)zp, run);
+                continue;
             }
-            dst += cg->icg;
+            conv_mve_fill(dst, (int8_t)zp, j0 * icg);
+            conv_mve_copy(dst + j0 * icg, img + conv_in_off(cg, ih, iw0 + j0), (j1 - j0) * icg);
+            conv_mve_fill(dst + j1 * icg, (int8_t)zp, (w->kw - j1) * icg);
+            continue;
+        }
+        for (j = 0; j < w->kw; ++j) {
+            const int32_t iw = iw0 + j * w->dw;
+            if (iw >= 0 && iw < cg->wd) {
+                conv_mve_copy(dst + j * icg, img + conv_in_off(cg, ih, iw) + (int64_t)g * icg, icg);
+            } else {
+                conv_mve_fill(dst + j * icg, (int8_t)zp, icg);
+            }
         }
     }
 }
 
-/* s[r] = sum_k a_r[k] * w[k], r < 4: whole 16-value chunks unpredicated, then one predicated tail (VCTP: nothing
- * is read past a row). */
-static inline void conv_mve_dot4(const int8_t *a0, const int8_t *a1, const int8_t *a2, const int8_t *a3,
-                                 const int8_t *w, int32_t k, int32_t s[4])
+/* The four sums sum_k x[k] * w_j[k] (weight rows w0..w3) as one vector, lane j for row j. */
+static inline int32x4_t conv_mve_dot4(const int8_t *x, const int8_t *w0, const int8_t *w1, const int8_t *w2,
+                                      const int8_t *w3, int32_t k)
 {
     int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    const int8_t *const end = w + (k & ~15);
-    while (w != end) {
-        const int8x16_t wv = vldrbq_s8(w);
-        s0 = vmladavaq_s8(s0, vldrbq_s8(a0), wv);
-        s1 = vmladavaq_s8(s1, vldrbq_s8(a1), wv);
-        s2 = vmladavaq_s8(s2, vldrbq_s8(a2), wv);
-        s3 = vmladavaq_s8(s3, vldrbq_s8(a3), wv);
-        w += 16;
-        a0 += 16;
-        a1 += 16;
-        a2 += 16;
-        a3 += 16;
+    int32_t n = k >> 4;
+    int32x4_t v;
+    for (; n > 0; --n) {
+        const int8x16_t xv = vldrbq_s8(x);
+        s0 = vmladavaq_s8(s0, xv, vldrbq_s8(w0));
+        s1 = vmladavaq_s8(s1, xv, vldrbq_s8(w1));
+        s2 = vmladavaq_s8(s2, xv, vldrbq_s8(w2));
+        s3 = vmladavaq_s8(s3, xv, vldrbq_s8(w3));
+        x += 16;
+        w0 += 16;
+        w1 += 16;
+        w2 += 16;
+        w3 += 16;
     }
     if ((k & 15) != 0) {
         const mve_pred16_t p = vctp8q((uint32_t)(k & 15));
-        const int8x16_t wv = vldrbq_z_s8(w, p);
-        s0 = vmladavaq_s8(s0, vldrbq_z_s8(a0, p), wv);
-        s1 = vmladavaq_s8(s1, vldrbq_z_s8(a1, p), wv);
-        s2 = vmladavaq_s8(s2, vldrbq_z_s8(a2, p), wv);
-        s3 = vmladavaq_s8(s3, vldrbq_z_s8(a3, p), wv);
+        const int8x16_t xv = vldrbq_z_s8(x, p);
+        s0 = vmladavaq_s8(s0, xv, vldrbq_z_s8(w0, p));
+        s1 = vmladavaq_s8(s1, xv, vldrbq_z_s8(w1, p));
+        s2 = vmladavaq_s8(s2, xv, vldrbq_z_s8(w2, p));
+        s3 = vmladavaq_s8(s3, xv, vldrbq_z_s8(w3, p));
     }
-    s[0] = s0;
-    s[1] = s1;
-    s[2] = s2;
-    s[3] = s3;
+    v = vdupq_n_s32(s0);
+    v = vsetq_lane_s32(s1, v, 1);
+    v = vsetq_lane_s32(s2, v, 2);
+    return vsetq_lane_s32(s3, v, 3);
+}
+
+/* What one pixel block's channel loop needs (a struct keeps the loop its own function with few live values). */
+typedef struct conv_mve_blk {
+    const int8_t *a[CONV_MVE_PX]; /* patch rows */
+    int8_t *o;                    /* the first pixel's output at the group's first channel */
+    const int8_t *wt;             /* the group's first weight row */
+    const int32_t *bias, *mult, *shift; /* the group's first channel */
+    int32_t np, nch, k, ostride, zp_out, lo, hi, nm, vec;
+} conv_mve_blk;
+
+/* Every output channel of the group for the block's np pixels. */
+__attribute__((noinline)) static void conv_mve_channels(const conv_mve_blk *b)
+{
+    const int32_t k = b->k, zp = b->zp_out, lo = b->lo, hi = b->hi;
+    int32_t oc, i, j;
+    for (oc = 0; oc < b->nch; oc += 4) {
+        const int32_t nv = b->nch - oc < 4 ? b->nch - oc : 4;
+        const mve_pred16_t p = vctp32q((uint32_t)nv);
+        const int8_t *w0 = b->wt + (int64_t)oc * k;
+        /* a tail block repeats its last row; those lanes are not stored */
+        const int8_t *w1 = w0 + (nv > 1 ? k : 0);
+        const int8_t *w2 = w0 + (int64_t)(nv > 2 ? 2 : nv - 1) * k;
+        const int8_t *w3 = w0 + (int64_t)(nv - 1) * k;
+        const int32x4_t bias = vldrwq_z_s32(b->bias + oc, p);
+        int8_t *o = b->o + oc;
+        if (b->vec) {
+            const int32x4_t m = vldrwq_z_s32(b->mult + oc, p);
+            const int32x4_t nn2 = vaddq_n_s32(vldrwq_z_s32(b->shift + oc, p), 1);
+            if (nv == 4) { /* a full block: no predicated store */
+                for (i = 0; i < b->np; ++i, o += b->ostride) {
+                    const int32x4_t acc = vaddq_s32(conv_mve_dot4(b->a[i], w0, w1, w2, w3, k), bias); /* wraps */
+                    vstrbq_s32(o, tgrs_rq_vec(acc, m, nn2, zp, lo, hi));
+                }
+                continue;
+            }
+            for (i = 0; i < b->np; ++i, o += b->ostride) {
+                const int32x4_t acc = vaddq_s32(conv_mve_dot4(b->a[i], w0, w1, w2, w3, k), bias);
+                vstrbq_p_s32(o, tgrs_rq_vec(acc, m, nn2, zp, lo, hi), p);
+            }
+        } else {
+            tgrs_rq rq[4];
+            for (j = 0; j < nv; ++j) {
+                tgrs_rq_prepare(&rq[j], b->mult[oc + j], b->shift[oc + j], zp, b->nm);
+            }
+            for (i = 0; i < b->np; ++i, o += b->ostride) {
+                int32_t s[4];
+                vstrwq_s32(s, vaddq_s32(conv_mve_dot4(b->a[i], w0, w1, w2, w3, k), bias));
+                for (j = 0; j < nv; ++j) {
+                    o[j] = tgrs_rq_s8_call(&rq[j], s[j], lo, hi);
+                }
+            }
+        }
+    }
 }
 
 static int conv_s8_mve(const tgrs_op_ctx *ctx, const conv_geom *cg)
@@ -75,53 +172,43 @@ static int conv_s8_mve(const tgrs_op_ctx *ctx, const conv_geom *cg)
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
     int8_t *scr = (int8_t *)ctx->scratch;
-    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
-    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
-    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN];
     const int64_t npix = (int64_t)cg->out_rows * cg->ow;
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
-    const int direct = cg->direct && cg->g == 1;
-    const uint32_t offs[4] = {0u, (uint32_t)cg->oc, 2u * (uint32_t)cg->oc, 3u * (uint32_t)cg->oc};
-    const uint32x4_t pix_off = vldrwq_u32(offs); /* the 4 pixels' output offsets */
-    int32_t n, g, i, oc;
+    conv_mve_blk b;
+    int32_t n, g, i;
     int64_t q0;
+    b.nch = cg->ocg;
+    b.k = cg->k;
+    b.ostride = cg->oc;
+    b.zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
+    b.lo = ctx->p[TGRS_P_CONV_ACT_MIN];
+    b.hi = ctx->p[TGRS_P_CONV_ACT_MAX];
+    b.nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    b.vec = tgrs_rq_vec_ok((const int32_t *)ctx->c[TGRS_C_CONV_SHIFT], cg->oc, b.nm);
     for (n = 0; n < cg->n; ++n) {
         const int8_t *img = in + n * in_img;
         int8_t *oimg = out + n * npix * cg->oc;
         for (g = 0; g < cg->g; ++g) {
             const int64_t ch0 = (int64_t)g * cg->ocg;
-            const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT] + ch0 * cg->k;
-            const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS] + ch0;
-            const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT] + ch0;
-            const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT] + ch0;
-            for (q0 = 0; q0 < npix; q0 += CONV_MR) {
-                const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
-                const int8_t *a[CONV_MR];
-                int8_t *o0 = oimg + q0 * cg->oc + ch0;
-                for (i = 0; i < CONV_MR; ++i) {
+            b.wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT] + ch0 * cg->k;
+            b.bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS] + ch0;
+            b.mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT] + ch0;
+            b.shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT] + ch0;
+            for (q0 = 0; q0 < npix; q0 += CONV_MVE_PX) {
+                b.np = (npix - q0 < CONV_MVE_PX) ? (int32_t)(npix - q0) : CONV_MVE_PX;
+                b.o = oimg + q0 * cg->oc + ch0;
+                for (i = 0; i < b.np; ++i) {
                     int32_t oh, ow;
-                    const int64_t q = q0 + (i < nv ? i : nv - 1); /* tail rows repeat the last pixel, unstored */
-                    conv_pixel(cg, q, &oh, &ow);
-                    if (direct) {
-                        a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw);
+                    conv_pixel(cg, q0 + i, &oh, &ow);
+                    if (cg->direct) {
+                        b.a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
                     } else {
                         conv_mve_gather(cg, img, oh, ow, g, zp_in, scr + (int64_t)i * cg->k);
-                        a[i] = scr + (int64_t)i * cg->k;
+                        b.a[i] = scr + (int64_t)i * cg->k;
                     }
                 }
-                for (oc = 0; oc < cg->ocg; ++oc) {
-                    int32_t s[CONV_MR];
-                    const tgrs_rq rq = tgrs_rq_make(mult[oc], shift[oc], zp_out, nm);
-                    conv_mve_dot4(a[0], a[1], a[2], a[3], wt + (int64_t)oc * cg->k, cg->k, s);
-                    if (rq.fast && rq.mult != 0 && nv == CONV_MR) {
-                        const int32x4_t acc = vaddq_n_s32(vldrwq_s32(s), bias[oc]); /* wraps like tgrs_wrap_add */
-                        vstrbq_scatter_offset_s32(o0 + oc, pix_off, tgrs_rq_fast_x4(&rq, acc, lo, hi));
-                    } else {
-                        for (i = 0; i < nv; ++i) {
-                            o0[(int64_t)i * cg->oc + oc] = tgrs_rq_s8_call(&rq, tgrs_wrap_add(s[i], bias[oc]), lo, hi);
-                        }
-                    }
-                }
+                conv_mve_channels(&b);
             }
         }
     }

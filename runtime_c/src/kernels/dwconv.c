@@ -286,6 +286,18 @@ static void dw_out_s8_plain(int8_t *o, const uint32_t *acc, const int32_t *bias,
 }
 #endif
 
+/* No fused path: every op takes the tap and output loops below. */
+#if TGRS_ISA != TGRS_ISA_MVE
+static int dw_fused_s8_none(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff, int32_t ntaps)
+{
+    (void)ctx;
+    (void)dg;
+    (void)toff;
+    (void)ntaps;
+    return 0;
+}
+#endif
+
 #include "dwconv_dsp.h" /* dw_taps_s8_dsp */
 #include "dwconv_mve.h" /* dw_taps_s8_mve, dw_out_s8_mve */
 #include "dwconv_avx2.h" /* dw_taps_s8_avx2, dw_out_s8_avx2 */
@@ -372,6 +384,9 @@ static int dw_s8(const tgrs_op_ctx *ctx, const dw_geom *dg, dw_wzp_fn wzp)
     }
     if (ctx->p[TGRS_P_DWCONV_WZP] != 0) {
         return ctx->p[TGRS_P_DWCONV_WZP] != 1 ? TGRS_ERR_PARAM : (wzp != NULL ? wzp(ctx, dg) : TGRS_ERR_UNSUPPORTED);
+    }
+    if (TGRS_DW_FUSED_S8(ctx, dg, toff, ntaps)) { /* the target's fused path took the whole op (target.h) */
+        return TGRS_OK;
     }
     memset(zpv, (int)(int8_t)zp_in, sizeof zpv);
     /* channel blocks outermost: each block's requantization is prepared once per op (rows are often short) */

@@ -91,5 +91,220 @@ static void dw_out_s8_mve(int8_t *o, const uint32_t *acc, const int32_t *bias, c
     }
 }
 
+/*
+ * The fused multiplier-1 path (TGRS_DW_FUSED_S8, target.h): per output pixel and block of up to 16 channels, the
+ * tap sums, bias, requantization and store without leaving vector registers. Lanes are channels as int16 (VLDRB.S16
+ * of eight inputs and eight weights); VMULLB / VMULLT multiply the even and the odd lanes into exact int32 products
+ * (|x * w| <= 2^14), so the 16 channels' sums are four int32 vectors: even and odd channels of each half. Their
+ * bias, multiplier and shift are gathered in the same even/odd order, tgrs_rq_vec requantizes them (lane by lane
+ * the scalar requantization), and VMOVNB / VMOVNT interleave the two results back into channel order for one
+ * 8-byte store. A padded tap adds zp_in * w (the bias fold expects the input zero point there). The 32-bit lanes
+ * wrap like the plain loop's uint32 sums, so every sum and byte is the plain path's.
+ */
+
+/* The taps of one pixel: n_in taps inside the image (input at channel 0 and weight offset each), then n_pad padded
+ * taps (weight offsets only). */
+typedef struct dw_mve_tap {
+    const int8_t *x; /* the tap's input pixel, channel 0 */
+    int32_t w;       /* offset of the tap's weights */
+} dw_mve_tap;
+
+typedef struct dw_mve_taps {
+    dw_mve_tap in[DW_MAX_TAPS];
+    int32_t w_pad[DW_MAX_TAPS];
+    int32_t n_in, n_pad;
+} dw_mve_taps;
+
+/*
+ * The in-image taps of a full 16-channel block, in assembly: GCC 12 keeps only three of the four accumulators in
+ * registers here and copies operands between Q registers (21 instructions per tap instead of 17: one LDRD of the
+ * tap's pointer and weight offset, two adds, four loads, four multiplies, four adds, the loop).
+ */
+static inline void dw_mve_taps16(const dw_mve_tap *tp, int32_t n, int32_t c0, const int8_t *wk, int32x4_t *acc)
+{
+    int32x4_t e0 = acc[0], o0 = acc[1], e1 = acc[2], o1 = acc[3], xv, wv, pr;
+    const int8_t *x, *w;
+    if (n <= 0) {
+        return;
+    }
+    __asm__("1:\n\t"
+            "ldrd %[x], %[w], [%[tp]], #8\n\t"
+            "add %[x], %[x], %[c0]\n\t"
+            "add %[w], %[w], %[wk]\n\t"
+            "vldrb.s16 %q[xv], [%[x]]\n\t"
+            "vldrb.s16 %q[wv], [%[w]]\n\t"
+            "vmullb.s16 %q[pr], %q[xv], %q[wv]\n\t"
+            "vadd.i32 %q[e0], %q[e0], %q[pr]\n\t"
+            "vmullt.s16 %q[pr], %q[xv], %q[wv]\n\t"
+            "vadd.i32 %q[o0], %q[o0], %q[pr]\n\t"
+            "vldrb.s16 %q[xv], [%[x], #8]\n\t"
+            "vldrb.s16 %q[wv], [%[w], #8]\n\t"
+            "vmullb.s16 %q[pr], %q[xv], %q[wv]\n\t"
+            "vadd.i32 %q[e1], %q[e1], %q[pr]\n\t"
+            "vmullt.s16 %q[pr], %q[xv], %q[wv]\n\t"
+            "vadd.i32 %q[o1], %q[o1], %q[pr]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b"
+            : [e0] "+w"(e0), [o0] "+w"(o0), [e1] "+w"(e1), [o1] "+w"(o1), [xv] "=&w"(xv), [wv] "=&w"(wv),
+              [pr] "=&w"(pr), [x] "=&r"(x), [w] "=&r"(w), [tp] "+r"(tp), [n] "+r"(n)
+            : [c0] "r"(c0), [wk] "r"(wk)
+            : "cc", "memory");
+    acc[0] = e0;
+    acc[1] = o0;
+    acc[2] = e1;
+    acc[3] = o1;
+}
+
+typedef struct dw_mve_par {
+    const int8_t *wt; /* weights of tap 0, channel 0 */
+    const int32_t *bias, *mult, *shift;
+    int32_t zp_in, zp_out, lo, hi;
+} dw_mve_par;
+
+/* Requantize and store nh <= 8 channels (the even lanes' sums e, the odd lanes' od) of one half at channel c. */
+static inline void dw_mve_half(const dw_mve_par *pp, int32_t c, int32_t nh, int32x4_t e, int32x4_t od, int8_t *o)
+{
+    const uint32x4_t offs = vidupq_n_u32(0u, 2); /* 0, 2, 4, 6 */
+    const mve_pred16_t pe = vctp32q((uint32_t)(nh + 1) >> 1), po = vctp32q((uint32_t)nh >> 1);
+    const int32x4_t be = vldrwq_gather_shifted_offset_z_s32(pp->bias + c, offs, pe);
+    const int32x4_t bo = vldrwq_gather_shifted_offset_z_s32(pp->bias + c + 1, offs, po);
+    const int32x4_t me = vldrwq_gather_shifted_offset_z_s32(pp->mult + c, offs, pe);
+    const int32x4_t mo = vldrwq_gather_shifted_offset_z_s32(pp->mult + c + 1, offs, po);
+    const int32x4_t se = vldrwq_gather_shifted_offset_z_s32(pp->shift + c, offs, pe);
+    const int32x4_t so = vldrwq_gather_shifted_offset_z_s32(pp->shift + c + 1, offs, po);
+    const int32x4_t re = tgrs_rq_vec(vaddq_s32(e, be), me, vaddq_n_s32(se, 1), pp->zp_out, pp->lo, pp->hi);
+    const int32x4_t ro = tgrs_rq_vec(vaddq_s32(od, bo), mo, vaddq_n_s32(so, 1), pp->zp_out, pp->lo, pp->hi);
+    const int16x8_t h = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), re), ro);
+    if (nh == 8) {
+        vstrbq_s16(o, h);
+    } else {
+        vstrbq_p_s16(o, h, vctp16q((uint32_t)nh));
+    }
+}
+
+/* One pixel, channels [c0, c0 + nc), nc <= 16, into o (the pixel's channel c0). */
+static void dw_mve_block(const dw_mve_taps *tp, const dw_mve_par *pp, int32_t c0, int32_t nc, int8_t *o)
+{
+    const int8_t *const wk = pp->wt + c0;
+    int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
+    int32_t t;
+    if (nc == 16) { /* a full block: nothing predicated */
+        int32x4_t acc[4];
+        acc[0] = e0;
+        acc[1] = e0;
+        acc[2] = e0;
+        acc[3] = e0;
+        dw_mve_taps16(tp->in, tp->n_in, c0, wk, acc);
+        e0 = acc[0];
+        o0 = acc[1];
+        e1 = acc[2];
+        o1 = acc[3];
+        if (tp->n_pad > 0) {
+            const int16x8_t zv = vdupq_n_s16((int16_t)pp->zp_in);
+            for (t = 0; t < tp->n_pad; ++t) {
+                const int8_t *w = wk + tp->w_pad[t];
+                int16x8_t wv = vldrbq_s16(w);
+                e0 = vaddq_s32(e0, vmullbq_int_s16(zv, wv));
+                o0 = vaddq_s32(o0, vmulltq_int_s16(zv, wv));
+                wv = vldrbq_s16(w + 8);
+                e1 = vaddq_s32(e1, vmullbq_int_s16(zv, wv));
+                o1 = vaddq_s32(o1, vmulltq_int_s16(zv, wv));
+            }
+        }
+    } else { /* channels past nc are predicated off: nothing is read beyond them */
+        const mve_pred16_t pa = vctp16q((uint32_t)nc), pb = vctp16q((uint32_t)(nc > 8 ? nc - 8 : 0));
+        const int16x8_t zv = vdupq_n_s16((int16_t)pp->zp_in);
+        for (t = 0; t < tp->n_in; ++t) {
+            const int8_t *x = tp->in[t].x + c0, *w = wk + tp->in[t].w;
+            int16x8_t xv = vldrbq_z_s16(x, pa), wv = vldrbq_z_s16(w, pa);
+            e0 = vaddq_s32(e0, vmullbq_int_s16(xv, wv));
+            o0 = vaddq_s32(o0, vmulltq_int_s16(xv, wv));
+            xv = vldrbq_z_s16(x + 8, pb);
+            wv = vldrbq_z_s16(w + 8, pb);
+            e1 = vaddq_s32(e1, vmullbq_int_s16(xv, wv));
+            o1 = vaddq_s32(o1, vmulltq_int_s16(xv, wv));
+        }
+        for (t = 0; t < tp->n_pad; ++t) {
+            const int8_t *w = wk + tp->w_pad[t];
+            int16x8_t wv = vldrbq_z_s16(w, pa);
+            e0 = vaddq_s32(e0, vmullbq_int_s16(zv, wv));
+            o0 = vaddq_s32(o0, vmulltq_int_s16(zv, wv));
+            wv = vldrbq_z_s16(w + 8, pb);
+            e1 = vaddq_s32(e1, vmullbq_int_s16(zv, wv));
+            o1 = vaddq_s32(o1, vmulltq_int_s16(zv, wv));
+        }
+    }
+    dw_mve_half(pp, c0, nc < 8 ? nc : 8, e0, o0, o);
+    if (nc > 8) {
+        dw_mve_half(pp, c0 + 8, nc - 8, e1, o1, o + 8);
+    }
+}
+
+/* The whole op on the fused path; 0 (nothing done) when it does not apply: a depth multiplier above 1, a window of
+ * more than DW_MAX_TAPS taps, or a requantization tgrs_rq_vec does not cover. */
+static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff, int32_t ntaps)
+{
+    const tgrs_window *w = &dg->w;
+    const int8_t *in = (const int8_t *)ctx->in[0]->data;
+    int8_t *out = (int8_t *)ctx->out->data;
+    const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
+    const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
+    dw_mve_par pp;
+    dw_mve_taps tp;
+    int32_t wofs[DW_MAX_TAPS];
+    int32_t n, r, ow, i, j, t, c0;
+    if (dg->m != 1 || ntaps == 0 ||
+        !tgrs_rq_vec_ok((const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT], dg->oc, ctx->p[TGRS_P_DWCONV_NUMERICS])) {
+        return 0;
+    }
+    pp.wt = (const int8_t *)ctx->c[TGRS_C_DWCONV_WEIGHT];
+    pp.bias = (const int32_t *)ctx->c[TGRS_C_DWCONV_BIAS];
+    pp.mult = (const int32_t *)ctx->c[TGRS_C_DWCONV_MULT];
+    pp.shift = (const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT];
+    pp.zp_in = ctx->p[TGRS_P_DWCONV_ZP_IN];
+    pp.zp_out = ctx->p[TGRS_P_DWCONV_ZP_OUT];
+    pp.lo = ctx->p[TGRS_P_DWCONV_ACT_MIN];
+    pp.hi = ctx->p[TGRS_P_DWCONV_ACT_MAX];
+    for (t = 0; t < ntaps; ++t) {
+        wofs[t] = t * dg->oc;
+    }
+    for (n = 0; n < dg->n; ++n) {
+        const int8_t *img = in + n * in_img;
+        for (r = 0; r < dg->out_rows; ++r) {
+            const int32_t oh = dg->out_row0 + r;
+            for (ow = 0; ow < dg->ow; ++ow) {
+                int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
+                tp.n_in = 0;
+                tp.n_pad = 0;
+                if (dw_interior(dg, oh, ow)) {
+                    const int8_t *base = img + dw_base(dg, oh, ow);
+                    for (t = 0; t < ntaps; ++t) {
+                        tp.in[t].x = base + toff[t];
+                        tp.in[t].w = wofs[t];
+                    }
+                    tp.n_in = ntaps;
+                } else {
+                    for (i = 0, t = 0; i < w->kh; ++i) {
+                        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                        for (j = 0; j < w->kw; ++j, ++t) {
+                            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                            if (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd) {
+                                tp.in[tp.n_in].x = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c;
+                                tp.in[tp.n_in++].w = wofs[t];
+                            } else {
+                                tp.w_pad[tp.n_pad++] = wofs[t];
+                            }
+                        }
+                    }
+                }
+                for (c0 = 0; c0 < dg->oc; c0 += DW_CB) {
+                    dw_mve_block(&tp, &pp, c0, dg->oc - c0 < DW_CB ? dg->oc - c0 : DW_CB, o + c0);
+                }
+            }
+        }
+    }
+    return 1;
+}
+
 #endif /* TGRS_HAVE_MVE */
 #endif /* TGRS_DWCONV_MVE_H */

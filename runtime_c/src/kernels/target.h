@@ -43,20 +43,24 @@
 #define TGRS_CONV_S8 conv_s8_mve
 #define TGRS_DW_TAPS_S8 dw_taps_s8_mve
 #define TGRS_DW_OUT_S8 dw_out_s8_mve
+#define TGRS_DW_FUSED_S8 dw_fused_s8_mve
 #elif TGRS_ISA == TGRS_ISA_AVX2
 #define TGRS_CONV_S8 conv_s8_avx2
 #define TGRS_CONV_F32 conv_f32_avx2
 #define TGRS_DW_F32 dw_f32_avx2
 #define TGRS_DW_TAPS_S8 dw_taps_s8_avx2
 #define TGRS_DW_OUT_S8 dw_out_s8_avx2
+#define TGRS_DW_FUSED_S8 dw_fused_s8_none
 #elif TGRS_ISA == TGRS_ISA_DSP
 #define TGRS_CONV_S8 conv_s8_dsp
 #define TGRS_DW_TAPS_S8 dw_taps_s8_dsp
 #define TGRS_DW_OUT_S8 dw_out_s8_plain
+#define TGRS_DW_FUSED_S8 dw_fused_s8_none
 #else
 #define TGRS_CONV_S8 conv_s8_plain
 #define TGRS_DW_TAPS_S8 dw_taps_s8_plain
 #define TGRS_DW_OUT_S8 dw_out_s8_plain
+#define TGRS_DW_FUSED_S8 dw_fused_s8_none
 #endif
 
 /* The float kernels have a host variant only; every other target runs the plain ones. */
