@@ -185,7 +185,7 @@ static int conv_s8_mve(const tgrs_op_ctx *ctx, const conv_geom *cg)
     b.lo = ctx->p[TGRS_P_CONV_ACT_MIN];
     b.hi = ctx->p[TGRS_P_CONV_ACT_MAX];
     b.nm = ctx->p[TGRS_P_CONV_NUMERICS];
-    b.vec = tgrs_rq_vec_ok((const int32_t *)ctx->c[TGRS_C_CONV_SHIFT], cg->oc, b.nm);
+    b.vec = tgrs_rq_fast_all((const int32_t *)ctx->c[TGRS_C_CONV_SHIFT], cg->oc, b.nm);
     for (n = 0; n < cg->n; ++n) {
         const int8_t *img = in + n * in_img;
         int8_t *oimg = out + n * npix * cg->oc;

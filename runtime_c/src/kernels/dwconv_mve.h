@@ -161,29 +161,40 @@ typedef struct dw_mve_par {
     int32_t zp_in, zp_out, lo, hi;
 } dw_mve_par;
 
-/* Requantize and store nh <= 8 channels (the even lanes' sums e, the odd lanes' od) of one half at channel c. */
+/* Requantize and store nh <= 8 channels (the even lanes' sums e, the odd lanes' od) of one half at channel c. A
+ * full half loads and stores unpredicated (no predicate moves). */
 static inline void dw_mve_half(const dw_mve_par *pp, int32_t c, int32_t nh, int32x4_t e, int32x4_t od, int8_t *o)
 {
     const uint32x4_t offs = vidupq_n_u32(0u, 2); /* 0, 2, 4, 6 */
-    const mve_pred16_t pe = vctp32q((uint32_t)(nh + 1) >> 1), po = vctp32q((uint32_t)nh >> 1);
-    const int32x4_t be = vldrwq_gather_shifted_offset_z_s32(pp->bias + c, offs, pe);
-    const int32x4_t bo = vldrwq_gather_shifted_offset_z_s32(pp->bias + c + 1, offs, po);
-    const int32x4_t me = vldrwq_gather_shifted_offset_z_s32(pp->mult + c, offs, pe);
-    const int32x4_t mo = vldrwq_gather_shifted_offset_z_s32(pp->mult + c + 1, offs, po);
-    const int32x4_t se = vldrwq_gather_shifted_offset_z_s32(pp->shift + c, offs, pe);
-    const int32x4_t so = vldrwq_gather_shifted_offset_z_s32(pp->shift + c + 1, offs, po);
-    const int32x4_t re = tgrs_rq_vec(vaddq_s32(e, be), me, vaddq_n_s32(se, 1), pp->zp_out, pp->lo, pp->hi);
-    const int32x4_t ro = tgrs_rq_vec(vaddq_s32(od, bo), mo, vaddq_n_s32(so, 1), pp->zp_out, pp->lo, pp->hi);
-    const int16x8_t h = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), re), ro);
+    int32x4_t re, ro;
     if (nh == 8) {
-        vstrbq_s16(o, h);
-    } else {
-        vstrbq_p_s16(o, h, vctp16q((uint32_t)nh));
+        re = vaddq_s32(e, vldrwq_gather_shifted_offset_s32(pp->bias + c, offs));
+        re = tgrs_rq_vec(re, vldrwq_gather_shifted_offset_s32(pp->mult + c, offs),
+                         vaddq_n_s32(vldrwq_gather_shifted_offset_s32(pp->shift + c, offs), 1), pp->zp_out, pp->lo,
+                         pp->hi);
+        ro = vaddq_s32(od, vldrwq_gather_shifted_offset_s32(pp->bias + c + 1, offs));
+        ro = tgrs_rq_vec(ro, vldrwq_gather_shifted_offset_s32(pp->mult + c + 1, offs),
+                         vaddq_n_s32(vldrwq_gather_shifted_offset_s32(pp->shift + c + 1, offs), 1), pp->zp_out,
+                         pp->lo, pp->hi);
+        vstrbq_s16(o, vmovntq_s32(vmovnbq_s32(vreinterpretq_s16_s32(re), re), ro));
+        return;
+    }
+    {
+        const mve_pred16_t pe = vctp32q((uint32_t)(nh + 1) >> 1), po = vctp32q((uint32_t)nh >> 1);
+        re = vaddq_s32(e, vldrwq_gather_shifted_offset_z_s32(pp->bias + c, offs, pe));
+        re = tgrs_rq_vec(re, vldrwq_gather_shifted_offset_z_s32(pp->mult + c, offs, pe),
+                         vaddq_n_s32(vldrwq_gather_shifted_offset_z_s32(pp->shift + c, offs, pe), 1), pp->zp_out,
+                         pp->lo, pp->hi);
+        ro = vaddq_s32(od, vldrwq_gather_shifted_offset_z_s32(pp->bias + c + 1, offs, po));
+        ro = tgrs_rq_vec(ro, vldrwq_gather_shifted_offset_z_s32(pp->mult + c + 1, offs, po),
+                         vaddq_n_s32(vldrwq_gather_shifted_offset_z_s32(pp->shift + c + 1, offs, po), 1), pp->zp_out,
+                         pp->lo, pp->hi);
+        vstrbq_p_s16(o, vmovntq_s32(vmovnbq_s32(vreinterpretq_s16_s32(re), re), ro), vctp16q((uint32_t)nh));
     }
 }
 
 /* One pixel, channels [c0, c0 + nc), nc <= 16, into o (the pixel's channel c0). */
-static void dw_mve_block(const dw_mve_taps *tp, const dw_mve_par *pp, int32_t c0, int32_t nc, int8_t *o)
+__attribute__((noinline)) static void dw_mve_block(const dw_mve_taps *tp, const dw_mve_par *pp, int32_t c0, int32_t nc, int8_t *o)
 {
     const int8_t *const wk = pp->wt + c0;
     int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
@@ -254,7 +265,7 @@ static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int6
     int32_t wofs[DW_MAX_TAPS];
     int32_t n, r, ow, i, j, t, c0;
     if (dg->m != 1 || ntaps == 0 ||
-        !tgrs_rq_vec_ok((const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT], dg->oc, ctx->p[TGRS_P_DWCONV_NUMERICS])) {
+        !tgrs_rq_fast_all((const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT], dg->oc, ctx->p[TGRS_P_DWCONV_NUMERICS])) {
         return 0;
     }
     pp.wt = (const int8_t *)ctx->c[TGRS_C_DWCONV_WEIGHT];

@@ -280,6 +280,25 @@ static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t lo, int32
 }
 
 /*
+ * 1 when every one of an op's n channels has the 32-bit form's range: onnx numerics and shift in [-31, -2] (every
+ * real layer). The target kernels that requantize straight from the (mult, shift) arrays (requant_mve.h's
+ * tgrs_rq_vec, the DSP depthwise) take an op only then; anything else goes through tgrs_rq_s8 per output.
+ */
+static inline int tgrs_rq_fast_all(const int32_t *shift, int32_t n, int32_t numerics)
+{
+    int32_t i;
+    if (numerics != TGRS_RQ_ONNX) {
+        return 0;
+    }
+    for (i = 0; i < n; ++i) {
+        if (shift[i] < -31 || shift[i] > -2) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
  * Validate per-channel (mult, shift) arrays read from a plan: shift must be <= 31 and mult non-negative.
  * Returns 1 when valid, 0 otherwise (the kernel then returns TGRS_ERR_PARAM).
  */

@@ -48,7 +48,7 @@ static inline int32x4_t tgrs_rq_fast_x4(const tgrs_rq *r, int32x4_t acc, int32_t
  * -n2). |acc| is taken unsigned (VABS of INT32_MIN is 2^31 read unsigned), so every int32 acc is exact:
  * |acc| * m < 2^62 and hi < 2^30. The sign goes back arithmetically ((q ^ s) - s); then the zero point and the clamp.
  * Bit for bit requant.h's result for every acc (tests/cortex_m/test_kernel_variants.py runs it against the host).
- * nn2 = -n2 = shift + 1 per lane. Valid for onnx numerics with every shift in [-31, -2] (tgrs_rq_vec_ok).
+ * nn2 = -n2 = shift + 1 per lane. Valid for onnx numerics with every shift in [-31, -2] (tgrs_rq_fast_all, requant.h).
  */
 static inline int32x4_t tgrs_rq_vec(int32x4_t acc, int32x4_t m, int32x4_t nn2, int32_t zp, int32_t lo, int32_t hi)
 {
@@ -57,22 +57,6 @@ static inline int32x4_t tgrs_rq_vec(int32x4_t acc, int32x4_t m, int32x4_t nn2, i
     const int32x4_t q = vreinterpretq_s32_u32(vrshlq_u32(h, nn2));
     const int32x4_t r = vaddq_n_s32(vsubq_s32(veorq_s32(q, sg), sg), zp);
     return vminq_s32(vmaxq_s32(r, vdupq_n_s32(lo)), vdupq_n_s32(hi));
-}
-
-/* 1 when tgrs_rq_vec covers every channel of an op: onnx numerics and each shift in [-31, -2] (every real layer;
- * anything else takes the scalar tgrs_rq_s8 per output). */
-static inline int tgrs_rq_vec_ok(const int32_t *shift, int32_t n, int32_t numerics)
-{
-    int32_t i;
-    if (numerics != TGRS_RQ_ONNX) {
-        return 0;
-    }
-    for (i = 0; i < n; ++i) {
-        if (shift[i] < -31 || shift[i] > -2) {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 #endif /* TGRS_HAVE_MVE */
