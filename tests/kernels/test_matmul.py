@@ -178,3 +178,37 @@ def test_unsupported_reasons():
     k = 40000
     g = _g((1, k), (k, 2), (1, 2), "int8", (qp(0.1, 0), qp(0.1, 0), qp(0.5, 0)))
     assert "K = 40000" in unsupported_reason(g, g.ops[0])
+
+
+@pytest.mark.parametrize("ta,tb,alpha,beta,cshape", [(0, 0, 1.0, 1.0, None), (1, 0, 0.5, 1.0, (5,)),
+                                                     (0, 1, 1.0, 0.5, (3, 5)), (1, 1, 1.5, 2.0, (1,))])
+def test_int8_gemm_two_activations(lib, ta, tb, alpha, beta, cshape):
+    """int8 Gemm of two activations with every attribute and an int32 bias C quantized at s_a * s_b (how ORT writes
+    it): bit-exact C vs reference, within 1 LSB of ORT's QDQ evaluation."""
+    rng = np.random.default_rng(11)
+    m, k, n = 3, 6, 5
+    a = (k, m) if ta else (m, k)
+    b = (n, k) if tb else (k, n)
+    sa, sb, sy = 0.04, 0.03, float(np.float32(0.04 * 0.03 * 40 * alpha))
+    sc = float(np.float32(sa * sb))
+    c = rng.integers(-3000, 3000, cshape).astype(np.int32) if cshape else None
+    attrs = dict(transA=ta, transB=tb, alpha=alpha, beta=beta)
+    ins = [T("a", a, "int8", qp(sa, 3)), T("b", b, "int8", qp(sb, -9))]
+    if c is not None:
+        ins.append(T("c", c.shape, "int32", QuantParam(np.array([sc], np.float32), np.array([0], np.int64)), data=c))
+    g = graph1("MatMul", ins, [T("y", (m, n), "int8", qp(sy, -4))], attrs)
+    low = lower(g, g.ops[0])
+    xa, xb = rand_q(rng, a), rand_q(rng, b)
+    phys = phys_inputs(g, low, {"a": xa, "b": xb})
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    init, extra = [], []
+    if c is not None:
+        init = [numpy_helper.from_array(c, "cq"), numpy_helper.from_array(np.array(sc, np.float32), "cs"),
+                numpy_helper.from_array(np.array(0, np.int32), "cz")]
+        extra = [helper.make_node("DequantizeLinear", ["cq", "cs", "cz"], ["cf"])]
+    mdl = qdq_model(lambda i, o: extra + [helper.make_node("Gemm", i + (["cf"] if c is not None else []), [o],
+                                                            **attrs)],
+                    [("a", a, sa, 3), ("b", b, sb, -9)], ("y", (m, n), sy, -4), init)
+    (ort_y,) = ort_run(mdl, {"a": xa, "b": xb})
+    assert max_lsb(to_logical(g, "y", ref), ort_y) <= 1
