@@ -148,7 +148,8 @@
 #define TGRS_OP_MATMUL 21u
 #define TGRS_OP_LAYERNORM 22u
 #define TGRS_OP_CAST 23u
-#define TGRS_OP_COUNT 23u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_CONVTRANSPOSE 24u
+#define TGRS_OP_COUNT 24u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -176,7 +177,8 @@
     X(REDUCE, reduce) \
     X(MATMUL, matmul) \
     X(LAYERNORM, layernorm) \
-    X(CAST, cast)
+    X(CAST, cast) \
+    X(CONVTRANSPOSE, convtranspose)
 
 #define TGRS_OP_CONV_NPARAMS 22
 #define TGRS_P_CONV_KH 0
@@ -527,6 +529,31 @@
 #define TGRS_OP_CAST_NPARAMS 0
 #define TGRS_OP_CAST_NCONSTS 0
 
+#define TGRS_OP_CONVTRANSPOSE_NPARAMS 18
+#define TGRS_P_CONVTRANSPOSE_KH 0
+#define TGRS_P_CONVTRANSPOSE_KW 1
+#define TGRS_P_CONVTRANSPOSE_SH 2
+#define TGRS_P_CONVTRANSPOSE_SW 3
+#define TGRS_P_CONVTRANSPOSE_DH 4
+#define TGRS_P_CONVTRANSPOSE_DW 5
+#define TGRS_P_CONVTRANSPOSE_PT 6
+#define TGRS_P_CONVTRANSPOSE_PL 7
+#define TGRS_P_CONVTRANSPOSE_PB 8
+#define TGRS_P_CONVTRANSPOSE_PR 9
+#define TGRS_P_CONVTRANSPOSE_GROUP 10
+#define TGRS_P_CONVTRANSPOSE_ACT_MIN 11
+#define TGRS_P_CONVTRANSPOSE_ACT_MAX 12
+#define TGRS_P_CONVTRANSPOSE_FMIN 13
+#define TGRS_P_CONVTRANSPOSE_FMAX 14
+#define TGRS_P_CONVTRANSPOSE_ZP_IN 15
+#define TGRS_P_CONVTRANSPOSE_ZP_OUT 16
+#define TGRS_P_CONVTRANSPOSE_NUMERICS 17
+#define TGRS_OP_CONVTRANSPOSE_NCONSTS 4
+#define TGRS_C_CONVTRANSPOSE_WEIGHT 0
+#define TGRS_C_CONVTRANSPOSE_BIAS 1
+#define TGRS_C_CONVTRANSPOSE_MULT 2
+#define TGRS_C_CONVTRANSPOSE_SHIFT 3
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -554,6 +581,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_MATMUL: return TGRS_OP_MATMUL_NPARAMS;
     case TGRS_OP_LAYERNORM: return TGRS_OP_LAYERNORM_NPARAMS;
     case TGRS_OP_CAST: return TGRS_OP_CAST_NPARAMS;
+    case TGRS_OP_CONVTRANSPOSE: return TGRS_OP_CONVTRANSPOSE_NPARAMS;
     default: return -1;
     }
 }
@@ -585,6 +613,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_MATMUL: return TGRS_OP_MATMUL_NCONSTS;
     case TGRS_OP_LAYERNORM: return TGRS_OP_LAYERNORM_NCONSTS;
     case TGRS_OP_CAST: return TGRS_OP_CAST_NCONSTS;
+    case TGRS_OP_CONVTRANSPOSE: return TGRS_OP_CONVTRANSPOSE_NCONSTS;
     default: return -1;
     }
 }
@@ -604,6 +633,7 @@ static inline int tgrs_op_numerics_slot(uint32_t kind)
     case TGRS_OP_MUL: return 22;
     case TGRS_OP_SOFTMAX: return 3;
     case TGRS_OP_MATMUL: return 20;
+    case TGRS_OP_CONVTRANSPOSE: return 17;
     default: return -1;
     }
 }

@@ -366,15 +366,6 @@ def bilinear_unet() -> onnx.ModelProto:
     return _finish(g, "bilinear_unet", [1, 3, 16, 16], out)
 
 
-def conv_transpose() -> onnx.ModelProto:
-    """A learned up-sampling with ConvTranspose: no runtime kernel, must be reported unsupported (exit 2)."""
-    g = _new(15)
-    x = g.op("Relu", [g.conv("x", 3, 4, 3)])
-    w = (g.rng.standard_normal((4, 2, 2, 2)) * 0.3).astype(np.float32)
-    out = g.op("ConvTranspose", [x, g.const(w)], strides=[2, 2], kernel_shape=[2, 2])
-    return _finish(g, "convt", [1, 3, 8, 8], out)
-
-
 # Models TiGrIS must run (float and every quantized variant).
 def lcnet() -> onnx.ModelProto:
     """PP-LCNet style: Conv + unfolded BatchNorm + HardSwish everywhere, depthwise 3x3 and 5x5, squeeze-excite with
@@ -433,9 +424,13 @@ FAMILIES.update(_MISC)
 
 # Models (or variants) with a feature TiGrIS does not run: `analyze` must list them as unsupported (exit 2).
 UNSUPPORTED: dict[str, Callable[[], onnx.ModelProto]] = {
-    "convt": conv_transpose,
     "split": channel_split,
 }
+
+import fam_dbnet  # noqa: E402  (the family modules import this one's helpers)
+
+FAMILIES.update(fam_dbnet.FAMILIES)
+UNSUPPORTED.update(fam_dbnet.UNSUPPORTED)
 
 
 def input_shape(m: onnx.ModelProto) -> tuple[int, ...]:

@@ -35,6 +35,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("matmul", "matmul", "MatMul"),  # product of two operands (activations), batched, strided
     ("layernorm", "layernorm", "LayerNorm"),  # LayerNormalization over the trailing axes
     ("cast", "cast", "Cast"),  # float32 -> int32 (ConvInteger's result)
+    ("convtranspose", "convtranspose", "ConvTranspose"),  # 1-D/2-D transposed convolution, any group count
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}

@@ -19,7 +19,12 @@ Rules:
    rounding (below 1/254 of an input LSB). A BatchNorm on a rank-2 tensor (after a Gemm) has no depthwise form
    and folds as in rule 3.
 4. A BatchNorm not preceded by a foldable Conv, on a float rank >= 2 input, becomes ``Mul`` + ``Add`` with per-channel
-   constants (the runtime has both kernels). Otherwise it is declined and validation reports it.
+   constants (the runtime has both kernels).
+4b. One on a rank-4 int8 input with per-tensor quantization (after an int8 op other than a Conv: a ConvTranspose, an
+   Add) becomes the int8 1x1 depthwise Conv of rule 3c. Otherwise it is declined and validation reports it.
+5. ``ConvTranspose -> BatchNormalization`` with float weights folds like rule 2, along the weight's output-channel
+   axis (``[C_in, OC/group, k...]``: output channel ``g * OC/group + j`` is column ``j`` of the rows of group ``g``).
+   With int8 weights the BatchNorm takes rule 3c/4b.
 
 Why here: after QDQ fold (so int8 weights carry their QuantParam) and matrix relabel; before the relabel passes, so
 only the op type ``Conv`` is matched.
@@ -36,8 +41,8 @@ from tigris.passes._util import Decline, PassResult, consumers, fresh_name, set_
 
 NAME = "bn_fold"
 # ONNX operators this pass turns into others (the rewrite table of docs/operators.md).
-ONNX_REWRITES = {"BatchNormalization": "folded into the preceding Conv/Gemm; on a quantized Conv output a 1x1 "
-                                       "depthwise Conv; elsewhere (float) a per-channel Mul + Add"}
+ONNX_REWRITES = {"BatchNormalization": "folded into the preceding Conv/Gemm/ConvTranspose; on a quantized output a "
+                                       "1x1 depthwise Conv; elsewhere (float) a per-channel Mul + Add"}
 
 
 def _real(g: AnalyzedGraph, name: str) -> np.ndarray:
@@ -82,6 +87,11 @@ def run(graph: AnalyzedGraph) -> PassResult:
         ok = conv is not None and conv.op_type in ("Conv", "Gemm") and len(consumers(g, x)) == 1 \
             and x not in g.outputs \
             and conv.inputs[1] in g.weights
+        if conv is not None and conv.op_type == "ConvTranspose" and len(consumers(g, x)) == 1 \
+                and x not in g.outputs and conv.inputs[1] in g.weights and g.tensors[conv.inputs[1]].quant is None \
+                and _fold_into_convtranspose(g, pi, target, f, shift) is None:
+            n += 1
+            continue
         if ok and _int8_between(g, conv, x) and _to_depthwise(g, target, f, shift) is None:
             n += 1
             continue
@@ -93,6 +103,9 @@ def run(graph: AnalyzedGraph) -> PassResult:
             declined.append(Decline(bn.name, why))
             continue
         why = _to_mul_add(g, target, f, shift)
+        xt = g.tensors[x]
+        if why is not None and xt.dtype == "int8" and xt.quant is not None and not xt.quant.per_channel:
+            why = _to_depthwise(g, target, f, shift)  # rule 4b
         if why is None:
             n += 1
         else:
@@ -134,6 +147,29 @@ def _fold_into_conv(g: AnalyzedGraph, pi: int, bi: int, f: np.ndarray, shift: np
     set_const(g, wn, new_w, new_wq)
     bn_name = fresh_name(g, f"{bn.name}_bias", [wn])
     set_const(g, bn_name, new_b, new_bq)
+    g.ops[pi] = conv.with_(inputs=(conv.inputs[0], wn, bn_name), outputs=(bn.outputs[0],))
+    del g.ops[bi]
+    return None
+
+
+def _fold_into_convtranspose(g: AnalyzedGraph, pi: int, bi: int, f: np.ndarray, shift: np.ndarray) -> str | None:
+    """Rule 5: float weights [C_in, OCg, k...] scaled per output channel g * OCg + j."""
+    conv, bn = g.ops[pi], g.ops[bi]
+    wname = conv.inputs[1]
+    w = g.weights[wname].astype(np.float64)
+    group = int(conv.attrs.get("group", 1))
+    cin, ocg = w.shape[:2]
+    oc = ocg * group
+    if f.size != oc or cin % group:
+        return f"rule 5: {f.size} BatchNorm channels for {oc} ConvTranspose outputs"
+    fg = f.reshape(group, 1, ocg, *([1] * (w.ndim - 2)))
+    new_w = (w.reshape(group, cin // group, ocg, *w.shape[2:]) * fg).reshape(w.shape).astype(np.float32)
+    bname = conv.inputs[2] if len(conv.inputs) > 2 and conv.inputs[2] else None
+    b = g.weights[bname].astype(np.float64) if bname else np.zeros(oc)
+    wn = fresh_name(g, f"{wname}_bn")
+    set_const(g, wn, new_w)
+    bn_name = fresh_name(g, f"{bn.name}_bias", [wn])
+    set_const(g, bn_name, (b * f + shift).astype(np.float32))
     g.ops[pi] = conv.with_(inputs=(conv.inputs[0], wn, bn_name), outputs=(bn.outputs[0],))
     del g.ops[bi]
     return None
