@@ -153,6 +153,8 @@ class ConvTranspose(_mac.MacKind):
                         out_len(wd, kw, geo["sw"], geo["dw"], geo["pl"], geo["pr"])):
             raise TigrisError(f"ConvTranspose output {list(y.shape)} does not follow from input {list(x.shape)} "
                               "and the attributes", op.name)
+        if max(h, wd, oh, ow) > 2**30:  # CT_MAX_DIM in convtranspose.c: its index arithmetic stays in int32
+            raise TigrisError("ConvTranspose extent above 2**30", op.name)
         icg = cin // group
         if icg > CT_MAX_ICG:
             raise TigrisError(f"ConvTranspose with {icg} input channels per group exceeds the runtime's {CT_MAX_ICG}",

@@ -31,24 +31,28 @@
 #define CT_MAX_K 64       /* taps per axis: CT_MAX_K in tigris/ops/convtranspose.py */
 #define CT_MAX_ICG 32768  /* |one tap's int8 dot product| <= 32768 * 255 * 255 < 2^31 */
 #define CT_MAX_GEOM 4096  /* largest stride, dilation or |pad| a plan may state */
+/* Largest input or output extent: with CT_MAX_K taps of dilation <= CT_MAX_GEOM and |pad| <= CT_MAX_GEOM, every row
+ * and column index the kernel derives stays inside int32, so the tap search divides in 32 bits (a hardware divide
+ * on Cortex-M, not a 64-bit library call). */
+#define CT_MAX_DIM (1L << 30)
 
 typedef struct ct_geom {
     int32_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
     int32_t n, h, wd, c, ow, oc, g, icg, ocg;
 } ct_geom;
 
-/* floor(a / b) for b > 0, any sign of a (|a| < 2^62). */
-static int64_t ct_floor_div(int64_t a, int64_t b)
+/* floor(a / b) for b > 0, any sign of a. */
+static int32_t ct_floor_div(int32_t a, int32_t b)
 {
-    int64_t q = a / b;
+    int32_t q = a / b;
     return (q * b > a) ? q - 1 : q;
 }
 
 /* Input rows [*lo, *hi) (unclipped) that output rows [a, b) read; input_rows() in convtranspose.py. */
-static void ct_rows(const ct_geom *g, int32_t a, int32_t b, int64_t *lo, int64_t *hi)
+static void ct_rows(const ct_geom *g, int32_t a, int32_t b, int32_t *lo, int32_t *hi)
 {
-    *lo = -ct_floor_div(-((int64_t)a + g->pt - (int64_t)(g->kh - 1) * g->dh), g->sh);
-    *hi = ct_floor_div((int64_t)b - 1 + g->pt, g->sh) + 1;
+    *lo = -ct_floor_div(-(a + g->pt - (g->kh - 1) * g->dh), g->sh);
+    *hi = ct_floor_div(b - 1 + g->pt, g->sh) + 1;
 }
 
 static int64_t ct_out_len(int32_t n, int32_t k, int32_t s, int32_t d, int32_t p0, int32_t p1)
@@ -64,7 +68,9 @@ static int ct_setup(const tgrs_op_ctx *ctx, ct_geom *g)
     const int s8 = out != NULL && out->dtype == TGRS_DT_S8;
     uint64_t wlen;
     int i;
-    if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out) || in->dims[0] != out->dims[0]) {
+    if (ctx->n_in != 1 || !tgrs_kv_sane(in) || !tgrs_kv_sane(out) || in->dims[0] != out->dims[0] ||
+        in->dims[1] > CT_MAX_DIM || in->dims[2] > CT_MAX_DIM || out->dims[1] > CT_MAX_DIM ||
+        out->dims[2] > CT_MAX_DIM) {
         return TGRS_ERR_SHAPE;
     }
     if (in->dtype != out->dtype || (out->dtype != TGRS_DT_F32 && !s8)) {
@@ -129,11 +135,11 @@ static int ct_setup(const tgrs_op_ctx *ctx, ct_geom *g)
         }
     }
     if (out->rows > 0) {
-        int64_t lo, hi;
+        int32_t lo, hi;
         ct_rows(g, out->row0, out->row0 + out->rows, &lo, &hi);
         lo = lo < 0 ? 0 : lo;
         hi = hi > g->h ? g->h : hi;
-        if (lo < hi && (lo < in->row0 || hi > (int64_t)in->row0 + in->rows)) {
+        if (lo < hi && (lo < in->row0 || hi > in->row0 + in->rows)) {
             return TGRS_ERR_TILE;
         }
     }
@@ -152,10 +158,10 @@ static int32_t ct_taps(int32_t o, int32_t k, int32_t s, int32_t d, int32_t p, in
 {
     int32_t t, m = 0;
     for (t = 0; t < k; ++t) {
-        int64_t v = (int64_t)o + p - (int64_t)t * d;
+        const int32_t v = o + p - t * d;
         if (v >= 0 && v % s == 0 && v / s < n) {
             tap[m] = t;
-            idx[m] = (int32_t)(v / s);
+            idx[m] = v / s;
             ++m;
         }
     }
