@@ -71,7 +71,7 @@ static __m256i conv_w16_avx2(const int8_t *p)
 /*
  * The eight exact sums sum_k a_i[k] * w_j[k] (i < 4 rows, j < 2 weight rows) as one vector, lane 2 i + j.
  */
-static __m256i conv_mk_avx2(int32_t k, const int16_t *const a[CONV_MR], const int8_t *w0, const int8_t *w1)
+static inline __m256i conv_mk_avx2(int32_t k, const int16_t *const a[CONV_MR], const int8_t *w0, const int8_t *w1)
 {
     __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00;
     __m256i s20 = s00, s21 = s00, s30 = s00, s31 = s00;
@@ -106,6 +106,33 @@ static __m256i conv_mk_avx2(int32_t k, const int16_t *const a[CONV_MR], const in
         CONV_AVX2_MAC(s31, conv_ld16_avx2(a3 + t), v);
         kk = k;
     }
+    if (kk < k && k >= 8) {
+        /* 8 <= K < 16: one 8-value chunk, and the last 8 values with the lanes the chunk summed masked out */
+        const __m128i lane = _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m128i keep = _mm_cmpgt_epi16(lane, _mm_set1_epi16((int16_t)(15 - k)));
+        const int32_t t = k - 8;
+        const __m128i u0 = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)w0));
+        const __m128i v0 = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)w1));
+        const __m128i u1 = _mm_and_si128(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(w0 + t))),
+                                         keep);
+        const __m128i v1 = _mm_and_si128(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(w1 + t))),
+                                         keep);
+#define CONV_AVX2_MAC8(sa, sb, r)                                                                                    \
+    do {                                                                                                             \
+        const __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(r));                                     \
+        const __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)((r) + t));                               \
+        sa = _mm256_add_epi32(sa, _mm256_set_m128i(_mm_setzero_si128(),                                              \
+                                                    _mm_add_epi32(_mm_madd_epi16(x0, u0), _mm_madd_epi16(x1, u1)))); \
+        sb = _mm256_add_epi32(sb, _mm256_set_m128i(_mm_setzero_si128(),                                              \
+                                                    _mm_add_epi32(_mm_madd_epi16(x0, v0), _mm_madd_epi16(x1, v1)))); \
+    } while (0)
+        CONV_AVX2_MAC8(s00, s01, a0);
+        CONV_AVX2_MAC8(s10, s11, a1);
+        CONV_AVX2_MAC8(s20, s21, a2);
+        CONV_AVX2_MAC8(s30, s31, a3);
+#undef CONV_AVX2_MAC8
+        kk = k;
+    }
     h0 = _mm256_hadd_epi32(s00, s01);
     h1 = _mm256_hadd_epi32(s10, s11);
     h2 = _mm256_hadd_epi32(s20, s21);
@@ -113,7 +140,7 @@ static __m256i conv_mk_avx2(int32_t k, const int16_t *const a[CONV_MR], const in
     h0 = _mm256_hadd_epi32(h0, h1); /* [00 01 10 11 | 00 01 10 11], halves of the lanes' sums */
     h2 = _mm256_hadd_epi32(h2, h3);
     h0 = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h2, 0x20), _mm256_permute2x128_si256(h0, h2, 0x31));
-    if (kk < k) { /* K < 16: a short plain loop */
+    if (kk < k) { /* K < 8: a short plain loop */
         int32_t r[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (; kk < k; ++kk) {
             const int32_t u = w0[kk], v = w1[kk];
@@ -150,6 +177,61 @@ static int conv_rq_fast_ok(int32_t shift)
     return shift <= -2 && shift > -32;
 }
 
+/*
+ * Eight channels ch..ch+7 of the four pixels at once: four micro-kernel calls (channel pairs), a transpose of their
+ * 64-bit (channel pair) elements into one vector per pixel with the channels in lanes, then per pixel one vector
+ * requantization with the channels' own fields loaded as vectors and one 8-byte store. Used when every channel of
+ * the op takes the same vector form (mode 1: the 32-bit onnx form, mode 2: tflm).
+ */
+static void conv_oct_avx2(const tgrs_op_ctx *ctx, int32_t k, const int16_t *const a[CONV_MR], const int8_t *w,
+                          int64_t ch, int8_t *const o[CONV_MR], int32_t oc, int32_t nv, int mode)
+{
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS] + ch;
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT] + ch;
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT] + ch;
+    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
+    const int32_t zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
+    const __m256i v0 = conv_mk_avx2(k, a, w, w + k);
+    const __m256i v1 = conv_mk_avx2(k, a, w + 2 * (int64_t)k, w + 3 * (int64_t)k);
+    const __m256i v2 = conv_mk_avx2(k, a, w + 4 * (int64_t)k, w + 5 * (int64_t)k);
+    const __m256i v3 = conv_mk_avx2(k, a, w + 6 * (int64_t)k, w + 7 * (int64_t)k);
+    const __m256i t0 = _mm256_unpacklo_epi64(v0, v1), t1 = _mm256_unpackhi_epi64(v0, v1);
+    const __m256i t2 = _mm256_unpacklo_epi64(v2, v3), t3 = _mm256_unpackhi_epi64(v2, v3);
+    const __m256i bv = _mm256_loadu_si256((const __m256i *)(const void *)bias);
+    const __m256i sv = _mm256_loadu_si256((const __m256i *)(const void *)shift);
+    const __m256i mv = _mm256_loadu_si256((const __m256i *)(const void *)mult);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i p[CONV_MR], f0, f1, f2, f3;
+    int32_t i;
+    p[0] = _mm256_permute2x128_si256(t0, t2, 0x20);
+    p[1] = _mm256_permute2x128_si256(t1, t3, 0x20);
+    p[2] = _mm256_permute2x128_si256(t0, t2, 0x31);
+    p[3] = _mm256_permute2x128_si256(t1, t3, 0x31);
+    if (mode == 1) { /* n2 = -1 - shift, add2 = 2^31 + 2^(n2 - 1), sub2 = (2^31 >> n2) - zp */
+        const __m256i top = _mm256_set1_epi32((int32_t)0x80000000u), one = _mm256_set1_epi32(1);
+        f0 = mv;
+        f1 = _mm256_sub_epi32(_mm256_set1_epi32(-1), sv);
+        f2 = _mm256_add_epi32(top, _mm256_sllv_epi32(one, _mm256_sub_epi32(f1, one)));
+        f3 = _mm256_sub_epi32(_mm256_srlv_epi32(top, f1), _mm256_set1_epi32(zp_out));
+    } else { /* tflm: m32 (0 when shift <= -32), lsh = max(shift, 0), rsh = -shift for -32 < shift < 0, else 0 */
+        const __m256i gone = _mm256_cmpgt_epi32(_mm256_set1_epi32(-31), sv); /* shift <= -32 */
+        f0 = _mm256_andnot_si256(gone, mv);
+        f1 = _mm256_max_epi32(sv, zero);
+        f2 = _mm256_andnot_si256(gone, _mm256_max_epi32(_mm256_sub_epi32(zero, sv), zero));
+        f3 = _mm256_set1_epi32(zp_out);
+    }
+    for (i = 0; i < nv; ++i) {
+        const __m256i x = _mm256_add_epi32(p[i], bv); /* wrapping, like tgrs_wrap_add */
+        const __m256i q = mode == 1 ? tgrs_rq_fast_avx2(x, f0, f1, f2, f3, lo, hi)
+                                    : tgrs_rq_tflm_avx2(x, f0, f1, f2, f3, lo, hi);
+        /* int32 lanes of int8 values: two packs keep them and put the 8 bytes in lanes 0-3 and 8-11 */
+        const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q, q), zero);
+        const int32_t b0 = _mm256_extract_epi32(b, 0), b1 = _mm256_extract_epi32(b, 4);
+        memcpy(o[i] + oc, &b0, 4);
+        memcpy(o[i] + oc + 4, &b1, 4);
+    }
+}
+
 static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
     const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
@@ -166,6 +248,10 @@ static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
     int32_t n, g, i, j, oc;
     int64_t q0;
+    int mode = nm == TGRS_RQ_TFLM ? 2 : 1; /* conv_oct_avx2: every channel in one vector form, or 0 */
+    for (oc = 0; oc < cg->oc && mode == 1; ++oc) {
+        mode = conv_rq_fast_ok(shift[oc]) ? 1 : 0;
+    }
     for (n = 0; n < cg->n; ++n) {
         const int8_t *img = in + n * in_img;
         int8_t *oimg = out + n * npix * cg->oc;
@@ -186,7 +272,11 @@ static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                         a[i] = a[nv - 1];
                     }
                 }
-                for (oc = 0; oc < cg->ocg; oc += 2) {
+                for (oc = 0; mode != 0 && oc + 8 <= cg->ocg; oc += 8) {
+                    const int64_t ch = (int64_t)g * cg->ocg + oc;
+                    conv_oct_avx2(ctx, cg->k, a, wt + ch * cg->k, ch, o, oc, nv, mode);
+                }
+                for (; oc < cg->ocg; oc += 2) {
                     /* an odd last channel pairs with itself; its second column is not stored */
                     const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
                     const int64_t ch = (int64_t)g * cg->ocg + oc;

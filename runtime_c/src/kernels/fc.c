@@ -13,6 +13,7 @@
 
 #include "kcheck.h"
 #include "requant.h"
+#include "target.h"
 #include "tgrs_op.h"
 #include "variants.h"
 #include "vec.h"
@@ -120,6 +121,8 @@ static int32_t fc_dot_s8(const int8_t *x, const int8_t *w, int32_t k)
     return total;
 }
 
+#include "fc_avx2.h" /* fc_dot_s8_avx2 */
+
 static int fc_f32(const tgrs_op_ctx *ctx, const fc_geom *fg)
 {
     const float *wt = (const float *)ctx->c[TGRS_C_FC_WEIGHT];
@@ -201,7 +204,7 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg, fc_wzp_fn wzp)
     for (n = 0; n < fg->n; ++n) {
         const int8_t *x = in + (int64_t)n * fg->k;
         for (o = 0; o < fg->oc; ++o) {
-            const int32_t acc = tgrs_wrap_add(fc_dot_s8(x, wt + (int64_t)o * fg->k, fg->k), bias[o]);
+            const int32_t acc = tgrs_wrap_add(TGRS_FC_DOT_S8(x, wt + (int64_t)o * fg->k, fg->k), bias[o]);
             tgrs_rq rq; /* one per output, next to a K-long dot product: the out-of-line copies cost nothing */
             tgrs_rq_prepare(&rq, mult[o], shift[o], zp_out, nm);
             out[(int64_t)n * fg->oc + o] = tgrs_rq_s8_call(&rq, acc, lo, hi);

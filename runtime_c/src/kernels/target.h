@@ -48,6 +48,7 @@
 #define TGRS_CONV_S8 conv_s8_avx2
 #define TGRS_CONV_F32 conv_f32_avx2
 #define TGRS_DW_F32 dw_f32_avx2
+#define TGRS_FC_DOT_S8 fc_dot_s8_avx2
 #define TGRS_DW_TAPS_S8 dw_taps_s8_avx2
 #define TGRS_DW_OUT_S8 dw_out_s8_avx2
 #define TGRS_DW_FUSED_S8 dw_fused_s8_none
@@ -71,6 +72,7 @@
 #ifndef TGRS_CONV_F32
 #define TGRS_CONV_F32 conv_f32
 #define TGRS_DW_F32 dw_f32
+#define TGRS_FC_DOT_S8 fc_dot_s8
 #endif
 
 #if TGRS_HAVE_DSP
