@@ -395,9 +395,12 @@ def fast_lower_bound(
     its own, untiled or (when it tiles) at its smallest tile height.
 
     Every unit holding an op needs at least that much at the op's step: an untiled unit holds the op's whole input
-    and output; a tiled unit at least the bands one tile of the op reads and writes, its weights and its scratch.
-    (The one-op unit is measured on sampled tiles, which never gives more than every tile.) On the shared models
-    it is the minimum itself, so the search of :func:`min_fast_budget` starts by trying it.
+    and output, weights and scratch; a tiled unit computes at least the op's smallest tile height of its rows in
+    some tile (at most MAX_TILES tiles cover them), so it holds that tile's bands, the op's weights and its scratch.
+    The one-op unit is measured on sampled tiles, which never gives more than every tile. A tileable op with several
+    outputs gives no bound (inside a tiled unit its outputs are bands, not the untiled whole). On the shared models
+    the bound is the minimum itself, so :func:`min_fast_budget` starts by trying it; tests/plan/test_lower_bound.py
+    checks that nothing fits below it.
     """
     if not graph.ops:
         return 0
@@ -409,11 +412,13 @@ def fast_lower_bound(
         _, need, _ = next(grow_stage(graph, bufs, u, costs, i))
         if untileable_reason(graph, op, accumulate_gap) is None:
             _, outs = stage_io(bufs, u, i, i + 1)
-            if len(outs) == 1:
-                _, h = tiling_axis(graph, bufs, range(i, i + 1), outs[0], accumulate_gap)
-                lay = unit_bands(graph, bufs, costs, range(i, i + 1), outs[0], min_tile_h(h), True)
-                if lay is not None:
-                    need = min(need, lay.peak)
+            if len(outs) != 1:
+                continue  # a tileable op with several outputs may sit inside a tiled unit: no bound from it alone
+            _, h = tiling_axis(graph, bufs, range(i, i + 1), outs[0], accumulate_gap)
+            lay = unit_bands(graph, bufs, costs, range(i, i + 1), outs[0], min_tile_h(h), True)
+            if lay is None:
+                continue
+            need = min(need, lay.peak)
         bound = max(bound, need)
     return bound
 
@@ -508,8 +513,9 @@ def min_fast_budget(
     budget that was actually planned successfully. None when even a budget of 2**31 bytes does not fit (e.g. the
     slow budget is what fails). ``known_fail`` is a budget the caller already saw fail (the search's lower end).
 
-    A fitting probe's plan often needs much less than the budget it was given: its fast peak is probed next (when
-    that fits too it becomes the upper end at once), so the search takes a few probes instead of one per halving.
+    The first probe is :func:`fast_lower_bound`, which nothing below fits: when it fits it is the answer. Otherwise
+    the search bisects above it; a fitting probe's plan often needs much less than the budget it was given, so its
+    fast peak is probed next (when that fits too it becomes the upper end at once).
     All probes share one memo of unit band layouts (``plan(layouts=)``), which do not depend on the budget.
     ``failed`` receives the NoFit of every probe that did not fit, by budget (a probe that does not fit fails the way
     the full plan does, so a caller asking why the budget just below the minimum fails need not plan it again).
@@ -526,12 +532,8 @@ def min_fast_budget(
 
     bound = align_up(max(fast_lower_bound(graph, **kw), granularity), granularity)
     if bound > known_fail and peak_if_fits(bound) is not None:
-        # the bound fits: it is the minimum once the budget below it is seen to fail (the bound's own argument says
-        # it must; a failure of that argument falls through to the ordinary search below the bound)
-        if bound - granularity <= known_fail or peak_if_fits(bound - granularity) is None:
-            return bound
-    else:
-        known_fail = max(known_fail, bound)  # below the bound nothing fits; the bound itself was just seen to fail
+        return bound  # nothing below the bound fits (tests/plan/test_lower_bound.py checks the budget just below)
+    known_fail = max(known_fail, bound)  # below the bound nothing fits; the bound itself was just seen to fail
     hi = align_up(unscheduled_peak(graph) + 4096, granularity)
     while (peak := peak_if_fits(hi)) is None:
         hi *= 2

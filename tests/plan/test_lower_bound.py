@@ -1,0 +1,47 @@
+"""The per-op lower bound the minimum-budget search starts from (tigris.plan.fast_lower_bound) is a real lower bound:
+no plan fits a budget below it, on random DAGs and on every shared model. The search returns the bound without
+probing below it, so this is the test that the shortcut is sound; it also checks the search against a plain
+bisection."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_property import dags
+
+from tigris import api
+from tigris.plan import fast_lower_bound, fits, min_fast_budget
+from tigris.plan.types import align_up
+from tigris_testing import require_shared_models
+
+
+def _bisect(graph, **kw) -> int:
+    """The search without the bound: the smallest multiple of 16 that fits, assuming fitting is monotone."""
+    lo, hi = 0, align_up(1 << 24, 16)
+    assert fits(graph, hi, **kw)
+    while hi - lo > 16:
+        mid = (lo + hi) // 2 // 16 * 16
+        lo, hi = (lo, mid) if fits(graph, mid, **kw) else (mid, hi)
+    return hi
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=dags(), xip=st.booleans(), acc=st.booleans())
+def test_nothing_fits_below_the_bound(graph, xip, acc):
+    bound = fast_lower_bound(graph, xip=xip, accumulate_gap=acc)
+    below = align_up(bound, 16) - 16
+    assert below < bound
+    assert below <= 0 or not fits(graph, below, xip=xip, accumulate_gap=acc)
+    assert min_fast_budget(graph, xip=xip, accumulate_gap=acc) == _bisect(graph, xip=xip, accumulate_gap=acc)
+
+
+@pytest.mark.parametrize("xip", [False, True])
+def test_shared_models_bound_is_sound(xip):
+    models = sorted(require_shared_models().rglob("*.onnx"))
+    assert models
+    for path in models:
+        prep = api.prepare(path)
+        kw = api._plan_kwargs(prep, xip)
+        bound = align_up(fast_lower_bound(prep.graph, **kw), 16)
+        assert not fits(prep.graph, bound - 16, **kw), path.name
+        assert api._min_fast(prep, None, xip) >= bound, path.name
