@@ -6,7 +6,8 @@ LayerNorm, an MLP with Gelu, a residual Add, mean-pooling over the tokens and a 
 ``vit_block`` states LayerNormalization (opset 17) and Gelu in its Erf form, as PyTorch exports ``nn.GELU()``;
 ``vit_block_decomposed`` states the layer norms decomposed (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul,
 Add, as exporters write them before opset 17), Gelu's tanh approximation decomposed, and a single head (Q x K^T as a
-rank-3 MatMul) at opset 13.
+rank-3 MatMul) at opset 13. ``vit_cls`` is ``vit_block`` with a learned class token concatenated in front of the
+tokens and a positional embedding added, as ViT states them.
 """
 from __future__ import annotations
 
@@ -51,14 +52,18 @@ def _gelu(g: _G, x: str, tanh: bool) -> str:
     return g.op("Mul", [half, g.op("Add", [t, g.const(np.float32(1.0), "one")])])
 
 
-def _block(seed: int, decomposed: bool) -> onnx.ModelProto:
+def _block(seed: int, decomposed: bool, cls: bool = False) -> onnx.ModelProto:
     g = _new(seed)
     heads = 1 if decomposed else HEADS
-    tokens = (IMG // PATCH) ** 2
+    patches = tokens = (IMG // PATCH) ** 2
     dh = DIM // heads
     e = g.conv("x", 3, DIM, k=PATCH, stride=PATCH, pad=0)  # [1, D, 4, 4]
-    e = g.op("Reshape", [e, g.const(np.array([1, DIM, tokens], np.int64), "shape")])
+    e = g.op("Reshape", [e, g.const(np.array([1, DIM, patches], np.int64), "shape")])
     t = g.op("Transpose", [e], perm=[0, 2, 1])  # [1, T, D]
+    if cls:
+        tokens += 1
+        t = g.op("Concat", [g.const((g.rng.standard_normal((1, 1, DIM)) * 0.5).astype(np.float32), "cls"), t], axis=1)
+        t = g.op("Add", [t, g.const((g.rng.standard_normal((1, tokens, DIM)) * 0.1).astype(np.float32), "pos")])
     h = _layernorm(g, t, decomposed)
     q, k, v = (_dense(g, h, DIM, DIM) for _ in range(3))
     if heads > 1:
@@ -81,8 +86,8 @@ def _block(seed: int, decomposed: bool) -> onnx.ModelProto:
     pooled = g.op("ReduceMean", [t], axes=[1], keepdims=0)  # [1, D]
     w = (g.rng.standard_normal((10, DIM)) / np.sqrt(DIM)).astype(np.float32)
     out = g.op("Gemm", [pooled, g.const(w), g.const(np.zeros(10, np.float32), "b")], transB=1)
-    return _finish(g, "vit_block_decomposed" if decomposed else "vit_block", [1, 3, IMG, IMG], out,
-                   opset=13 if decomposed else 17)
+    name = "vit_cls" if cls else ("vit_block_decomposed" if decomposed else "vit_block")
+    return _finish(g, name, [1, 3, IMG, IMG], out, opset=13 if decomposed else 17)
 
 
 def vit_block() -> onnx.ModelProto:
@@ -93,4 +98,8 @@ def vit_block_decomposed() -> onnx.ModelProto:
     return _block(42, decomposed=True)
 
 
-FAMILIES = {"vit_block": vit_block, "vit_block_decomposed": vit_block_decomposed}
+def vit_cls() -> onnx.ModelProto:
+    return _block(43, decomposed=False, cls=True)
+
+
+FAMILIES = {"vit_block": vit_block, "vit_block_decomposed": vit_block_decomposed, "vit_cls": vit_cls}

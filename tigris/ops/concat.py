@@ -54,6 +54,11 @@ class Concat(OpKind):
     TILING = "pointwise"
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        ins = [n for n in op.inputs if n]
+        if any(graph.is_const(n) for n in ins):
+            return "a constant operand (e.g. a class token) is not supported"
+        if len(ins) > MAX_INPUTS:
+            return f"{len(ins)} inputs (the runtime takes at most {MAX_INPUTS})"
         return None if op.attrs.get("axis_physical") else "axis was not normalized"
 
     def mixes_rows(self, graph: AnalyzedGraph, op: Op) -> str | None:

@@ -11,7 +11,8 @@ from types import ModuleType
 from typing import Callable
 
 from tigris.ir import AnalyzedGraph
-from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, cleanup, clip_relu6, concat_axis, constant_fold,
+from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, cleanup, clip_relu6, concat_axis,
+                           concat_const, constant_fold,
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
                            input_transpose, integer_ops, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
                            qdq_fold, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, strip_operands,
@@ -57,6 +58,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(shape_op_fold, 11),
     _p(resize_scales, 12),
     _p(strip_operands, 13),
+    _p(concat_const, None),  # a Concat of constants around activations as Pad + Add; before concat_axis
     _p(unit_dim_squeeze, None),  # Reshape targets are output shapes now; before the layout pass
     _p(broadcast_rank, None),  # likewise
     _p(concat_axis, 14),
@@ -79,6 +81,8 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("matmul_relabel", "symmetric_weights"),
     ("qdq_fold", "layernorm_fuse"),
     ("integer_ops", "qdq_fold"),
+    ("strip_operands", "concat_const"),
+    ("concat_const", "concat_axis"),
     ("layernorm_fuse", "sub_div_const"),
     ("layernorm_fuse", "activation_fuse"),
     ("bn_fold", "symmetric_weights"),
