@@ -646,8 +646,20 @@ def sum_f32(m):
     return [x], [y], "ReduceSum"
 
 
-NO_KERNEL = [transpose_conv_f32, gather_f32, strided_slice_f32, strided_slice_neg_f32, slice_f32, split_f32, split_v_f32,
-             depth_to_space_f32, space_to_depth_f32]
+NO_KERNEL = [transpose_conv_f32, depth_to_space_f32, space_to_depth_f32]
+SLICING = [gather_f32, strided_slice_f32, strided_slice_neg_f32, slice_f32, split_f32, split_v_f32]
+
+
+@pytest.mark.parametrize("build", SLICING, ids=[b.__name__ for b in SLICING])
+def test_slicing_runs_like_tflite(tmp_path, build):
+    """GATHER, STRIDED_SLICE (shrink axis, negative strides, masks), SLICE, SPLIT and SPLIT_V become the normalized
+    Slice / Gather of pass slice_normalize (a Split one Slice per output) and run like the TFLite interpreter."""
+    m = Model()
+    m.inputs, m.outputs, ir_op = build(m)
+    p = _save(tmp_path, m)
+    ops = {o.op_type for o in normalize(load_model(p))[0].ops}
+    assert ("Slice" if ir_op == "Split" else ir_op) in ops and "Split" not in ops
+    _check_runs(p, False, (0, 0))
 
 
 @pytest.mark.parametrize("build", [maximum_f32, minimum_f32, sum_f32], ids=["maximum_f32", "minimum_f32", "sum_f32"])
@@ -715,11 +727,14 @@ def test_cli_exit_2_names_unsupported_op(tmp_path):
     from tigris.cli import main
 
     m = Model()
-    m.inputs, m.outputs, _ = gather_f32(m)
+    x = m.tensor("x", (1, 4))
+    y = m.tensor("y", (1, 4))
+    m.op("CUSTOM:MyFancyOp", [x], [y])
+    m.inputs, m.outputs = [x], [y]
     p = _save(tmp_path, m)
     r = CliRunner().invoke(main, ["compile", str(p), "--fast", "256K", "-o", str(tmp_path / "o.tgrs")])
     assert r.exit_code == 2, r.output
-    assert "Gather" in r.output
+    assert "MyFancyOp" in r.output
     assert not (tmp_path / "o.tgrs").exists()
 
 

@@ -149,7 +149,8 @@
 #define TGRS_OP_LAYERNORM 22u
 #define TGRS_OP_CAST 23u
 #define TGRS_OP_CONVTRANSPOSE 24u
-#define TGRS_OP_COUNT 24u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_SLICE 25u
+#define TGRS_OP_COUNT 25u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -178,7 +179,8 @@
     X(MATMUL, matmul) \
     X(LAYERNORM, layernorm) \
     X(CAST, cast) \
-    X(CONVTRANSPOSE, convtranspose)
+    X(CONVTRANSPOSE, convtranspose) \
+    X(SLICE, slice)
 
 #define TGRS_OP_CONV_NPARAMS 22
 #define TGRS_P_CONV_KH 0
@@ -554,6 +556,21 @@
 #define TGRS_C_CONVTRANSPOSE_MULT 2
 #define TGRS_C_CONVTRANSPOSE_SHIFT 3
 
+#define TGRS_OP_SLICE_NPARAMS 11
+#define TGRS_P_SLICE_START0 0
+#define TGRS_P_SLICE_START1 1
+#define TGRS_P_SLICE_START2 2
+#define TGRS_P_SLICE_START3 3
+#define TGRS_P_SLICE_STEP0 4
+#define TGRS_P_SLICE_STEP1 5
+#define TGRS_P_SLICE_STEP2 6
+#define TGRS_P_SLICE_STEP3 7
+#define TGRS_P_SLICE_GAXIS 8
+#define TGRS_P_SLICE_MULT 9
+#define TGRS_P_SLICE_SHIFT 10
+#define TGRS_OP_SLICE_NCONSTS 1
+#define TGRS_C_SLICE_IDX 0
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -582,6 +599,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_LAYERNORM: return TGRS_OP_LAYERNORM_NPARAMS;
     case TGRS_OP_CAST: return TGRS_OP_CAST_NPARAMS;
     case TGRS_OP_CONVTRANSPOSE: return TGRS_OP_CONVTRANSPOSE_NPARAMS;
+    case TGRS_OP_SLICE: return TGRS_OP_SLICE_NPARAMS;
     default: return -1;
     }
 }
@@ -614,6 +632,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_LAYERNORM: return TGRS_OP_LAYERNORM_NCONSTS;
     case TGRS_OP_CAST: return TGRS_OP_CAST_NCONSTS;
     case TGRS_OP_CONVTRANSPOSE: return TGRS_OP_CONVTRANSPOSE_NCONSTS;
+    case TGRS_OP_SLICE: return TGRS_OP_SLICE_NCONSTS;
     default: return -1;
     }
 }

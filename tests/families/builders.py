@@ -345,16 +345,6 @@ def tf_style_head() -> onnx.ModelProto:
     return _finish(g, "tf_head", [1, 24, 24, 3], out)
 
 
-def channel_split() -> onnx.ModelProto:
-    """ShuffleNetV2's channel Split: no runtime kernel for Split, must be reported unsupported (exit 2)."""
-    g = _new(17)
-    x = g.op("Relu", [g.conv("x", 3, 8, 3)])
-    a, b = g.name("split_a"), g.name("split_b")
-    g.nodes.append(helper.make_node("Split", [x, g.const(np.array([4, 4], np.int64), "split")], [a, b], axis=1))
-    b = g.op("Relu", [g.conv(b, 4, 4, 1)])
-    return _finish(g, "split", [1, 3, 8, 8], g.op("Concat", [a, b], axis=1))
-
-
 def bilinear_unet() -> onnx.ModelProto:
     """A decoder with Resize linear (half_pixel) up-sampling + Concat skip (the int8 bilinear Resize runs as a float
     island: passes/float_tail.py)."""
@@ -424,7 +414,6 @@ FAMILIES.update(_MISC)
 
 # Models (or variants) with a feature TiGrIS does not run: `analyze` must list them as unsupported (exit 2).
 UNSUPPORTED: dict[str, Callable[[], onnx.ModelProto]] = {
-    "split": channel_split,
 }
 
 import fam_dbnet  # noqa: E402  (the family modules import this one's helpers)

@@ -9,7 +9,7 @@ float outputs within 1e-4 x max(1, max|ref|) of ONNX Runtime and of the NumPy re
 against the reference (a float tail after an in-graph dequantize to the float tolerance), int8 outputs within 1 LSB
 of ONNX Runtime, float outputs with cosine >= 0.99 against ONNX Runtime.
 
-Features the runtime does not have (Split, MaxPool's Indices output) must be reported by ``tigris analyze`` as unsupported nodes with exit 2.
+Features the runtime does not have (MaxPool's Indices output) must be reported by ``tigris analyze`` as unsupported nodes with exit 2.
 Writes only to pytest's tmp dirs.
 """
 from __future__ import annotations
@@ -99,8 +99,6 @@ def _analyze_cli(path: Path) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("family,variant,op", [
     ("maxpool_indices", "f32", "MaxPool"),
     ("maxpool_indices", "uint8_pc", "MaxPool"),
-    ("split", "f32", "Split"),
-    ("split", "uint8_pt", "Split"),
 ])
 def test_unsupported_reported_cleanly(model_dir, family, variant, op):
     """No traceback, no wrong numbers: exit 2 and the node listed under "unsupported" in the JSON report."""

@@ -36,6 +36,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("layernorm", "layernorm", "LayerNorm"),  # LayerNormalization over the trailing axes
     ("cast", "cast", "Cast"),  # float32 -> int32 (ConvInteger's result)
     ("convtranspose", "convtranspose", "ConvTranspose"),  # 1-D/2-D transposed convolution, any group count
+    ("slice", "slice", "Slice"),  # Slice/Split/constant-index Gather (a strided or indexed copy)
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}

@@ -22,8 +22,10 @@ Rules:
    (how a graph's int8 input learns its scale). Declined when the int8 tensor already carries a different
    QuantParam (two scales for one tensor cannot both hold).
 5. Boundary DQ: a DQ whose output is a graph output is kept (float output presented by the plan).
-6. Data-movement ops (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, MaxPool, Identity, Pad) on int8 carry the
-   QuantParam across, forwards and backwards, so e.g. an int8 input read through a Transpose gets its scale.
+6. Data-movement ops (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, MaxPool, Identity, Pad, Slice, Gather,
+   DepthToSpace, SpaceToDepth) on int8 carry the QuantParam across, forwards and backwards, so e.g. an int8 input
+   read through a Transpose gets its scale, and an int8 tensor a Gather reads with no QDQ of its own (onnx2tf)
+   passes its producer's quantization on.
 7. uint8 activations are restated as int8 (value - 128, zero point - 128): both denote the same real numbers and the
    kernels are int8. uint8 constants are restated the same way, stored data included.
 8. The declared dtype of every graph input and output stays in ``graph.boundary`` (with the declared QuantParam, in
@@ -46,7 +48,8 @@ from tigris.passes._quant import qparam_of, quantize, restate_uint8, zp_dtype
 from tigris.passes._util import Decline, PassResult, fresh_name, replace_uses, set_const, tidy
 
 NAME = "qdq_fold"
-_MOVES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "Identity", "Pad"}
+_MOVES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "Identity", "Pad", "Slice", "Gather",
+          "DepthToSpace", "SpaceToDepth"}
 _INTS = ("int8", "uint8")
 
 
