@@ -99,11 +99,12 @@ def profiling_app(c_src: str) -> str:
 
     kinds = re.findall(r"\[TGRS_OP_([A-Z0-9_]+)\] = tgrs_kernel_([a-z0-9_]+),", c_src)
     wrappers = [_PROF_C]
-    for _, kind in kinds:
+    for _, entry in kinds:  # entry: the kind, or kind_sym (tigris codegen's entry without weight zero points)
+        kind = entry.removesuffix("_sym")
         typ, macs = _PROF_WRAP.get(kind, ("PROF_OTHER", "0u"))
-        wrappers.append(f"static int prof_{kind}(const tgrs_op_ctx *ctx)\n{{\n"
-                        f"    return prof_call(ctx, tgrs_kernel_{kind}, {typ}, {macs});\n}}\n")
-        c_src = c_src.replace(f"= tgrs_kernel_{kind},", f"= prof_{kind},")
+        wrappers.append(f"static int prof_{entry}(const tgrs_op_ctx *ctx)\n{{\n"
+                        f"    return prof_call(ctx, tgrs_kernel_{entry}, {typ}, {macs});\n}}\n")
+        c_src = c_src.replace(f"= tgrs_kernel_{entry},", f"= prof_{entry},")
     marker = "/* The op resolver:"
     c_src = c_src.replace(marker, "\n".join(wrappers) + "\n" + marker, 1)
     report = "".join(

@@ -7,7 +7,8 @@ variant the target selects and once with -DTGRS_FORCE_PLAIN (the reference loops
 be the host runtime's bytes, which tests/kernels check bit-exact against the NumPy reference. The shapes are the
 edges the fast paths treat specially: channel counts and patch lengths that are not multiples of 4 or 16, 1x1
 images, odd widths, padding on every side, strides, groups, depth multipliers, 3x3 and 5x5 depthwise windows, and
-requantization scales outside the 32-bit form's range (big and tiny), and both numerics (onnx, tflm).
+requantization scales outside the 32-bit form's range (big and tiny), and both numerics (onnx, tflm); for fc, odd
+output counts (the two-row loops' last row alone) and K below, at and around multiples of 4 and 16.
 """
 from __future__ import annotations
 
@@ -59,6 +60,13 @@ def _cases() -> dict[str, MacCase]:
         "fc_k37_oc11_n3": MacCase("Gemm", 1, 37, 3, 1, 11, act="relu", seed=17),
         "fc_k640_oc12": MacCase("Gemm", 1, 640, 1, 1, 12, seed=18),
         "fc_k3_oc40_big": MacCase("Gemm", 1, 3, 2, 1, 40, scale_mode="big", seed=19),
+        # the two-row loops: an odd OC (one row left), K below 4, K = 4 exactly, K one short of 16, K a multiple of
+        # 16 and of neither, tiny scales
+        "fc_k1_oc3": MacCase("Gemm", 1, 1, 1, 1, 3, seed=23),
+        "fc_k4_oc1_n5": MacCase("Gemm", 1, 4, 5, 1, 1, seed=24),
+        "fc_k15_oc9_n2": MacCase("Gemm", 1, 15, 2, 1, 9, act="relu", seed=25),
+        "fc_k48_oc6": MacCase("Gemm", 1, 48, 1, 1, 6, seed=26),
+        "fc_k83_oc13_tiny": MacCase("Gemm", 1, 83, 2, 1, 13, scale_mode="tiny", seed=27),
         # TFLite Micro's double rounding (--numerics tflm): the fast paths' per-channel fallback
         "pw_k20_oc9_tflm": MacCase("Conv", 1, 20, 3, 3, 9, seed=20),
         "dw3x3_c19_tflm": MacCase("DepthwiseConv", 1, 19, 5, 5, 19, group=19, kernel=(3, 3), pads=(1, 1, 1, 1),

@@ -590,7 +590,7 @@ static int conv_check(const tgrs_op_ctx *ctx, int wzp)
     const int32_t dt = ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
     int st;
     if (dt == TGRS_DT_F32) {
-        st = tgrs_f16_view(&wide, ctx, TGRS_C_CONV_WEIGHT, ctx->p[TGRS_P_CONV_WF16]);
+        st = tgrs_check_f32_weights(&wide, ctx, TGRS_C_CONV_WEIGHT, ctx->p[TGRS_P_CONV_WF16]);
         return st != TGRS_OK ? st : conv_entry(&wide, dt, &cg);
     }
     if (ctx->p[TGRS_P_CONV_WF16] != 0) {

@@ -519,7 +519,7 @@ static int dw_check(const tgrs_op_ctx *ctx, int wzp)
     const int32_t dt = ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
     int st;
     if (dt == TGRS_DT_F32) {
-        st = tgrs_f16_view(&wide, ctx, TGRS_C_DWCONV_WEIGHT, ctx->p[TGRS_P_DWCONV_WF16]);
+        st = tgrs_check_f32_weights(&wide, ctx, TGRS_C_DWCONV_WEIGHT, ctx->p[TGRS_P_DWCONV_WF16]);
         return st != TGRS_OK ? st : dw_entry(&wide, dt, &dg);
     }
     if (ctx->p[TGRS_P_DWCONV_WF16] != 0) {

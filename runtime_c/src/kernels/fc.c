@@ -7,8 +7,10 @@
  *   weight [OC][K]; bias [OC] float32, or int32 with zp_in * sum_k(w) already subtracted (int8)
  *   mult, shift [OC] int32 Q0.31 requantization (int8 only)
  *
- * Method: one dot product per output, with FC_LANES independent partial sums (a fixed summation order, so results
- * do not depend on the compiler, and the lanes vectorize without reassociating float adds). No scratch.
+ * Method: float, one dot product per output, with FC_LANES independent partial sums (a fixed summation order, so
+ * results do not depend on the compiler, and the lanes vectorize without reassociating float adds). int8, the dot
+ * products of two outputs at once through the target's loop (target.h: TGRS_FC_DOT2_S8; the DSP and Helium forms in
+ * fc_dsp.h and fc_mve.h), exact int32 sums in any order. No scratch.
  */
 
 #include "kcheck.h"
@@ -84,6 +86,8 @@ static float fc_dot_f32(const float *x, const float *w, int32_t k)
     return s;
 }
 
+#if !(TGRS_ISA == TGRS_ISA_DSP || TGRS_HAVE_MVE) /* those targets have their own loops (fc_dsp.h, fc_mve.h) */
+
 /* int8 is a character type and may alias anything: restrict lets the widening copy vectorize. */
 static void fc_widen(const int8_t *restrict src, int16_t *restrict dst)
 {
@@ -122,6 +126,19 @@ static int32_t fc_dot_s8(const int8_t *x, const int8_t *w, int32_t k)
 }
 
 #include "fc_avx2.h" /* fc_dot_s8_avx2 */
+
+/* The plain form of target.h's TGRS_FC_DOT2_S8, one row at a time through TGRS_FC_DOT_S8 (the plain loop, or the
+ * host's AVX2 one): s[0] = x . w[0, k), and s[1] = x . w[k, 2k) when two. */
+static void fc_dot2_s8_plain(const int8_t *x, const int8_t *w, int32_t k, int two, int32_t s[2])
+{
+    s[0] = TGRS_FC_DOT_S8(x, w, k);
+    s[1] = two ? TGRS_FC_DOT_S8(x, w + k, k) : 0;
+}
+
+#endif
+
+#include "fc_dsp.h" /* fc_dot2_s8_dsp */
+#include "fc_mve.h" /* fc_dot2_s8_mve */
 
 static int fc_f32(const tgrs_op_ctx *ctx, const fc_geom *fg)
 {
@@ -203,11 +220,16 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg, fc_wzp_fn wzp)
     }
     for (n = 0; n < fg->n; ++n) {
         const int8_t *x = in + (int64_t)n * fg->k;
-        for (o = 0; o < fg->oc; ++o) {
-            const int32_t acc = tgrs_wrap_add(TGRS_FC_DOT_S8(x, wt + (int64_t)o * fg->k, fg->k), bias[o]);
-            tgrs_rq rq; /* one per output, next to a K-long dot product: the out-of-line copies cost nothing */
-            tgrs_rq_prepare(&rq, mult[o], shift[o], zp_out, nm);
-            out[(int64_t)n * fg->oc + o] = tgrs_rq_s8_call(&rq, acc, lo, hi);
+        for (o = 0; o < fg->oc; o += 2) {
+            /* two outputs per pass: the target's loop loads and widens each input value once for both rows */
+            const int two = o + 1 < fg->oc;
+            int32_t s[2], j;
+            TGRS_FC_DOT2_S8(x, wt + (int64_t)o * fg->k, fg->k, two, s);
+            for (j = 0; j <= two; ++j) {
+                tgrs_rq rq; /* one per output, next to a K-long dot product: the out-of-line copies cost nothing */
+                tgrs_rq_prepare(&rq, mult[o + j], shift[o + j], zp_out, nm);
+                out[(int64_t)n * fg->oc + o + j] = tgrs_rq_s8_call(&rq, tgrs_wrap_add(s[j], bias[o + j]), lo, hi);
+            }
         }
     }
     return TGRS_OK;
@@ -276,7 +298,7 @@ static int fc_check(const tgrs_op_ctx *ctx, int wzp)
     const int32_t dt = ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8;
     int st;
     if (dt == TGRS_DT_F32) {
-        st = tgrs_f16_view(&wide, ctx, TGRS_C_FC_WEIGHT, ctx->p[TGRS_P_FC_WF16]);
+        st = tgrs_check_f32_weights(&wide, ctx, TGRS_C_FC_WEIGHT, ctx->p[TGRS_P_FC_WF16]);
         return st != TGRS_OK ? st : fc_entry(&wide, dt, &fg);
     }
     if (ctx->p[TGRS_P_FC_WF16] != 0) {

@@ -40,4 +40,9 @@ int8_t tgrs_rq_s8_call(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi);
 int tgrs_f16_view(tgrs_op_ctx *wide, const tgrs_op_ctx *ctx, int slot, int32_t wf16);
 int tgrs_f16_widen(tgrs_op_ctx *wide, const tgrs_op_ctx *ctx, int slot, int32_t wf16);
 
+/* tgrs_f16_view for the load-time checks of float conv, dwconv and fc (registry.c): in an int8-only build, which has
+ * no float kernel to run such an op, TGRS_ERR_UNSUPPORTED instead, so the build links no float16 code and the
+ * loader refuses the op at init. */
+int tgrs_check_f32_weights(tgrs_op_ctx *wide, const tgrs_op_ctx *ctx, int slot, int32_t wf16);
+
 #endif /* TGRS_KCHECK_H */

@@ -9,6 +9,7 @@
  */
 #include <stddef.h>
 
+#include "kcheck.h"
 #include "tgrs_op.h"
 #include "variants.h"
 
@@ -17,6 +18,19 @@
 #else
 #define TGRS_F32_VARIANT(fn) (fn)
 #endif
+
+int tgrs_check_f32_weights(tgrs_op_ctx *wide, const tgrs_op_ctx *ctx, int slot, int32_t wf16)
+{
+#ifdef TGRS_INT8_ONLY
+    (void)wide;
+    (void)ctx;
+    (void)slot;
+    (void)wf16;
+    return TGRS_ERR_UNSUPPORTED;
+#else
+    return tgrs_f16_view(wide, ctx, slot, wf16);
+#endif
+}
 
 /* The two variants of one kind, by the output dtype; a missing variant is an unsupported op, not a crash. */
 static int tgrs_by_dtype(const tgrs_op_ctx *ctx, tgrs_kernel_fn s8, tgrs_kernel_fn f32)

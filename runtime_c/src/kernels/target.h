@@ -75,6 +75,16 @@
 #define TGRS_FC_DOT_S8 fc_dot_s8
 #endif
 
+/* fc's int8 dot products of one input row with two weight rows (fc.c, fc_dsp.h, fc_mve.h); elsewhere one row at a
+ * time through TGRS_FC_DOT_S8 (the plain loop, or the host's AVX2 one). */
+#if TGRS_ISA == TGRS_ISA_MVE
+#define TGRS_FC_DOT2_S8 fc_dot2_s8_mve
+#elif TGRS_ISA == TGRS_ISA_DSP
+#define TGRS_FC_DOT2_S8 fc_dot2_s8_dsp
+#else
+#define TGRS_FC_DOT2_S8 fc_dot2_s8_plain
+#endif
+
 #if TGRS_HAVE_DSP
 #include <arm_acle.h>
 #endif
