@@ -29,6 +29,11 @@ static void conv_widen_avx2(const int8_t *src, int16_t *dst, int32_t n)
         const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(src + e));
         _mm256_storeu_si256((__m256i *)(void *)(dst + e), _mm256_cvtepi8_epi16(x));
     }
+    if (e + 8 <= n) {
+        const __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)(src + e));
+        _mm_storeu_si128((__m128i *)(void *)(dst + e), _mm_cvtepi8_epi16(x));
+        e += 8;
+    }
     for (; e < n; ++e) {
         dst[e] = src[e];
     }

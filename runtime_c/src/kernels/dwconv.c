@@ -287,7 +287,7 @@ static void dw_out_s8_plain(int8_t *o, const uint32_t *acc, const int32_t *bias,
 #endif
 
 /* No fused path: every op takes the tap and output loops below. */
-#if TGRS_ISA == TGRS_ISA_PLAIN || TGRS_ISA == TGRS_ISA_AVX2 || (TGRS_ISA == TGRS_ISA_DSP && defined(__OPTIMIZE_SIZE__))
+#if TGRS_ISA == TGRS_ISA_PLAIN || (TGRS_ISA == TGRS_ISA_DSP && defined(__OPTIMIZE_SIZE__))
 static int dw_fused_s8_none(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff, int32_t ntaps)
 {
     (void)ctx;

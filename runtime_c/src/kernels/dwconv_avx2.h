@@ -201,5 +201,159 @@ static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
     return TGRS_OK;
 }
 
+/*
+ * The whole int8 op, depth multiplier 1 (target.h TGRS_DW_FUSED_S8; returns 0 to leave an op to the tap and output
+ * loops: no tap list, or an onnx channel outside the 32-bit form). Channel groups of 16 (or 8) are outermost: a
+ * group's weights are interleaved in tap pairs and widened once into registers' worth of local vectors, and its
+ * requantization fields are vector loads of mult and shift (channels in lanes, no gathers). Per pixel, each tap pair
+ * is two 16-byte loads, an interleave and two sign-extensions, two VPMADDWD and two adds; a padded tap reads a vector
+ * of input zero points (real 0, as the bias fold expects). The last C % 8 channels take a scalar loop with the
+ * prepared tgrs_rq. Same exact sums and requantization as the plain loops, so the same bytes.
+ */
+static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff, int32_t ntaps)
+{
+    const tgrs_window *w = &dg->w;
+    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_DWCONV_WEIGHT];
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_DWCONV_BIAS];
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_DWCONV_MULT];
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT];
+    const int32_t lo = ctx->p[TGRS_P_DWCONV_ACT_MIN], hi = ctx->p[TGRS_P_DWCONV_ACT_MAX];
+    const int32_t zp_in = ctx->p[TGRS_P_DWCONV_ZP_IN], zp_out = ctx->p[TGRS_P_DWCONV_ZP_OUT];
+    const int32_t nm = ctx->p[TGRS_P_DWCONV_NUMERICS];
+    const int8_t *in = (const int8_t *)ctx->in[0]->data;
+    int8_t *out = (int8_t *)ctx->out->data;
+    const int32_t c = dg->c, c8 = dg->c & ~7;
+    const int64_t in_img = (int64_t)dg->in_rows * dg->wd * c;
+    const int64_t out_img = (int64_t)dg->out_rows * dg->ow * c;
+    const int32_t npair = (ntaps + 1) / 2;
+    const __m128i zpx = _mm_set1_epi8((char)zp_in);
+    __m256i wv[DW_MAX_TAPS / 2][2];
+    const int8_t *xp[DW_MAX_TAPS + 1];
+    tgrs_rq rqt[8];
+    int mode = nm == TGRS_RQ_TFLM ? 2 : 1;
+    int32_t n, r, ow, i, j, t, p, c0, cc;
+    if (ntaps <= 0 || dg->m != 1) {
+        return 0;
+    }
+    for (cc = 0; cc < c && mode == 1; ++cc) {
+        mode = (shift[cc] <= -2 && shift[cc] > -32) ? 1 : 0;
+    }
+    if (mode == 0) {
+        return 0;
+    }
+    for (c0 = 0; c0 < c8; c0 += (c0 + 16 <= c) ? 16 : 8) {
+        const int wide = c0 + 16 <= c;
+        __m256i f0[4], f1[4], b0, b1;
+        for (p = 0; p < npair; ++p) {
+            const int8_t *wa = wt + (int64_t)(2 * p) * c + c0;
+            const int has_b = 2 * p + 1 < ntaps;
+            if (wide) {
+                const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)wa);
+                const __m128i b = has_b ? _mm_loadu_si128((const __m128i *)(const void *)(wa + c)) : _mm_setzero_si128();
+                wv[p][0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+                wv[p][1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
+            } else {
+                const __m128i a = _mm_loadl_epi64((const __m128i *)(const void *)wa);
+                const __m128i b = has_b ? _mm_loadl_epi64((const __m128i *)(const void *)(wa + c)) : _mm_setzero_si128();
+                wv[p][0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+                wv[p][1] = wv[p][0];
+            }
+        }
+        tgrs_rq_fields_avx2(mode, _mm256_loadu_si256((const __m256i *)(const void *)(mult + c0)),
+                            _mm256_loadu_si256((const __m256i *)(const void *)(shift + c0)), zp_out, f0);
+        b0 = _mm256_loadu_si256((const __m256i *)(const void *)(bias + c0));
+        if (wide) {
+            tgrs_rq_fields_avx2(mode, _mm256_loadu_si256((const __m256i *)(const void *)(mult + c0 + 8)),
+                                _mm256_loadu_si256((const __m256i *)(const void *)(shift + c0 + 8)), zp_out, f1);
+            b1 = _mm256_loadu_si256((const __m256i *)(const void *)(bias + c0 + 8));
+        } else {
+            b1 = b0;
+            f1[0] = f0[0];
+            f1[1] = f0[1];
+            f1[2] = f0[2];
+            f1[3] = f0[3];
+        }
+        for (n = 0; n < dg->n; ++n) {
+            const int8_t *img = in + n * in_img;
+            for (r = 0; r < dg->out_rows; ++r) {
+                const int32_t oh = dg->out_row0 + r;
+                for (ow = 0; ow < dg->ow; ++ow) {
+                    int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * c + c0;
+                    __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+                    if (dw_interior(dg, oh, ow)) {
+                        const int8_t *base = img + dw_base(dg, oh, ow) + c0;
+                        for (t = 0; t < ntaps; ++t) {
+                            xp[t] = base + toff[t];
+                        }
+                    } else {
+                        t = 0;
+                        for (i = 0; i < w->kh; ++i) {
+                            const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                            for (j = 0; j < w->kw; ++j, ++t) {
+                                const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                                xp[t] = (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd)
+                                            ? img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * c + c0
+                                            : NULL; /* padded: the input zero point */
+                            }
+                        }
+                    }
+                    xp[ntaps] = NULL; /* an odd last tap pairs with zero weights */
+                    for (p = 0; p < npair; ++p) {
+                        const int8_t *xa = xp[2 * p], *xb = xp[2 * p + 1];
+                        if (wide) {
+                            const __m128i a = xa ? _mm_loadu_si128((const __m128i *)(const void *)xa) : zpx;
+                            const __m128i b = xb ? _mm_loadu_si128((const __m128i *)(const void *)xb) : zpx;
+                            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
+                                                                        wv[p][0]));
+                            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)),
+                                                                        wv[p][1]));
+                        } else {
+                            const __m128i a = xa ? _mm_loadl_epi64((const __m128i *)(const void *)xa) : zpx;
+                            const __m128i b = xb ? _mm_loadl_epi64((const __m128i *)(const void *)xb) : zpx;
+                            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
+                                                                        wv[p][0]));
+                        }
+                    }
+                    tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s0, b0), f0, lo, hi));
+                    if (wide) {
+                        tgrs_store8_avx2(o + 8, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s1, b1), f1, lo, hi));
+                    }
+                }
+            }
+        }
+    }
+    if (c8 == c) {
+        return 1;
+    }
+    for (cc = c8; cc < c; ++cc) {
+        tgrs_rq_prepare(&rqt[cc - c8], mult[cc], shift[cc], zp_out, nm);
+    }
+    for (n = 0; n < dg->n; ++n) {
+        const int8_t *img = in + n * in_img;
+        for (r = 0; r < dg->out_rows; ++r) {
+            const int32_t oh = dg->out_row0 + r;
+            for (ow = 0; ow < dg->ow; ++ow) {
+                int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * c;
+                for (cc = c8; cc < c; ++cc) {
+                    uint32_t acc = 0;
+                    t = 0;
+                    for (i = 0; i < w->kh; ++i) {
+                        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                        for (j = 0; j < w->kw; ++j, ++t) {
+                            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                            const int32_t x = (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd)
+                                                  ? img[((int64_t)(ih - dg->in_row0) * dg->wd + iw) * c + cc]
+                                                  : zp_in;
+                            acc += (uint32_t)(x * (int32_t)wt[(int64_t)t * c + cc]);
+                        }
+                    }
+                    o[cc] = tgrs_rq_s8(&rqt[cc - c8], tgrs_wrap_add((int32_t)acc, bias[cc]), lo, hi);
+                }
+            }
+        }
+    }
+    return 1;
+}
+
 #endif /* TGRS_HAVE_AVX2 */
 #endif /* TGRS_DWCONV_AVX2_H */

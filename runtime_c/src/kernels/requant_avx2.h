@@ -54,5 +54,44 @@ static inline __m256i tgrs_rq_tflm_avx2(__m256i x, __m256i m32, __m256i lsh, __m
     return _mm256_add_epi32(q, zp);
 }
 
+/*
+ * The fields of eight channels' requantization from their (mult, shift) vectors, as tgrs_rq_make derives them:
+ * mode 1 (onnx, every shift in [-31, -2]): f = (mult, n2 = -1 - shift, add2, sub2) for tgrs_rq_fast_avx2; mode 2
+ * (tflm): f = (m32, lsh, rsh, zp) for tgrs_rq_tflm_avx2.
+ */
+static inline void tgrs_rq_fields_avx2(int mode, __m256i mv, __m256i sv, int32_t zp_out, __m256i f[4])
+{
+    const __m256i zero = _mm256_setzero_si256();
+    if (mode == 1) {
+        const __m256i top = _mm256_set1_epi32((int32_t)0x80000000u), one = _mm256_set1_epi32(1);
+        f[0] = mv;
+        f[1] = _mm256_sub_epi32(_mm256_set1_epi32(-1), sv);
+        f[2] = _mm256_add_epi32(top, _mm256_sllv_epi32(one, _mm256_sub_epi32(f[1], one)));
+        f[3] = _mm256_sub_epi32(_mm256_srlv_epi32(top, f[1]), _mm256_set1_epi32(zp_out));
+    } else {
+        const __m256i gone = _mm256_cmpgt_epi32(_mm256_set1_epi32(-31), sv); /* shift <= -32 */
+        f[0] = _mm256_andnot_si256(gone, mv);
+        f[1] = _mm256_max_epi32(sv, zero);
+        f[2] = _mm256_andnot_si256(gone, _mm256_max_epi32(_mm256_sub_epi32(zero, sv), zero));
+        f[3] = _mm256_set1_epi32(zp_out);
+    }
+}
+
+/* requantize with the fields of tgrs_rq_fields_avx2 */
+static inline __m256i tgrs_rq_mode_avx2(int mode, __m256i x, const __m256i f[4], int32_t lo, int32_t hi)
+{
+    return mode == 1 ? tgrs_rq_fast_avx2(x, f[0], f[1], f[2], f[3], lo, hi)
+                     : tgrs_rq_tflm_avx2(x, f[0], f[1], f[2], f[3], lo, hi);
+}
+
+/* The eight int8 values of int32 lanes (already clamped) stored at o. */
+static inline void tgrs_store8_avx2(int8_t *o, __m256i q)
+{
+    const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q, q), _mm256_setzero_si256());
+    const int32_t b0 = _mm256_extract_epi32(b, 0), b1 = _mm256_extract_epi32(b, 4);
+    memcpy(o, &b0, 4);
+    memcpy(o + 4, &b1, 4);
+}
+
 #endif /* TGRS_HAVE_AVX2 */
 #endif /* TGRS_REQUANT_AVX2_H */

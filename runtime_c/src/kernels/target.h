@@ -51,7 +51,7 @@
 #define TGRS_FC_DOT_S8 fc_dot_s8_avx2
 #define TGRS_DW_TAPS_S8 dw_taps_s8_avx2
 #define TGRS_DW_OUT_S8 dw_out_s8_avx2
-#define TGRS_DW_FUSED_S8 dw_fused_s8_none
+#define TGRS_DW_FUSED_S8 dw_fused_s8_avx2
 #elif TGRS_ISA == TGRS_ISA_DSP
 #define TGRS_CONV_S8 conv_s8_dsp
 #define TGRS_DW_TAPS_S8 dw_taps_s8_dsp
