@@ -7,7 +7,7 @@ LayerNorm, an MLP with Gelu, a residual Add, mean-pooling over the tokens and a 
 ``vit_block_decomposed`` states the layer norms decomposed (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul,
 Add, as exporters write them before opset 17), Gelu's tanh approximation decomposed, and a single head (Q x K^T as a
 rank-3 MatMul) at opset 13. ``vit_cls`` is ``vit_block`` with a learned class token concatenated in front of the
-tokens and a positional embedding added, as ViT states them.
+tokens, a positional embedding added and the classifier reading the class token (Gather), as ViT states them.
 """
 from __future__ import annotations
 
@@ -83,7 +83,10 @@ def _block(seed: int, decomposed: bool, cls: bool = False) -> onnx.ModelProto:
     h = _layernorm(g, t, decomposed)
     h = _dense(g, _gelu(g, _dense(g, h, DIM, 2 * DIM), tanh=decomposed), 2 * DIM, DIM)
     t = g.op("Add", [t, h])
-    pooled = g.op("ReduceMean", [t], axes=[1], keepdims=0)  # [1, D]
+    if cls:  # the class token's features (x[:, 0])
+        pooled = g.op("Gather", [t, g.const(np.array(0, np.int64), "idx")], axis=1)
+    else:
+        pooled = g.op("ReduceMean", [t], axes=[1], keepdims=0)  # [1, D]
     w = (g.rng.standard_normal((10, DIM)) / np.sqrt(DIM)).astype(np.float32)
     out = g.op("Gemm", [pooled, g.const(w), g.const(np.zeros(10, np.float32), "b")], transB=1)
     name = "vit_cls" if cls else ("vit_block_decomposed" if decomposed else "vit_block")
