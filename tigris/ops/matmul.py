@@ -164,7 +164,8 @@ class MatMul(OpKind):
                 return f"constant operand {n} has per-channel zero points"
             if t.quant.scale.size > 1:
                 col_axis = (0 if _trans(op, "transB") else len(t.shape) - 1) if slot == 1 else None
-                if col_axis is None or len(t.shape) < 2 or t.quant.axis % len(t.shape) != col_axis:
+                if col_axis is None or len(t.shape) < 2 or t.quant.axis is None or \
+                        t.quant.axis % len(t.shape) != col_axis:
                     return f"constant operand {n} is quantized per channel along an axis other than the columns"
         geo = self._geometry(graph, op)
         if not isinstance(geo, str) and geo["K"] > K_MAX:
@@ -265,9 +266,9 @@ class MatMul(OpKind):
             if ct.quant is not None:
                 cs = np.asarray(ct.quant.scale, dtype=np.float64).ravel()
                 cz = np.asarray(ct.quant.zero_point, dtype=np.float64).ravel()
-                if cs.size > 1 or cz.size > 1:
-                    raise TigrisError("MatMul: a bias C quantized per channel", cname)
-                creal = (cv.astype(np.float64) - cz[0]) * cs[0]
+                if cs.size not in (1, n) or cz.size not in (1, n) or (cs.size > 1 and cv.shape[-1:] != (n,)):
+                    raise TigrisError("MatMul: a bias C quantized per channel along an axis other than N", cname)
+                creal = (cv.astype(np.float64) - cz) * cs  # per column n when per channel
             else:
                 creal = cv.astype(np.float64)
             bias = np.rint(beta * np.broadcast_to(creal, (m, n)) / acc_scale[None, :]).astype(np.int64)
