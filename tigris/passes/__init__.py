@@ -15,7 +15,7 @@ from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, 
                            concat_const, constant_fold,
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
                            input_transpose, integer_ops, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
-                           qdq_fold, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, slice_normalize, strip_operands,
+                           qdq_fold, qdq_per_element, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, slice_normalize, strip_operands,
                            sub_div_const, symmetric_weights, unit_dim_squeeze, weight_only_quant)
 from tigris.passes._util import Decline, PassResult
 from tigris.passes.supported import check_supported, unsupported_nodes
@@ -42,6 +42,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(weight_only_quant, None),  # before QDQ fold: a float graph's int8 weights become floats
     _p(integer_ops, None),  # MatMulInteger as an int8 MatMul with unit scales; before QDQ fold
     _p(qdq_fold, 2),
+    _p(qdq_per_element, None),  # the boundary Q/DQ QDQ fold declines as per-axis or blocked
     _p(matmul_relabel, 3),
     _p(layernorm_fuse, None),  # after QDQ fold (plain constants); before sub_div_const and activation fuse
     _p(bn_fold, 4),
@@ -80,6 +81,8 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("constant_fold", "slice_normalize"),
     ("slice_normalize", "qdq_fold"),
     ("weight_only_quant", "qdq_fold"),
+    ("qdq_fold", "qdq_per_element"),
+    ("qdq_per_element", "matmul_relabel"),
     ("qdq_fold", "symmetric_weights"),
     ("matmul_relabel", "symmetric_weights"),
     ("qdq_fold", "layernorm_fuse"),

@@ -136,6 +136,7 @@ def run(graph: AnalyzedGraph) -> PassResult:
     floats |= {op.name for op in graph.ops if _mixed(graph, op)}
     # rule 5: a QuantizeLinear QDQ fold kept in the graph whose output already carries its QuantParam
     strip = {op.name for op in graph.ops if op.op_type == "QuantizeLinear" and len(op.inputs) > 1
+             and not op.attrs.get("per_element")  # its operands are its per-element parameters
              and _is_int8_out(graph, op.outputs[0]) and _is_float_act(graph, op.inputs[0])}
     if not floats and not strip:
         return PassResult(graph, n_islands)
