@@ -151,6 +151,7 @@ static int64_t conv_in_off(const conv_geom *cg, int32_t ih, int32_t iw)
 
 /* ---------------------------------------------------------------------------------------------------- float32 -- */
 
+#if TGRS_ISA != TGRS_ISA_AVX2 /* the AVX2 host build has its own float im2col and GEMM (conv_avx2.h) */
 static void conv_im2col_f32(const conv_geom *cg, const float *img, int32_t oh, int32_t ow, int32_t g, float *dst)
 {
     const tgrs_window *w = &cg->w;
@@ -170,6 +171,7 @@ static void conv_im2col_f32(const conv_geom *cg, const float *img, int32_t oh, i
         }
     }
 }
+#endif
 
 /*
  * acc[i][j] = sum_k a[i][k] * b[k][j] for CONV_MR = 4 rows and one CONV_NR = 8 panel. The 32 accumulators are
@@ -209,6 +211,7 @@ static void conv_mk_f32(int32_t k, const float *const a[CONV_MR], const float *b
 #undef CONV_ROW
 #undef CONV_STORE
 
+#if TGRS_ISA != TGRS_ISA_AVX2
 static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
     const float *wt = (const float *)ctx->c[TGRS_C_CONV_WEIGHT];
@@ -264,6 +267,8 @@ static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
     }
     return TGRS_OK;
 }
+
+#endif
 
 /* ------------------------------------------------------------------------------------------------------- int8 -- */
 

@@ -45,10 +45,18 @@ static void conv_rows_avx2(const conv_geom *cg, const int8_t *img, int32_t oh, i
 {
     const tgrs_window *w = &cg->w;
     int32_t i, j, e;
+    const int32_t iw0 = ow * w->sw - w->pl;
+    /* with one group and no dilation across, a row of taps inside the image is one contiguous run of KW * C bytes */
+    const int run = cg->g == 1 && w->dw == 1 && iw0 >= 0 && iw0 + w->kw <= cg->wd;
     for (i = 0; i < w->kh; ++i) {
         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+        if (run && ih >= 0 && ih < cg->h) {
+            conv_widen_avx2(img + conv_in_off(cg, ih, iw0), dst, w->kw * cg->icg);
+            dst += w->kw * cg->icg;
+            continue;
+        }
         for (j = 0; j < w->kw; ++j) {
-            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+            const int32_t iw = iw0 + j * w->dw;
             if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
                 conv_widen_avx2(img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, dst, cg->icg);
             } else {
@@ -432,9 +440,50 @@ static void conv_store_f32_avx2(float *o, const float *acc, const float *bias, i
     }
 }
 
+/* n floats from src to dst (no library call: runs are short). */
+static void conv_copy_f32_avx2(const float *src, float *dst, int32_t n)
+{
+    int32_t e = 0;
+    for (; e + 8 <= n; e += 8) {
+        _mm256_storeu_ps(dst + e, _mm256_loadu_ps(src + e));
+    }
+    for (; e < n; ++e) {
+        dst[e] = src[e];
+    }
+}
+
+/* conv_im2col_f32 with a row of taps inside the image copied as one run of KW * C floats (one group, no dilation
+ * across) and short copies inline: the same values in the same places. */
+static void conv_im2col_f32_avx2(const conv_geom *cg, const float *img, int32_t oh, int32_t ow, int32_t g,
+                                 float *dst)
+{
+    const tgrs_window *w = &cg->w;
+    const int32_t iw0 = ow * w->sw - w->pl;
+    const int run = cg->g == 1 && w->dw == 1 && iw0 >= 0 && iw0 + w->kw <= cg->wd;
+    int32_t i, j, e;
+    for (i = 0; i < w->kh; ++i) {
+        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+        if (run && ih >= 0 && ih < cg->h) {
+            conv_copy_f32_avx2(img + conv_in_off(cg, ih, iw0), dst, w->kw * cg->icg);
+            dst += w->kw * cg->icg;
+            continue;
+        }
+        for (j = 0; j < w->kw; ++j) {
+            const int32_t iw = iw0 + j * w->dw;
+            if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
+                conv_copy_f32_avx2(img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, dst, cg->icg);
+            } else {
+                for (e = 0; e < cg->icg; ++e) {
+                    dst[e] = 0.0f;
+                }
+            }
+            dst += cg->icg;
+        }
+    }
+}
+
 /* The float GEMM with up to three panels per micro-kernel call (two or three: 8 or 12 accumulators; a last single
- * panel takes conv_mk_f32); convs of one panel per group take conv_f32. The pixel blocks, patch rows and tail rows
- * are conv_f32's. */
+ * panel takes conv_mk_f32). The pixel blocks, patch rows and tail rows are conv_f32's. */
 static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
     const float *wt = (const float *)ctx->c[TGRS_C_CONV_WEIGHT];
@@ -450,9 +499,6 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
     float acc[CONV_MR][CONV_NR];
     int32_t n, g, i, pan;
     int64_t q0;
-    if (cg->npan < 2) {
-        return conv_f32(ctx, cg);
-    }
     for (n = 0; n < cg->n; ++n) {
         const float *img = in + n * in_img;
         float *oimg = out + n * npix * cg->oc;
@@ -470,7 +516,7 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     if (cg->direct) {
                         a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
                     } else if (i < nv) {
-                        conv_im2col_f32(cg, img, oh, ow, g, scr + (int64_t)i * cg->k);
+                        conv_im2col_f32_avx2(cg, img, oh, ow, g, scr + (int64_t)i * cg->k);
                         a[i] = scr + (int64_t)i * cg->k;
                     } else {
                         a[i] = a[nv - 1];
