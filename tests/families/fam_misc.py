@@ -74,7 +74,72 @@ def wakeword_max_cnn() -> onnx.ModelProto:
     return _finish(g, "wakeword_max", [1, 1, 32, 16], out, opset=13)
 
 
+def onnx2tf_moves() -> onnx.ModelProto:
+    """A network with the data movement onnx2tf-converted models carry between convolutions: a Transpose to
+    channels-last and back, a Gather with constant indices permuting the channels (axis 3 of the channels-last
+    tensor), a Gather selecting 12 of 16 channels (axis 1), and a Gather of rows (axis 2). Its int8 form without
+    QDQ around the moves is ``strip_move_qdq`` of the ORT-quantized model."""
+    g = _new(47)
+    x = g.op("Relu", [g.conv("x", 3, 8, 3, 1)])                                          # 8 x 48 x 48
+    x = g.op("Relu", [g.conv(x, 8, 16, 3, 3)])                                           # 16 x 16 x 16
+    t = g.op("Transpose", [x], perm=_TO_NHWC)                                             # 1 x 16 x 16 x 16
+    perm = g.rng.permutation(16).astype(np.int64)
+    t = g.op("Gather", [t, g.const(perm, "perm")], axis=3)
+    x = g.op("Transpose", [t], perm=_TO_NCHW)
+    x = g.op("Relu", [g.conv(x, 16, 16, 3, 1, group=16)])
+    keep = np.sort(g.rng.choice(16, 12, replace=False)).astype(np.int64)
+    x = g.op("Gather", [x, g.const(keep, "keep")], axis=1)                               # 12 x 16 x 16
+    rows = np.arange(0, 16, 2, dtype=np.int64)
+    x = g.op("Gather", [x, g.const(rows, "rows")], axis=2)                               # 12 x 8 x 16
+    x = g.op("Relu", [g.conv(x, 12, 16, 1)])
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    w = (g.rng.standard_normal((10, 16)) * 0.3).astype(np.float32)
+    out = g.op("Gemm", [x, g.const(w), g.const(np.zeros(10, np.float32), "b")], transB=1)
+    return _finish(g, "onnx2tf_moves", [1, 3, 48, 48], out, opset=13)
+
+
+_MOVE_OPS = ("Gather", "Transpose")
+
+
+def strip_move_qdq(q: onnx.ModelProto) -> onnx.ModelProto:
+    """The int8 model as onnx2tf writes it: every ``DequantizeLinear -> Gather/Transpose -> QuantizeLinear`` on the
+    same grid becomes the Gather/Transpose of the int8 tensor itself, with no QDQ of its own (its output then has
+    its producer's quantization, stated nowhere but by the tensor it moves)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(q)
+    nodes = list(m.graph.node)
+    by_out = {o: n for n in nodes for o in n.output}
+    readers: dict[str, list] = {}
+    for n in nodes:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    drop, changed = set(), 0
+    for mv in nodes:
+        if mv.op_type not in _MOVE_OPS:
+            continue
+        dq = by_out.get(mv.input[0])
+        rd = readers.get(mv.output[0], [])
+        if dq is None or dq.op_type != "DequantizeLinear" or len(rd) != 1 or rd[0].op_type != "QuantizeLinear":
+            continue
+        qn = rd[0]
+        if list(dq.input[1:]) != list(qn.input[1:]) or len(readers.get(dq.output[0], [])) != 1:
+            continue  # only a move on one grid is a plain move of the codes
+        mv.input[0] = dq.input[0]
+        mv.output[0] = qn.output[0]
+        drop.update({id(dq), id(qn)})
+        changed += 1
+    if not changed:
+        raise ValueError("no DequantizeLinear -> Gather/Transpose -> QuantizeLinear to strip")
+    keep = [n for n in nodes if id(n) not in drop]
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    del m.graph.value_info[:]
+    onnx.checker.check_model(m)
+    return m
+
+
 FAMILIES = {
     "mcunet_nhwc": mcunet_nhwc_se,
     "wakeword_max": wakeword_max_cnn,
+    "onnx2tf_moves": onnx2tf_moves,
 }

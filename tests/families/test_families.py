@@ -161,3 +161,23 @@ def test_ort_quantizer_options(model_dir, family, option):
     _check(api.verify(qp, GENEROUS), f"{qp.name} at {GENEROUS}")
     small = int(api.analyze(qp, 64, emit=False).min_fast_budget * SMALL_FACTOR)
     _check(api.verify(qp, small), f"{qp.name} at {small}")
+
+
+@pytest.mark.parametrize("variant", VARIANTS[1:])
+def test_int8_moves_without_their_own_qdq(model_dir, variant):
+    """onnx2tf-style int8 models: a Gather or Transpose between int8 tensors with no QuantizeLinear/DequantizeLinear
+    of its own (fam_misc.strip_move_qdq of the ORT model) moves the codes, its output inheriting the producer's
+    quantization; it verifies like the QDQ model (bit-exact vs the reference, within tolerance of ONNX Runtime) at
+    4M and at 1.3x the smallest fast budget."""
+    import fam_misc
+
+    qp = _model_path(model_dir, "onnx2tf_moves", variant)
+    stripped = fam_misc.strip_move_qdq(onnx.load(str(qp)))
+    moves = [n for n in stripped.graph.node if n.op_type in ("Gather", "Transpose")]
+    producers = {o: n.op_type for n in stripped.graph.node for o in n.output}
+    assert len(moves) == 5 and all(producers.get(n.input[0]) != "DequantizeLinear" for n in moves)
+    sp = model_dir / f"onnx2tf_moves_{variant}_stripped.onnx"
+    onnx.save(stripped, str(sp))
+    _check(api.verify(sp, GENEROUS, samples=3), f"{sp.name} at {GENEROUS}")
+    small = int(api.analyze(sp, 64, emit=False).min_fast_budget * SMALL_FACTOR)
+    _check(api.verify(sp, small), f"{sp.name} at {small}")
