@@ -35,3 +35,13 @@ def test_every_documented_failure_still_fails_as_documented(results):
              if n not in results or results[n][1] != verdict}
     assert not stale, ("docs/operators.md is stale (rerun python tests/conformance/onnx_cases.py --docs "
                        "docs/operators.md):\n" + "\n".join(f"{n}: documented {v[0]}, now {v[1]}" for n, v in sorted(stale.items())))
+
+
+def test_every_operator_that_passes_is_in_the_operator_table(results):
+    """The operator table (python -m tigris.ops.doc) lists every operator some conformance case runs: a kernel's
+    ONNX_OPS or a rewrite's ONNX_REWRITES must state it."""
+    from tigris.ops import doc
+
+    listed = {r[0] for r in doc.kernel_rows()} | {r[0] for r in doc.rewrite_rows()}
+    passing = {op for op, verdict, _ in results.values() if verdict == "pass"}
+    assert passing <= listed, f"passing operators missing from docs/operators.md's table: {sorted(passing - listed)}"
