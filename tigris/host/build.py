@@ -31,16 +31,17 @@ from tigris.ops import KINDS
 CFLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-wrapv")
 
 # The instruction-set level of the host build, and its extra flags. "generic" is the compiler's default target (on
-# x86-64: SSE2, the plain C loops); "avx2" adds -mavx2, which makes runtime_c/src/kernels/target.h select the AVX2
-# int8 kernels and lets GCC use 256-bit vectors in the float loops. No -mfma and no -march=native: FMA would change
-# float results (and -ffp-contract=off forbids it anyway), and -march=native builds code that need not run on another
-# CPU sharing the cache. The level is part of the cache hash, so a cache directory can hold both builds.
-ISA_FLAGS = {"generic": (), "avx2": ("-mavx2",)}
+# x86-64: SSE2, the plain C loops); "avx2" adds -mavx2 -mfma, which makes runtime_c/src/kernels/target.h select the
+# AVX2 kernels (int8 and float) and lets GCC use 256-bit vectors elsewhere. -ffp-contract=off still keeps the C code
+# unfused: only the float kernels' explicit fused multiply-add intrinsics round once. Not -march=native: it builds code
+# that need not run on another CPU sharing the cache. The level is part of the cache hash, so a cache directory can
+# hold both builds.
+ISA_FLAGS = {"generic": (), "avx2": ("-mavx2", "-mfma")}
 
 
 def _cpu_has_avx2() -> bool:
-    """Whether this process runs on an x86-64 CPU (and OS) with AVX2: Linux lists it in /proc/cpuinfo. Elsewhere
-    the answer is no, and the generic build is used."""
+    """Whether this process runs on an x86-64 CPU (and OS) with AVX2 and FMA: Linux lists them in /proc/cpuinfo.
+    Elsewhere the answer is no, and the generic build is used."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return False
     try:
@@ -49,7 +50,8 @@ def _cpu_has_avx2() -> bool:
         return False
     for line in text.splitlines():
         if line.startswith("flags"):
-            return "avx2" in line.split(":", 1)[-1].split()
+            flags = line.split(":", 1)[-1].split()
+            return "avx2" in flags and "fma" in flags
     return False
 
 

@@ -342,9 +342,9 @@ static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
 
 /*
  * acc[i][p * 8 + j] = sum_k a_i[k] * b_p[k][j] for the CONV_MR = 4 rows and three CONV_NR = 8 panels b0, b1, b2: twelve
- * 8-lane accumulators, per k three panel loads, four broadcasts, twelve multiplies and twelve adds. Each output is
- * summed from 0 in k order with a separate multiply and add (no FMA), exactly the plain micro-kernel's arithmetic, so
- * the results are the same bits.
+ * 8-lane accumulators, per k three panel loads, four broadcasts and twelve fused multiply-adds (VFMADD231PS). Each
+ * output is summed from 0 in k order; the fused multiply-add rounds once where the plain loop rounds twice, so the
+ * results may differ from the plain path's in the last bits (within the kernel tests' float tolerance).
  */
 static void conv_mk3_f32_avx2(int32_t k, const float *const a[CONV_MR], const float *b0, const float *b1,
                               const float *b2, float acc[CONV_MR][3 * CONV_NR])
@@ -358,21 +358,21 @@ static void conv_mk3_f32_avx2(int32_t k, const float *const a[CONV_MR], const fl
         const __m256 w1 = _mm256_loadu_ps(b1 + (int64_t)kk * CONV_NR);
         const __m256 w2 = _mm256_loadu_ps(b2 + (int64_t)kk * CONV_NR);
         __m256 x = _mm256_broadcast_ss(a0 + kk);
-        c00 = _mm256_add_ps(c00, _mm256_mul_ps(x, w0));
-        c01 = _mm256_add_ps(c01, _mm256_mul_ps(x, w1));
-        c02 = _mm256_add_ps(c02, _mm256_mul_ps(x, w2));
+        c00 = _mm256_fmadd_ps(x, w0, c00);
+        c01 = _mm256_fmadd_ps(x, w1, c01);
+        c02 = _mm256_fmadd_ps(x, w2, c02);
         x = _mm256_broadcast_ss(a1 + kk);
-        c10 = _mm256_add_ps(c10, _mm256_mul_ps(x, w0));
-        c11 = _mm256_add_ps(c11, _mm256_mul_ps(x, w1));
-        c12 = _mm256_add_ps(c12, _mm256_mul_ps(x, w2));
+        c10 = _mm256_fmadd_ps(x, w0, c10);
+        c11 = _mm256_fmadd_ps(x, w1, c11);
+        c12 = _mm256_fmadd_ps(x, w2, c12);
         x = _mm256_broadcast_ss(a2 + kk);
-        c20 = _mm256_add_ps(c20, _mm256_mul_ps(x, w0));
-        c21 = _mm256_add_ps(c21, _mm256_mul_ps(x, w1));
-        c22 = _mm256_add_ps(c22, _mm256_mul_ps(x, w2));
+        c20 = _mm256_fmadd_ps(x, w0, c20);
+        c21 = _mm256_fmadd_ps(x, w1, c21);
+        c22 = _mm256_fmadd_ps(x, w2, c22);
         x = _mm256_broadcast_ss(a3 + kk);
-        c30 = _mm256_add_ps(c30, _mm256_mul_ps(x, w0));
-        c31 = _mm256_add_ps(c31, _mm256_mul_ps(x, w1));
-        c32 = _mm256_add_ps(c32, _mm256_mul_ps(x, w2));
+        c30 = _mm256_fmadd_ps(x, w0, c30);
+        c31 = _mm256_fmadd_ps(x, w1, c31);
+        c32 = _mm256_fmadd_ps(x, w2, c32);
     }
     _mm256_storeu_ps(acc[0], c00);
     _mm256_storeu_ps(acc[0] + 8, c01);
@@ -400,17 +400,17 @@ static void conv_mk2_f32_avx2(int32_t k, const float *const a[CONV_MR], const fl
         const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
         const __m256 w1 = _mm256_loadu_ps(b1 + (int64_t)kk * CONV_NR);
         __m256 x = _mm256_broadcast_ss(a0 + kk);
-        c00 = _mm256_add_ps(c00, _mm256_mul_ps(x, w0));
-        c01 = _mm256_add_ps(c01, _mm256_mul_ps(x, w1));
+        c00 = _mm256_fmadd_ps(x, w0, c00);
+        c01 = _mm256_fmadd_ps(x, w1, c01);
         x = _mm256_broadcast_ss(a1 + kk);
-        c10 = _mm256_add_ps(c10, _mm256_mul_ps(x, w0));
-        c11 = _mm256_add_ps(c11, _mm256_mul_ps(x, w1));
+        c10 = _mm256_fmadd_ps(x, w0, c10);
+        c11 = _mm256_fmadd_ps(x, w1, c11);
         x = _mm256_broadcast_ss(a2 + kk);
-        c20 = _mm256_add_ps(c20, _mm256_mul_ps(x, w0));
-        c21 = _mm256_add_ps(c21, _mm256_mul_ps(x, w1));
+        c20 = _mm256_fmadd_ps(x, w0, c20);
+        c21 = _mm256_fmadd_ps(x, w1, c21);
         x = _mm256_broadcast_ss(a3 + kk);
-        c30 = _mm256_add_ps(c30, _mm256_mul_ps(x, w0));
-        c31 = _mm256_add_ps(c31, _mm256_mul_ps(x, w1));
+        c30 = _mm256_fmadd_ps(x, w0, c30);
+        c31 = _mm256_fmadd_ps(x, w1, c31);
     }
     _mm256_storeu_ps(acc[0], c00);
     _mm256_storeu_ps(acc[0] + 8, c01);

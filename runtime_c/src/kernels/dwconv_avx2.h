@@ -117,9 +117,10 @@ static void dw_out_s8_avx2(int8_t *o, const uint32_t *acc, const int32_t *bias, 
  * float32, depth multiplier 1: per output pixel, the taps inside the image are listed once (input and weight
  * offsets, in the plain loops' (i, j) order), then the channels go 32 at a time in four 8-lane accumulators over that
  * list; a last partial vector is loaded and stored under a mask (VMASKMOVPS reads and writes nothing past channel C).
- * Each output is summed from 0 over the same taps in the same order, with separate multiplies and adds, then the bias
- * and the clamp (VMAXPS(lo, v), VMINPS(hi, v): the plain selects, NaN included): the plain path's bits. Multipliers
- * above 1 and windows above DW_MAX_TAPS taps take dw_f32.
+ * Each output is summed from 0 over the same taps in the same order with fused multiply-adds (one rounding per tap
+ * where the plain loop rounds twice: the last bits may differ), then the bias and the clamp (VMAXPS(lo, v),
+ * VMINPS(hi, v): the plain selects, NaN included). Multipliers above 1 and windows above DW_MAX_TAPS taps take
+ * dw_f32.
  */
 static __m256i dw_mask_avx2(int32_t n)
 {
@@ -171,10 +172,10 @@ static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
                     for (t = 0; t < nt; ++t) {
                         const float *x = img + xo[t] + c0;
                         const float *k = wt + wo[t] + c0;
-                        s0 = _mm256_add_ps(s0, _mm256_mul_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(k)));
-                        s1 = _mm256_add_ps(s1, _mm256_mul_ps(_mm256_loadu_ps(x + 8), _mm256_loadu_ps(k + 8)));
-                        s2 = _mm256_add_ps(s2, _mm256_mul_ps(_mm256_loadu_ps(x + 16), _mm256_loadu_ps(k + 16)));
-                        s3 = _mm256_add_ps(s3, _mm256_mul_ps(_mm256_loadu_ps(x + 24), _mm256_loadu_ps(k + 24)));
+                        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(k), s0);
+                        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), _mm256_loadu_ps(k + 8), s1);
+                        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), _mm256_loadu_ps(k + 16), s2);
+                        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), _mm256_loadu_ps(k + 24), s3);
                     }
                     s0 = _mm256_add_ps(s0, _mm256_loadu_ps(bias + c0));
                     s1 = _mm256_add_ps(s1, _mm256_loadu_ps(bias + c0 + 8));
@@ -189,8 +190,8 @@ static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
                     const __m256i m = c - c0 >= 8 ? _mm256_set1_epi32(-1) : tail;
                     __m256 s = _mm256_setzero_ps();
                     for (t = 0; t < nt; ++t) {
-                        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_maskload_ps(img + xo[t] + c0, m),
-                                                           _mm256_maskload_ps(wt + wo[t] + c0, m)));
+                        s = _mm256_fmadd_ps(_mm256_maskload_ps(img + xo[t] + c0, m),
+                                            _mm256_maskload_ps(wt + wo[t] + c0, m), s);
                     }
                     s = _mm256_add_ps(s, _mm256_maskload_ps(bias + c0, m));
                     _mm256_maskstore_ps(o + c0, m, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s)));

@@ -6,11 +6,12 @@
  *
  *   TGRS_ISA_MVE    Cortex-M55/M85 Helium (M-profile vector extension, integer): __ARM_FEATURE_MVE bit 0
  *   TGRS_ISA_DSP    Cortex-M4/M7/M33 DSP extension (packed 16-bit multiply-accumulate): __ARM_FEATURE_DSP
- *   TGRS_ISA_AVX2   x86-64 with AVX2 (host builds on a CPU that has it: tigris/host/build.py): __AVX2__
+ *   TGRS_ISA_AVX2   x86-64 with AVX2 and FMA (host builds on a CPU that has them: tigris/host/build.py): __AVX2__,
+ *                   __FMA__
  *   TGRS_ISA_PLAIN  everything else, and any build with -DTGRS_FORCE_PLAIN (tests run the reference that way)
  *
- * Every variant computes the same exact integer sums and requantizes each output through requant.h, so outputs are
- * identical bytes whichever is selected (tests/cortex_m/test_kernel_variants.py runs each against the host).
+ * Every variant computes the same exact integer sums and requantizes each output through requant.h, so int8 outputs
+ * are identical bytes whichever is selected (float kernels of the AVX2 variant use fused multiply-adds: last bits) (tests/cortex_m/test_kernel_variants.py runs each against the host).
  */
 #ifndef TGRS_TARGET_H
 #define TGRS_TARGET_H
@@ -26,7 +27,7 @@
 #define TGRS_ISA TGRS_ISA_MVE
 #elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #define TGRS_ISA TGRS_ISA_DSP
-#elif defined(__AVX2__) && defined(__x86_64__)
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__x86_64__)
 #define TGRS_ISA TGRS_ISA_AVX2
 #else
 #define TGRS_ISA TGRS_ISA_PLAIN
