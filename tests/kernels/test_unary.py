@@ -15,6 +15,7 @@ from onnx import helper, numpy_helper
 from harness import build_kernels
 from ophelp import (T, assert_float_close, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qdq_model,
                     qp, rand_q, ref_runner, run_op, split_rows, status_error, to_logical, vinfo)
+from tigris.layout import tensor_view_dims
 from tigris.ops import lower
 from tigris.ops.unary import int8_table
 
@@ -154,6 +155,61 @@ def test_prelu_float_and_int8(lib, c, h, w, per_channel, seed, s_in, s_out, zi, 
     m = qdq_model(node, [("x", shape, s_in, zi)], ("y", shape, s_out, zo), [numpy_helper.from_array(slope, "slope")])
     (ort_y,) = ort_run(m, {"x": xq})
     assert max_lsb(to_logical(g, "y", ref), ort_y) <= 1
+
+
+@st.composite
+def _slope_case(draw):
+    """An input of rank 2-4 and a slope of any shape that broadcasts to it (trailing axes, each kept or 1)."""
+    rank = draw(st.integers(2, 4))
+    shape = tuple(draw(st.integers(1, 5)) for _ in range(rank))
+    k = draw(st.integers(1, rank))  # the slope's rank: ONNX broadcasts it against the trailing axes
+    sshape = tuple(d if draw(st.booleans()) else 1 for d in shape[rank - k:])
+    return shape, sshape
+
+
+@settings(database=None, max_examples=40, deadline=None)
+@given(cs=_slope_case(), seed=st.integers(0, 2**16), s_in=st.floats(0.005, 0.1), s_out=st.floats(0.005, 0.1),
+       zi=st.integers(-128, 127), zo=st.integers(-128, 127))
+def test_prelu_any_slope_shape(lib, cs, seed, s_in, s_out, zi, zo):
+    """A slope that varies along any axes (ONNX's [5] against [3, 4, 5], a full [3, 4, 5], per position [H, W]) in
+    float32 and int8, run on row bands: C vs reference exact, reference vs ORT within tolerance / 1 LSB."""
+    shape, sshape = cs
+    rng = np.random.default_rng(seed)
+    slope = (rng.standard_normal(sshape) * 0.5).astype(np.float32)
+    node = lambda i, o: [helper.make_node("PRelu", [i[0], "slope"], [o])]  # noqa: E731
+    inits = [numpy_helper.from_array(slope, "slope")]
+    g = graph1("PRelu", [T("x", shape), T("slope", slope.shape, data=slope)], [T("y", shape)])
+    low = lower(g, g.ops[0])
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    phys = phys_inputs(g, low, {"x": x})
+    rows = tensor_view_dims(g.tensors["x"])[1]
+    bands = split_rows(rows, [1, rows // 2 + 1])
+    ref = run_op(ref_runner, g, low, phys, bands, lambda a, b: [(a, b)])
+    (ort_y,) = ort_run(onnx_model(node(["x"], "y"), [vinfo("x", shape)], [vinfo("y", shape)], inits), {"x": x})
+    assert_float_close(to_logical(g, "y", ref), ort_y)
+    assert_float_close(run_op(c_runner(lib), g, low, phys, bands, lambda a, b: [(a, b)]), ref, 0.0)
+    s_in, s_out = float(np.float32(s_in)), float(np.float32(s_out))
+    g = graph1("PRelu", [T("x", shape, "int8", qp(s_in, zi)), T("slope", slope.shape, data=slope)],
+               [T("y", shape, "int8", qp(s_out, zo))])
+    low = lower(g, g.ops[0])
+    xq = rand_q(rng, shape)
+    phys = phys_inputs(g, low, {"x": xq})
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys, bands, lambda a, b: [(a, b)]), ref)
+    (ort_y,) = ort_run(qdq_model(node, [("x", shape, s_in, zi)], ("y", shape, s_out, zo), inits), {"x": xq})
+    assert max_lsb(to_logical(g, "y", ref), ort_y) <= 1
+
+
+def test_prelu_rejects_a_slope_index_past_its_values(lib):
+    shape = (1, 3, 4, 5)
+    slope = np.ones((4, 5), np.float32)
+    g = graph1("PRelu", [T("x", shape), T("slope", slope.shape, data=slope)], [T("y", shape)])
+    low = lower(g, g.ops[0])
+    assert low.params["COUNT"] == 20
+    phys = phys_inputs(g, low, {"x": np.zeros(shape, np.float32)})
+    low.params["SH"] += 1
+    with pytest.raises(RuntimeError, match=status_error("ERR_PARAM")):
+        run_op(c_runner(lib), g, low, phys)
 
 
 def test_unary_rejects_missing_table_and_short_band(lib):

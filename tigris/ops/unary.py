@@ -18,11 +18,14 @@ or beyond TFLM's input radius saturate, and the rest go through ``qmath.logistic
 divided by ``2**23`` (logistic, output zero point -128) or ``2**24`` (tanh, zero point 0) with ``rdbpot``. TFLM
 requires output scale 1/256, zero point -128 (logistic) and 1/128, 0 (tanh). The kernel is the same lookup.
 
-PRelu, float: ``x >= 0 ? x : slope[c] * x`` with a per-channel (last physical axis) or scalar slope ``SLOPE``.
+PRelu, float: ``x >= 0 ? x : slope[k] * x`` with a per-channel (last physical axis) or scalar slope ``SLOPE``
+(``k = c`` or 0), or, for any other slope shape that broadcasts against the input (``COUNT`` > 0 values), the slope
+in the input's physical order with broadcast axes left out: ``k = n * SN + h * SH + w * SW + (NCH > 1 ? c : 0)``,
+``h`` the global row (so a band reads the slope rows of its own rows).
 PRelu, int8: two requantization paths from ``d = q - zp_in``::
 
     d >= 0:  zp_out + requant(d, PMULT, PSHIFT)          PMULT/PSHIFT encode s_in / s_out
-    d <  0:  zp_out + requant(d, NMULT[c], NSHIFT[c])    NMULT/NSHIFT encode s_in * slope[c] / s_out
+    d <  0:  zp_out + requant(d, NMULT[k], NSHIFT[k])    NMULT/NSHIFT encode s_in * slope[k] / s_out
 
 where ``slope[c]`` is the real (dequantized) slope; a negative slope is a negated multiplier and a zero slope is
 ``(0, 0)``. Both paths clamp to ``[LO, HI]``. One rounding each: qmath.requantize's exact product, rounded halves to
@@ -37,7 +40,7 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
-from tigris.ops._common import broadcast_phys_dims, dtype_kind, per_tensor, requantize_even, same_rows
+from tigris.ops._common import broadcast_phys_dims, const_to_phys, dtype_kind, per_tensor, requantize_even, same_rows
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
 from tigris.ops.qmath import quantize_float, quantize_multiplier
 
@@ -223,7 +226,8 @@ class Unary(OpKind):
 class PRelu(OpKind):
     name = "prelu"
     ir_ops = ("PRelu",)
-    ONNX_OPS = {"PRelu": "constant slope, one value per channel"}
+    ONNX_OPS = {"PRelu": "constant slope of any shape that broadcasts to the input (scalar, per channel, per "
+                         "position)"}
     SINGLE_INPUT = False
     TILING = "pointwise"
 
@@ -231,7 +235,7 @@ class PRelu(OpKind):
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         ins = [i for i in op.inputs if i]
         return None if len(ins) == 2 and ins[1] in graph.weights else "slope is not a constant"
-    PARAMS = ("NCH", "PMULT", "PSHIFT", "LO", "HI")
+    PARAMS = ("NCH", "PMULT", "PSHIFT", "LO", "HI", "COUNT", "SN", "SH", "SW")
     CONSTS = ("SLOPE", "NMULT", "NSHIFT")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
@@ -241,8 +245,6 @@ class PRelu(OpKind):
         x, y = graph.tensors[xn], graph.tensors[op.outputs[0]]
         slope = np.asarray(graph.weights[sn])
         dims = broadcast_phys_dims(slope.shape, x)
-        if dims[:3] != (1, 1, 1):
-            raise TigrisError(f"PRelu slope of shape {list(slope.shape)} is not per channel", op.name)
         c = tensor_view_dims(x)[3]
         st = graph.tensors.get(sn)
         if slope.dtype.kind in "iu":
@@ -251,10 +253,17 @@ class PRelu(OpKind):
             real = (slope.astype(np.float64) - st.quant.zero_point.astype(np.float64)) * st.quant.scale
         else:
             real = slope.astype(np.float64)
-        real = real.reshape(-1)
-        if real.size not in (1, c):
-            real = np.broadcast_to(real, (c,))
-        params = {"NCH": int(real.size), "LO": -128, "HI": 127}
+        params = {"LO": -128, "HI": 127}
+        if dims[:3] == (1, 1, 1):
+            real = real.reshape(-1)
+            if real.size not in (1, c):
+                real = np.broadcast_to(real, (c,))
+            params["NCH"] = int(real.size)
+        else:  # a slope varying along N, H or W: its values in x's physical order, broadcast axes left out
+            real = const_to_phys(real, x).reshape(-1)
+            params.update(NCH=dims[3], COUNT=int(real.size), SW=dims[3] if dims[2] > 1 else 0,
+                          SH=dims[2] * dims[3] if dims[1] > 1 else 0,
+                          SN=dims[1] * dims[2] * dims[3] if dims[0] > 1 else 0)
         consts: dict[str, np.ndarray] = {}
         if dtype_kind(graph, op) == "int8":
             s_in, _ = per_tensor(x, "PRelu input")
@@ -279,12 +288,19 @@ class PRelu(OpKind):
         xv = inputs[0]
         x = same_rows(xv, out)
         p = low.params
+        k: np.ndarray | slice = slice(None)
+        if p.get("COUNT", 0):
+            n, _, w, c = out.dims
+            k = (np.arange(n)[:, None, None, None] * p["SN"]
+                 + np.arange(out.row0, out.row0 + out.rows)[None, :, None, None] * p["SH"]
+                 + np.arange(w)[None, None, :, None] * p["SW"]
+                 + (np.arange(c)[None, None, None, :] if p["NCH"] > 1 else 0))
         if out.dtype == "float32":
-            s = low.consts["SLOPE"].astype(np.float32)
+            s = low.consts["SLOPE"].astype(np.float32)[k]
             out.data[...] = np.where(x >= 0, x, x * s)
             return
         d = x.astype(np.int64) - xv.zero_point
         pos = requantize_even(d, p["PMULT"], p["PSHIFT"])
-        neg = requantize_even(d, low.consts["NMULT"].astype(np.int64), low.consts["NSHIFT"].astype(np.int64))
+        neg = requantize_even(d, low.consts["NMULT"].astype(np.int64)[k], low.consts["NSHIFT"].astype(np.int64)[k])
         q = np.where(d >= 0, pos, neg) + out.zero_point
         out.data[...] = np.clip(q, p["LO"], p["HI"]).astype(out.data.dtype)

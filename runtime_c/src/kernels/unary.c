@@ -7,7 +7,8 @@
  *                14 abs, 15 erf, 16 gelu (erf form), 17 gelu (tanh form), 18 softplus, 19 elu (ALPHA),
  *                20 selu (ALPHA, gamma BETA), 21 pow (exponent ALPHA); computed in float32
  *   unary int8 : y = LUT[q + 128] (a 256-entry table built by the compiler)
- *   prelu float: x >= 0 ? x : SLOPE[c] * x
+ *   prelu float: x >= 0 ? x : SLOPE[k] * x, k = c (NCH = C) or 0 (NCH = 1); with COUNT > 0 slope values (a
+ *                slope varying along N, H or W) k = n * SN + h * SH + w * SW + (NCH > 1 ? c : 0), h the global row
  *   prelu int8 : d = q - zp_in; zp_out + requant_even(d, d >= 0 ? PMULT : NMULT[c], d >= 0 ? PSHIFT : NSHIFT[c]),
  *                halves to even
  * Output row h reads input row h, so any band works as long as the input band holds the output's rows.
@@ -115,12 +116,22 @@ int tgrs_check_prelu(const tgrs_op_ctx *ctx)
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
     int32_t nch = ctx->p[TGRS_P_PRELU_NCH];
+    const int32_t count = ctx->p[TGRS_P_PRELU_COUNT];
+    const int32_t sn = ctx->p[TGRS_P_PRELU_SN], sh = ctx->p[TGRS_P_PRELU_SH], sw = ctx->p[TGRS_P_PRELU_SW];
     int st = ewise_check(ctx);
     if (st != TGRS_OK) {
         return st;
     }
     if (nch != 1 && nch != out->dims[3]) {
         return TGRS_ERR_PARAM;
+    }
+    if (count != 0) { /* every index the kernel forms lies below COUNT */
+        int64_t last = (int64_t)(out->dims[0] - 1) * sn + (int64_t)(out->dims[1] - 1) * sh +
+                       (int64_t)(out->dims[2] - 1) * sw + (nch > 1 ? nch - 1 : 0);
+        if (count < 0 || sn < 0 || sh < 0 || sw < 0 || last >= count) {
+            return TGRS_ERR_PARAM;
+        }
+        nch = count; /* the constants hold COUNT values */
     }
     if (out->dtype == TGRS_DT_F32) {
         return ctx->clen[TGRS_C_PRELU_SLOPE] != (uint32_t)nch * 4u ? TGRS_ERR_PARAM : TGRS_OK;
@@ -193,19 +204,30 @@ int tgrs_kernel_unary(const tgrs_op_ctx *ctx)
     return TGRS_OK;
 }
 
+/* The slope index of pixel (n, h, w), channel 0 (0 for a per-channel or scalar slope). */
+static size_t prelu_base(const tgrs_op_ctx *ctx, int32_t n, int32_t h, int32_t w)
+{
+    if (ctx->p[TGRS_P_PRELU_COUNT] == 0) {
+        return 0u;
+    }
+    return (size_t)n * (size_t)ctx->p[TGRS_P_PRELU_SN] + (size_t)h * (size_t)ctx->p[TGRS_P_PRELU_SH] +
+           (size_t)w * (size_t)ctx->p[TGRS_P_PRELU_SW];
+}
+
 int tgrs_kernel_prelu(const tgrs_op_ctx *ctx)
 {
     const tgrs_tview *in = ctx->in[0];
     tgrs_tview *out = ctx->out;
     int32_t nch = ctx->p[TGRS_P_PRELU_NCH];
-    int32_t n, C;
+    int32_t n, C, W;
     size_t i, pix;
     int st = tgrs_check_prelu(ctx);
     if (st != TGRS_OK) {
         return st;
     }
     C = out->dims[3];
-    pix = (size_t)out->rows * (size_t)out->dims[2];
+    W = out->dims[2];
+    pix = (size_t)out->rows * (size_t)W;
     if (out->dtype == TGRS_DT_F32) {
         const float *slope = (const float *)ctx->c[TGRS_C_PRELU_SLOPE];
         for (n = 0; n < out->dims[0]; ++n) {
@@ -213,9 +235,10 @@ int tgrs_kernel_prelu(const tgrs_op_ctx *ctx)
             float *y = (float *)out->data + tgrs_kv_row_off(out, n, out->row0);
             for (i = 0; i < pix; ++i) {
                 int32_t c;
+                const size_t k0 = prelu_base(ctx, n, out->row0 + (int32_t)(i / (size_t)W), (int32_t)(i % (size_t)W));
                 for (c = 0; c < C; ++c) {
                     float v = x[i * (size_t)C + (size_t)c];
-                    float s = slope[nch == 1 ? 0 : c];
+                    float s = slope[k0 + (nch == 1 ? 0u : (size_t)c)];
                     y[i * (size_t)C + (size_t)c] = v >= 0.0f ? v : v * s;
                 }
             }
@@ -236,9 +259,10 @@ int tgrs_kernel_prelu(const tgrs_op_ctx *ctx)
             const int8_t *x = (const int8_t *)in->data + tgrs_kv_row_off(in, n, out->row0);
             int8_t *y = (int8_t *)out->data + tgrs_kv_row_off(out, n, out->row0);
             for (i = 0; i < pix; ++i) {
+                const size_t k0 = prelu_base(ctx, n, out->row0 + (int32_t)(i / (size_t)W), (int32_t)(i % (size_t)W));
                 for (c = 0; c < C; ++c) {
                     int32_t d = (int32_t)x[i * (size_t)C + (size_t)c] - zi;
-                    int32_t k = nch == 1 ? 0 : c;
+                    size_t k = k0 + (nch == 1 ? 0u : (size_t)c);
                     y[i * (size_t)C + (size_t)c] = d >= 0 ? tgrs_requant_even_s8(d, pm, ps, zo, lo, hi)
                                                           : tgrs_requant_even_s8(d, nm[k], ns[k], zo, lo, hi);
                 }
