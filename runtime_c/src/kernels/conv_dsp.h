@@ -56,23 +56,41 @@ static void conv_dsp_fill(int16_t *blk, int32_t k4, int32_t t, int32_t r, int32_
     }
 }
 
-/* The patch of output pixel (oh, ow), group g, as row r of the block. */
+/* The patch of output pixel (oh, ow), group g, as row r of the block. With one group and no horizontal dilation a
+ * kernel row's in-image taps are one contiguous run of the input, put as one piece (few channels per tap, as in a
+ * first layer, would otherwise go value by value; -Os builds skip it: TGRS_SPEED_PATHS, target.h). */
 static void conv_dsp_gather(const conv_geom *cg, const int8_t *img, int32_t oh, int32_t ow, int32_t g, int32_t zp,
                             int16_t *blk, int32_t r)
 {
     const tgrs_window *w = &cg->w;
-    const int32_t k4 = cg->k & ~3, t = cg->k - k4;
+    const int32_t k4 = cg->k & ~3, t = cg->k - k4, icg = cg->icg, run = w->kw * icg;
+    const int32_t iw0 = ow * w->sw - w->pl;
     int32_t i, j, k = 0;
-    for (i = 0; i < w->kh; ++i) {
+    for (i = 0; i < w->kh; ++i, k += run) {
         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
-        for (j = 0; j < w->kw; ++j) {
-            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
-            if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
-                conv_dsp_put(blk, k4, t, r, k, img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, cg->icg);
-            } else {
-                conv_dsp_fill(blk, k4, t, r, k, zp, cg->icg);
+        if (ih < 0 || ih >= cg->h) {
+            conv_dsp_fill(blk, k4, t, r, k, zp, run);
+            continue;
+        }
+        if (TGRS_SPEED_PATHS && cg->g == 1 && w->dw == 1) {
+            const int32_t j0 = iw0 < 0 ? (-iw0 < w->kw ? -iw0 : w->kw) : 0; /* first in-image tap */
+            const int32_t j1 = iw0 + w->kw > cg->wd ? cg->wd - iw0 : w->kw;  /* past the last one */
+            if (j1 <= j0) {
+                conv_dsp_fill(blk, k4, t, r, k, zp, run);
+                continue;
             }
-            k += cg->icg;
+            conv_dsp_fill(blk, k4, t, r, k, zp, j0 * icg);
+            conv_dsp_put(blk, k4, t, r, k + j0 * icg, img + conv_in_off(cg, ih, iw0 + j0), (j1 - j0) * icg);
+            conv_dsp_fill(blk, k4, t, r, k + j1 * icg, zp, (w->kw - j1) * icg);
+            continue;
+        }
+        for (j = 0; j < w->kw; ++j) {
+            const int32_t iw = iw0 + j * w->dw;
+            if (iw >= 0 && iw < cg->wd) {
+                conv_dsp_put(blk, k4, t, r, k + j * icg, img + conv_in_off(cg, ih, iw) + (int64_t)g * icg, icg);
+            } else {
+                conv_dsp_fill(blk, k4, t, r, k + j * icg, zp, icg);
+            }
         }
     }
 }
@@ -187,14 +205,19 @@ static int conv_s8_dsp(const tgrs_op_ctx *ctx, const conv_geom *cg)
             d.bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS] + ch0;
             d.mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT] + ch0;
             d.shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT] + ch0;
+            int32_t oh = cg->out_row0, ow = 0; /* the next pixel, stepped (no 64-bit division per pixel) */
             for (q0 = 0; q0 < npix; q0 += CONV_MR) {
+                int32_t ph = oh, pw = ow;
                 d.nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
                 for (i = 0; i < CONV_MR; ++i) {
-                    int32_t oh, ow;
                     const int64_t q = q0 + (i < d.nv ? i : d.nv - 1); /* tail rows repeat the last pixel */
-                    conv_pixel(cg, q, &oh, &ow);
+                    if (i < d.nv) {
+                        ph = oh;
+                        pw = ow;
+                        ow = (ow + 1 == cg->ow) ? (++oh, 0) : ow + 1;
+                    }
                     d.o[i] = oimg + q * cg->oc + ch0;
-                    conv_dsp_gather(cg, img, oh, ow, g, zp_in, blk, i);
+                    conv_dsp_gather(cg, img, ph, pw, g, zp_in, blk, i);
                 }
                 conv_dsp_channels(blk, &d);
             }

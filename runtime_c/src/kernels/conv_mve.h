@@ -195,12 +195,11 @@ static int conv_s8_mve(const tgrs_op_ctx *ctx, const conv_geom *cg)
             b.bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS] + ch0;
             b.mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT] + ch0;
             b.shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT] + ch0;
+            int32_t oh = cg->out_row0, ow = 0; /* pixel q0 + i, stepped (no 64-bit division per pixel) */
             for (q0 = 0; q0 < npix; q0 += CONV_MVE_PX) {
                 b.np = (npix - q0 < CONV_MVE_PX) ? (int32_t)(npix - q0) : CONV_MVE_PX;
                 b.o = oimg + q0 * cg->oc + ch0;
-                for (i = 0; i < b.np; ++i) {
-                    int32_t oh, ow;
-                    conv_pixel(cg, q0 + i, &oh, &ow);
+                for (i = 0; i < b.np; ++i, ow = (ow + 1 == cg->ow) ? (++oh, 0) : ow + 1) {
                     if (cg->direct) {
                         b.a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
                     } else {

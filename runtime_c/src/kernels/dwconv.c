@@ -107,6 +107,22 @@ static int32_t dw_tap_offsets(const dw_geom *dg, int64_t off[DW_MAX_TAPS])
     return t;
 }
 
+/* The output columns [*lo, *hi) whose taps all lie inside the image horizontally (dw_interior's column half, once
+ * per op for the fused paths). */
+static inline void dw_inner_cols(const dw_geom *dg, int32_t *lo, int32_t *hi)
+{
+    const tgrs_window *w = &dg->w;
+    int32_t a = 0, b = dg->ow;
+    while (a < b && (int64_t)a * w->sw - w->pl < 0) {
+        ++a;
+    }
+    while (b > a && (int64_t)(b - 1) * w->sw - w->pl + (int64_t)(w->kw - 1) * w->dw >= dg->wd) {
+        --b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
 /* Offset (elements) of tap (0, 0) of output pixel (oh, ow) in a batch image of the band; the pixel is interior. */
 static int64_t dw_base(const dw_geom *dg, int32_t oh, int32_t ow)
 {

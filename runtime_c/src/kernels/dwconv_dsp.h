@@ -73,14 +73,15 @@ static void dw_taps_s8_dsp(const int8_t *const *xp, int64_t pstep, int32_t ntaps
  */
 
 typedef struct dw_dsp_tap {
-    const int8_t *x; /* the tap's input pixel, channel 0 */
-    int32_t w;       /* offset of the tap's weights */
+    int32_t x; /* the tap's input pixel, channel 0, from the pixel's base (interior pixels share one table per op) */
+    int32_t w; /* offset of the tap's weights */
 } dw_dsp_tap;
 
-/* Four channels' sums over n in-image taps (n >= 1) added to a[0..3]: inputs at tp[t].x + c, weights at
+/* Four channels' sums over n in-image taps (n >= 1) added to a[0..3]: inputs at c + tp[t].x (c: the base at the
+ * group's first channel), weights at
  * wk + tp[t].w. Assembly: GCC 12 neither folds the rotation into SXTB16 nor keeps the twelve live values in
  * registers. 13 instructions per tap and four channels. */
-__attribute__((always_inline)) static inline void dw_dsp_quad4(const dw_dsp_tap *tp, int32_t n, int32_t c,
+__attribute__((always_inline)) static inline void dw_dsp_quad4(const dw_dsp_tap *tp, int32_t n, const int8_t *c,
                                                                const int8_t *wk, int32_t *s0, int32_t *s1,
                                                                int32_t *s2, int32_t *s3)
 {
@@ -148,6 +149,7 @@ static inline void dw_dsp_out4(int32_t a0, int32_t a1, int32_t a2, int32_t a3, c
 
 /* What one pixel's channel loop needs (a struct keeps the loop its own function with few live values). */
 typedef struct dw_dsp_px {
+    const int8_t *base;    /* what the in-image taps' input offsets are from */
     const dw_dsp_tap *tin; /* in-image taps */
     const int32_t *wpad;   /* weight offsets of the padded taps */
     int32_t nin, npad;
@@ -167,7 +169,7 @@ __attribute__((noinline)) static void dw_dsp_pixel(const dw_dsp_px *d, int8_t *o
     for (c = 0; c < c4; c += 4) {
         int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
         if (d->nin > 0) {
-            dw_dsp_quad4(d->tin, d->nin, c, wt + c, &a0, &a1, &a2, &a3);
+            dw_dsp_quad4(d->tin, d->nin, d->base + c, wt + c, &a0, &a1, &a2, &a3);
         }
         for (t = 0; t < d->npad; ++t) {
             uint32_t k;
@@ -186,7 +188,7 @@ __attribute__((noinline)) static void dw_dsp_pixel(const dw_dsp_px *d, int8_t *o
     for (; c < oc; ++c) { /* channels past the last group of four */
         uint32_t s = 0;
         for (t = 0; t < d->nin; ++t) {
-            s += (uint32_t)((int32_t)d->tin[t].x[c] * (int32_t)wt[d->tin[t].w + c]);
+            s += (uint32_t)((int32_t)d->base[d->tin[t].x + c] * (int32_t)wt[d->tin[t].w + c]);
         }
         for (t = 0; t < d->npad; ++t) {
             s += (uint32_t)(d->zp_in * (int32_t)wt[d->wpad[t] + c]);
@@ -203,16 +205,21 @@ static int dw_fused_s8_dsp(const tgrs_op_ctx *ctx, const dw_geom *dg, const int6
     const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
     const int32_t oc = dg->oc;
-    dw_dsp_tap tin[DW_MAX_TAPS];
+    dw_dsp_tap inner[DW_MAX_TAPS], border[DW_MAX_TAPS];
     int32_t wpad[DW_MAX_TAPS];
     dw_dsp_px d;
-    int32_t n, r, ow, i, j, t;
+    const int32_t pstep = w->sw * dg->c; /* input distance between adjacent output pixels */
+    int32_t clo, chi, n, r, ow, i, j, t;
     d.shift = (const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT];
     if (dg->m != 1 || ntaps == 0 || !tgrs_rq_fast_all(d.shift, oc, ctx->p[TGRS_P_DWCONV_NUMERICS])) {
         return 0;
     }
-    d.tin = tin;
     d.wpad = wpad;
+    dw_inner_cols(dg, &clo, &chi);
+    for (t = 0; t < ntaps; ++t) {
+        inner[t].x = (int32_t)toff[t]; /* int32: the views of a Cortex-M arena are far below 2^31 bytes */
+        inner[t].w = t * oc;
+    }
     d.wt = (const int8_t *)ctx->c[TGRS_C_DWCONV_WEIGHT];
     d.bias = (const int32_t *)ctx->c[TGRS_C_DWCONV_BIAS];
     d.mult = (const int32_t *)ctx->c[TGRS_C_DWCONV_MULT];
@@ -225,25 +232,27 @@ static int dw_fused_s8_dsp(const tgrs_op_ctx *ctx, const dw_geom *dg, const int6
     for (n = 0; n < dg->n; ++n) {
         const int8_t *img = in + n * in_img;
         for (r = 0; r < dg->out_rows; ++r) {
-            const int32_t oh = dg->out_row0 + r;
+            const int32_t oh = dg->out_row0 + r, ih0 = oh * w->sh - w->pt;
+            const int rin = ih0 >= 0 && ih0 + (w->kh - 1) * w->dh < dg->h; /* dw_interior's row half */
+            /* column 0's tap (0, 0), formed only for a row whose taps are in the band */
+            const int8_t *row = rin ? img + ((ih0 - dg->in_row0) * dg->wd - w->pl) * dg->c : img;
             for (ow = 0; ow < dg->ow; ++ow) {
                 d.nin = 0;
                 d.npad = 0;
-                if (dw_interior(dg, oh, ow)) {
-                    const int8_t *base = img + dw_base(dg, oh, ow);
-                    for (t = 0; t < ntaps; ++t) {
-                        tin[t].x = base + toff[t];
-                        tin[t].w = t * oc;
-                    }
+                if (rin && ow >= clo && ow < chi) {
+                    d.base = row + ow * pstep;
+                    d.tin = inner;
                     d.nin = ntaps;
                 } else {
+                    d.base = img;
+                    d.tin = border;
                     for (i = 0, t = 0; i < w->kh; ++i) {
                         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
                         for (j = 0; j < w->kw; ++j, ++t) {
                             const int32_t iw = ow * w->sw - w->pl + j * w->dw;
                             if (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd) {
-                                tin[d.nin].x = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c;
-                                tin[d.nin++].w = t * oc;
+                                border[d.nin].x = ((ih - dg->in_row0) * dg->wd + iw) * dg->c;
+                                border[d.nin++].w = t * oc;
                             } else {
                                 wpad[d.npad++] = t * oc;
                             }

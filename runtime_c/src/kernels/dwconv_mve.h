@@ -102,34 +102,35 @@ static void dw_out_s8_mve(int8_t *o, const uint32_t *acc, const int32_t *bias, c
  * wrap like the plain loop's uint32 sums, so every sum and byte is the plain path's.
  */
 
-/* The taps of one pixel: n_in taps inside the image (input at channel 0 and weight offset each), then n_pad padded
- * taps (weight offsets only). */
+/* The taps of one pixel: n_in taps inside the image (input offset from base at channel 0, weight offset), then
+ * n_pad padded taps (weight offsets only). Interior pixels share one table built per op (offsets from the pixel's
+ * first tap); a border pixel gets its own (offsets from the image). */
 typedef struct dw_mve_tap {
-    const int8_t *x; /* the tap's input pixel, channel 0 */
-    int32_t w;       /* offset of the tap's weights */
+    int32_t x; /* the tap's input pixel, channel 0, from base */
+    int32_t w; /* offset of the tap's weights */
 } dw_mve_tap;
 
 typedef struct dw_mve_taps {
-    dw_mve_tap in[DW_MAX_TAPS];
-    int32_t w_pad[DW_MAX_TAPS];
+    const int8_t *base;
+    const dw_mve_tap *in;
+    const int32_t *w_pad;
     int32_t n_in, n_pad;
 } dw_mve_taps;
 
 /*
- * The in-image taps of a full 16-channel block, in assembly: GCC 12 keeps only three of the four accumulators in
- * registers here and copies operands between Q registers (21 instructions per tap instead of 17: one LDRD of the
- * tap's pointer and weight offset, two adds, four loads, four multiplies, four adds, the loop).
+ * The in-image taps of a full 16-channel block (nh = 2) or of 8 channels (nh = 1), in assembly: GCC 12 keeps only
+ * three of the four accumulators in registers here and copies operands between Q registers (21 instructions per
+ * tap instead of 17: one LDRD of the tap's input and weight offsets, two adds, four loads, four multiplies, four
+ * adds, the loop). bc is the base at the block's first channel, wk the block's tap-0 weights.
  */
-static inline void dw_mve_taps16(const dw_mve_tap *tp, int32_t n, int32_t c0, const int8_t *wk, int32x4_t *acc)
+static inline void dw_mve_taps16(const dw_mve_tap *tp, int32_t n, const int8_t *bc, const int8_t *wk,
+                                 int32x4_t *acc)
 {
     int32x4_t e0 = acc[0], o0 = acc[1], e1 = acc[2], o1 = acc[3], xv, wv, pr;
     const int8_t *x, *w;
-    if (n <= 0) {
-        return;
-    }
     __asm__("1:\n\t"
             "ldrd %[x], %[w], [%[tp]], #8\n\t"
-            "add %[x], %[x], %[c0]\n\t"
+            "add %[x], %[x], %[bc]\n\t"
             "add %[w], %[w], %[wk]\n\t"
             "vldrb.s16 %q[xv], [%[x]]\n\t"
             "vldrb.s16 %q[wv], [%[w]]\n\t"
@@ -147,12 +148,36 @@ static inline void dw_mve_taps16(const dw_mve_tap *tp, int32_t n, int32_t c0, co
             "bne 1b"
             : [e0] "+w"(e0), [o0] "+w"(o0), [e1] "+w"(e1), [o1] "+w"(o1), [xv] "=&w"(xv), [wv] "=&w"(wv),
               [pr] "=&w"(pr), [x] "=&r"(x), [w] "=&r"(w), [tp] "+r"(tp), [n] "+r"(n)
-            : [c0] "r"(c0), [wk] "r"(wk)
+            : [bc] "r"(bc), [wk] "r"(wk)
             : "cc", "memory");
     acc[0] = e0;
     acc[1] = o0;
     acc[2] = e1;
     acc[3] = o1;
+}
+
+static inline void dw_mve_taps8(const dw_mve_tap *tp, int32_t n, const int8_t *bc, const int8_t *wk, int32x4_t *acc)
+{
+    int32x4_t e0 = acc[0], o0 = acc[1], xv, wv, pr;
+    const int8_t *x, *w;
+    __asm__("1:\n\t"
+            "ldrd %[x], %[w], [%[tp]], #8\n\t"
+            "add %[x], %[x], %[bc]\n\t"
+            "add %[w], %[w], %[wk]\n\t"
+            "vldrb.s16 %q[xv], [%[x]]\n\t"
+            "vldrb.s16 %q[wv], [%[w]]\n\t"
+            "vmullb.s16 %q[pr], %q[xv], %q[wv]\n\t"
+            "vadd.i32 %q[e0], %q[e0], %q[pr]\n\t"
+            "vmullt.s16 %q[pr], %q[xv], %q[wv]\n\t"
+            "vadd.i32 %q[o0], %q[o0], %q[pr]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b"
+            : [e0] "+w"(e0), [o0] "+w"(o0), [xv] "=&w"(xv), [wv] "=&w"(wv), [pr] "=&w"(pr), [x] "=&r"(x),
+              [w] "=&r"(w), [tp] "+r"(tp), [n] "+r"(n)
+            : [bc] "r"(bc), [wk] "r"(wk)
+            : "cc", "memory");
+    acc[0] = e0;
+    acc[1] = o0;
 }
 
 typedef struct dw_mve_par {
@@ -194,39 +219,41 @@ static inline void dw_mve_half(const dw_mve_par *pp, int32_t c, int32_t nh, int3
 }
 
 /* One pixel, channels [c0, c0 + nc), nc <= 16, into o (the pixel's channel c0). */
-__attribute__((noinline)) static void dw_mve_block(const dw_mve_taps *tp, const dw_mve_par *pp, int32_t c0, int32_t nc, int8_t *o)
+__attribute__((noinline)) static void dw_mve_block(const dw_mve_taps *tp, const dw_mve_par *pp, int32_t c0,
+                                                   int32_t nc, int8_t *o)
 {
     const int8_t *const wk = pp->wt + c0;
-    int32x4_t e0 = vdupq_n_s32(0), o0 = e0, e1 = e0, o1 = e0;
+    const int16x8_t zv = vdupq_n_s16((int16_t)pp->zp_in);
+    int32x4_t acc[4];
     int32_t t;
-    if (nc == 16) { /* a full block: nothing predicated */
-        int32x4_t acc[4];
-        acc[0] = e0;
-        acc[1] = e0;
-        acc[2] = e0;
-        acc[3] = e0;
-        dw_mve_taps16(tp->in, tp->n_in, c0, wk, acc);
-        e0 = acc[0];
-        o0 = acc[1];
-        e1 = acc[2];
-        o1 = acc[3];
-        if (tp->n_pad > 0) {
-            const int16x8_t zv = vdupq_n_s16((int16_t)pp->zp_in);
-            for (t = 0; t < tp->n_pad; ++t) {
-                const int8_t *w = wk + tp->w_pad[t];
-                int16x8_t wv = vldrbq_s16(w);
-                e0 = vaddq_s32(e0, vmullbq_int_s16(zv, wv));
-                o0 = vaddq_s32(o0, vmulltq_int_s16(zv, wv));
+    acc[0] = vdupq_n_s32(0);
+    acc[1] = acc[0];
+    acc[2] = acc[0];
+    acc[3] = acc[0];
+    if (nc == 16 || nc == 8) { /* whole halves: nothing predicated */
+        if (tp->n_in > 0) {
+            if (nc == 16) {
+                dw_mve_taps16(tp->in, tp->n_in, tp->base + c0, wk, acc);
+            } else {
+                dw_mve_taps8(tp->in, tp->n_in, tp->base + c0, wk, acc);
+            }
+        }
+        for (t = 0; t < tp->n_pad; ++t) {
+            const int8_t *w = wk + tp->w_pad[t];
+            int16x8_t wv = vldrbq_s16(w);
+            acc[0] = vaddq_s32(acc[0], vmullbq_int_s16(zv, wv));
+            acc[1] = vaddq_s32(acc[1], vmulltq_int_s16(zv, wv));
+            if (nc == 16) {
                 wv = vldrbq_s16(w + 8);
-                e1 = vaddq_s32(e1, vmullbq_int_s16(zv, wv));
-                o1 = vaddq_s32(o1, vmulltq_int_s16(zv, wv));
+                acc[2] = vaddq_s32(acc[2], vmullbq_int_s16(zv, wv));
+                acc[3] = vaddq_s32(acc[3], vmulltq_int_s16(zv, wv));
             }
         }
     } else { /* channels past nc are predicated off: nothing is read beyond them */
         const mve_pred16_t pa = vctp16q((uint32_t)nc), pb = vctp16q((uint32_t)(nc > 8 ? nc - 8 : 0));
-        const int16x8_t zv = vdupq_n_s16((int16_t)pp->zp_in);
+        int32x4_t e0 = acc[0], o0 = e0, e1 = e0, o1 = e0;
         for (t = 0; t < tp->n_in; ++t) {
-            const int8_t *x = tp->in[t].x + c0, *w = wk + tp->in[t].w;
+            const int8_t *x = tp->base + tp->in[t].x + c0, *w = wk + tp->in[t].w;
             int16x8_t xv = vldrbq_z_s16(x, pa), wv = vldrbq_z_s16(w, pa);
             e0 = vaddq_s32(e0, vmullbq_int_s16(xv, wv));
             o0 = vaddq_s32(o0, vmulltq_int_s16(xv, wv));
@@ -244,15 +271,20 @@ __attribute__((noinline)) static void dw_mve_block(const dw_mve_taps *tp, const 
             e1 = vaddq_s32(e1, vmullbq_int_s16(zv, wv));
             o1 = vaddq_s32(o1, vmulltq_int_s16(zv, wv));
         }
+        acc[0] = e0;
+        acc[1] = o0;
+        acc[2] = e1;
+        acc[3] = o1;
     }
-    dw_mve_half(pp, c0, nc < 8 ? nc : 8, e0, o0, o);
+    dw_mve_half(pp, c0, nc < 8 ? nc : 8, acc[0], acc[1], o);
     if (nc > 8) {
-        dw_mve_half(pp, c0 + 8, nc - 8, e1, o1, o + 8);
+        dw_mve_half(pp, c0 + 8, nc - 8, acc[2], acc[3], o + 8);
     }
 }
 
 /* The whole op on the fused path; 0 (nothing done) when it does not apply: a depth multiplier above 1, a window of
- * more than DW_MAX_TAPS taps, or a requantization tgrs_rq_vec does not cover. */
+ * more than DW_MAX_TAPS taps, or a requantization tgrs_rq_vec does not cover. Offsets are int32: the views of a
+ * Helium core's arena are far below 2^31 bytes. */
 static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff, int32_t ntaps)
 {
     const tgrs_window *w = &dg->w;
@@ -262,8 +294,10 @@ static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int6
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
     dw_mve_par pp;
     dw_mve_taps tp;
-    int32_t wofs[DW_MAX_TAPS];
-    int32_t n, r, ow, i, j, t, c0;
+    dw_mve_tap inner[DW_MAX_TAPS], border[DW_MAX_TAPS];
+    int32_t wpad[DW_MAX_TAPS];
+    const int32_t pstep = w->sw * dg->c; /* input distance between adjacent output pixels */
+    int32_t clo, chi, n, r, ow, i, j, t, c0;
     if (dg->m != 1 || ntaps == 0 ||
         !tgrs_rq_fast_all((const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT], dg->oc, ctx->p[TGRS_P_DWCONV_NUMERICS])) {
         return 0;
@@ -277,33 +311,39 @@ static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int6
     pp.lo = ctx->p[TGRS_P_DWCONV_ACT_MIN];
     pp.hi = ctx->p[TGRS_P_DWCONV_ACT_MAX];
     for (t = 0; t < ntaps; ++t) {
-        wofs[t] = t * dg->oc;
+        inner[t].x = (int32_t)toff[t];
+        inner[t].w = t * dg->oc;
     }
+    tp.w_pad = wpad;
+    dw_inner_cols(dg, &clo, &chi);
     for (n = 0; n < dg->n; ++n) {
         const int8_t *img = in + n * in_img;
         for (r = 0; r < dg->out_rows; ++r) {
-            const int32_t oh = dg->out_row0 + r;
+            const int32_t oh = dg->out_row0 + r, ih0 = oh * w->sh - w->pt;
+            const int rin = ih0 >= 0 && ih0 + (w->kh - 1) * w->dh < dg->h; /* dw_interior's row half */
+            /* column 0's tap (0, 0), formed only for a row whose taps are in the band */
+            const int8_t *row = rin ? img + ((ih0 - dg->in_row0) * dg->wd - w->pl) * dg->c : img;
             for (ow = 0; ow < dg->ow; ++ow) {
                 int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
-                tp.n_in = 0;
-                tp.n_pad = 0;
-                if (dw_interior(dg, oh, ow)) {
-                    const int8_t *base = img + dw_base(dg, oh, ow);
-                    for (t = 0; t < ntaps; ++t) {
-                        tp.in[t].x = base + toff[t];
-                        tp.in[t].w = wofs[t];
-                    }
+                if (rin && ow >= clo && ow < chi) {
+                    tp.base = row + ow * pstep;
+                    tp.in = inner;
                     tp.n_in = ntaps;
+                    tp.n_pad = 0;
                 } else {
+                    tp.base = img;
+                    tp.in = border;
+                    tp.n_in = 0;
+                    tp.n_pad = 0;
                     for (i = 0, t = 0; i < w->kh; ++i) {
                         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
                         for (j = 0; j < w->kw; ++j, ++t) {
                             const int32_t iw = ow * w->sw - w->pl + j * w->dw;
                             if (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd) {
-                                tp.in[tp.n_in].x = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c;
-                                tp.in[tp.n_in++].w = wofs[t];
+                                border[tp.n_in].x = ((ih - dg->in_row0) * dg->wd + iw) * dg->c;
+                                border[tp.n_in++].w = t * dg->oc;
                             } else {
-                                tp.w_pad[tp.n_pad++] = wofs[t];
+                                wpad[tp.n_pad++] = t * dg->oc;
                             }
                         }
                     }

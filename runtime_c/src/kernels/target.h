@@ -39,6 +39,14 @@
 #define TGRS_HAVE_MVE (TGRS_ISA == TGRS_ISA_MVE)
 #define TGRS_HAVE_AVX2 (TGRS_ISA == TGRS_ISA_AVX2)
 
+/* 1 unless the build optimizes for size (-Os): kernels guard their extra speed-only paths with it, so the -Os image
+ * (the int8 subset's footprint bound) keeps the compact ones. */
+#if defined(__OPTIMIZE_SIZE__)
+#define TGRS_SPEED_PATHS 0
+#else
+#define TGRS_SPEED_PATHS 1
+#endif
+
 /* The variant each kernel family runs (the functions live in the family's file and its per-target headers). */
 #if TGRS_ISA == TGRS_ISA_MVE
 #define TGRS_CONV_S8 conv_s8_mve
