@@ -408,9 +408,11 @@ FAMILIES: dict[str, Callable[[], onnx.ModelProto]] = {
 from fam_transformer import FAMILIES as _TRANSFORMER  # noqa: E402
 
 from fam_misc import FAMILIES as _MISC  # noqa: E402
+from fam_slicing import FAMILIES as _SLICING  # noqa: E402
 
 FAMILIES.update(_TRANSFORMER)
 FAMILIES.update(_MISC)
+FAMILIES.update(_SLICING)
 
 # Models (or variants) with a feature TiGrIS does not run: `analyze` must list them as unsupported (exit 2).
 UNSUPPORTED: dict[str, Callable[[], onnx.ModelProto]] = {
