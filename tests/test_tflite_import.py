@@ -646,14 +646,16 @@ def sum_f32(m):
     return [x], [y], "ReduceSum"
 
 
-NO_KERNEL = [transpose_conv_f32, depth_to_space_f32, space_to_depth_f32]
-SLICING = [gather_f32, strided_slice_f32, strided_slice_neg_f32, slice_f32, split_f32, split_v_f32]
+NO_KERNEL = [transpose_conv_f32]
+SLICING = [gather_f32, strided_slice_f32, strided_slice_neg_f32, slice_f32, split_f32, split_v_f32, depth_to_space_f32,
+           space_to_depth_f32]
 
 
 @pytest.mark.parametrize("build", SLICING, ids=[b.__name__ for b in SLICING])
 def test_slicing_runs_like_tflite(tmp_path, build):
     """GATHER, STRIDED_SLICE (shrink axis, negative strides, masks), SLICE, SPLIT and SPLIT_V become the normalized
-    Slice / Gather of pass slice_normalize (a Split one Slice per output) and run like the TFLite interpreter."""
+    Slice / Gather of pass slice_normalize (a Split one Slice per output), DEPTH_TO_SPACE and SPACE_TO_DEPTH run on
+    the depthspace kind; all run like the TFLite interpreter."""
     m = Model()
     m.inputs, m.outputs, ir_op = build(m)
     p = _save(tmp_path, m)

@@ -150,7 +150,8 @@
 #define TGRS_OP_CAST 23u
 #define TGRS_OP_CONVTRANSPOSE 24u
 #define TGRS_OP_SLICE 25u
-#define TGRS_OP_COUNT 25u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_DEPTHSPACE 26u
+#define TGRS_OP_COUNT 26u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -180,7 +181,8 @@
     X(LAYERNORM, layernorm) \
     X(CAST, cast) \
     X(CONVTRANSPOSE, convtranspose) \
-    X(SLICE, slice)
+    X(SLICE, slice) \
+    X(DEPTHSPACE, depthspace)
 
 #define TGRS_OP_CONV_NPARAMS 22
 #define TGRS_P_CONV_KH 0
@@ -581,6 +583,14 @@
 #define TGRS_OP_SLICE_NCONSTS 1
 #define TGRS_C_SLICE_IDX 0
 
+#define TGRS_OP_DEPTHSPACE_NPARAMS 5
+#define TGRS_P_DEPTHSPACE_BLOCK 0
+#define TGRS_P_DEPTHSPACE_MODE 1
+#define TGRS_P_DEPTHSPACE_DIR 2
+#define TGRS_P_DEPTHSPACE_MULT 3
+#define TGRS_P_DEPTHSPACE_SHIFT 4
+#define TGRS_OP_DEPTHSPACE_NCONSTS 0
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -610,6 +620,7 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_CAST: return TGRS_OP_CAST_NPARAMS;
     case TGRS_OP_CONVTRANSPOSE: return TGRS_OP_CONVTRANSPOSE_NPARAMS;
     case TGRS_OP_SLICE: return TGRS_OP_SLICE_NPARAMS;
+    case TGRS_OP_DEPTHSPACE: return TGRS_OP_DEPTHSPACE_NPARAMS;
     default: return -1;
     }
 }
@@ -643,6 +654,7 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_CAST: return TGRS_OP_CAST_NCONSTS;
     case TGRS_OP_CONVTRANSPOSE: return TGRS_OP_CONVTRANSPOSE_NCONSTS;
     case TGRS_OP_SLICE: return TGRS_OP_SLICE_NCONSTS;
+    case TGRS_OP_DEPTHSPACE: return TGRS_OP_DEPTHSPACE_NCONSTS;
     default: return -1;
     }
 }

@@ -147,6 +147,7 @@ int tgrs_kernel_layernorm(const tgrs_op_ctx *ctx);
 int tgrs_kernel_cast(const tgrs_op_ctx *ctx);
 int tgrs_kernel_convtranspose(const tgrs_op_ctx *ctx);
 int tgrs_kernel_slice(const tgrs_op_ctx *ctx);
+int tgrs_kernel_depthspace(const tgrs_op_ctx *ctx);
 
 /*
  * The multiply-accumulate kinds without their weight-zero-point path (the exact path of uint8-weight models, param

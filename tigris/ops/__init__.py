@@ -37,6 +37,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("cast", "cast", "Cast"),  # float32 -> int32 (ConvInteger's result)
     ("convtranspose", "convtranspose", "ConvTranspose"),  # 1-D/2-D transposed convolution, any group count
     ("slice", "slice", "Slice"),  # Slice/Split/constant-index Gather (a strided or indexed copy)
+    ("depthspace", "depthspace", "DepthSpace"),  # DepthToSpace / SpaceToDepth, DCR and CRD
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}
