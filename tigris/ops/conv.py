@@ -57,6 +57,8 @@ class Conv(_mac.WindowedMacKind):
     ir_ops = ("Conv", "Conv1D")
     ONNX_OPS = {"Conv": "2-D and 1-D ([N, C, L]), group (grouped), kernel_shape, strides, dilations, pads, auto_pad; "
                         "bias; fused Relu/Relu6/Clip(0, 6); int8 weights per channel or per tensor, weight zero points"}
+    # float32 kernels whose weights the plan may store as IEEE halves (compile --weights fp16, param wf16)
+    DTYPES = ("float32", "float32 with float16 weights", "int8")
     PARAMS = (
         "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "pb", "pr",
         "group",

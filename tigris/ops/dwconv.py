@@ -25,6 +25,8 @@ class DepthwiseConv(_mac.WindowedMacKind):
     ir_ops = ("DepthwiseConv",)
     ONNX_OPS = {"Conv": "group == C_in > 1 (depthwise, channel multiplier m), kernel_shape, strides, dilations, pads, "
                         "auto_pad; bias; fused Relu/Relu6; int8 weights per channel or per tensor"}
+    # float32 kernels whose weights the plan may store as IEEE halves (compile --weights fp16, param wf16)
+    DTYPES = ("float32", "float32 with float16 weights", "int8")
     PARAMS = (
         "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "pb", "pr",
         "depth_mult",  # m: output channels per input channel

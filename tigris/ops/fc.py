@@ -30,6 +30,8 @@ class FullyConnected(_mac.MacKind):
             return "not a product with a constant [OC, K] weight"
         return None
 
+    # float32 kernels whose weights the plan may store as IEEE halves (compile --weights fp16, param wf16)
+    DTYPES = ("float32", "float32 with float16 weights", "int8")
     PARAMS = (
         "act_min", "act_max",  # int8 clamp bounds (fused activation included)
         "fmin", "fmax",  # float clamp bounds as f32 bits
