@@ -3,12 +3,13 @@
 runtime_c/src/kernels/target.h picks the int8 inner loops from the compiler's target; on the host that is the AVX2
 variant when the build has -mavx2 (tigris/host/build.py adds it on a CPU with AVX2) and the plain C99 loops otherwise.
 Each variant is built here from the same sources (plain: -DTGRS_FORCE_PLAIN; generic: the compiler's default target,
-SSE2 vectorization of the plain loops; avx2: -mavx2 -mfma, the host build's flags on an AVX2 CPU) and run on random shapes whose edges the vector paths treat
-specially: channel counts and patch lengths that are not multiples of 8 or 16 (and below 16), 1x1 images, odd widths,
-padding, strides, dilation, groups, depth multipliers, big and tiny requantization scales and both numerics.
+SSE2 vectorization of the plain loops; avx2: -mavx2 -mfma, the host build's flags on an AVX2 CPU; avxvnni: with
+-mavxvnni too) and run on random shapes whose edges the vector paths treat specially: channel counts and patch
+lengths that are not multiples of 8 or 16 (and below 16), 1x1 images, odd widths, padding, strides, dilation, groups,
+depth multipliers, big and tiny requantization scales and both numerics.
 int8 outputs must equal the reference bit for bit. Float outputs must be within the kernel tests' tolerance of the
-reference and, since every variant sums each output in the same order with separate multiplies and adds (no FMA, no
-reassociation), equal the plain variant's bit for bit.
+reference; the generic variant's must also equal the plain variant's bits (GCC's vectorization of the plain loops
+neither reassociates nor fuses), while the AVX2 float kernels use fused multiply-adds and may differ in the last bits.
 """
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import build_kernels  # noqa: E402
 from mac_cases import MacCase  # noqa: E402
-from tigris.host.build import _cpu_has_avx2  # noqa: E402
+from tigris.host.build import _cpu_has_avx2, _cpu_has_avxvnni  # noqa: E402
 from tigris.ops import kind, lower  # noqa: E402
 
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SOURCES = ["conv.c", "dwconv.c", "fc.c"]
-VARIANTS = {"plain": ["-DTGRS_FORCE_PLAIN"], "generic": [], "avx2": ["-mavx2", "-mfma"]}
+VARIANTS = {"plain": ["-DTGRS_FORCE_PLAIN"], "generic": [], "avx2": ["-mavx2", "-mfma"],
+            "avxvnni": ["-mavx2", "-mfma", "-mavxvnni"]}
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +39,8 @@ def libs(tmp_path_factory):
     d = tmp_path_factory.mktemp("host_variants")
     out = {}
     for name, flags in VARIANTS.items():
-        if name == "avx2" and not _cpu_has_avx2():
-            continue  # built but not runnable here; the other variants still run
+        if (name == "avx2" and not _cpu_has_avx2()) or (name == "avxvnni" and not _cpu_has_avxvnni()):
+            continue  # not runnable here; the other variants still run
         out[name] = build_kernels(SOURCES, d / name, extra_flags=flags)
     return out
 
@@ -47,6 +49,8 @@ def test_avx2_variant_runs_where_the_cpu_has_it(libs):
     if not _cpu_has_avx2():
         pytest.skip("this CPU has no AVX2: only the plain and generic variants can run")
     assert "avx2" in libs
+    if _cpu_has_avxvnni():
+        assert "avxvnni" in libs
 
 
 @st.composite

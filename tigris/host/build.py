@@ -36,33 +36,47 @@ CFLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-wrapv"
 # unfused: only the float kernels' explicit fused multiply-add intrinsics round once. Not -march=native: it builds code
 # that need not run on another CPU sharing the cache. The level is part of the cache hash, so a cache directory can
 # hold both builds.
-ISA_FLAGS = {"generic": (), "avx2": ("-mavx2", "-mfma")}
+# "avxvnni" adds -mavxvnni on top (CPUs with AVX-VNNI): the int8 kernels fuse each multiply-add-pairs with its
+# accumulation; the same numbers.
+ISA_FLAGS = {"generic": (), "avx2": ("-mavx2", "-mfma"), "avxvnni": ("-mavx2", "-mfma", "-mavxvnni")}
 
 
-def _cpu_has_avx2() -> bool:
-    """Whether this process runs on an x86-64 CPU (and OS) with AVX2 and FMA: Linux lists them in /proc/cpuinfo.
-    Elsewhere the answer is no, and the generic build is used."""
+def _cpu_flags() -> set[str]:
+    """The instruction-set flags of this x86-64 CPU (and OS) as Linux lists them in /proc/cpuinfo; empty elsewhere,
+    and the generic build is used."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
+        return set()
     try:
         text = Path("/proc/cpuinfo").read_text(errors="replace")
     except OSError:
-        return False
+        return set()
     for line in text.splitlines():
         if line.startswith("flags"):
-            flags = line.split(":", 1)[-1].split()
-            return "avx2" in flags and "fma" in flags
-    return False
+            return set(line.split(":", 1)[-1].split())
+    return set()
+
+
+def _cpu_has_avx2() -> bool:
+    """Whether this CPU has AVX2 and FMA (the avx2 level)."""
+    flags = _cpu_flags()
+    return "avx2" in flags and "fma" in flags
+
+
+def _cpu_has_avxvnni() -> bool:
+    """Whether this CPU also has AVX-VNNI (the avxvnni level)."""
+    return _cpu_has_avx2() and "avx_vnni" in _cpu_flags()
 
 
 def host_isa() -> str:
-    """The level this process builds: ``$TIGRIS_HOST_ISA`` (``generic`` or ``avx2``) if set, else ``avx2`` when the CPU
-    has it, else ``generic``."""
+    """The level this process builds: ``$TIGRIS_HOST_ISA`` (``generic``, ``avx2`` or ``avxvnni``) if set, else the
+    highest level the CPU has."""
     env = os.environ.get("TIGRIS_HOST_ISA")
     if env:
         if env not in ISA_FLAGS:
             raise ValueError(f"TIGRIS_HOST_ISA must be one of {sorted(ISA_FLAGS)}, not {env!r}")
         return env
+    if _cpu_has_avxvnni():
+        return "avxvnni"
     return "avx2" if _cpu_has_avx2() else "generic"
 
 

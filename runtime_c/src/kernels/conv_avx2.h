@@ -79,7 +79,7 @@ static __m256i conv_w16_avx2(const int8_t *p)
     return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)p));
 }
 
-#define CONV_AVX2_MAC(s, x, w) s = _mm256_add_epi32(s, _mm256_madd_epi16((x), (w)))
+#define CONV_AVX2_MAC(s, x, w) s = tgrs_dot16_avx2(s, (x), (w))
 
 /*
  * The eight exact sums sum_k a_i[k] * w_j[k] (i < 4 rows, j < 2 weight rows) as one vector, lane 2 i + j.

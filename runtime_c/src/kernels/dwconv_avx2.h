@@ -46,9 +46,9 @@ static void dw_taps_s8_avx2(const int8_t *const *xp, int64_t pstep, int32_t ntap
             const int8_t *xu = last ? xt : xp[t + 1] + c0;
             const int8_t *wt = wk + (int64_t)t * oc + c0;
             const __m256i w = dw_pair16_avx2(wt, last ? zeros : wt + oc);
-            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(dw_pair16_avx2(xt, xu), w));
+            s0 = tgrs_dot16_avx2(s0, dw_pair16_avx2(xt, xu), w);
             if (two) {
-                s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(dw_pair16_avx2(xt + poff, xu + poff), w));
+                s1 = tgrs_dot16_avx2(s1, dw_pair16_avx2(xt + poff, xu + poff), w);
             }
         }
         _mm256_storeu_si256((__m256i *)(void *)(acc0 + c0), s0);
@@ -304,15 +304,15 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
                         if (wide) {
                             const __m128i a = xa ? _mm_loadu_si128((const __m128i *)(const void *)xa) : zpx;
                             const __m128i b = xb ? _mm_loadu_si128((const __m128i *)(const void *)xb) : zpx;
-                            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
-                                                                        wv[p][0]));
-                            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)),
-                                                                        wv[p][1]));
+                            s0 = tgrs_dot16_avx2(s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
+                                                 wv[p][0]);
+                            s1 = tgrs_dot16_avx2(s1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)),
+                                                 wv[p][1]);
                         } else {
                             const __m128i a = xa ? _mm_loadl_epi64((const __m128i *)(const void *)xa) : zpx;
                             const __m128i b = xb ? _mm_loadl_epi64((const __m128i *)(const void *)xb) : zpx;
-                            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
-                                                                        wv[p][0]));
+                            s0 = tgrs_dot16_avx2(s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
+                                                 wv[p][0]);
                         }
                     }
                     tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s0, b0), f0, lo, hi));

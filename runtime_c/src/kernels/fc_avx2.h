@@ -1,13 +1,15 @@
 /*
  * fc_avx2.h - the int8 fully connected dot product on x86-64 with AVX2 (TGRS_HAVE_AVX2, target.h); part of fc.c,
  * same contract as fc_dot_s8: the sum of k products, modulo 2^32. Per 16 values, both operands are sign-extended to
- * int16 (VPMOVSXBW) and one VPMADDWD adds pairs of products into eight int32 lanes; the lanes wrap modulo 2^32 like
+ * int16 (VPMOVSXBW) and one VPMADDWD adds pairs of products into eight int32 lanes (tgrs_dot16_avx2); the lanes wrap modulo 2^32 like
  * fc_dot_s8's wrapping block total, so the result is the same number. The k % 16 tail goes through fc_dot_s8.
  */
 #ifndef TGRS_FC_AVX2_H
 #define TGRS_FC_AVX2_H
 
 #if TGRS_HAVE_AVX2
+
+#include "requant_avx2.h"
 
 static int32_t fc_dot_s8_avx2(const int8_t *x, const int8_t *w, int32_t k)
 {
@@ -19,13 +21,13 @@ static int32_t fc_dot_s8_avx2(const int8_t *x, const int8_t *w, int32_t k)
         const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(w + i)));
         const __m256i x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(x + i + 16)));
         const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(w + i + 16)));
-        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(x0, w0));
-        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(x1, w1));
+        s0 = tgrs_dot16_avx2(s0, x0, w0);
+        s1 = tgrs_dot16_avx2(s1, x1, w1);
     }
     for (; i + 16 <= k; i += 16) {
         const __m256i x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(x + i)));
         const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(w + i)));
-        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(x0, w0));
+        s0 = tgrs_dot16_avx2(s0, x0, w0);
     }
     s0 = _mm256_add_epi32(s0, s1);
     h = _mm_add_epi32(_mm256_castsi256_si128(s0), _mm256_extracti128_si256(s0, 1));

@@ -1,5 +1,5 @@
 /*
- * requant_avx2.h - tgrs_rq_s8_fast (requant.h) on eight int32 lanes with AVX2, for the x86-64 host kernels
+ * requant_avx2.h - the 16-bit dot-product step of the AVX2 int8 kernels, and tgrs_rq_s8_fast (requant.h) on eight int32 lanes with AVX2, for the x86-64 host kernels
  * (TGRS_HAVE_AVX2, target.h). The same arithmetic, lane by lane, so the bytes are identical: VPMULDQ forms the exact
  * 64-bit products of the even and of the odd lanes, a 64-bit compare supplies the borrow of P = p - [p < 0], the high
  * words go back into lane order, and the per-lane rounding add, variable shift and zero point finish as in the scalar
@@ -15,6 +15,20 @@
 #define TGRS_REQUANT_AVX2_H
 
 #if TGRS_HAVE_AVX2
+
+#include <string.h>
+
+/* acc + the sums of the adjacent int16 products of a and b in each int32 lane (wrapping). With AVX-VNNI one VPDPWSSD,
+ * otherwise VPMADDWD and VPADDD: the same numbers (the products are of sign-extended int8 values, so no pair sum
+ * saturates or wraps inside the multiply-add). */
+static inline __m256i tgrs_dot16_avx2(__m256i acc, __m256i a, __m256i b)
+{
+#if TGRS_HAVE_AVXVNNI
+    return _mm256_dpwssd_avx_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
 
 /* x (acc + bias, already wrapped) requantized with the lanes' (mult, n2, add2, sub2) of tgrs_rq, clamped to
  * [lo, hi]; int32 lanes holding int8 values. */

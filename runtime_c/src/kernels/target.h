@@ -38,6 +38,13 @@
 #define TGRS_HAVE_DSP (TGRS_ISA == TGRS_ISA_DSP || TGRS_ISA == TGRS_ISA_MVE)
 #define TGRS_HAVE_MVE (TGRS_ISA == TGRS_ISA_MVE)
 #define TGRS_HAVE_AVX2 (TGRS_ISA == TGRS_ISA_AVX2)
+/* AVX-VNNI on top (a host build on a CPU with it: tigris/host/build.py level avxvnni): the AVX2 int8 kernels then
+ * fuse each 16-bit multiply-add-pairs with its accumulation (VPDPWSSD, requant_avx2.h tgrs_dot16_avx2). */
+#if TGRS_HAVE_AVX2 && defined(__AVXVNNI__)
+#define TGRS_HAVE_AVXVNNI 1
+#else
+#define TGRS_HAVE_AVXVNNI 0
+#endif
 
 /* 1 unless the build optimizes for size (-Os): kernels guard their extra speed-only paths with it, so the -Os image
  * (the int8 subset's footprint bound) keeps the compact ones. */
