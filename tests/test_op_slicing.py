@@ -149,3 +149,24 @@ def test_int8_gather_and_transpose_without_their_own_qdq_inherit_the_quantizatio
     gathers = [op for op in g.ops if op.op_type == "Gather"]
     assert gathers and all(g.tensors[n].dtype == "int8" and g.tensors[n].quant is not None
                            for op in gathers for n in (*op.inputs, *op.outputs))
+
+
+def test_rank5_unsqueeze_output_and_zero_ratio_training_dropout(tmp_path):
+    """An Unsqueeze to rank 5 before a graph output is an alias of its rank-3 input's plain bytes (the copy kind
+    takes it); a Dropout in training mode with ratio 0 drops nothing and is removed. A rank-5 tensor some other op
+    reads stays unsupported, with its reason."""
+    inits = {"axes": np.array([1, 3], np.int64), "ratio": np.float32(0.0), "train": np.array(True)}
+    nodes = [helper.make_node("Dropout", ["x", "ratio", "train"], ["d"]),
+             helper.make_node("Relu", ["d"], ["r"]),
+             helper.make_node("Unsqueeze", ["r", "axes"], ["y"])]
+    p = tmp_path / "m.onnx"
+    onnx.save(_model(nodes, [2, 3, 4], ["y"], inits), str(p))
+    r = api.verify(p, "1M")
+    assert r["pass"], r["outputs"]
+    nodes.append(helper.make_node("Relu", ["y"], ["z"]))
+    onnx.save(_model(nodes, [2, 3, 4], ["z"], inits), str(p))
+    from tigris.ir import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError) as ei:
+        api.compile_model(p, "1M")
+    assert [n["op"] for n in ei.value.nodes] == ["Relu"] and "rank-5" in ei.value.nodes[0]["reason"]

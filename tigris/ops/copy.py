@@ -64,6 +64,19 @@ class Copy(OpKind):
     may_alias = True
     PARAMS = ("S0", "S1", "S2", "S3", "P0", "P1", "P2", "P3")
 
+    def unsupported(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        """A reshape the layout pass made an alias may have a plain tensor of rank above 4 on one side (an Unsqueeze
+        to rank 5 before a graph output): its bytes are the other side's, in the same order, so the rank only
+        matters to the ops that read it, which make their own check."""
+        deep = [n for n in (*op.inputs[:1], *op.outputs) if len(graph.tensors[n].shape) > 4]
+        if deep and op.attrs.get("alias") and not op.attrs.get("nhwc_order") \
+                and all(graph.tensors[n].layout == "plain" for n in deep):
+            # judged as the flat vector it is stored as: the dtype and quantization checks still apply
+            flat = {n: Tensor(n, (graph.tensors[n].numel,), graph.tensors[n].dtype, graph.tensors[n].quant, "plain")
+                    for n in deep}
+            return super().unsupported(graph.replace(tensors={**graph.tensors, **flat}), op)
+        return super().unsupported(graph, op)
+
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if x.numel != y.numel or x.dtype != y.dtype:

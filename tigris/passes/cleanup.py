@@ -6,7 +6,7 @@ Rules:
 1b. A reshape-family op (Reshape, Flatten, Squeeze, Unsqueeze) whose output shape equals its input shape is an
    identity too (TFLite converters leave such reshapes around pooling layers).
 2. ``Dropout`` in training mode (a ``training_mode`` operand that is true or not a constant) is declined: it is not
-   an identity.
+   an identity, unless its ``ratio`` is a constant 0 (nothing is dropped, nothing rescaled).
 3. Two consecutive reshape-family ops (Reshape, Flatten, Squeeze, Unsqueeze) where the middle tensor has no other
    reader and is not a graph output become one ``Reshape`` to the final shape (the output shape is the truth).
 4. An Identity or Dropout that cannot be bypassed because its input and output are both part of the model interface
@@ -47,7 +47,8 @@ def run(graph: AnalyzedGraph) -> PassResult:
             break
         op = g.ops[idx]
         if op.op_type == "Dropout" and len(op.inputs) > 2 and op.inputs[2] \
-                and (op.inputs[2] not in g.weights or bool(g.weights[op.inputs[2]].reshape(-1)[0])):
+                and (op.inputs[2] not in g.weights or bool(g.weights[op.inputs[2]].reshape(-1)[0])) \
+                and not (op.inputs[1] in g.weights and float(g.weights[op.inputs[1]].reshape(-1)[0]) == 0.0):
             declined.append(Decline(op.name, "rule 2: training_mode is true or not a constant"))
             skip.add(op.name)
             continue
