@@ -77,7 +77,7 @@ def cases(draw, op_type: str, int8: bool | None = None) -> MacCase:
     else:
         group = draw(st.sampled_from([1, 1, 1, 2]))
         c = group * draw(st.integers(1, 48))
-        oc = group * draw(st.integers(1, 24))
+        oc = group * draw(st.integers(1, 40))  # up to five float panels
     return MacCase(op_type=op_type, n=draw(st.sampled_from([1, 1, 2])), c=c, h=h, w=w, oc=oc, group=group,
                    kernel=(kh, kw), strides=(sh, sw), dils=(dh, dw), pads=pads, **common).build()
 
@@ -127,6 +127,8 @@ def test_fc_variants(libs, case):
     ("Conv", 3, 9, 7, 8, (3, 3), (1, 1, 1, 1)),        # K = 27, padded
     ("Conv", 1, 13, 7, 9, (10, 4), (4, 1, 5, 2)),      # K = 40 (the KWS first layer), odd channel count
     ("Conv", 8, 4, 3, 5, (1, 1), (0, 0, 0, 0)),        # K = 8 < 16
+    ("Conv", 16, 5, 6, 29, (3, 3), (1, 1, 1, 1)),      # four float panels (two calls of two), 29 = 3 * 8 + 5
+    ("Conv", 5, 4, 5, 55, (1, 1), (0, 0, 0, 0)),       # seven float panels (3 + 2 + 2), K = 5
     ("DepthwiseConv", 64, 6, 5, 64, (3, 3), (1, 1, 1, 1)),
     ("DepthwiseConv", 8, 7, 9, 8, (3, 3), (1, 1, 1, 1)),
     ("DepthwiseConv", 29, 5, 5, 29, (5, 5), (2, 2, 2, 2)),  # 25 taps: an odd last tap; 16 + 8 + 5 channels

@@ -482,6 +482,13 @@ static void conv_im2col_f32_avx2(const conv_geom *cg, const float *img, int32_t 
     }
 }
 
+/* Panels of the next micro-kernel call when rem are left: threes, and four as two twos, so that a single panel
+ * (four accumulator chains, half the throughput) comes only when the conv has one. */
+static int32_t conv_panels_avx2(int32_t rem)
+{
+    return (rem == 4 || rem == 2) ? 2 : (rem >= 3 ? 3 : 1);
+}
+
 /* The float GEMM with up to three panels per micro-kernel call (two or three: 8 or 12 accumulators; a last single
  * panel takes conv_mk_f32). The pixel blocks, patch rows and tail rows are conv_f32's. */
 static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
@@ -522,10 +529,10 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                         a[i] = a[nv - 1];
                     }
                 }
-                for (pan = 0; pan < cg->npan; pan += 3) {
+                for (pan = 0; pan < cg->npan; pan += conv_panels_avx2(cg->npan - pan)) {
                     const int32_t oc0 = pan * CONV_NR;
                     const float *bs = bias + (int64_t)g * cg->ocg + oc0;
-                    const int32_t np = (cg->npan - pan < 3) ? cg->npan - pan : 3; /* panels in this call */
+                    const int32_t np = conv_panels_avx2(cg->npan - pan);
                     const int32_t ncol = (cg->ocg - oc0 < np * CONV_NR) ? cg->ocg - oc0 : np * CONV_NR;
                     const float *b0 = wg + (int64_t)pan * cg->k * CONV_NR;
                     const int64_t ps = (int64_t)cg->k * CONV_NR; /* one panel */
