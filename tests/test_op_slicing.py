@@ -170,3 +170,25 @@ def test_rank5_unsqueeze_output_and_zero_ratio_training_dropout(tmp_path):
     with pytest.raises(UnsupportedModelError) as ei:
         api.compile_model(p, "1M")
     assert [n["op"] for n in ei.value.nodes] == ["Relu"] and "rank-5" in ei.value.nodes[0]["reason"]
+
+
+def _depth_space(mode: str):
+    """conv -> DepthToSpace (2x) -> conv -> SpaceToDepth (2x) -> conv: sub-pixel up-sampling and its inverse."""
+    inits: dict = {}
+    nodes = [_conv("c0", "x", 3, 8, inits),
+             helper.make_node("DepthToSpace", ["c0"], ["d"], blocksize=2, mode=mode),
+             _conv("c1", "d", 2, 4, inits),
+             helper.make_node("SpaceToDepth", ["c1"], ["s"], blocksize=2),
+             _conv("y", "s", 16, 4, inits)]
+    return _model(nodes, [1, 3, 12, 12], ["y"], inits, opset=13)
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_and_back_float(tmp_path, mode):
+    p = tmp_path / "m.onnx"
+    onnx.save(_depth_space(mode), str(p))
+    _verify_both_budgets(p)
+
+
+def test_depth_to_space_and_back_int8(tmp_path):
+    _verify_both_budgets(_qdq(_depth_space("DCR"), tmp_path, "uint8"))

@@ -17,7 +17,9 @@ Rules:
 5. Rows needed from an input for output rows ``[a, b)`` (``OpKind.rows_needed``): for a windowed op with kernel k,
    stride s, dilation d and leading pad p, ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)``; pointwise ops need the same
    rows; Pad shifts them by its leading H pad; Resize needs ``[a//f - 1, ceil(b/f) + 1)`` (one extra row each side
-   covers every coordinate-transformation mode). The result is clipped to the input.
+   covers every coordinate-transformation mode); a Slice or Gather along H the rows its start and step (or indices)
+   name; DepthToSpace / SpaceToDepth with block size B ``[a//B, (b-1)//B + 1)`` / ``[a*B, b*B)``. The result is
+   clipped to the input.
 6. A tiled unit is run tile by tile; for every tile all ops run on bands. The rows of every tensor for one tile are
    found by walking the ops in reverse from the unit output's rows, taking the hull over consumers. Each band buffer
    is sized for its largest band.
