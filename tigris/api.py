@@ -730,6 +730,17 @@ def _boundaries(prep: Prepared, names: list[str]):
     return [Boundary(d["name"], tuple(d["shape"]), d["dtype"]) for d in _io_json(prep, names)]
 
 
+def _pad_rows(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A row-counted output's valid rows padded with rows of -1 to its maximum ``shape`` (docs/format.md)."""
+    a = np.asarray(a).reshape(-1, *shape[1:]) if np.asarray(a).size else np.zeros((0, *shape[1:]), np.int64)
+    out = np.full(shape, -1, dtype=np.int64)
+    n = min(a.shape[0], shape[0])
+    out[:n] = a[:n]
+    if a.shape[0] > shape[0]:  # more rows than the plan can hold: never equal
+        out[-1] = -2
+    return out
+
+
 def _metrics(got: list[np.ndarray], ref: list[np.ndarray], integer: bool, classifier: bool) -> dict[str, Any]:
     """compare() over every sample's elements together, plus top-1 agreement for a classifier output."""
     m = compare(np.concatenate([np.ravel(g) for g in got]), np.concatenate([np.ravel(r) for r in ref]), integer)
@@ -829,6 +840,8 @@ def verify(
     ref_all: dict[str, list[np.ndarray]] = {n: [] for n in names}
     failed: dict[str, int] = {n: 0 for n in names}
     fast_peak = slow_peak = 0
+    gb = prep.graph.boundary
+    rows_of = {n: tuple(gb[n].shape) for n in names if n in gb and gb[n].rows}
     for i, sample in enumerate(todo):
         tag = f" (sample {i + 1}/{len(todo)})" if len(todo) > 1 else ""
         progress("running the C runtime" + tag)
@@ -853,6 +866,8 @@ def verify(
         ref_out = run_reference(prep.graph, sample.inputs, prep.lowered)
         for n in names:
             g, o, r = np.asarray(res.outputs[n]), np.asarray(ort_out[n]), np.asarray(ref_out[n])
+            if rows_of.get(n) is not None:  # row-counted: compared at the maximum size, unused rows -1, so a
+                g, o, r = (_pad_rows(a, rows_of[n]) for a in (g, o, r))  # different valid count fails
             o = o.reshape(g.shape) if o.size == g.size else o
             got[n].append(g)
             ort_all[n].append(o)

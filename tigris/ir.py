@@ -113,6 +113,8 @@ class Boundary:
     shape: tuple[int, ...]
     dtype: str
     quant: QuantParam | None = None
+    # a variable row count (NonMaxSuppression): ``shape[0]`` is the maximum; the plan marks it IoFlag.ROWS
+    rows: bool = False
 
 
 @dataclass
@@ -238,3 +240,11 @@ class DoesNotFitError(TigrisError):
     def __init__(self, what: str, where: str | None = None, nofit: NoFit | None = None):
         self.nofit = nofit
         super().__init__(what, where)
+
+
+def valid_rows(a: np.ndarray) -> int:
+    """The valid count of a row-counted output (IoFlag ROWS) stored at its maximum size: the rows before the first
+    whose elements are all -1."""
+    flat = a.reshape(a.shape[0], -1) if a.ndim else a.reshape(1, 1)
+    pad = np.all(flat == -1, axis=1)
+    return int(np.argmax(pad)) if pad.any() else int(a.shape[0])

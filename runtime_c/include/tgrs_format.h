@@ -47,6 +47,7 @@
 #define TGRS_DT_U8 3                                     /* uint8 */
 #define TGRS_DT_S32 4                                    /* int32 */
 #define TGRS_DT_S16 5                                    /* int16 */
+#define TGRS_DT_S64 6                                    /* int64 */
 
 /* ---- enums ---- */
 #define TGRS_LAYOUT_PLAIN 0u
@@ -63,6 +64,7 @@
 #define TGRS_TENSOR_F_QUANT 16u
 #define TGRS_IO_F_DECL_QUANT 1u
 #define TGRS_IO_F_QUANT 2u
+#define TGRS_IO_F_ROWS 4u
 #define TGRS_UNIT_F_TILED 1u
 #define TGRS_UNIT_F_SHUFFLE 2u
 #define TGRS_UNIT_F_ACCUM 4u
@@ -151,7 +153,10 @@
 #define TGRS_OP_CONVTRANSPOSE 24u
 #define TGRS_OP_SLICE 25u
 #define TGRS_OP_DEPTHSPACE 26u
-#define TGRS_OP_COUNT 26u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_ARGMAX 27u
+#define TGRS_OP_TOPK 28u
+#define TGRS_OP_NMS 29u
+#define TGRS_OP_COUNT 29u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -182,7 +187,10 @@
     X(CAST, cast) \
     X(CONVTRANSPOSE, convtranspose) \
     X(SLICE, slice) \
-    X(DEPTHSPACE, depthspace)
+    X(DEPTHSPACE, depthspace) \
+    X(ARGMAX, argmax) \
+    X(TOPK, topk) \
+    X(NMS, nms)
 
 #define TGRS_OP_CONV_NPARAMS 22
 #define TGRS_P_CONV_KH 0
@@ -591,6 +599,62 @@
 #define TGRS_P_DEPTHSPACE_SHIFT 4
 #define TGRS_OP_DEPTHSPACE_NCONSTS 0
 
+#define TGRS_OP_ARGMAX_NPARAMS 15
+#define TGRS_P_ARGMAX_MIN 0
+#define TGRS_P_ARGMAX_LAST 1
+#define TGRS_P_ARGMAX_AXIS 2
+#define TGRS_P_ARGMAX_D0 3
+#define TGRS_P_ARGMAX_D1 4
+#define TGRS_P_ARGMAX_D2 5
+#define TGRS_P_ARGMAX_D3 6
+#define TGRS_P_ARGMAX_IS0 7
+#define TGRS_P_ARGMAX_IS1 8
+#define TGRS_P_ARGMAX_IS2 9
+#define TGRS_P_ARGMAX_IS3 10
+#define TGRS_P_ARGMAX_OS0 11
+#define TGRS_P_ARGMAX_OS1 12
+#define TGRS_P_ARGMAX_OS2 13
+#define TGRS_P_ARGMAX_OS3 14
+#define TGRS_OP_ARGMAX_NCONSTS 0
+
+#define TGRS_OP_TOPK_NPARAMS 16
+#define TGRS_P_TOPK_INDICES 0
+#define TGRS_P_TOPK_LARGEST 1
+#define TGRS_P_TOPK_K 2
+#define TGRS_P_TOPK_AXIS 3
+#define TGRS_P_TOPK_D0 4
+#define TGRS_P_TOPK_D1 5
+#define TGRS_P_TOPK_D2 6
+#define TGRS_P_TOPK_D3 7
+#define TGRS_P_TOPK_IS0 8
+#define TGRS_P_TOPK_IS1 9
+#define TGRS_P_TOPK_IS2 10
+#define TGRS_P_TOPK_IS3 11
+#define TGRS_P_TOPK_OS0 12
+#define TGRS_P_TOPK_OS1 13
+#define TGRS_P_TOPK_OS2 14
+#define TGRS_P_TOPK_OS3 15
+#define TGRS_OP_TOPK_NCONSTS 0
+
+#define TGRS_OP_NMS_NPARAMS 16
+#define TGRS_P_NMS_B 0
+#define TGRS_P_NMS_N 1
+#define TGRS_P_NMS_C 2
+#define TGRS_P_NMS_MAXPC 3
+#define TGRS_P_NMS_CENTER 4
+#define TGRS_P_NMS_HAS_THR 5
+#define TGRS_P_NMS_IOU 6
+#define TGRS_P_NMS_THR 7
+#define TGRS_P_NMS_BS0 8
+#define TGRS_P_NMS_BS1 9
+#define TGRS_P_NMS_BS2 10
+#define TGRS_P_NMS_SS0 11
+#define TGRS_P_NMS_SS1 12
+#define TGRS_P_NMS_SS2 13
+#define TGRS_P_NMS_OS0 14
+#define TGRS_P_NMS_OS1 15
+#define TGRS_OP_NMS_NCONSTS 0
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -621,6 +685,9 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_CONVTRANSPOSE: return TGRS_OP_CONVTRANSPOSE_NPARAMS;
     case TGRS_OP_SLICE: return TGRS_OP_SLICE_NPARAMS;
     case TGRS_OP_DEPTHSPACE: return TGRS_OP_DEPTHSPACE_NPARAMS;
+    case TGRS_OP_ARGMAX: return TGRS_OP_ARGMAX_NPARAMS;
+    case TGRS_OP_TOPK: return TGRS_OP_TOPK_NPARAMS;
+    case TGRS_OP_NMS: return TGRS_OP_NMS_NPARAMS;
     default: return -1;
     }
 }
@@ -655,6 +722,9 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_CONVTRANSPOSE: return TGRS_OP_CONVTRANSPOSE_NCONSTS;
     case TGRS_OP_SLICE: return TGRS_OP_SLICE_NCONSTS;
     case TGRS_OP_DEPTHSPACE: return TGRS_OP_DEPTHSPACE_NCONSTS;
+    case TGRS_OP_ARGMAX: return TGRS_OP_ARGMAX_NCONSTS;
+    case TGRS_OP_TOPK: return TGRS_OP_TOPK_NCONSTS;
+    case TGRS_OP_NMS: return TGRS_OP_NMS_NCONSTS;
     default: return -1;
     }
 }

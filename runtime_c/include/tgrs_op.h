@@ -148,6 +148,9 @@ int tgrs_kernel_cast(const tgrs_op_ctx *ctx);
 int tgrs_kernel_convtranspose(const tgrs_op_ctx *ctx);
 int tgrs_kernel_slice(const tgrs_op_ctx *ctx);
 int tgrs_kernel_depthspace(const tgrs_op_ctx *ctx);
+int tgrs_kernel_argmax(const tgrs_op_ctx *ctx);
+int tgrs_kernel_topk(const tgrs_op_ctx *ctx);
+int tgrs_kernel_nms(const tgrs_op_ctx *ctx);
 
 /*
  * The multiply-accumulate kinds without their weight-zero-point path (the exact path of uint8-weight models, param

@@ -366,8 +366,12 @@ static int tgrs_check_io(const tgrs_plan *plan)
         if (rc != TGRS_OK) {
             return rc;
         }
-        if (dir != (i < plan->n_inputs ? TGRS_DIR_INPUT : TGRS_DIR_OUTPUT) || !tgrs_dtype_ok(decl) ||
-            !tgrs_dtype_ok(dtype) || (flags & ~(TGRS_IO_F_DECL_QUANT | TGRS_IO_F_QUANT)) != 0u ||
+        /* an int64 declaration is an index output stored as int32; a row-counted output is an int32 output */
+        if (dir != (i < plan->n_inputs ? TGRS_DIR_INPUT : TGRS_DIR_OUTPUT) ||
+            !(tgrs_dtype_ok(decl) || (decl == (uint32_t)TGRS_DT_S64 && dtype == (uint32_t)TGRS_DT_S32 &&
+                                      dir == TGRS_DIR_OUTPUT)) ||
+            !tgrs_dtype_ok(dtype) || (flags & ~(TGRS_IO_F_DECL_QUANT | TGRS_IO_F_QUANT | TGRS_IO_F_ROWS)) != 0u ||
+            ((flags & TGRS_IO_F_ROWS) != 0u && (dir != TGRS_DIR_OUTPUT || dtype != (uint32_t)TGRS_DT_S32)) ||
             rank > (uint32_t)TGRS_MAX_RANK) {
             return TGRS_ERR_IO;
         }

@@ -6,7 +6,7 @@ The cases are written at test time from the installed package (the same thing ``
 that is installed and the repository carries no generated files.
 
 A case is *selected* when its graph is a single operator of ``TARGET_OPS`` whose data tensors are float32 (or, for
-the quantized operators, 8-bit integers): those are the operators and dtypes the compiler targets. Inputs that an
+the quantized operators, 8-bit integers; for the index operators, int64 indices): those are the operators and dtypes the compiler targets. Inputs that an
 operator reads as parameters (weights, shapes, axes, pads, scales...) are baked into the model as initializers,
 because a deployed model has them constant; the data inputs stay graph inputs. Each selected case is compiled with
 a generous budget, run on the host build of the C runtime and compared with the outputs stored in the case:
@@ -25,7 +25,7 @@ import onnx
 from onnx import numpy_helper
 
 TARGET_OPS = frozenset(
-    """Abs Add ArgMax AveragePool BatchNormalization Clip Concat Conv ConvInteger ConvTranspose DepthToSpace
+    """Abs Add ArgMax ArgMin AveragePool BatchNormalization Clip Concat Conv ConvInteger ConvTranspose DepthToSpace
     DequantizeLinear Div Dropout Elu Erf Exp Flatten Gather Gelu Gemm GlobalAveragePool GlobalMaxPool HardSigmoid
     HardSwish Identity LayerNormalization LeakyRelu Log MatMul MatMulInteger Max MaxPool Min Mul Neg
     NonMaxSuppression PRelu Pad Pow QLinearConv QLinearMatMul QuantizeLinear Reciprocal ReduceL2 ReduceMax
@@ -37,6 +37,9 @@ TARGET_OPS = frozenset(
 _ALL_DATA = frozenset("Add Sub Mul Div Max Min Concat MatMul Sum Mean".split())
 _QUANT_OPS = frozenset("QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul ConvInteger MatMulInteger".split())
 _DATA_DTYPES = {onnx.TensorProto.FLOAT}
+# The index operators' outputs (ArgMax/ArgMin, TopK's indices, NonMaxSuppression's selection) are int64 by definition.
+_INDEX_OPS = frozenset("ArgMax ArgMin TopK NonMaxSuppression".split())
+_INDEX_DTYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64}
 _QUANT_DTYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT32}
 
 FLOAT_RTOL = 1e-4
@@ -68,6 +71,8 @@ def _data_inputs(node: onnx.NodeProto) -> set[int]:
         return {0, 3}
     if node.op_type in ("MatMulInteger",):
         return {0, 1}
+    if node.op_type == "NonMaxSuppression":  # boxes and scores; the bounds and thresholds are parameters
+        return {0, 1}
     return {0}
 
 
@@ -79,7 +84,7 @@ def select(node_dir: Path) -> list[Case]:
         if len(m.graph.node) != 1 or m.graph.node[0].op_type not in TARGET_OPS or m.graph.node[0].domain not in ("", "ai.onnx"):
             continue
         op = m.graph.node[0].op_type
-        allowed = _QUANT_DTYPES if op in _QUANT_OPS else _DATA_DTYPES
+        allowed = _QUANT_DTYPES if op in _QUANT_OPS else _INDEX_DTYPES if op in _INDEX_OPS else _DATA_DTYPES
         data = {m.graph.node[0].input[i] for i in _data_inputs(m.graph.node[0]) if i < len(m.graph.node[0].input)}
         vis = [v for v in list(m.graph.input) + list(m.graph.output) if v.name in data or v in m.graph.output]
         if not all(v.type.tensor_type.elem_type in allowed for v in vis):

@@ -409,10 +409,14 @@ from fam_transformer import FAMILIES as _TRANSFORMER  # noqa: E402
 
 from fam_misc import FAMILIES as _MISC  # noqa: E402
 from fam_slicing import FAMILIES as _SLICING  # noqa: E402
+from fam_seg import FAMILIES as _SEG  # noqa: E402
+from fam_det import FAMILIES as _DET  # noqa: E402
 
 FAMILIES.update(_TRANSFORMER)
 FAMILIES.update(_MISC)
 FAMILIES.update(_SLICING)
+FAMILIES.update(_SEG)
+FAMILIES.update(_DET)
 
 # Models (or variants) with a feature TiGrIS does not run: `analyze` must list them as unsupported (exit 2).
 UNSUPPORTED: dict[str, Callable[[], onnx.ModelProto]] = {

@@ -19,7 +19,8 @@ from tigris.layout import from_physical, tensor_view_dims, to_physical
 from tigris.ops import Lowered, TensorView, kind
 
 NP = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "int32": np.int32}
-ONNX_T = {"float32": TensorProto.FLOAT, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8}
+ONNX_T = {"float32": TensorProto.FLOAT, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
+          "int64": TensorProto.INT64}
 
 # Float tolerance of every C-vs-reference and reference-vs-ORT comparison here: 1e-5 x max(1, max|ref|).
 F32_RTOL = 1e-5

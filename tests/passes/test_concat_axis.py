@@ -27,3 +27,17 @@ def test_noop():
 
 def test_reference_executor_agrees_with_ort():
     assert_reference_matches_ort(_m([1, 2, 3, 4], 1))
+
+
+def test_wide_concat_becomes_a_chain():
+    # EfficientDet concatenates five grids; an op takes at most four inputs (rule 3)
+    names = [f"i{k}" for k in range(6)]
+    m = model([helper.make_node("Concat", names, ["y"], axis=1)], [(n, F, [1, k + 1, 4]) for k, n in enumerate(names)],
+              [("y", F, None)])
+    r = run_pass(load(m), "concat_axis")
+    cats = [op for op in r.graph.ops if op.op_type == "Concat"]
+    assert len(cats) == 2 and all(len(op.inputs) <= 4 for op in cats)
+    assert cats[0].inputs == tuple(names[:4]) and cats[1].inputs == (cats[0].outputs[0], *names[4:])
+    assert r.graph.tensors[cats[0].outputs[0]].shape == (1, 10, 4)
+    assert_same_as_ort(m, r.graph, tol=0.0)
+    assert_reference_matches_ort(m)

@@ -92,6 +92,7 @@ class TensorFlag(IntEnum):
 class IoFlag(IntEnum):
     DECL_QUANT = 1  # decl_scale/decl_zero_point are the declared quantization of the boundary
     QUANT = 2  # scale/zero_point are the internal tensor's quantization
+    ROWS = 4  # variable row count: at most shape[0] rows, the valid ones first, every later row all -1 (int32)
 
 
 class UnitFlag(IntEnum):

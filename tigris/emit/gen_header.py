@@ -27,7 +27,7 @@ from tigris.ops.base import DTYPE_CODES, MAX_CONSTS, MAX_INPUTS, MAX_PARAMS
 HEADER_PATH = Path(__file__).resolve().parents[2] / "runtime_c" / "include" / "tgrs_format.h"
 
 # C spelling of each dtype code (design.md section 4).
-DTYPE_C_NAMES = {"float32": "F32", "int8": "S8", "uint8": "U8", "int32": "S32", "int16": "S16"}
+DTYPE_C_NAMES = {"float32": "F32", "int8": "S8", "uint8": "U8", "int32": "S32", "int16": "S16", "int64": "S64"}
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

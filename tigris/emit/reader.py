@@ -102,6 +102,7 @@ class IoInfo:
     arena: str  # "fast" / "slow"
     offset: int
     nbytes: int
+    rows: bool = False  # IoFlag.ROWS: a variable row count, the unused rows all -1
 
 
 @dataclass(frozen=True)
@@ -488,6 +489,7 @@ def _check_tensors(c: _Sections, slow_arena: int) -> list[TensorInfo]:
         rank = int(t["rank"])
         if (
             t["dtype"] not in DTYPE_NAMES
+            or t["dtype"] == DTYPE_CODES["int64"]  # a declared boundary dtype only
             or t["layout"] not in LAYOUT_NAMES
             or rank > F.MAX_RANK
             or int(t["flags"]) & ~known_tflags
@@ -560,7 +562,10 @@ def _check_io(
             io["direction"] != direction
             or io["decl_dtype"] not in DTYPE_NAMES
             or io["dtype"] not in DTYPE_NAMES
-            or io_flags & ~(int(F.IoFlag.DECL_QUANT) | int(F.IoFlag.QUANT))
+            or io_flags & ~(int(F.IoFlag.DECL_QUANT) | int(F.IoFlag.QUANT) | int(F.IoFlag.ROWS))
+            or (io["decl_dtype"] == DTYPE_CODES["int64"]
+                and (io["dtype"] != DTYPE_CODES["int32"] or direction != F.Direction.OUTPUT))
+            or (io_flags & F.IoFlag.ROWS and (io["dtype"] != DTYPE_CODES["int32"] or direction != F.Direction.OUTPUT))
             or rank > F.MAX_RANK
         ):
             raise _fail("ERR_IO", f"{what} ({ioname}): bad direction, dtype codes, flags or rank")
@@ -609,7 +614,7 @@ def _check_io(
                 DTYPE_NAMES[int(io["decl_dtype"])], t.dtype, t.layout, declared,
                 (float(io["decl_scale"]), int(io["decl_zero_point"])) if io_flags & F.IoFlag.DECL_QUANT else None,
                 (float(io["scale"]), int(io["zero_point"])) if io_flags & F.IoFlag.QUANT else None,
-                "slow" if io["arena"] == F.Arena.SLOW else "fast", off, t.nbytes,
+                "slow" if io["arena"] == F.Arena.SLOW else "fast", off, t.nbytes, bool(io_flags & F.IoFlag.ROWS),
             )
         )
     return ios

@@ -67,8 +67,9 @@ def _pack(rec: F.Record, values: dict[str, object], where: str) -> bytes:
         raise TigrisError(f"value does not fit the plan format's {rec.name} record: {e}", where) from None
 
 
-def _dtype_code(dtype: str, where: str) -> int:
-    if dtype not in DTYPE_CODES:
+def _dtype_code(dtype: str, where: str, declared: bool = False) -> int:
+    """The TGRS_DT_* code of a stored dtype; int64 is only a declared boundary dtype (index outputs)."""
+    if dtype not in DTYPE_CODES or (dtype == "int64" and not declared):
         raise TigrisError(f"dtype {dtype} cannot be stored in a plan", where)
     return DTYPE_CODES[dtype]
 
@@ -472,6 +473,8 @@ def _io_record(ctx: _Ctx, n: str, direction: F.Direction, homes: dict[str, Place
     scale, zp = _per_tensor(t)
     if t.quant is not None:
         flags |= F.IoFlag.QUANT
+    if b is not None and b.rows:
+        flags |= F.IoFlag.ROWS
     if r in ctx.plan.slow:
         arena, offset = F.Arena.SLOW, ctx.plan.slow[r].offset
     elif r in homes:
@@ -485,7 +488,7 @@ def _io_record(ctx: _Ctx, n: str, direction: F.Direction, homes: dict[str, Place
         F.IO,
         dict(
             name_off=off, name_len=ln, direction=int(direction), tensor=ctx.ti(n, n),
-            decl_dtype=_dtype_code(decl_dtype, n), dtype=_dtype_code(t.dtype, n),
+            decl_dtype=_dtype_code(decl_dtype, n, declared=True), dtype=_dtype_code(t.dtype, n),
             layout=int(F.LAYOUT_CODES[t.layout]), rank=rank, shape=shape, decl_scale=decl_scale,
             decl_zero_point=decl_zp, scale=scale, zero_point=zp, flags=int(flags), arena=int(arena), offset=offset,
             nbytes=t.nbytes,

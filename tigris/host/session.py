@@ -17,12 +17,12 @@ import numpy as np
 
 from tigris.emit import format as F
 from tigris.host.build import runtime
-from tigris.ir import TigrisError
+from tigris.ir import TigrisError, valid_rows
 from tigris.layout import from_physical, to_physical
 
 # TGRS_DT_* code -> NumPy dtype
-NP_BY_CODE = {1: np.float32, 2: np.int8, 3: np.uint8, 4: np.int32, 5: np.int16}
-NAME_BY_CODE = {1: "float32", 2: "int8", 3: "uint8", 4: "int32", 5: "int16"}
+NP_BY_CODE = {1: np.float32, 2: np.int8, 3: np.uint8, 4: np.int32, 5: np.int16, 6: np.int64}
+NAME_BY_CODE = {1: "float32", 2: "int8", 3: "uint8", 4: "int32", 5: "int16", 6: "int64"}
 LAYOUT_BY_CODE = {int(v): k for k, v in F.LAYOUT_CODES.items()}
 _STATUS_BY_CODE = {s.code: s for s in F.STATUS}
 
@@ -62,6 +62,7 @@ class IOSpec:
     caller_dtype: str  # what the C API exchanges (uint8 for a uint8 boundary on an int8 tensor)
     tensor_shape: tuple[int, ...]  # logical shape of the stored tensor (differs from `shape` only in order)
     nbytes: int
+    rows: bool = False  # IoFlag.ROWS: shape[0] is the maximum row count, the valid rows come first
 
 
 @dataclass
@@ -83,6 +84,7 @@ def _spec(ffi, info) -> IOSpec:
         caller_dtype=NAME_BY_CODE[int(info.dtype)],
         tensor_shape=tuple(int(info.tensor_shape[i]) for i in range(trank)),
         nbytes=int(info.nbytes),
+        rows=bool(int(info.flags) & 4),  # TGRS_IO_F_ROWS
     )
 
 
@@ -178,8 +180,10 @@ class Session:
             a = a.reshape(s.shape)
         else:
             a = from_physical(a, s.tensor_shape, s.layout).reshape(s.shape)
-        # A declared dtype the runtime does not convert to (e.g. float declared on a stored int8) is a plain cast,
-        # exactly like the reference executor's boundary.
+        if s.rows:  # the valid rows: those before the first all -1 row (docs/format.md, IoFlag ROWS)
+            a = a[:valid_rows(a)]
+        # A declared dtype the runtime does not convert to (e.g. float declared on a stored int8, int64 declared on
+        # stored int32 indices) is a plain cast, exactly like the reference executor's boundary.
         return a.astype(np.dtype(s.dtype), copy=False)
 
     def caller_bytes(self, name: str, array: np.ndarray) -> bytes:

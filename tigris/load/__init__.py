@@ -103,6 +103,7 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
     if custom:
         raise UnsupportedModelError(custom, name)
 
+    rows = _bound_nms_outputs(ops, vis, weights_all)
     used = {t for op in ops for t in (*op.inputs, *op.outputs) if t} | set(inputs) | set(outputs)
     weights = {k: v for k, v in weights_all.items() if k in used and k not in inputs}
     warn_non_finite(weights)
@@ -121,7 +122,7 @@ def load_onnx_model(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, .
         tensors[t] = Tensor(t, tuple(int(d) for d in shp), dtype_name(vi.type.tensor_type.elem_type))
 
     ops = [_settle_versions(op, tensors, opset) for op in ops]
-    boundary = {t: Boundary(t, tensors[t].shape, tensors[t].dtype) for t in inputs + outputs}
+    boundary = {t: Boundary(t, tensors[t].shape, tensors[t].dtype, rows=t in rows) for t in inputs + outputs}
     if f16:
         notes.append("float16 model: weights and activations widened to float32 (verify judges it at the float16 "
                      "tolerance)")
@@ -143,6 +144,27 @@ def _unresolved(m: onnx.ModelProto, t: str, shp) -> str:
     by = f" computed by {producer}" if producer else ""
     return (f"cannot resolve the shape of tensor{by} (inferred {list(shp) if shp is not None else 'no rank'}); "
             f"give the input shapes with --input-shape or simplify the model")
+
+
+def _bound_nms_outputs(ops: list[Op], vis: dict, weights: dict) -> set[str]:
+    """NonMaxSuppression selects a data-dependent number of boxes; with a constant ``max_output_boxes_per_class``
+    its output gets its maximum shape ``[B * C * min(max, N), 3]`` (the plan stores that many rows and marks the
+    output row-counted, docs/format.md). Returns the outputs so bounded."""
+    out: set[str] = set()
+    for op in ops:
+        if op.op_type != "NonMaxSuppression" or len(op.inputs) < 2:
+            continue
+        bs = vi_shape(vis[op.inputs[0]]) if op.inputs[0] in vis else None
+        ss = vi_shape(vis[op.inputs[1]]) if op.inputs[1] in vis else None
+        mname = op.inputs[2] if len(op.inputs) > 2 else ""
+        if not (is_static(bs) and is_static(ss)) or len(bs) != 3 or len(ss) != 3 or (mname and mname not in weights):
+            continue
+        m = np.asarray(weights[mname]).reshape(-1) if mname else np.zeros(0)
+        k = max(int(m[0]), 0) if m.size else 0
+        rows = int(bs[0]) * int(ss[1]) * min(k, int(bs[1]))
+        vis[op.outputs[0]] = onnx.helper.make_tensor_value_info(op.outputs[0], onnx.TensorProto.INT64, [rows, 3])
+        out.add(op.outputs[0])
+    return out
 
 
 def _strip_output_shapes(g: onnx.GraphProto) -> dict[str, tuple | None]:

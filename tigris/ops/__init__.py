@@ -38,6 +38,9 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("convtranspose", "convtranspose", "ConvTranspose"),  # 1-D/2-D transposed convolution, any group count
     ("slice", "slice", "Slice"),  # Slice/Split/constant-index Gather (a strided or indexed copy)
     ("depthspace", "depthspace", "DepthSpace"),  # DepthToSpace / SpaceToDepth, DCR and CRD
+    ("argmax", "index", "ArgMax"),  # ArgMax/ArgMin (int32 indices)
+    ("topk", "index", "TopK"),  # TopK values or indices, constant k
+    ("nms", "index", "NonMaxSuppression"),  # NonMaxSuppression, row-counted output
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}

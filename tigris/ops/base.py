@@ -32,7 +32,8 @@ MAX_CONSTS = 4
 MAX_INPUTS = 4
 
 # Dtype codes shared with C (tgrs_dtype). Order is part of the plan format.
-DTYPE_CODES = {"float32": 1, "int8": 2, "uint8": 3, "int32": 4, "int16": 5}
+# int64 is a declared boundary dtype only (an index output the runtime stores as int32, docs/format.md).
+DTYPE_CODES = {"float32": 1, "int8": 2, "uint8": 3, "int32": 4, "int16": 5, "int64": 6}
 
 
 def _align16(n: int) -> int:

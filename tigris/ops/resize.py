@@ -52,7 +52,8 @@ def source_coord(o: int, scale: float, n_in: int, n_out: int, ctm: str, length: 
     if ctm == "half_pixel":
         return (o + 0.5) / scale - 0.5
     if ctm == "pytorch_half_pixel":
-        return (o + 0.5) / scale - 0.5 if length != 1 else 0.0  # ONNX's -0.5 clamps to the same source
+        # onto one pixel the specification's source is -0.5 (ONNX Runtime takes 0; only cubic tells them apart)
+        return (o + 0.5) / scale - 0.5 if length != 1 else -0.5
     if ctm == "align_corners":
         return 0.0 if length == 1 else o * (n_in - 1) / (length - 1)
     if ctm == "asymmetric":

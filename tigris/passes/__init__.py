@@ -14,6 +14,7 @@ from tigris.ir import AnalyzedGraph
 from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, cleanup, clip_relu6, concat_axis,
                            concat_const, constant_fold,
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
+                           index_ops,
                            input_transpose, integer_ops, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
                            qdq_fold, qdq_per_element, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, slice_normalize, strip_operands,
                            sub_div_const, symmetric_weights, unit_dim_squeeze, weight_only_quant)
@@ -66,6 +67,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(concat_axis, 14),
     _p(output_transpose, 15),
     _p(activation_fuse, 16),
+    _p(index_ops, None),  # after QDQ fold, before float tail
     _p(float_tail, None),  # after every pass that folds a float op into an int8 one; before the layout pass
     _p(drop_constants, 17),
     _p(input_transpose, None),  # assigns a layout, so right before the layout pass
@@ -75,6 +77,8 @@ PIPELINE: tuple[Pass, ...] = (
 
 # (earlier, later): ordering constraints the extra passes' docstrings give, checked at import.
 ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
+    ("qdq_fold", "index_ops"),
+    ("index_ops", "float_tail"),
     ("constant_fold", "cleanup"),
     ("cleanup", "qdq_fold"),
     ("explicit_attrs", "bn_fold"),

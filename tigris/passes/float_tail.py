@@ -8,7 +8,7 @@ ordinary elementwise kernel) and the tail runs on the float kernels.
 
 Rules:
 1. Applies to an op other than Q/DQ with an int8 (quantized, per-tensor) activation input whose outputs, and every
-   tensor computed from them, are unquantized float32 with no ``QuantizeLinear`` downstream: nothing later can make
+   tensor computed from them, are unquantized float32 (or int32 indices) with no ``QuantizeLinear`` downstream: nothing later can make
    it int8. (A float product output that a Relu -> Q quantizes is not a tail: activation fuse handled it.)
 2. Each such int8 input gets one ``DequantizeLinear`` (shared by all tail readers of that tensor), placed right
    before its first tail reader; the int8 readers keep reading the int8 tensor.
@@ -61,7 +61,8 @@ def _float_downstream(g: AnalyzedGraph, op: Op) -> bool:
         if t in seen:
             continue
         seen.add(t)
-        if g.tensors[t].dtype != "float32" or g.tensors[t].quant is not None:
+        # an index tensor (ArgMax, TopK, NonMaxSuppression, stated int32 by pass index_ops) is not quantized again
+        if g.tensors[t].dtype not in ("float32", "int32") or g.tensors[t].quant is not None:
             return False
         for o in g.ops:
             if t in o.inputs:

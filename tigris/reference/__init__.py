@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tigris.ir import AnalyzedGraph, Boundary, Tensor, TigrisError
+from tigris.ir import AnalyzedGraph, Boundary, Tensor, TigrisError, valid_rows
 from tigris.layout import input_to_physical, output_from_physical, tensor_view_dims
 from tigris.ops import Lowered, TensorView, kind, lower
 
@@ -42,6 +42,8 @@ def declared_to_internal(t: Tensor, b: Boundary, arr: np.ndarray) -> np.ndarray:
 
 
 def internal_to_declared(t: Tensor, b: Boundary, arr: np.ndarray) -> np.ndarray:
+    if b.rows:  # a row-counted output: the valid rows (docs/format.md, IoFlag ROWS)
+        arr = arr[:valid_rows(arr)]
     if b.dtype == "uint8" and t.dtype == "int8":
         return (arr.astype(np.int16) + 128).astype(np.uint8)
     return arr.astype(NP_DTYPES[b.dtype] if b.dtype in NP_DTYPES else arr.dtype, copy=False)

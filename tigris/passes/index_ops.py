@@ -1,0 +1,97 @@
+"""Index ops: ArgMax/ArgMin, TopK and NonMaxSuppression in the form their kinds run.
+
+Rules:
+1. An int64 index tensor (the output of ArgMax/ArgMin, TopK's indices, NonMaxSuppression's selected indices) is
+   restated as int32 inside the plan: every index a microcontroller tensor can hold fits. A graph output keeps its
+   declared int64 boundary, so ``tigris run`` and ``api.run_plan`` return int64 as the model states it
+   (docs/format.md, "Index outputs").
+2. ArgMax/ArgMin: ``axis``, ``keepdims`` and ``select_last_index`` become explicit (ONNX defaults 0, 1, 0).
+3. TopK with a constant ``k`` becomes one op per output it has in use: ``TopKValues`` and ``TopKIndices`` (same
+   input, attributes ``k``, ``axis``, ``largest``, ``sorted``); the ``k`` operand is dropped. A non-constant ``k``
+   is declined (the op stays TopK, which has no kernel).
+4. NonMaxSuppression with constant ``max_output_boxes_per_class``, ``iou_threshold`` and ``score_threshold``
+   operands (each may be absent) takes them as attributes ``max_per_class``, ``iou_threshold``,
+   ``score_threshold`` (None when absent: every box is a candidate) and ``center_point_box``; its inputs are the
+   boxes and scores. Its output already has its maximum shape (the loader bounds it, ``[B * C * min(max, N), 3]``).
+   A non-constant bound is declined.
+
+Why here: after QDQ fold, before float tail (which gives a quantized reader of these float ops its dequantize).
+
+Postcondition: no int64 activation; every TopK and NonMaxSuppression that can run has constant bounds as attributes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tigris.ir import AnalyzedGraph, Op, Tensor
+from tigris.passes._util import Decline, PassResult
+
+NAME = "index_ops"
+
+_INDEX_OUT = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,), "NonMaxSuppression": (0,)}
+
+
+def _const(g: AnalyzedGraph, ins: tuple[str, ...], i: int):
+    """(present, value) of operand ``i``: absent operands are (False, None); a non-constant one raises KeyError."""
+    if len(ins) <= i or not ins[i]:
+        return False, None
+    if ins[i] not in g.weights:
+        raise KeyError(ins[i])
+    v = np.asarray(g.weights[ins[i]]).reshape(-1)
+    return (v.size > 0), (v[0] if v.size else None)
+
+
+def run(graph: AnalyzedGraph) -> PassResult:
+    if not any(op.op_type in _INDEX_OUT for op in graph.ops):
+        return PassResult(graph, 0)
+    g = graph.replace()
+    ops: list[Op] = []
+    declined: list[Decline] = []
+    n = 0
+    used = {t for op in graph.ops for t in op.inputs} | set(graph.outputs)
+    for op in graph.ops:
+        if op.op_type not in _INDEX_OUT:
+            ops.append(op)
+            continue
+        for i in _INDEX_OUT[op.op_type]:
+            t = op.outputs[i] if len(op.outputs) > i else ""
+            if t and g.tensors[t].dtype == "int64":
+                old = g.tensors[t]
+                g.tensors[t] = Tensor(old.name, old.shape, "int32", None, old.layout)
+        if op.op_type in ("ArgMax", "ArgMin"):
+            a = dict(op.attrs)
+            a.update(axis=int(a.get("axis", 0)), keepdims=int(a.get("keepdims", 1)),
+                     select_last_index=int(a.get("select_last_index", 0)))
+            ops.append(op.with_(attrs=a))
+            n += 1
+            continue
+        if op.op_type == "TopK":
+            try:
+                has_k, k = _const(g, op.inputs, 1)
+            except KeyError:
+                declined.append(Decline(op.name, "rule 3: k is not a constant"))
+                ops.append(op)
+                continue
+            a = {"k": int(k) if has_k else int(op.attrs.get("k", 1)), "axis": int(op.attrs.get("axis", -1)),
+                 "largest": int(op.attrs.get("largest", 1)), "sorted": int(op.attrs.get("sorted", 1))}
+            for which, t in zip(("TopKValues", "TopKIndices"), op.outputs):
+                if t and t in used:
+                    ops.append(Op(f"{op.name}" if which == "TopKValues" else f"{op.name}_indices", which,
+                                  (op.inputs[0],), (t,), dict(a)))
+            n += 1
+            continue
+        try:
+            has_m, m = _const(g, op.inputs, 2)
+            has_iou, iou = _const(g, op.inputs, 3)
+            has_s, s = _const(g, op.inputs, 4)
+        except KeyError as e:
+            declined.append(Decline(op.name, f"rule 4: operand {e.args[0]} is not a constant"))
+            ops.append(op)
+            continue
+        a = {"max_per_class": max(int(m), 0) if has_m else 0, "iou_threshold": float(iou) if has_iou else 0.0,
+             "score_threshold": float(np.float32(s)) if has_s else None,
+             "center_point_box": int(op.attrs.get("center_point_box", 0))}
+        ops.append(op.with_(inputs=tuple(op.inputs[:2]), attrs=a))
+        n += 1
+    g.ops = ops
+    return PassResult(g, n, tuple(declined))
