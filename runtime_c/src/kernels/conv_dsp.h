@@ -149,6 +149,7 @@ typedef struct conv_dsp_out {
     const int8_t *wt;       /* the group's first weight row */
     const int32_t *bias, *mult, *shift; /* the group's first channel */
     int32_t nch, k, nv, zp_out, lo, hi, nm;
+    int32_t direct_rq; /* every channel in tgrs_rq_abs's range (tgrs_rq_fast_all) */
 } conv_dsp_out;
 
 /* Every output channel of the group for the block's pixels. noinline: inlined into the pixel loops, GCC spills
@@ -159,6 +160,17 @@ __attribute__((noinline)) static void conv_dsp_channels(const int16_t *blk, cons
     const int32_t lo = d->lo, hi = d->hi;
     int32_t s[CONV_MR];
     int32_t oc, i;
+    if (d->direct_rq) { /* no per-channel preparation: small patches spend more on it than on the MACs */
+        for (oc = 0; oc < d->nch; ++oc) {
+            const int32_t b = d->bias[oc], m = d->mult[oc], sh = d->shift[oc];
+            conv_dsp_dot4(blk, d->wt + (int64_t)oc * d->k, k4, t, s);
+            for (i = 0; i < nv; ++i) {
+                const int32_t r = tgrs_rq_abs(tgrs_wrap_add(s[i], b), m, sh, d->zp_out);
+                d->o[i][oc] = (int8_t)(r < lo ? lo : (r > hi ? hi : r));
+            }
+        }
+        return;
+    }
     for (oc = 0; oc < d->nch; ++oc) {
         const int32_t b = d->bias[oc];
         tgrs_rq rq;
@@ -196,6 +208,7 @@ static int conv_s8_dsp(const tgrs_op_ctx *ctx, const conv_geom *cg)
     d.lo = ctx->p[TGRS_P_CONV_ACT_MIN];
     d.hi = ctx->p[TGRS_P_CONV_ACT_MAX];
     d.nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    d.direct_rq = TGRS_SPEED_PATHS && tgrs_rq_fast_all((const int32_t *)ctx->c[TGRS_C_CONV_SHIFT], cg->oc, d.nm);
     for (n = 0; n < cg->n; ++n) {
         const int8_t *img = in + n * in_img;
         int8_t *oimg = out + n * npix * cg->oc;

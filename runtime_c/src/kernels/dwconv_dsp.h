@@ -66,9 +66,7 @@ static void dw_taps_s8_dsp(const int8_t *const *xp, int64_t pstep, int32_t ntaps
  * taps: input pixel and weight offset; padded taps: weight offset, adding zp_in * w as the bias fold expects), then
  * every group of four channels sums all taps in four registers (dw_dsp_quad4, the loop above in assembly) and is
  * requantized and stored straight from them. The requantization is computed from the op's (mult, shift) arrays,
- * with no per-channel preparation, by the same identity as requant_mve.h's tgrs_rq_vec: for n = 31 - shift in
- * [33, 62], round-half-away(acc * m / 2^n) = sign(acc) * floor((floor(|acc| * m / 2^32) / 2^(n-33) + 1) / 2)
- * (nested floors; |acc| unsigned, so every int32 acc is exact). Ops outside that range (tflm numerics, shift above
+ * with no per-channel preparation (requant.h's tgrs_rq_abs). Ops outside that range (tflm numerics, shift above
  * -2) and multipliers above 1 keep the tap and output loops.
  */
 
@@ -110,16 +108,6 @@ __attribute__((always_inline)) static inline void dw_dsp_quad4(const dw_dsp_tap 
     *s3 = a3;
 }
 
-/* requant.h's result for onnx numerics and shift in [-31, -2] (see above), zero point added, not yet clamped. */
-static inline int32_t dw_dsp_rq(int32_t acc, int32_t m, int32_t shift, int32_t zp)
-{
-    const uint32_t s = 0u - ((uint32_t)acc >> 31); /* all ones when acc < 0 */
-    const uint32_t u = ((uint32_t)acc ^ s) - s;
-    const uint32_t h = (uint32_t)(((uint64_t)u * (uint32_t)m) >> 32);
-    const uint32_t q = ((h >> (~(uint32_t)shift - 1u)) + 1u) >> 1; /* -2 - shift */
-    return (int32_t)((q ^ s) - s) + zp;
-}
-
 static inline int8_t dw_dsp_clamp(int32_t r, int32_t lo, int32_t hi)
 {
     return (int8_t)(r < lo ? lo : (r > hi ? hi : r));
@@ -134,10 +122,10 @@ static inline void dw_dsp_out4(int32_t a0, int32_t a1, int32_t a2, int32_t a3, c
                                const int32_t *mult, const int32_t *shift, int32_t zp, int32_t lo4, int32_t hi4,
                                int8_t *o)
 {
-    const int32_t q0 = __ssat(dw_dsp_rq(tgrs_wrap_add(a0, bias[0]), mult[0], shift[0], zp), 8);
-    const int32_t q1 = __ssat(dw_dsp_rq(tgrs_wrap_add(a1, bias[1]), mult[1], shift[1], zp), 8);
-    const int32_t q2 = __ssat(dw_dsp_rq(tgrs_wrap_add(a2, bias[2]), mult[2], shift[2], zp), 8);
-    const int32_t q3 = __ssat(dw_dsp_rq(tgrs_wrap_add(a3, bias[3]), mult[3], shift[3], zp), 8);
+    const int32_t q0 = __ssat(tgrs_rq_abs(tgrs_wrap_add(a0, bias[0]), mult[0], shift[0], zp), 8);
+    const int32_t q1 = __ssat(tgrs_rq_abs(tgrs_wrap_add(a1, bias[1]), mult[1], shift[1], zp), 8);
+    const int32_t q2 = __ssat(tgrs_rq_abs(tgrs_wrap_add(a2, bias[2]), mult[2], shift[2], zp), 8);
+    const int32_t q3 = __ssat(tgrs_rq_abs(tgrs_wrap_add(a3, bias[3]), mult[3], shift[3], zp), 8);
     uint32_t v = ((uint32_t)q0 & 0xffu) | (((uint32_t)q1 & 0xffu) << 8) | (((uint32_t)q2 & 0xffu) << 16) |
                  ((uint32_t)q3 << 24);
     (void)__ssub8((int32_t)v, lo4);
@@ -193,7 +181,7 @@ __attribute__((noinline)) static void dw_dsp_pixel(const dw_dsp_px *d, int8_t *o
         for (t = 0; t < d->npad; ++t) {
             s += (uint32_t)(d->zp_in * (int32_t)wt[d->wpad[t] + c]);
         }
-        o[c] = dw_dsp_clamp(dw_dsp_rq(tgrs_wrap_add((int32_t)s, d->bias[c]), d->mult[c], d->shift[c], zp), lo, hi);
+        o[c] = dw_dsp_clamp(tgrs_rq_abs(tgrs_wrap_add((int32_t)s, d->bias[c]), d->mult[c], d->shift[c], zp), lo, hi);
     }
 }
 

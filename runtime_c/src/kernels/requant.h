@@ -299,6 +299,22 @@ static inline int tgrs_rq_fast_all(const int32_t *shift, int32_t n, int32_t nume
 }
 
 /*
+ * requant(acc, mult, shift) + zp_out, not yet clamped, computed straight from (mult, shift) where tgrs_rq_fast_all
+ * holds (shift in [-31, -2]): with n = 31 - shift, round-half-away(acc * m / 2^n) = sign(acc) *
+ * floor((floor(|acc| * m / 2^32) / 2^(n-33) + 1) / 2) (nested floors, 2^(n-1) a multiple of 2^32; |acc| unsigned, so
+ * every int32 acc is exact). One 32x32->64 multiply and a few 32-bit operations, no per-channel preparation; the
+ * same identity as requant_mve.h's tgrs_rq_vec.
+ */
+static inline int32_t tgrs_rq_abs(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out)
+{
+    const uint32_t s = 0u - ((uint32_t)acc >> 31); /* all ones when acc < 0 */
+    const uint32_t u = ((uint32_t)acc ^ s) - s;
+    const uint32_t h = (uint32_t)(((uint64_t)u * (uint32_t)mult) >> 32);
+    const uint32_t q = ((h >> (~(uint32_t)shift - 1u)) + 1u) >> 1; /* h >> (-2 - shift) */
+    return (int32_t)((q ^ s) - s) + zp_out;
+}
+
+/*
  * Validate per-channel (mult, shift) arrays read from a plan: shift must be <= 31 and mult non-negative.
  * Returns 1 when valid, 0 otherwise (the kernel then returns TGRS_ERR_PARAM).
  */
