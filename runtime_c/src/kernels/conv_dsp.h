@@ -160,7 +160,8 @@ __attribute__((noinline)) static void conv_dsp_channels(const int16_t *blk, cons
     const int32_t lo = d->lo, hi = d->hi;
     int32_t s[CONV_MR];
     int32_t oc, i;
-    if (d->direct_rq) { /* no per-channel preparation: small patches spend more on it than on the MACs */
+    /* no per-channel preparation: small patches spend more on it than on the MACs */
+    if (TGRS_SPEED_PATHS && d->direct_rq) {
         for (oc = 0; oc < d->nch; ++oc) {
             const int32_t b = d->bias[oc], m = d->mult[oc], sh = d->shift[oc];
             conv_dsp_dot4(blk, d->wt + (int64_t)oc * d->k, k4, t, s);

@@ -152,7 +152,8 @@ __attribute__((noinline)) static void dw_dsp_pixel(const dw_dsp_px *d, int8_t *o
 {
     const int8_t *const wt = d->wt;
     const int32_t oc = d->oc, c4 = oc & ~3, zp = d->zp_out, lo = d->lo, hi = d->hi;
-    const int32_t lo4 = (int32_t)((uint32_t)(uint8_t)lo * 0x01010101u), hi4 = (int32_t)((uint32_t)(uint8_t)hi * 0x01010101u);
+    const int32_t lo4 = (int32_t)((uint32_t)(uint8_t)lo * 0x01010101u); /* lo in every byte */
+    const int32_t hi4 = (int32_t)((uint32_t)(uint8_t)hi * 0x01010101u);
     int32_t c, t;
     for (c = 0; c < c4; c += 4) {
         int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
