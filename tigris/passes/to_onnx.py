@@ -27,7 +27,7 @@ _SAME = {"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "PR
          "GlobalAveragePool", "MaxPool", "AveragePool", "Add", "Mul", "Sub"}
 
 
-_MARKERS = {"fused_activation", "alias", "nhwc_order", "axis_physical", "logical_axis", "lifted", "_extracted",
+_MARKERS = {"fused_activation", "alias", "normalized", "nhwc_order", "axis_physical", "logical_axis", "lifted", "_extracted",
             "coerce_2d", "domain"}
 
 
@@ -151,8 +151,9 @@ def _emit(b: _Builder, op: Op) -> None:
                axis=int(a["axis"]))
     elif t in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd") and "axes" in a:
         b.node(t, [ins[0], b.const(np.array(a["axes"], dtype=np.int64))], [mid], keepdims=int(a.get("keepdims", 1)))
-    elif t == "Gather":
-        b.node("Gather", ins, [mid], axis=int(a.get("axis", 0)))
+    elif t == "Gather":  # the normalized form (pass slice_normalize) states its indices in an attribute
+        idx = [b.const(np.array(a["indices"], dtype=np.int64))] if "indices" in a else []
+        b.node("Gather", ins + idx, [mid], axis=int(a.get("axis", 0)))
     elif t in _SAME:
         keep = {k: v for k, v in a.items() if k not in _MARKERS and v is not None}
         if t == "AveragePool" and keep.get("dilations") and all(d == 1 for d in keep["dilations"]):
