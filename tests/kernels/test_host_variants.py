@@ -133,6 +133,8 @@ def test_fc_variants(libs, case):
     ("DepthwiseConv", 8, 7, 9, 8, (3, 3), (1, 1, 1, 1)),
     ("DepthwiseConv", 29, 5, 5, 29, (5, 5), (2, 2, 2, 2)),  # 25 taps: an odd last tap; 16 + 8 + 5 channels
     ("DepthwiseConv", 7, 1, 1, 7, (3, 3), (1, 1, 1, 1)),
+    ("DepthwiseConv", 1, 9, 7, 8, (3, 3), (1, 1, 1, 1)),    # one input channel, multiplier 8 (TFLite's first conv)
+    ("DepthwiseConv", 1, 5, 6, 21, (3, 3), (0, 1, 1, 0)),   # multiplier 21: 16 + 5 channels
 ])
 @pytest.mark.parametrize("int8", [True, False])
 def test_edge_shapes(libs, op_type, c, h, w, oc, kernel, pads, int8):

@@ -2,17 +2,18 @@
  * conv_avx2.h - the int8 conv GEMM on x86-64 with AVX2 (TGRS_ISA_AVX2, target.h); part of conv.c, which includes it
  * after its geometry helpers. Weights stay in the generic [G][OCg][K] order: no plan change.
  *
- * Like the plain loops, CONV_MR = 4 patches are widened once per pixel block into the planned scratch (CONV_MR rows
- * of K int16; padded taps hold the input zero point), and each micro-kernel call takes the dot products of the four
- * rows with two weight rows. Here a call keeps eight 8-lane int32 accumulators (pixel x channel): per 16 values of
- * K, the two weight chunks are sign-extended to int16 once (VPMOVSXBW) and each of the eight products is one VPMADDWD
- * with the patch chunk read from memory, then one VPADDD. A tail of K % 16 values (K >= 16) re-reads the last 16
- * values of each row and masks out of the weights the lanes the chunks already summed, so no read leaves a row.
- * Two rounds of VPHADDD and one 128-bit fold turn the accumulators into one vector of the eight sums, in the order
- * (pixel 0: ch 0, ch 1; pixel 1: ...), which is then requantized as one vector: the lane-by-lane twin of
- * tgrs_rq_s8_fast (VPMULDQ for the 64-bit products, the borrow of P = p - [p < 0] from a 64-bit compare, variable
- * shifts per lane); TFLM numerics take its double rounding on the same eight lanes (tgrs_rq_tflm_avx2). onnx channels
- * outside the 32-bit form (shift above -2 or at most -32) take the scalar tgrs_rq_s8. Integer sums are exact in any order (K <= CONV_MAX_PATCH), so every output byte equals the plain path's.
+ * Like the plain loops, CONV_MR = 4 patches are widened once per pixel block into the planned scratch (CONV_MR rows of
+ * K int16; padded taps hold the input zero point), and each micro-kernel call takes the dot products of the four rows
+ * with two weight rows. Here a call keeps eight 8-lane int32 accumulators (pixel x channel): per 16 values of K, the
+ * two weight chunks are sign-extended to int16 once (VPMOVSXBW) and each of the eight products is one VPMADDWD with the
+ * patch chunk read from memory, then one VPADDD. A tail of K % 16 values (K >= 16) re-reads the last 16 values of each
+ * row and masks out of the weights the lanes the chunks already summed, so no read leaves a row. Two rounds of VPHADDD
+ * and one 128-bit fold turn the accumulators into one vector of the eight sums, in the order (pixel 0: ch 0, ch 1;
+ * pixel 1: ...), which is then requantized as one vector: the lane-by-lane twin of tgrs_rq_s8_fast (VPMULDQ for the
+ * 64-bit products, the borrow of P = p - [p < 0] from a 64-bit compare, variable shifts per lane); TFLM numerics take
+ * its double rounding on the same eight lanes (tgrs_rq_tflm_avx2). onnx channels outside the 32-bit form (shift above
+ * -2 or at most -32) take the scalar tgrs_rq_s8. Integer sums are exact in any order (K <= CONV_MAX_PATCH), so every
+ * output byte equals the plain path's.
  */
 #ifndef TGRS_CONV_AVX2_H
 #define TGRS_CONV_AVX2_H

@@ -203,15 +203,27 @@ static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
 }
 
 /*
- * The whole int8 op, depth multiplier 1 (target.h TGRS_DW_FUSED_S8; returns 0 to leave an op to the tap and output
- * loops: no tap list, or an onnx channel outside the 32-bit form). Channel groups of 16 (or 8) are outermost: a
- * group's weights are interleaved in tap pairs and widened once into registers' worth of local vectors, and its
- * requantization fields are vector loads of mult and shift (channels in lanes, no gathers). Per pixel, each tap pair
- * is two 16-byte loads, an interleave and two sign-extensions, two VPMADDWD and two adds; a padded tap reads a vector
- * of input zero points (real 0, as the bias fold expects). The last C % 8 channels take a scalar loop with the
- * prepared tgrs_rq. Same exact sums and requantization as the plain loops, so the same bytes.
+ * The whole int8 op, depth multiplier 1, or any multiplier on a one-channel input (every output channel reads the same
+ * input byte, broadcast) (target.h TGRS_DW_FUSED_S8; returns 0 to leave an op to the tap and output loops: no tap list,
+ * another multiplier, or an onnx channel outside the 32-bit form). Channel groups of 16 (or 8) are outermost: a group's
+ * weights are interleaved in tap pairs and widened once into registers' worth of local vectors, and its requantization
+ * fields are vector loads of mult and shift (channels in lanes, no gathers). Per pixel, each tap pair is two 16-byte
+ * loads, an interleave and two sign-extensions, two VPMADDWD and two adds; a padded tap reads a vector of input zero
+ * points (real 0, as the bias fold expects). The last C % 8 channels take a scalar loop with the prepared tgrs_rq. Same
+ * exact sums and requantization as the plain loops, so the same bytes.
  */
-static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff, int32_t ntaps)
+/* A tap's 16 (or 8) input bytes: the zero points for a padded tap (NULL), the one input byte broadcast, or a load. */
+static __m128i dw_tap16_avx2(const int8_t *x, int one, __m128i zpx)
+{
+    return !x ? zpx : one ? _mm_set1_epi8((char)*x) : _mm_loadu_si128((const __m128i *)(const void *)x);
+}
+
+static __m128i dw_tap8_avx2(const int8_t *x, int one, __m128i zpx)
+{
+    return !x ? zpx : one ? _mm_set1_epi8((char)*x) : _mm_loadl_epi64((const __m128i *)(const void *)x);
+}
+
+static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff_m1, int32_t ntaps_m1)
 {
     const tgrs_window *w = &dg->w;
     const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_DWCONV_WEIGHT];
@@ -223,19 +235,25 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
     const int32_t nm = ctx->p[TGRS_P_DWCONV_NUMERICS];
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
-    const int32_t c = dg->c, c8 = dg->c & ~7;
-    const int64_t in_img = (int64_t)dg->in_rows * dg->wd * c;
+    const int32_t c = dg->oc, c8 = dg->oc & ~7, cin = dg->c;
+    /* one input channel read by every output channel (a conv of a one-channel image as TFLite writes it) */
+    const int one = cin == 1 && dg->m > 1;
+    const int64_t in_img = (int64_t)dg->in_rows * dg->wd * cin;
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * c;
-    const int32_t npair = (ntaps + 1) / 2;
+    int64_t toff_own[DW_MAX_TAPS];
+    const int32_t ntaps = one ? dw_tap_offsets(dg, toff_own) : ntaps_m1;
+    const int64_t *toff = one ? toff_own : toff_m1;
+    int32_t npair;
     const __m128i zpx = _mm_set1_epi8((char)zp_in);
     __m256i wv[DW_MAX_TAPS / 2][2];
     const int8_t *xp[DW_MAX_TAPS + 1];
     tgrs_rq rqt[8];
     int mode = nm == TGRS_RQ_TFLM ? 2 : 1;
     int32_t n, r, ow, i, j, t, p, c0, cc;
-    if (ntaps <= 0 || dg->m != 1) {
+    if (ntaps <= 0 || (dg->m != 1 && !one)) {
         return 0;
     }
+    npair = (ntaps + 1) / 2;
     for (cc = 0; cc < c && mode == 1; ++cc) {
         mode = (shift[cc] <= -2 && shift[cc] > -32) ? 1 : 0;
     }
@@ -250,12 +268,14 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
             const int has_b = 2 * p + 1 < ntaps;
             if (wide) {
                 const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)wa);
-                const __m128i b = has_b ? _mm_loadu_si128((const __m128i *)(const void *)(wa + c)) : _mm_setzero_si128();
+                const __m128i b =
+                    has_b ? _mm_loadu_si128((const __m128i *)(const void *)(wa + c)) : _mm_setzero_si128();
                 wv[p][0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
                 wv[p][1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
             } else {
                 const __m128i a = _mm_loadl_epi64((const __m128i *)(const void *)wa);
-                const __m128i b = has_b ? _mm_loadl_epi64((const __m128i *)(const void *)(wa + c)) : _mm_setzero_si128();
+                const __m128i b =
+                    has_b ? _mm_loadl_epi64((const __m128i *)(const void *)(wa + c)) : _mm_setzero_si128();
                 wv[p][0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
                 wv[p][1] = wv[p][0];
             }
@@ -282,7 +302,7 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
                     int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * c + c0;
                     __m256i s0 = _mm256_setzero_si256(), s1 = s0;
                     if (dw_interior(dg, oh, ow)) {
-                        const int8_t *base = img + dw_base(dg, oh, ow) + c0;
+                        const int8_t *base = img + dw_base(dg, oh, ow) + (one ? 0 : c0);
                         for (t = 0; t < ntaps; ++t) {
                             xp[t] = base + toff[t];
                         }
@@ -293,7 +313,7 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
                             for (j = 0; j < w->kw; ++j, ++t) {
                                 const int32_t iw = ow * w->sw - w->pl + j * w->dw;
                                 xp[t] = (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd)
-                                            ? img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * c + c0
+                                            ? img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * cin + (one ? 0 : c0)
                                             : NULL; /* padded: the input zero point */
                             }
                         }
@@ -302,15 +322,15 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
                     for (p = 0; p < npair; ++p) {
                         const int8_t *xa = xp[2 * p], *xb = xp[2 * p + 1];
                         if (wide) {
-                            const __m128i a = xa ? _mm_loadu_si128((const __m128i *)(const void *)xa) : zpx;
-                            const __m128i b = xb ? _mm_loadu_si128((const __m128i *)(const void *)xb) : zpx;
+                            const __m128i a = dw_tap16_avx2(xa, one, zpx);
+                            const __m128i b = dw_tap16_avx2(xb, one, zpx);
                             s0 = tgrs_dot16_avx2(s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
                                                  wv[p][0]);
                             s1 = tgrs_dot16_avx2(s1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)),
                                                  wv[p][1]);
                         } else {
-                            const __m128i a = xa ? _mm_loadl_epi64((const __m128i *)(const void *)xa) : zpx;
-                            const __m128i b = xb ? _mm_loadl_epi64((const __m128i *)(const void *)xb) : zpx;
+                            const __m128i a = dw_tap8_avx2(xa, one, zpx);
+                            const __m128i b = dw_tap8_avx2(xb, one, zpx);
                             s0 = tgrs_dot16_avx2(s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
                                                  wv[p][0]);
                         }
@@ -342,9 +362,8 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
                         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
                         for (j = 0; j < w->kw; ++j, ++t) {
                             const int32_t iw = ow * w->sw - w->pl + j * w->dw;
-                            const int32_t x = (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd)
-                                                  ? img[((int64_t)(ih - dg->in_row0) * dg->wd + iw) * c + cc]
-                                                  : zp_in;
+                            const int64_t at = ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * cin + (one ? 0 : cc);
+                            const int32_t x = (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd) ? img[at] : zp_in;
                             acc += (uint32_t)(x * (int32_t)wt[(int64_t)t * c + cc]);
                         }
                     }

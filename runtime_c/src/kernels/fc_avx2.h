@@ -1,8 +1,8 @@
 /*
- * fc_avx2.h - the int8 fully connected dot product on x86-64 with AVX2 (TGRS_HAVE_AVX2, target.h); part of fc.c,
- * same contract as fc_dot_s8: the sum of k products, modulo 2^32. Per 16 values, both operands are sign-extended to
- * int16 (VPMOVSXBW) and one VPMADDWD adds pairs of products into eight int32 lanes (tgrs_dot16_avx2); the lanes wrap modulo 2^32 like
- * fc_dot_s8's wrapping block total, so the result is the same number. The k % 16 tail goes through fc_dot_s8.
+ * fc_avx2.h - the int8 fully connected dot product on x86-64 with AVX2 (TGRS_HAVE_AVX2, target.h); part of fc.c, same
+ * contract as fc_dot_s8: the sum of k products, modulo 2^32. Per 16 values, both operands are sign-extended to int16
+ * (VPMOVSXBW) and one VPMADDWD adds pairs of products into eight int32 lanes (tgrs_dot16_avx2); the lanes wrap modulo
+ * 2^32 like fc_dot_s8's wrapping block total, so the result is the same number. The k % 16 tail goes through fc_dot_s8.
  */
 #ifndef TGRS_FC_AVX2_H
 #define TGRS_FC_AVX2_H

@@ -1,15 +1,16 @@
 /*
- * requant_avx2.h - the 16-bit dot-product step of the AVX2 int8 kernels, and tgrs_rq_s8_fast (requant.h) on eight int32 lanes with AVX2, for the x86-64 host kernels
- * (TGRS_HAVE_AVX2, target.h). The same arithmetic, lane by lane, so the bytes are identical: VPMULDQ forms the exact
- * 64-bit products of the even and of the odd lanes, a 64-bit compare supplies the borrow of P = p - [p < 0], the high
- * words go back into lane order, and the per-lane rounding add, variable shift and zero point finish as in the scalar
- * form. Every lane must be in the 32-bit form (onnx numerics, shift <= -2, mult >= 0: tgrs_rq.fast).
+ * requant_avx2.h - the 16-bit dot-product step of the AVX2 int8 kernels, and tgrs_rq_s8_fast (requant.h) on eight int32
+ * lanes with AVX2, for the x86-64 host kernels (TGRS_HAVE_AVX2, target.h). The same arithmetic, lane by lane, so the
+ * bytes are identical: VPMULDQ forms the exact 64-bit products of the even and of the odd lanes, a 64-bit compare
+ * supplies the borrow of P = p - [p < 0], the high words go back into lane order, and the per-lane rounding add,
+ * variable shift and zero point finish as in the scalar form. Every lane must be in the 32-bit form (onnx numerics,
+ * shift <= -2, mult >= 0: tgrs_rq.fast).
  *
  * tgrs_rq_tflm_avx2 is TFLM's double rounding (the tflm branch of tgrs_rq_s8_slow) on eight lanes: the wrapping left
  * shift, srdhm as the low word of (a * m + 2^30) >> 31 (the true quotient fits in int32 because m >= 0, and a logical
  * 64-bit shift leaves the same low word as an arithmetic one), rdbpot with VPSRAVD and its remainder test, and the
- * clamp taken before the zero point is added (clamp(t + zp, lo, hi) = clamp(t, lo - zp, hi - zp) + zp, with no
- * 32-bit overflow for any t).
+ * clamp taken before the zero point is added (clamp(t + zp, lo, hi) = clamp(t, lo - zp, hi - zp) + zp, with no 32-bit
+ * overflow for any t).
  */
 #ifndef TGRS_REQUANT_AVX2_H
 #define TGRS_REQUANT_AVX2_H
