@@ -420,7 +420,7 @@
 #define TGRS_OP_SOFTMAX_NCONSTS 1
 #define TGRS_C_SOFTMAX_EXP 0
 
-#define TGRS_OP_PAD_NPARAMS 9
+#define TGRS_OP_PAD_NPARAMS 10
 #define TGRS_P_PAD_B0 0
 #define TGRS_P_PAD_B1 1
 #define TGRS_P_PAD_B2 2
@@ -430,6 +430,7 @@
 #define TGRS_P_PAD_E2 6
 #define TGRS_P_PAD_E3 7
 #define TGRS_P_PAD_VALUE 8
+#define TGRS_P_PAD_MODE 9
 #define TGRS_OP_PAD_NCONSTS 0
 
 #define TGRS_OP_TRANSPOSE_NPARAMS 6

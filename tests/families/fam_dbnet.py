@@ -52,7 +52,24 @@ def dbnet() -> onnx.ModelProto:
     return _finish(g, "dbnet", [1, 3, 64, 64], h)
 
 
-FAMILIES = {"dbnet": dbnet}
+def pad_modes() -> onnx.ModelProto:
+    """Image-to-image convs behind reflect, edge and wrap Pads (as style-transfer and denoising nets pad instead of
+    zero-padding the conv): a reflect Pad of the rows (whole-tensor), an edge Pad of the columns only (runs on row
+    bands) and a wrap Pad of the columns (a panorama's horizontal wrap-around)."""
+    g = _new(33)
+
+    def pad(x: str, mode: str, pads: list[int]) -> str:
+        return g.op("Pad", [x, g.const(np.array(pads, np.int64), "pads")], mode=mode)
+
+    x = g.op("Relu", [g.conv("x", 3, 8, 3, pad=1)])                          # 8 x 32 x 32
+    x = g.op("Relu", [g.conv(x, 8, 8, 3, 2)])                                 # 8 x 16 x 16
+    x = g.op("Relu", [g.conv(pad(x, "reflect", [0, 0, 1, 1, 0, 0, 1, 1]), 8, 8, 3, pad=0)])  # 8 x 16 x 16
+    x = g.op("Relu", [g.conv(pad(x, "edge", [0, 0, 0, 2, 0, 0, 0, 2]), 8, 8, (1, 5), pad=0)])
+    x = g.conv(pad(x, "wrap", [0, 0, 0, 1, 0, 0, 0, 1]), 8, 4, (3, 3), pad=0)  # 4 x 14 x 16
+    return _finish(g, "pad_modes", [1, 3, 32, 32], x, opset=19)
+
+
+FAMILIES = {"dbnet": dbnet, "pad_modes": pad_modes}
 
 
 def maxpool_indices() -> onnx.ModelProto:

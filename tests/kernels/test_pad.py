@@ -15,7 +15,7 @@ from harness import build_kernels
 from ophelp import (T, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qdq_model, qp, rand_q,
                     ref_runner, run_op, split_rows, status_error, to_logical, vinfo)
 from tigris.layout import tensor_view_dims
-from tigris.ops import lower
+from tigris.ops import kind, lower
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +97,55 @@ def test_pad_short_band_is_a_tile_error(lib):
     phys = phys_inputs(g, low, {"x": np.ones((1, 2, 4, 3), np.float32)})
     with pytest.raises(RuntimeError, match=status_error("ERR_TILE")):
         run_op(c_runner(lib), g, low, phys, [(1, 4)], lambda r0, r1: [(1, 3)])  # needs input rows 0..2
+
+
+@st.composite
+def mode_case(draw):
+    rank = draw(st.sampled_from([4, 4, 3, 2]))
+    shape = tuple(draw(st.integers(1, 5)) for _ in range(rank))
+    mode = draw(st.sampled_from(["reflect", "edge", "wrap"]))
+    # ONNX Runtime takes reflect pads below the axis length, wrap pads up to it
+    cap = (lambda d: d - 1) if mode == "reflect" else (lambda d: min(d, 3))
+    pads = [draw(st.integers(0, cap(d))) for d in shape] + [draw(st.integers(0, cap(d))) for d in shape]
+    if draw(st.booleans()):  # often leave the rows unpadded, so the Pad runs on row bands
+        h = {4: 2, 3: 2, 2: 0}[rank]
+        pads[h] = pads[h + rank] = 0
+    out = tuple(d + pads[i] + pads[i + rank] for i, d in enumerate(shape))
+    return dict(shape=shape, pads=pads, out=out, mode=mode, value=0.0)
+
+
+@pytest.mark.parametrize("int8", [False, True])
+@settings(database=None, max_examples=60, deadline=None)
+@given(cs=mode_case(), seed=st.integers(0, 2**16))
+def test_reflect_edge_wrap_pad(lib, cs, seed, int8):
+    """Pad modes that copy input elements: exact against ONNX Runtime (float, and the QDQ model for int8), C equal to
+    the reference, banded when the rows are not padded; a padded row axis is not tileable and refuses a band."""
+    rng = np.random.default_rng(seed)
+    attrs = {"pads": cs["pads"], "value": 0.0, "mode": cs["mode"]}
+    node = lambda i, o: [helper.make_node("Pad", [i[0], "pads"], [o], mode=cs["mode"])]  # noqa: E731
+    inits = [numpy_helper.from_array(np.array(cs["pads"], np.int64), "pads")]
+    if int8:
+        g = graph1("Pad", [T("x", cs["shape"], "int8", qp(0.05, 3))], [T("y", cs["out"], "int8", qp(0.05, 3))], attrs)
+        x = rand_q(rng, cs["shape"])
+        (want,) = ort_run(qdq_model(node, [("x", cs["shape"], 0.05, 3)], ("y", cs["out"], 0.05, 3), inits, opset=19),
+                          {"x": x})
+    else:
+        g = graph1("Pad", [T("x", cs["shape"])], [T("y", cs["out"])], attrs)
+        x = rng.standard_normal(cs["shape"]).astype(np.float32)
+        (want,) = ort_run(onnx_model(node(["x"], "y"), [vinfo("x", cs["shape"])], [vinfo("y", cs["out"])], inits,
+                                     opset=19), {"x": x})
+    low = lower(g, g.ops[0])
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    assert np.array_equal(to_logical(g, "y", ref), want)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    H = tensor_view_dims(g.tensors["y"])[1]
+    bands = split_rows(H, [1, H // 2 + 1])
+    if low.params["B1"] == 0 and low.params["E1"] == 0:
+        for runner in (ref_runner, c_runner(lib)):
+            assert np.array_equal(run_op(runner, g, low, phys, bands, lambda a, b: [(a, b)]), ref)
+        assert kind("pad").mixes_rows(g, g.ops[0]) is None
+    elif len(bands) > 1 and tensor_view_dims(g.tensors["x"])[1] > 1:
+        assert kind("pad").mixes_rows(g, g.ops[0])
+        with pytest.raises(RuntimeError, match=status_error("ERR_TILE")):
+            run_op(c_runner(lib), g, low, phys, bands, lambda a, b: [(min(a, 0), 1)])

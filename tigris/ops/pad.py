@@ -1,8 +1,12 @@
-"""Pad, constant mode, on rank-4 views; float32 and int8; band-aware along the rows.
+"""Pad in every ONNX mode (constant, reflect, edge, wrap) on rank-4 views; float32 and int8; band-aware along the
+rows.
 
 The IR ``pads`` are logical ONNX order (all begins, then all ends); lowering maps them onto the view axes
 (``B0..B3`` begins, ``E0..E3`` ends; padding view axes get 0). Output element ``o`` on each axis reads input element
-``o - B``; outside the input it is ``VALUE``. Negative pads crop, by the same formula.
+``o - B``; outside the input it is ``VALUE`` (``MODE`` 0, constant), or the input element the mode maps it to:
+``MODE`` 1 reflect (``i`` mirrored about the first and last element, period ``2 * (n - 1)``), 2 edge (``i`` clamped
+to ``[0, n)``), 3 wrap (``i mod n``). Negative pads crop, by the same formula. A reflect/edge/wrap Pad of the row
+axis reads rows far from the ones it writes, so it does not run on row bands (``mixes_rows``).
 
 ``VALUE`` is the float32 bit pattern for float tensors and the int8 code ``quantize(value)`` for int8 ones (0.0 is
 the zero point); an int8 Pad keeps the input's quantization, so the copied codes need no requantization.
@@ -20,37 +24,69 @@ from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
 from tigris.ops.qmath import quantize_float
 
 
+MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
+
+
+def _mode(op: Op) -> str:
+    m = op.attrs.get("mode", "constant")
+    return m.decode() if isinstance(m, bytes) else str(m)
+
+
+def source_index(i: np.ndarray, n: int, mode: int) -> np.ndarray:
+    """The input index an output element at input coordinate ``i`` (= o - B) copies, for MODE 1-3 (pad_src in
+    pad.c)."""
+    if mode == 2:
+        return np.clip(i, 0, n - 1)
+    if mode == 3:
+        return np.mod(i, n)
+    if n == 1:
+        return np.zeros_like(i)
+    per = 2 * (n - 1)
+    k = np.mod(i, per)
+    return np.where(k < n, k, per - k)
+
+
 class Pad(OpKind):
     name = "pad"
     ir_ops = ("Pad",)
-    ONNX_OPS = {"Pad": "constant mode, constant pads and value (negative pads crop), axes; a zero Pad before a Conv "
+    ONNX_OPS = {"Pad": "constant, reflect, edge and wrap modes, constant pads and value (negative pads crop), axes; "
+                       "a zero Pad before a Conv "
                        "or AveragePool is folded into its pads"}
     INT8_EXACTNESS = "bit-exact"
     TILING_DOC = "pointwise, rows shifted by the leading pad"
     TILING = "pointwise"
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
-        mode = op.attrs.get("mode", "constant")
-        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
-        if mode != "constant":
-            return f"Pad mode {mode!r} (only constant padding is supported)"
+        mode = _mode(op)
+        if mode not in MODES:
+            return f"Pad mode {mode!r} (constant, reflect, edge and wrap are supported)"
         why = super().check_operands(graph, op)
         if why is None and "pads" not in op.attrs:
             why = "pads are not constant"
         return why
 
+    def mixes_rows(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        x = graph.tensors[op.inputs[0]]
+        if _mode(op) == "constant":
+            return None
+        pads = [int(p) for p in op.attrs.get("pads", [])]
+        m = phys_axes(x.shape, x.layout)
+        r = len(x.shape)
+        la = m[1]
+        if la is not None and len(pads) == 2 * r and (pads[la] or pads[la + r]):
+            return f"a {_mode(op)} Pad of the row axis reads rows it does not write"
+        return None
+
     def rows_needed(self, op: Op, a: int, b: int) -> tuple[int, int]:
         top = int(op.attrs.get("pads", [0] * 8)[2])  # the leading H pad shifts the rows
         return a - top, b - top
-    PARAMS = ("B0", "B1", "B2", "B3", "E0", "E1", "E2", "E3", "VALUE")
+    PARAMS = ("B0", "B1", "B2", "B3", "E0", "E1", "E2", "E3", "VALUE", "MODE")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        mode = op.attrs.get("mode", "constant")
-        if isinstance(mode, bytes):
-            mode = mode.decode()
-        if mode != "constant":
-            raise TigrisError(f"Pad mode {mode!r} is not supported (constant only)", op.name)
+        mode = _mode(op)
+        if mode not in MODES:
+            raise TigrisError(f"Pad mode {mode!r} is not supported", op.name)
         r = len(x.shape)
         pads = [int(p) for p in op.attrs.get("pads", [0] * (2 * r))]
         if len(pads) != 2 * r:
@@ -71,11 +107,22 @@ class Pad(OpKind):
             params["VALUE"] = int(quantize_float(np.array([value]), s, zp)[0])
         else:
             params["VALUE"] = f32_bits(value)
+        params["MODE"] = MODES[mode]
         return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, macs=y.numel)
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         x = inputs[0]
         p = low.params
+        if p.get("MODE", 0):
+            if not (x.row0 == 0 and x.rows == x.dims[1]) and (p["B1"] or p["E1"]):
+                raise TileError("a reflect/edge/wrap Pad of the rows needs its whole input")
+            idx = []
+            for j in range(4):
+                o = np.arange(out.dims[j]) if j != 1 else np.arange(out.row0, out.row0 + out.rows)
+                src = source_index(o - p[f"B{j}"], x.dims[j], p["MODE"])
+                idx.append(src - x.row0 if j == 1 else src)
+            out.data[...] = x.data[np.ix_(*idx)]
+            return
         if out.dtype == "float32":
             out.data[...] = np.float32(bits_f32(p["VALUE"]))
         else:

@@ -4,14 +4,15 @@ TensorFlow exports "same" padding of strided convs as an explicit ``Pad`` + ``Co
 pool kernels pad on the fly, which saves the padded copy of the activation (and keeps the op tileable).
 
 Rules:
-1. ``pads`` (an operand from opset 11, an attribute before) and ``value`` must be constants, ``mode`` constant.
+1. ``pads`` (an operand from opset 11, an attribute before) and ``value`` must be constants; only a ``constant``
+   mode Pad folds (``reflect``, ``edge`` and ``wrap`` are lifted, rule 5).
    With an ``axes`` operand (opset 18) the pads are expanded to every axis first.
 2. The padded value must be real zero: 0.0 for float, the zero point for an int8 tensor.
 3. Only spatial axes may be padded (batch and channel pads are zero) and pads must be non-negative.
 4. The Pad's output must be read only by one Conv or AveragePool (not a graph output). A MaxPool is declined (it
    would pad with -inf, not 0). An AveragePool must either have no pads or ``count_include_pad=1``; it then gets
    ``count_include_pad=1`` since the Pad's zeros were counted.
-5. Pads that are not folded are lifted into attributes (``pads`` logical ONNX order, ``value`` real float) so the
+5. Pads that are not folded are lifted into attributes (``pads`` logical ONNX order, ``value`` real float, ``mode``) so the
    runtime's Pad kernel can run them; pass 13 drops the operands.
 
 Why here: after QDQ fold (so the int8 zero point is known), before the Conv relabels (only ``Conv`` is matched).
@@ -28,10 +29,15 @@ from tigris.passes._util import Decline, PassResult, consumers, tidy
 NAME = "pad_fold"
 
 
+def _mode(op: Op) -> str:
+    m = op.attrs.get("mode", "constant")
+    return m.decode() if isinstance(m, bytes) else str(m)
+
+
 def _pads(g: AnalyzedGraph, op: Op) -> tuple[list[int], float] | str:
     rank = len(g.tensors[op.inputs[0]].shape)
-    if str(op.attrs.get("mode", "constant")) != "constant":
-        return f"rule 1: mode {op.attrs.get('mode')} is not constant"
+    if _mode(op) not in ("constant", "reflect", "edge", "wrap"):
+        return f"rule 1: mode {_mode(op)!r} is not an ONNX Pad mode"
     if "pads" in op.attrs and (len(op.inputs) < 2 or not op.inputs[1]):
         pads = [int(v) for v in op.attrs["pads"]]
         value = float(op.attrs.get("value", 0.0))
@@ -79,12 +85,12 @@ def run(graph: AnalyzedGraph) -> PassResult:
             i += 1
             continue
         pads, value = r
-        why = _try_fold(g, i, pads, value)
+        why = _try_fold(g, i, pads, value) if _mode(op) == "constant" else "rule 1: mode is not constant"
         if why is None:
             n += 1
             continue  # op i removed
         declined.append(Decline(op.name, why))
-        lifted = op.with_(attrs={"pads": pads, "value": value, "mode": "constant", "lifted": True})
+        lifted = op.with_(attrs={"pads": pads, "value": value, "mode": _mode(op), "lifted": True})
         if lifted.attrs != op.attrs:
             g.ops[i] = lifted
         i += 1

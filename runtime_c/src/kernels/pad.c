@@ -1,8 +1,10 @@
 /*
- * pad.c - constant Pad on rank-4 views, float32 and int8 (any 1- or 4-byte type), band-aware along the rows.
+ * pad.c - Pad on rank-4 views, float32 and int8 (any 1- or 4-byte type), band-aware along the rows.
  *
- * Defined by tigris/ops/pad.py: output element o on view axis j reads input element o - B_j; outside the input it
- * is VALUE (float32 bits, or the int8 code of the value). Negative begins/ends crop.
+ * Defined by tigris/ops/pad.py: output element o on view axis j reads input element i = o - B_j; outside the input
+ * it is VALUE (float32 bits, or the int8 code of the value) in MODE 0 (constant), or the element the mode maps i to:
+ * 1 reflect (mirrored, period 2 * (n - 1)), 2 edge (clamped), 3 wrap (i mod n). Negative begins/ends crop. A
+ * reflect/edge/wrap Pad of the rows needs its whole input (the planner does not tile it).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +35,50 @@ static int32_t imin(int32_t a, int32_t b)
     return a < b ? a : b;
 }
 
+/* The input index element i (= o - B, any integer) copies in MODE 1-3; n >= 1. source_index() in pad.py. */
+static int32_t pad_src(int32_t i, int32_t n, int32_t mode)
+{
+    int32_t per, k;
+    if (mode == 2) {
+        return i < 0 ? 0 : (i >= n ? n - 1 : i);
+    }
+    if (mode == 3) {
+        k = i % n;
+        return k < 0 ? k + n : k;
+    }
+    if (n == 1) {
+        return 0;
+    }
+    per = 2 * (n - 1);
+    k = i % per;
+    k = k < 0 ? k + per : k;
+    return k < n ? k : per - k;
+}
+
+/* MODE 1-3: every output element copies the input element pad_src picks on each axis. */
+static void pad_mapped(const tgrs_op_ctx *ctx, const int32_t b[4], size_t es)
+{
+    const tgrs_tview *in = ctx->in[0];
+    tgrs_tview *out = ctx->out;
+    const int32_t mode = ctx->p[TGRS_P_PAD_MODE];
+    int32_t n, h, w, c;
+    for (n = 0; n < out->dims[0]; ++n) {
+        const int32_t sn = pad_src(n - b[0], in->dims[0], mode);
+        for (h = out->row0; h < out->row0 + out->rows; ++h) {
+            const char *x = (const char *)in->data +
+                            tgrs_kv_row_off(in, sn, pad_src(h - b[1], in->dims[1], mode)) * es;
+            char *y = (char *)out->data + tgrs_kv_row_off(out, n, h) * es;
+            for (w = 0; w < out->dims[2]; ++w) {
+                const char *xp = x + (size_t)pad_src(w - b[2], in->dims[2], mode) * (size_t)in->dims[3] * es;
+                for (c = 0; c < out->dims[3]; ++c) {
+                    memcpy(y, xp + (size_t)pad_src(c - b[3], in->dims[3], mode) * es, es);
+                    y += es;
+                }
+            }
+        }
+    }
+}
+
 /* The kind's check: the kernel and the loader (check.c, once per op and tile) call it. */
 int tgrs_check_pad(const tgrs_op_ctx *ctx)
 {
@@ -60,8 +106,11 @@ int tgrs_check_pad(const tgrs_op_ctx *ctx)
     if (es != 1u && es != 4u) {
         return TGRS_ERR_DTYPE;
     }
-    if (es == 1u && (value < -128 || value > 255)) {
+    if ((es == 1u && (value < -128 || value > 255)) || ctx->p[TGRS_P_PAD_MODE] < 0 || ctx->p[TGRS_P_PAD_MODE] > 3) {
         return TGRS_ERR_PARAM;
+    }
+    if (ctx->p[TGRS_P_PAD_MODE] != 0 && (b[1] != 0 || ctx->p[TGRS_P_PAD_E1] != 0)) { /* any row may be read */
+        return tgrs_kv_whole(in) ? TGRS_OK : TGRS_ERR_TILE;
     }
     /* input rows the output band reads */
     r_lo = imax(out->row0 - b[1], 0);
@@ -86,6 +135,10 @@ int tgrs_kernel_pad(const tgrs_op_ctx *ctx)
     }
     for (j = 0; j < 4; ++j) {
         b[j] = ctx->p[TGRS_P_PAD_B0 + j];
+    }
+    if (ctx->p[TGRS_P_PAD_MODE] != 0) {
+        pad_mapped(ctx, b, es);
+        return TGRS_OK;
     }
     C = in->dims[3];
     OC = out->dims[3];
