@@ -48,11 +48,11 @@ def images(harness, kws_plan, board_objs, tmp_path_factory):
 
 # The int8 CNN subset's bound is the 16 KiB target; it measures 16,046 B at -Os on Cortex-M4F (DSP kernels), with
 # the weight-zero-point paths and the maxpool code left out by the op resolver (docs/runtime.md "Building and size").
-# The every-kernel image is over its 32 KiB target (47,120 B: every kind's full paths, the element-wise,
+# The every-kernel image is over its 32 KiB target (47,446 B: every kind's full paths, the element-wise,
 # reduction, unary, matmul, layernorm, cast, convtranspose, slice, depthspace and index (ArgMax/TopK/
-# NonMaxSuppression) families, the requantizing int8 Transpose, per-element quantize, the tap-table Resize); its
+# NonMaxSuppression) families, the requantizing int8 Transpose, per-element quantize, the tap-table Resize, the Pad modes and any-shape PRelu slopes); its
 # bound is the measured figure plus a small margin, so growth fails.
-EVERY_KERNEL_BOUND = 46.25 * KIB
+EVERY_KERNEL_BOUND = 46.75 * KIB
 INT8_CNN_SUBSET_BOUND = 16 * KIB
 
 
