@@ -192,3 +192,17 @@ def test_depth_to_space_and_back_float(tmp_path, mode):
 
 def test_depth_to_space_and_back_int8(tmp_path):
     _verify_both_budgets(_qdq(_depth_space("DCR"), tmp_path, "uint8"))
+
+
+def test_training_dropout_with_a_ratio_is_reported_with_its_reason(tmp_path):
+    """A Dropout in training mode with a non-zero ratio draws a random mask: exit 2 naming the node, and the reason
+    says so (not "no runtime kernel")."""
+    from tigris.ir import UnsupportedModelError
+
+    inits = {"ratio": np.float32(0.5), "train": np.array(True)}
+    p = tmp_path / "m.onnx"
+    onnx.save(_model([helper.make_node("Dropout", ["x", "ratio", "train"], ["y"], seed=0)], [1, 4], ["y"], inits),
+              str(p))
+    with pytest.raises(UnsupportedModelError) as ei:
+        api.compile_model(p, "1M")
+    assert [n["op"] for n in ei.value.nodes] == ["Dropout"] and "training mode" in ei.value.nodes[0]["reason"]

@@ -74,8 +74,8 @@ def kind_for(op_type: str) -> OpKind | None:
 def unsupported_reason(graph, op) -> str | None:
     """Why the runtime cannot run ``op``, or None: no kind lowers its type, or its kind refuses it."""
     k = kind_for(op.op_type)
-    if k is None:
-        return f"no runtime kernel for {op.op_type}"
+    if k is None:  # a pass that declined the op may have recorded the reason the op cannot run
+        return op.attrs.get("unsupported_why") or f"no runtime kernel for {op.op_type}"
     return k.unsupported(graph, op)
 
 

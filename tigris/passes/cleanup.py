@@ -6,7 +6,8 @@ Rules:
 1b. A reshape-family op (Reshape, Flatten, Squeeze, Unsqueeze) whose output shape equals its input shape is an
    identity too (TFLite converters leave such reshapes around pooling layers).
 2. ``Dropout`` in training mode (a ``training_mode`` operand that is true or not a constant) is declined: it is not
-   an identity, unless its ``ratio`` is a constant 0 (nothing is dropped, nothing rescaled).
+   an identity, unless its ``ratio`` is a constant 0 (nothing is dropped, nothing rescaled). The op records why in
+   ``unsupported_why``, which the support check reports.
 3. Two consecutive reshape-family ops (Reshape, Flatten, Squeeze, Unsqueeze) where the middle tensor has no other
    reader and is not a graph output become one ``Reshape`` to the final shape (the output shape is the truth).
 4. An Identity or Dropout that cannot be bypassed because its input and output are both part of the model interface
@@ -51,6 +52,10 @@ def run(graph: AnalyzedGraph) -> PassResult:
                 and not (op.inputs[1] in g.weights and float(g.weights[op.inputs[1]].reshape(-1)[0]) == 0.0):
             declined.append(Decline(op.name, "rule 2: training_mode is true or not a constant"))
             skip.add(op.name)
+            ops = list(g.ops)  # the support check reports this reason instead of a missing kernel
+            ops[idx] = op.with_(attrs={**op.attrs, "unsupported_why": "Dropout in training mode drops a random "
+                                       "selection of elements (training_mode true or not a constant, ratio not 0)"})
+            g = g.replace(ops=ops)
             continue
         ng, why = bypass(g, idx)
         if why:

@@ -27,7 +27,7 @@ _SAME = {"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "PR
          "GlobalAveragePool", "MaxPool", "AveragePool", "Add", "Mul", "Sub"}
 
 
-_MARKERS = {"fused_activation", "alias", "normalized", "nhwc_order", "axis_physical", "logical_axis", "lifted", "_extracted",
+_MARKERS = {"fused_activation", "alias", "normalized", "unsupported_why", "nhwc_order", "axis_physical", "logical_axis", "lifted", "_extracted",
             "coerce_2d", "domain"}
 
 
