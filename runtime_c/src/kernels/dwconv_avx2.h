@@ -202,16 +202,6 @@ static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
     return TGRS_OK;
 }
 
-/*
- * The whole int8 op, depth multiplier 1, or any multiplier on a one-channel input (every output channel reads the same
- * input byte, broadcast) (target.h TGRS_DW_FUSED_S8; returns 0 to leave an op to the tap and output loops: no tap list,
- * another multiplier, or an onnx channel outside the 32-bit form). Channel groups of 16 (or 8) are outermost: a group's
- * weights are interleaved in tap pairs and widened once into registers' worth of local vectors, and its requantization
- * fields are vector loads of mult and shift (channels in lanes, no gathers). Per pixel, each tap pair is two 16-byte
- * loads, an interleave and two sign-extensions, two VPMADDWD and two adds; a padded tap reads a vector of input zero
- * points (real 0, as the bias fold expects). The last C % 8 channels take a scalar loop with the prepared tgrs_rq. Same
- * exact sums and requantization as the plain loops, so the same bytes.
- */
 /* A tap's 16 (or 8) input bytes: the zero points for a padded tap (NULL), the one input byte broadcast, or a load. */
 static __m128i dw_tap16_avx2(const int8_t *x, int one, __m128i zpx)
 {
@@ -223,6 +213,17 @@ static __m128i dw_tap8_avx2(const int8_t *x, int one, __m128i zpx)
     return !x ? zpx : one ? _mm_set1_epi8((char)*x) : _mm_loadl_epi64((const __m128i *)(const void *)x);
 }
 
+/*
+ * The whole int8 op, depth multiplier 1, or any multiplier on a one-channel input (every output channel reads the same
+ * input byte, broadcast) (target.h TGRS_DW_FUSED_S8; returns 0 to leave an op to the tap and output loops: no tap list,
+ * another multiplier; a group holding an onnx channel outside the 32-bit form requantizes through the prepared scalar
+ * tgrs_rq_s8). Channel groups of 16 (or 8) are outermost: a group's weights are interleaved in tap pairs and widened
+ * once into registers' worth of local vectors, and its requantization fields are vector loads of mult and shift
+ * (channels in lanes, no gathers). Per pixel, each tap pair is two 16-byte loads, an interleave and two sign-
+ * extensions, two VPMADDWD and two adds; a padded tap reads a vector of input zero points (real 0, as the bias fold
+ * expects). The last C % 8 channels take a scalar loop with the prepared tgrs_rq. Same exact sums and requantization as
+ * the plain loops, so the same bytes.
+ */
 static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff_m1, int32_t ntaps_m1)
 {
     const tgrs_window *w = &dg->w;
@@ -254,15 +255,17 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
         return 0;
     }
     npair = (ntaps + 1) / 2;
-    for (cc = 0; cc < c && mode == 1; ++cc) {
-        mode = (shift[cc] <= -2 && shift[cc] > -32) ? 1 : 0;
-    }
-    if (mode == 0) {
-        return 0;
-    }
     for (c0 = 0; c0 < c8; c0 += (c0 + 16 <= c) ? 16 : 8) {
         const int wide = c0 + 16 <= c;
         __m256i f0[4], f1[4], b0, b1;
+        tgrs_rq rqg[16];
+        int vec = 1; /* every channel of the group in the vector form; else the prepared scalar requantization */
+        for (cc = c0; cc < c0 + (wide ? 16 : 8) && mode == 1; ++cc) {
+            vec = vec && shift[cc] <= -2 && shift[cc] > -32;
+        }
+        for (cc = 0; !vec && cc < (wide ? 16 : 8); ++cc) {
+            tgrs_rq_prepare(&rqg[cc], mult[c0 + cc], shift[c0 + cc], zp_out, nm);
+        }
         for (p = 0; p < npair; ++p) {
             const int8_t *wa = wt + (int64_t)(2 * p) * c + c0;
             const int has_b = 2 * p + 1 < ntaps;
@@ -335,9 +338,18 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
                                                  wv[p][0]);
                         }
                     }
-                    tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s0, b0), f0, lo, hi));
-                    if (wide) {
-                        tgrs_store8_avx2(o + 8, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s1, b1), f1, lo, hi));
+                    if (vec) {
+                        tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s0, b0), f0, lo, hi));
+                        if (wide) {
+                            tgrs_store8_avx2(o + 8, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s1, b1), f1, lo, hi));
+                        }
+                    } else {
+                        int32_t sum[16];
+                        _mm256_storeu_si256((__m256i *)(void *)sum, _mm256_add_epi32(s0, b0));
+                        _mm256_storeu_si256((__m256i *)(void *)(sum + 8), _mm256_add_epi32(s1, b1));
+                        for (cc = 0; cc < (wide ? 16 : 8); ++cc) {
+                            o[cc] = tgrs_rq_s8(&rqg[cc], sum[cc], lo, hi);
+                        }
                     }
                 }
             }
