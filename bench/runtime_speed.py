@@ -4,7 +4,9 @@ Both run in the same process, interleaved, and each figure is the median of repe
 a noisy shared machine. The plan is compiled with a budget large enough for one untiled stage (the kernels' speed),
 and again at 64K with --xip where it fits (what tiling and spilling cost).
 
-Targets (issue 6): float MobileNetV2-0.35 and EfficientNet-Lite0 within 5x of ONNX Runtime, int8 within 8x.
+Targets: issue 6, float MobileNetV2-0.35 and EfficientNet-Lite0 within 5x of ONNX Runtime, int8 within 8x; issue 11,
+every shared model within 2x. The host build's ISA level (tigris.host.build.host_isa: generic, avx2 or avxvnni) is
+stated with the table, since it selects the kernels.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from _doc import markdown_table, write_section  # noqa: E402
 
 from tigris import api  # noqa: E402
 from tigris.host import Session  # noqa: E402
+from tigris.host.build import ISA_FLAGS, host_isa  # noqa: E402
 from tigris.ir import DoesNotFitError  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "models"
@@ -79,8 +82,12 @@ def main() -> None:
     table = markdown_table(
         ["model", "ONNX Runtime 1 thread (ms)", "TiGrIS untiled (ms)", "ratio", "TiGrIS at 64K --xip"], rows
     )
+    isa = host_isa()
     body = (f"Median of {args.repeat} runs after one warm-up, same process, interleaved per model. "
-            "Host build of runtime_c at -O2 through cffi (the Python call overhead is included).\n\n" + table)
+            f"Host build of runtime_c at -O2, ISA level {isa} ({' '.join(ISA_FLAGS[isa]) or 'no extra flags'}; "
+            "docs/runtime.md), through cffi (the Python call overhead is included). ONNX Runtime uses whatever its CPU "
+            "dispatch picks on the same machine. The machine is shared, so single figures move by tens of percent "
+            "between runs; the interleaved ratio is the figure to read.\n\n" + table)
     print(table)
     if not args.no_write:
         write_section("runtime_speed", body)
