@@ -172,6 +172,9 @@ class _WindowPool(OpKind):
             return "attributes are not explicit"
         if (len(graph.tensors[op.inputs[0]].shape), len(op.attrs["kernel_shape"])) not in ((4, 2), (3, 1)):
             # 1-D pools on [N, C, L] (a KWS model's pooling over time) run like Conv1D: L is the row axis.
+            if len(op.attrs["kernel_shape"]) == 3:
+                return ("3-D pooling needs rank-5 tensors (runtime tensors have at most 4 dimensions); 2-D pooling "
+                        "on [N, C, H, W] and 1-D pooling on [N, C, L] are supported")
             return "only 2-D pooling on [N, C, H, W] and 1-D pooling on [N, C, L] are supported"
         return None
 
