@@ -78,10 +78,11 @@ def test_resize_without_kernel_reported_unsupported():
     assert e.value.exit_code == 2
 
 
-def test_reflect_pad_reason_names_the_mode():
-    """A reflect Pad is reported with its mode as the reason (was: "operand(s) were not folded")."""
+def test_reflect_pad_is_supported():
+    """A reflect Pad keeps its mode through pad_fold (lifted, not folded) and runs on the Pad kernel (was refused)."""
     nodes = [helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect")]
     m = model(nodes, [("x", F, [1, 2, 4, 4])], [("y", F, [1, 2, 6, 6])],
               {"pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)})
     g, _ = normalize(load(m), check=True)
-    assert "reflect" in {b["node"]: b["reason"] for b in unsupported_nodes(g)}["pad"]
+    assert unsupported_nodes(g) == []
+    assert [op.attrs.get("mode") for op in g.ops if op.op_type == "Pad"] == ["reflect"]
