@@ -73,6 +73,29 @@ def _cases() -> dict[str, MacCase]:
                                   seed=21),
         "fc_k37_oc11_tflm": MacCase("Gemm", 1, 37, 2, 1, 11, seed=22),
     }
+    # the fused depthwise paths (a full 8-channel block, 16 + 8, a 1x1 image whose only in-image tap is the centre,
+    # a 5x5 window wider than the image) and a patch longer than 256 values
+    c.update({
+        "dw3x3_c8_w7": MacCase("DepthwiseConv", 1, 8, 5, 7, 8, group=8, kernel=(3, 3), pads=(1, 1, 1, 1), act="relu",
+                               seed=23),
+        "dw3x3_c24_s2_w9": MacCase("DepthwiseConv", 1, 24, 6, 9, 24, group=24, kernel=(3, 3), strides=(2, 2),
+                                   pads=(1, 1, 1, 1), seed=24),
+        "dw3x3_c8_1x1": MacCase("DepthwiseConv", 1, 8, 1, 1, 8, group=8, kernel=(3, 3), pads=(1, 1, 1, 1), seed=25),
+        "dw5x5_c12_w3": MacCase("DepthwiseConv", 1, 12, 3, 3, 12, group=12, kernel=(5, 5), pads=(2, 2, 2, 2),
+                                seed=26),
+        "pw_k300_oc6_2x3": MacCase("Conv", 1, 300, 2, 3, 6, seed=27),
+    })
+    # randomized shapes (fixed seed: the same cases every run): channel counts, widths and windows drawn at random
+    rng = np.random.default_rng(1111)
+    for i in range(4):
+        ch, h, w = int(rng.integers(1, 40)), int(rng.integers(1, 9)), int(rng.integers(1, 10))
+        k, s = int(rng.choice([1, 3, 5])), int(rng.integers(1, 3))
+        p = k // 2
+        c[f"rand_dw{i}_c{ch}_{h}x{w}_k{k}s{s}"] = MacCase("DepthwiseConv", 1, ch, h, w, ch, group=ch, kernel=(k, k),
+                                                          strides=(s, s), pads=(p, p, p, p), seed=40 + i)
+        oc, kc = int(rng.integers(1, 40)), int(rng.choice([1, 3]))
+        c[f"rand_conv{i}_c{ch}_oc{oc}_{h}x{w}_k{kc}"] = MacCase("Conv", 1, ch, h, w, oc, kernel=(kc, kc),
+                                                                pads=(kc // 2,) * 4, act="relu", seed=50 + i)
     for v in c.values():
         v.int8 = True
     return {k: v.build() for k, v in c.items()}
