@@ -8,7 +8,8 @@ be the host runtime's bytes, which tests/kernels check bit-exact against the Num
 edges the fast paths treat specially: channel counts and patch lengths that are not multiples of 4 or 16, 1x1
 images, odd widths, padding on every side, strides, groups, depth multipliers, 3x3 and 5x5 depthwise windows, and
 requantization scales outside the 32-bit form's range (big and tiny), and both numerics (onnx, tflm); for fc, odd
-output counts (the two-row loops' last row alone) and K below, at and around multiples of 4 and 16.
+output counts (the two-row loops' last row alone) and K below, at and around multiples of 4 and 16; and a few
+randomized depthwise and conv shapes (fixed seed).
 """
 from __future__ import annotations
 
