@@ -3,7 +3,7 @@
 Rules:
 
 1. Every op has a tiling class, declared by its kind (``OpKind.tiling``): *spatial* ops read a window of input rows
-   (Conv, DepthwiseConv, Conv1D, MaxPool, AveragePool), *pointwise* ops read the rows they write (the elementwise
+   (Conv, DepthwiseConv, Conv1D, ConvTranspose, MaxPool, AveragePool), *pointwise* ops read the rows they write (the elementwise
    ops, Concat, Resize, Pad, Quantize/Dequantize), *structural* ops need their whole input. An op type no kind
    lowers is structural.
 2. GlobalAveragePool is structural as an op of its own: it needs every input row at once. Rule 7 is the exception
@@ -15,8 +15,9 @@ Rules:
    tensor behind (the tiler cuts that one output into disjoint row ranges; a second output would be written in
    overlapping bands).
 5. Rows needed from an input for output rows ``[a, b)`` (``OpKind.rows_needed``): for a windowed op with kernel k,
-   stride s, dilation d and leading pad p, ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)``; pointwise ops need the same
-   rows; Pad shifts them by its leading H pad; Resize needs ``[a//f - 1, ceil(b/f) + 1)`` (one extra row each side
+   stride s, dilation d and leading pad p, ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)``; a ConvTranspose (its own row
+   map) ``[ceil((a + p - (k-1)*d) / s), floor((b-1 + p) / s) + 1)``; pointwise ops need the same
+   rows; Pad shifts them by its leading H pad (a reflect/edge/wrap Pad of the rows does not tile); Resize needs ``[a//f - 1, ceil(b/f) + 1)`` (one extra row each side
    covers every coordinate-transformation mode); a Slice or Gather along H the rows its start and step (or indices)
    name; DepthToSpace / SpaceToDepth with block size B ``[a//B, (b-1)//B + 1)`` / ``[a*B, b*B)``. The result is
    clipped to the input.
