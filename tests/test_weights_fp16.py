@@ -1,5 +1,5 @@
-"""Float16 weights (``compile --weights fp16``, the default for float16 models): the float weights of conv, dwconv
-and fc are stored in the plan as IEEE halves (half the flash) and widened exactly to float32 by the kernels, into
+"""Float16 weights (``compile --weights fp16``, the default for float16 models): the float weights of conv, dwconv,
+fc and convtranspose are stored in the plan as IEEE halves (half the flash) and widened exactly to float32 by the kernels, into
 their scratch, whether the plan is XIP or not. verify judges such a plan against ONNX Runtime on the model as given
 at the float16 tolerance and reports the accuracy cost; the loader refuses inconsistent half-weight records."""
 from __future__ import annotations
@@ -23,8 +23,45 @@ from tigris.ops import KIND_IDS, kind
 sys.path.insert(0, str(Path(__file__).parent / "families"))
 import builders  # noqa: E402
 
-# conv (regular, grouped, 1x1 direct), dwconv and fc are all in these
-FAMILIES = ("mbv2", "mlp", "dscnn1d", "tiny_unet")
+# conv (regular, grouped, 1x1 direct), dwconv and fc are all in these; "deconv" (below) has grouped and 1x1-input
+# ConvTransposes between convs
+FAMILIES = ("mbv2", "mlp", "dscnn1d", "tiny_unet", "deconv")
+HALF_KINDS = ("conv", "dwconv", "fc", "convtranspose")
+
+
+def deconv(hw: int = 24) -> onnx.ModelProto:
+    """Conv -> grouped stride-2 ConvTranspose (pads, output padding, bias, Relu) -> ConvTranspose without bias
+    (stride 1, dilation 2) -> Conv: float weights of both kinds, on a map large enough to tile."""
+    rng = np.random.default_rng(16)
+
+    def w(*shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * np.sqrt(2.0 / np.prod(shape[1:]))).astype(np.float32),
+                                       f"w{len(inits)}")
+
+    inits: list = []
+    nodes = []
+    inits.append(w(8, 4, 3, 3))
+    inits.append(numpy_helper.from_array((rng.standard_normal(8) * 0.1).astype(np.float32), "b0"))
+    nodes.append(helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("Relu", ["c0"], ["r0"]))
+    inits.append(w(8, 6, 3, 3))
+    inits.append(numpy_helper.from_array((rng.standard_normal(12) * 0.1).astype(np.float32), "b1"))
+    nodes.append(helper.make_node("ConvTranspose", ["r0", "w2", "b1"], ["t0"], kernel_shape=[3, 3], strides=[2, 2],
+                                  pads=[1, 1, 1, 1], output_padding=[1, 1], group=2))
+    nodes.append(helper.make_node("Relu", ["t0"], ["r1"]))
+    inits.append(w(12, 5, 2, 2))
+    nodes.append(helper.make_node("ConvTranspose", ["r1", "w4"], ["t1"], kernel_shape=[2, 2], dilations=[2, 2]))
+    inits.append(w(3, 5, 1, 1))
+    nodes.append(helper.make_node("Conv", ["t1", "w5"], ["y"]))
+    oh = 2 * hw + 2
+    return helper.make_model(helper.make_graph(
+        nodes, "deconv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, hw, hw])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, oh, oh])], inits),
+        opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _model(family: str) -> onnx.ModelProto:
+    return deconv() if family == "deconv" else builders.FAMILIES[family]()
 
 
 def _save(m: onnx.ModelProto, d: Path, name: str = "m.onnx") -> Path:
@@ -51,16 +88,18 @@ def _recrc(blob: bytearray) -> bytes:
 
 def _mac_ops(data: bytes) -> list[tuple[int, dict, str]]:
     names = {v: k for k, v in KIND_IDS.items()}
-    return [(off, r, names[int(r["kind"])]) for off, r in _ops(data) if names.get(int(r["kind"])) in ("conv", "dwconv", "fc")]
+    return [(off, r, names[int(r["kind"])]) for off, r in _ops(data) if names.get(int(r["kind"])) in HALF_KINDS]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fp16_weights_halve_the_weights_and_verify(tmp_path, family):
-    p = _save(builders.FAMILIES[family](), tmp_path)
+    p = _save(_model(family), tmp_path)
     c32 = api.compile_model(p, "4M")
     c16 = api.compile_model(p, "4M", weights="fp16")
     macs = _mac_ops(c16.plan_bytes)
     assert macs
+    if family == "deconv":
+        assert [kn for _, _, kn in macs].count("convtranspose") == 2
     for off, rec, kname in macs:
         k = kind(kname)
         assert rec["params"][k.PARAMS.index("wf16")] == 1, (kname, rec)
@@ -85,14 +124,16 @@ def test_fp16_weights_halve_the_weights_and_verify(tmp_path, family):
             assert 0 < cost[o["name"]]["rel_err"] <= api.FP16_RTOL
 
 
-def test_fp16_weights_tile_like_untiled(tmp_path):
-    p = _save(builders.FAMILIES["tiny_unet"](), tmp_path)
+@pytest.mark.parametrize("family, op", [("tiny_unet", "conv"), ("deconv", "ConvTranspose")])
+def test_fp16_weights_tile_like_untiled(tmp_path, family, op):
+    m = _model(family)
+    p = _save(m, tmp_path)
     big = api.compile_model(p, "4M", weights="fp16")
     small_budget = big.analysis.json["fast"]["peak_bytes"] * 2 // 3
     tiled = api.compile_model(p, small_budget, weights="fp16")
-    assert any(st["tiled"] and st["tiles"] > 1 and "conv" in " ".join(st["op_names"])
-               for st in tiled.analysis.json["stages"])
-    x = {"x": np.random.default_rng(5).standard_normal(builders.input_shape(builders.FAMILIES["tiny_unet"]())).astype(np.float32)}
+    assert any(st["tiled"] and st["tiles"] > 1 and op in " ".join(st["op_names"])
+               for st in tiled.analysis.json["stages"]), tiled.analysis.json["stages"]
+    x = {"x": np.random.default_rng(5).standard_normal(builders.input_shape(m)).astype(np.float32)}
     a = api.run_plan(big.plan_bytes, x)
     b = api.run_plan(tiled.plan_bytes, x)
     assert b.fast_peak <= small_budget  # the widened weights count in the budget, which holds
@@ -138,16 +179,17 @@ def test_weight_beyond_the_float16_range_is_a_clean_error(tmp_path):
     assert api.compile_model(p, "4M").plan_bytes  # float32 weights still compile
 
 
+@pytest.mark.parametrize("family, target", [("mlp", "fc"), ("deconv", "convtranspose")])
 @pytest.mark.parametrize("edit, status", [("wf16=2", "TGRS_ERR_PARAM"), ("odd", "TGRS_ERR_PARAM"),
                                           ("scratch", "TGRS_ERR_SCRATCH"), ("wf16=0", None)])
-def test_loader_checks_half_weight_records(tmp_path, edit, status):
+def test_loader_checks_half_weight_records(tmp_path, family, target, edit, status):
     from tigris.host import Session
     from tigris.host.session import PlanError
 
-    p = _save(builders.FAMILIES["mlp"](), tmp_path)
+    p = _save(_model(family), tmp_path)
     for xip in (False, True):
         data = bytearray(api.compile_model(p, "4M", weights="fp16", xip=xip).plan_bytes)
-        off, rec, kname = _mac_ops(bytes(data))[0]
+        off, rec, kname = [m for m in _mac_ops(bytes(data)) if m[2] == target][0]
         k = kind(kname)
         at = F.OP.offsets()
         poff = off + at["params"]

@@ -15,7 +15,10 @@ Params ``pb``/``pr`` are the end pads minus the output padding, so ``OH = sh * (
 Runtime form (C: ``runtime_c/src/kernels/convtranspose.c``). NHWC activations (a 1-D signal is ``{N, L, 1, C}``, the
 L axis being the row axis). The ONNX weight ``[C_in, OC/G, KH, KW]`` is rearranged at lowering to
 ``[G][OCg][KH][KW][ICg]``: for one output channel and one tap, the ``ICg`` weights are contiguous and line up with the
-input pixel's channels of the group, so the kernel takes plain dot products and shuffles nothing. No scratch.
+input pixel's channels of the group, so the kernel takes plain dot products and shuffles nothing. No scratch, except
+for float16 weights: with ``compile --weights fp16`` (the default for a float16 model) a float op's weight constant
+holds IEEE halves (param ``wf16``), which the kernel widens exactly into the first bytes of its scratch
+(docs/format.md "Float16 weights"; ``_mac.stored_float_weight``).
 
 float: ``y = clamp(bias + sum x * w)`` accumulated in float32 (taps in (kh, kw) order, channels ascending).
 int8: ``acc = bias + sum (x - zp_in) * (w - zp_w[oc])`` over the taps that land (exact; a tap that does not land
@@ -76,6 +79,8 @@ class ConvTranspose(_mac.MacKind):
                                  "int8 weights per channel (axis 1) or per tensor, weight zero points"}
     INT8_EXACTNESS = "<= 1 LSB"
     TILING = "spatial"
+    # float32 kernels whose weights the plan may store as IEEE halves (compile --weights fp16, param wf16)
+    DTYPES = ("float32", "float32 with float16 weights", "int8")
     TILING_DOC = "spatial (its own row map: output rows [a, b) read input rows ceil((a + pt - (KH-1)*dh) / sh) to "\
                  "floor((b - 1 + pt) / sh))"
     PARAMS = (
@@ -85,6 +90,7 @@ class ConvTranspose(_mac.MacKind):
         "fmin", "fmax",  # float clamp bounds as f32 bits
         "zp_in", "zp_out",
         "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
+        "wf16",  # float: 1 when the weight const holds IEEE halves (widened into the scratch by the kernel)
     )
     CONSTS = ("weight", "bias", "mult", "shift")
 
@@ -191,7 +197,8 @@ class ConvTranspose(_mac.MacKind):
                 w_f = w_f[..., None]
             lo, hi = _mac.act_bounds_f32(fused, op.name)
             params.update(fmin=lo, fmax=hi)
-            consts = dict(weight=arrange(w_f.astype(np.float32)), bias=_mac.float_bias(graph, bname, oc))
+            consts = dict(weight=_mac.stored_float_weight(graph, arrange(w_f.astype(np.float32)), params, op.name),
+                          bias=_mac.float_bias(graph, bname, oc))
         return Lowered(kind=self.name, op_name=op.name, inputs=[x.name], outputs=[y.name], params=params,
                        consts=consts, macs=int(n * h * wd * cin * ocg * kh * kw))
 
@@ -227,6 +234,10 @@ class ConvTranspose(_mac.MacKind):
         if out_rows is None:
             return total
         return total * out_rows // max(1, tensor_view_dims(graph.tensors[op.outputs[0]])[1])
+
+    def scratch_bytes(self, low: Lowered, graph: AnalyzedGraph | None, out_rows: int) -> int:
+        """None, except the float32 copy of IEEE-half weights (param wf16) the kernel widens them into."""
+        return _mac.f16_scratch_bytes(low)
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         x = inputs[0]

@@ -15,7 +15,9 @@
  * lists the (kh, ih) pairs that land, per column the (kw, iw) pairs, then every output channel takes one dot
  * product of ICg contiguous input channels with ICg contiguous weights per landing tap. float accumulates in
  * float32; int8 sums (x - zp_in) * (w - zp_w) exactly (a tap that does not land contributes nothing, so the zero
- * point cannot be folded into the bias) and requantizes per channel. No scratch.
+ * point cannot be folded into the bias) and requantizes per channel. No scratch, except for float16 weights (param
+ * WF16, docs/format.md "Float16 weights"): the float kernel first widens the IEEE-half weights exactly into the
+ * first bytes of its scratch (tgrs_f16_widen, kcheck.h) and computes with them there.
  *
  * Rows an output band reads (the kind's row map, ConvTranspose.rows_needed): output rows [a, b) read input rows
  * [ceil((a + pt - (KH - 1) * dh) / sh), floor((b - 1 + pt) / sh) + 1), clipped to the input.
@@ -146,10 +148,19 @@ static int ct_setup(const tgrs_op_ctx *ctx, ct_geom *g)
     return TGRS_OK;
 }
 
+/* The load-time check: a float op is checked with its half weights viewed widened (tgrs_f16_view refuses a bad
+ * WF16, an odd length or a short scratch); int8 weights are never halves. */
 int tgrs_check_convtranspose(const tgrs_op_ctx *ctx)
 {
     ct_geom g;
-    return ct_setup(ctx, &g);
+    tgrs_op_ctx wide;
+    const int32_t wf16 = ctx->p[TGRS_P_CONVTRANSPOSE_WF16];
+    int st;
+    if (ctx->out != NULL && ctx->out->dtype == TGRS_DT_S8) {
+        return wf16 != 0 ? TGRS_ERR_PARAM : ct_setup(ctx, &g);
+    }
+    st = tgrs_f16_view(&wide, ctx, TGRS_C_CONVTRANSPOSE_WEIGHT, wf16);
+    return st != TGRS_OK ? st : ct_setup(&wide, &g);
 }
 
 /* The (tap, input index) pairs that land on output index o along one axis; returns their count. */
@@ -187,7 +198,7 @@ static float ct_dot_f32(const float *x, const float *w, int32_t len)
     return s;
 }
 
-int tgrs_kernel_convtranspose(const tgrs_op_ctx *ctx)
+static int ct_run(const tgrs_op_ctx *ctx)
 {
     const tgrs_tview *in = ctx->in[0];
     tgrs_tview *out = ctx->out;
@@ -260,4 +271,19 @@ int tgrs_kernel_convtranspose(const tgrs_op_ctx *ctx)
         }
     }
     return TGRS_OK;
+}
+
+/* A float op with float16 weights (WF16 = 1) computes on its weights widened into the scratch (tgrs_f16_widen). */
+int tgrs_kernel_convtranspose(const tgrs_op_ctx *ctx)
+{
+    tgrs_op_ctx wide;
+    int st;
+    if (ctx->out == NULL) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (ctx->out->dtype == TGRS_DT_S8) {
+        return ctx->p[TGRS_P_CONVTRANSPOSE_WF16] != 0 ? TGRS_ERR_PARAM : ct_run(ctx);
+    }
+    st = tgrs_f16_widen(&wide, ctx, TGRS_C_CONVTRANSPOSE_WEIGHT, ctx->p[TGRS_P_CONVTRANSPOSE_WF16]);
+    return st != TGRS_OK ? st : ct_run(&wide);
 }
