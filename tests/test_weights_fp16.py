@@ -1,5 +1,5 @@
 """Float16 weights (``compile --weights fp16``, the default for float16 models): the float weights of conv, dwconv,
-fc and convtranspose are stored in the plan as IEEE halves (half the flash) and widened exactly to float32 by the kernels, into
+fc and convtranspose, and a constant operand of matmul, are stored in the plan as IEEE halves (half the flash) and widened exactly to float32 by the kernels, into
 their scratch, whether the plan is XIP or not. verify judges such a plan against ONNX Runtime on the model as given
 at the float16 tolerance and reports the accuracy cost; the loader refuses inconsistent half-weight records."""
 from __future__ import annotations
@@ -25,8 +25,8 @@ import builders  # noqa: E402
 
 # conv (regular, grouped, 1x1 direct), dwconv and fc are all in these; "deconv" (below) has grouped and 1x1-input
 # ConvTransposes between convs
-FAMILIES = ("mbv2", "mlp", "dscnn1d", "tiny_unet", "deconv")
-HALF_KINDS = ("conv", "dwconv", "fc", "convtranspose")
+FAMILIES = ("mbv2", "mlp", "dscnn1d", "tiny_unet", "deconv", "const_matmul")
+HALF_KINDS = ("conv", "dwconv", "fc", "convtranspose", "matmul")
 
 
 def deconv(hw: int = 24) -> onnx.ModelProto:
@@ -60,8 +60,26 @@ def deconv(hw: int = 24) -> onnx.ModelProto:
         opset_imports=[helper.make_opsetid("", 17)])
 
 
+def const_matmul() -> onnx.ModelProto:
+    """Products the fc kind does not take, so the matmul kind runs them with a constant operand: a constant A
+    (``W[40, 24] @ x``, broadcast over the batch) and a batched constant B (``t @ V[2, 16, 12]``)."""
+    rng = np.random.default_rng(61)
+    a = numpy_helper.from_array((rng.standard_normal((40, 24)) * 0.2).astype(np.float32), "wa")
+    b = numpy_helper.from_array((rng.standard_normal((2, 16, 12)) * 0.25).astype(np.float32), "wb")
+    return helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["wa", "x"], ["t"]), helper.make_node("MatMul", ["t", "wb"], ["y"])], "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 24, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 40, 12])], [a, b]),
+        opset_imports=[helper.make_opsetid("", 17)])
+
+
 def _model(family: str) -> onnx.ModelProto:
-    return deconv() if family == "deconv" else builders.FAMILIES[family]()
+    return {"deconv": deconv, "const_matmul": const_matmul}.get(family, builders.FAMILIES.get(family))()
+
+
+def _wf16(k) -> int:
+    """The slot of a kind's float16-weight flag (matmul spells its params in capitals)."""
+    return k.PARAMS.index("WF16" if "WF16" in k.PARAMS else "wf16")
 
 
 def _save(m: onnx.ModelProto, d: Path, name: str = "m.onnx") -> Path:
@@ -98,13 +116,13 @@ def test_fp16_weights_halve_the_weights_and_verify(tmp_path, family):
     c16 = api.compile_model(p, "4M", weights="fp16")
     macs = _mac_ops(c16.plan_bytes)
     assert macs
-    if family == "deconv":
-        assert [kn for _, _, kn in macs].count("convtranspose") == 2
+    if family in ("deconv", "const_matmul"):
+        assert [kn for _, _, kn in macs].count("convtranspose" if family == "deconv" else "matmul") == 2
     for off, rec, kname in macs:
         k = kind(kname)
-        assert rec["params"][k.PARAMS.index("wf16")] == 1, (kname, rec)
+        assert rec["params"][_wf16(k)] == 1, (kname, rec)
     for off, rec, kname in _mac_ops(c32.plan_bytes):
-        assert rec["params"][kind(kname).PARAMS.index("wf16")] == 0
+        assert rec["params"][_wf16(kind(kname))] == 0
     # the weight blobs shrink by half (the other constants do not change)
     w16 = sum(int(r["const_len"][0]) for _, r, _ in macs)
     w32 = sum(int(r["const_len"][0]) for _, r, _ in _mac_ops(c32.plan_bytes))
@@ -179,7 +197,7 @@ def test_weight_beyond_the_float16_range_is_a_clean_error(tmp_path):
     assert api.compile_model(p, "4M").plan_bytes  # float32 weights still compile
 
 
-@pytest.mark.parametrize("family, target", [("mlp", "fc"), ("deconv", "convtranspose")])
+@pytest.mark.parametrize("family, target", [("mlp", "fc"), ("deconv", "convtranspose"), ("const_matmul", "matmul")])
 @pytest.mark.parametrize("edit, status", [("wf16=2", "TGRS_ERR_PARAM"), ("odd", "TGRS_ERR_PARAM"),
                                           ("scratch", "TGRS_ERR_SCRATCH"), ("wf16=0", None)])
 def test_loader_checks_half_weight_records(tmp_path, family, target, edit, status):
@@ -193,7 +211,7 @@ def test_loader_checks_half_weight_records(tmp_path, family, target, edit, statu
         k = kind(kname)
         at = F.OP.offsets()
         poff = off + at["params"]
-        wi = k.PARAMS.index("wf16")
+        wi = _wf16(k)
         if edit == "wf16=2":
             struct.pack_into("<i", data, poff + 4 * wi, 2)
         elif edit == "wf16=0":  # the halves read as floats: half as many bytes as the op needs
@@ -215,8 +233,8 @@ def test_float16_model_stores_half_weights_by_default(tmp_path):
     p = _save(m16, tmp_path)
     c_default = api.compile_model(p, "4M")
     c32 = api.compile_model(p, "4M", weights="fp32")
-    assert all(r["params"][kind(kn).PARAMS.index("wf16")] == 1 for _, r, kn in _mac_ops(c_default.plan_bytes))
-    assert all(r["params"][kind(kn).PARAMS.index("wf16")] == 0 for _, r, kn in _mac_ops(c32.plan_bytes))
+    assert all(r["params"][_wf16(kind(kn))] == 1 for _, r, kn in _mac_ops(c_default.plan_bytes))
+    assert all(r["params"][_wf16(kind(kn))] == 0 for _, r, kn in _mac_ops(c32.plan_bytes))
     assert len(c_default.plan_bytes) < len(c32.plan_bytes)
     x = {"x": np.random.default_rng(1).standard_normal(builders.input_shape(builders.FAMILIES["mbv2"]())).astype(np.float32)}
     a = api.run_plan(c_default.plan_bytes, x).outputs

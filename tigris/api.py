@@ -152,7 +152,7 @@ def prepare(model: str | Path, input_shapes: dict[str, tuple[int, ...]] | None =
 
     ``numerics`` ("onnx" or "tflm", docs/numerics.md) selects the integer arithmetic the int8 ops are lowered for;
     None keeps the loader's default for the model's source (ONNX: onnx, TFLite: tflm). ``weights`` ("fp32" or
-    "fp16") is how the float weights of conv, dwconv and fc are stored; None: fp16 for a float16 model, else fp32.
+    "fp16") is how the float weights of conv, dwconv, fc, convtranspose and matmul are stored; None: fp16 for a float16 model, else fp32.
     """
     from tigris.load import load_model
     from tigris.ops import lower

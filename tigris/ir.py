@@ -138,7 +138,7 @@ class AnalyzedGraph:
     # The float precision the model as written computes in: "float32", or "float16" for a float16 model that the
     # loader widened to float32 (tigris/load/float16.py); verify judges such a model at the float16 tolerance.
     precision: str = "float32"
-    # How the plan stores the float weights of the multiply-accumulate kinds (conv, dwconv, fc): "float32", or
+    # How the plan stores the float weights of conv, dwconv, fc, convtranspose and matmul: "float32", or
     # "float16" (IEEE halves, half the flash; the kernels widen them to float32). ``api.prepare(weights=...)`` sets
     # it; a float16 model stores float16 by default (docs/format.md "Float16 weights").
     weights_dtype: str = "float32"

@@ -11,7 +11,9 @@ a 1-D operand (ONNX's promotion to ``[1, K]`` / ``[K, 1]``) is M or N = 1 with s
 ``transB`` are swapped strides rather than a Transpose. Batch axes are the output's logical axes before the last
 two (at most two, the runtime's rank limit). Either operand (not both) may be a constant: the const blob ``K`` in
 plain logical order, ``K_POS`` says which (-1 none, 0 A, 1 B). ``C`` (Gemm's bias, constant) is stored broadcast
-to ``[M, N]`` with ``beta`` applied.
+to ``[M, N]`` with ``beta`` applied. With ``compile --weights fp16`` (the default for a float16 model) a float
+constant operand is stored as IEEE halves (``WF16`` = 1), which the kernel widens exactly into its scratch before it
+computes (docs/format.md "Float16 weights"); that widened copy is the kind's only scratch.
 
 float32: the dot product in float32 in order of k, then ``acc * ALPHA + C[m, n]`` (``ALPHA`` f32 bits).
 
@@ -33,7 +35,7 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor, TigrisError
 from tigris.layout import perm_of
-from tigris.ops import qmath
+from tigris.ops import _mac, qmath
 from tigris.ops._common import per_tensor
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
 
@@ -102,10 +104,13 @@ class MatMul(OpKind):
                 "Gemm": "non-constant B, transA, transB, alpha, beta, matrix / vector / scalar C (constant)",
                 "MatMulInteger": "int8 / uint8 operands (graph inputs or constants), one constant zero point each, "
                                  "int32 output (pass integer_ops)"}
-    DTYPES = {"MatMul": ("float32", "int8"), "Gemm": ("float32", "int8"), "MatMulInteger": ("int8/uint8 -> int32",)}
+    # a float32 constant operand may be stored as IEEE halves (compile --weights fp16, param WF16)
+    DTYPES = {"MatMul": ("float32", "float32 with a float16 constant", "int8"),
+              "Gemm": ("float32", "float32 with a float16 constant", "int8"), "MatMulInteger": ("int8/uint8 -> int32",)}
     INT8_EXACTNESS = {"MatMul": "<= 1 LSB", "Gemm": "<= 1 LSB", "MatMulInteger": "bit-exact"}
     PARAMS = ("B0", "B1", "M", "N", "K", "AS0", "AS1", "AM", "AK", "BS0", "BS1", "BK", "BN", "YS0", "YS1", "YM",
-              "YN", "K_POS", "KZP", "ALPHA", "NUMERICS", "NMULT")
+              "YN", "K_POS", "KZP", "ALPHA", "NUMERICS", "NMULT",
+              "WF16")  # float: 1 when the constant K holds IEEE halves (widened into the scratch by the kernel)
     CONSTS = ("K", "C", "MULT", "SHIFT")
     TILING = "structural"
     SINGLE_INPUT = False
@@ -235,7 +240,10 @@ class MatMul(OpKind):
         if not int8:
             params["ALPHA"] = f32_bits(alpha)
             if kname is not None:
-                consts["K"] = np.ascontiguousarray(np.asarray(graph.weights[kname], dtype=np.float32))
+                half: dict[str, int] = {}
+                consts["K"] = _mac.stored_float_weight(graph, np.asarray(graph.weights[kname], dtype=np.float32),
+                                                       half, op.name)
+                params["WF16"] = half.get("wf16", 0)
             if cname is not None:
                 c = np.asarray(graph.weights[cname], dtype=np.float32)
                 consts["C"] = np.ascontiguousarray(
@@ -296,6 +304,13 @@ class MatMul(OpKind):
         if isinstance(geo, str):
             return 0
         return geo["B0"] * geo["B1"] * geo["M"] * geo["N"] * geo["K"]
+
+    def scratch_bytes(self, low: Lowered, graph: AnalyzedGraph | None, out_rows: int) -> int:
+        """None, except the float32 copy of an IEEE-half constant (param WF16) the kernel widens it into (16-byte
+        aligned, as ``tgrs_f16_view``)."""
+        if not low.params.get("WF16"):
+            return 0
+        return (int(np.asarray(low.consts["K"]).size) * 4 + 15) // 16 * 16
 
     # -- reference -----------------------------------------------------------------------------------------------
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:

@@ -30,8 +30,9 @@ void tgrs_rq_prepare(tgrs_rq *r, int32_t mult, int32_t shift, int32_t zp_out, in
 int8_t tgrs_rq_s8_call(const tgrs_rq *r, int32_t acc, int32_t lo, int32_t hi);
 
 /*
- * Float16 weights (param wf16 of conv, dwconv, fc; docs/format.md "Float16 weights"). Constant slot `slot` then holds
- * IEEE halves, which the kernel widens into the first align16(2 * clen) bytes of its scratch. tgrs_f16_view writes to
+ * Float16 weights (param wf16 of conv, dwconv, fc, convtranspose, matmul; docs/format.md "Float16 weights").
+ * Constant slot `slot` then holds IEEE halves, which the kernel widens into the first align16(2 * clen) bytes of its
+ * scratch. tgrs_f16_view writes to
  * *wide the context the float kernel computes with: *ctx with that slot 2 * clen bytes long (address NULL) and the
  * scratch that follows the widened weights; for wf16 == 0 just *ctx. TGRS_ERR_PARAM for wf16 other than 0 and 1 or
  * an odd length, TGRS_ERR_SCRATCH when the scratch cannot hold the widened weights. The loader's check uses it as is;

@@ -11,7 +11,9 @@
  *   int8 : acc = sum (a - za) * (b - zb) in int32 (K <= 32767: |acc| < 2^31) + C[m][n] (a wrapping add; the
  *          compiler proved the sum fits); y = sat8(requant(acc, MULT[n or 0], SHIFT[n or 0]) + zp_y)
  *   int32: y = acc
- * The whole operands are needed (structural). No scratch.
+ * The whole operands are needed (structural). No scratch, except for float16 weights (WF16 = 1, docs/format.md
+ * "Float16 weights"): a float op's constant K holds IEEE halves, which the kernel widens exactly into the first bytes
+ * of its scratch (tgrs_f16_widen, kcheck.h) and reads there.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -140,13 +142,49 @@ static int mm_setup(const tgrs_op_ctx *ctx, mm_geo *g)
                              out->zero_point, p[TGRS_P_MATMUL_NUMERICS]);
 }
 
+/* WF16 is 0, or 1 on a float op with a constant operand (anything else is TGRS_ERR_PARAM). */
+static int mm_wf16_ok(const tgrs_op_ctx *ctx)
+{
+    const int32_t wf16 = ctx->p[TGRS_P_MATMUL_WF16];
+    const int32_t kpos = ctx->p[TGRS_P_MATMUL_K_POS];
+    return wf16 == 0 || (ctx->out != NULL && ctx->out->dtype == TGRS_DT_F32 && (kpos == 0 || kpos == 1));
+}
+
+/* The load-time check: float16 constants are checked viewed widened (tgrs_f16_view refuses a bad WF16, an odd
+ * length or a short scratch). */
 int tgrs_check_matmul(const tgrs_op_ctx *ctx)
 {
     mm_geo g;
-    return mm_setup(ctx, &g);
+    tgrs_op_ctx wide;
+    int st;
+    if (ctx->out == NULL) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (!mm_wf16_ok(ctx)) {
+        return TGRS_ERR_PARAM;
+    }
+    st = tgrs_f16_view(&wide, ctx, TGRS_C_MATMUL_K, ctx->p[TGRS_P_MATMUL_WF16]);
+    return st != TGRS_OK ? st : mm_setup(&wide, &g);
 }
 
+static int mm_run(const tgrs_op_ctx *ctx);
+
+/* A float op with a float16 constant computes on it widened into the scratch (tgrs_f16_widen). */
 int tgrs_kernel_matmul(const tgrs_op_ctx *ctx)
+{
+    tgrs_op_ctx wide;
+    int st;
+    if (ctx->out == NULL) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (!mm_wf16_ok(ctx)) {
+        return TGRS_ERR_PARAM;
+    }
+    st = tgrs_f16_widen(&wide, ctx, TGRS_C_MATMUL_K, ctx->p[TGRS_P_MATMUL_WF16]);
+    return st != TGRS_OK ? st : mm_run(&wide);
+}
+
+static int mm_run(const tgrs_op_ctx *ctx)
 {
     const int32_t dt = ctx->out->dtype;
     const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_MATMUL_MULT];
