@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
+from tigris.ir import TigrisError
 from tigris.ops import KINDS
 
 # C flags of every host build: strict C99, and no FMA contraction so float results do not depend on whether the
@@ -69,11 +70,11 @@ def _cpu_has_avxvnni() -> bool:
 
 def host_isa() -> str:
     """The level this process builds: ``$TIGRIS_HOST_ISA`` (``generic``, ``avx2`` or ``avxvnni``) if set, else the
-    highest level the CPU has."""
+    highest level the CPU has. Another value is a TigrisError (the CLI's one-line error, exit code 2)."""
     env = os.environ.get("TIGRIS_HOST_ISA")
     if env:
         if env not in ISA_FLAGS:
-            raise ValueError(f"TIGRIS_HOST_ISA must be one of {sorted(ISA_FLAGS)}, not {env!r}")
+            raise TigrisError(f"must be one of {sorted(ISA_FLAGS)}, not {env!r}", "TIGRIS_HOST_ISA")
         return env
     if _cpu_has_avxvnni():
         return "avxvnni"
@@ -298,7 +299,7 @@ def runtime(isa: str | None = None) -> ModuleType:
 @lru_cache(maxsize=None)
 def _runtime(isa: str) -> ModuleType:
     if isa not in ISA_FLAGS:
-        raise ValueError(f"unknown host ISA level {isa!r} (one of {sorted(ISA_FLAGS)})")
+        raise TigrisError(f"unknown host ISA level {isa!r} (one of {sorted(ISA_FLAGS)})", "isa")
     rs = find_sources()
     digest = source_hash(rs, isa)
     dest = cache_root() / digest
