@@ -4,7 +4,9 @@
 With ``f = gamma / sqrt(var + eps)`` per output channel: ``W' = W * f`` and ``b' = (b - mean) * f + beta``.
 
 Rules:
-1. Applies when the BatchNorm's input is a Conv output read by nothing else (and not a graph output), and all four
+1. Never in training mode (``training_mode = 1`` or the running-statistics outputs used): that normalizes with the
+   batch's own statistics, so the BatchNorm stays and validation reports it. Applies when the BatchNorm's input is a
+   Conv output read by nothing else (and not a graph output), and all four
    BatchNorm parameters are constants. The Conv then writes the BatchNorm's output tensor (and its quantization).
 2. Float weights are scaled directly.
 3. Int8 weights are folded in float per channel and requantized symmetric per channel (scale = max|w| / 127); the
@@ -75,6 +77,10 @@ def run(graph: AnalyzedGraph) -> PassResult:
         if target is None:
             break
         bn = g.ops[target]
+        if int(bn.attrs.get("training_mode", 0)) or len([o for o in bn.outputs if o]) > 1:
+            # training mode normalizes with the batch's own statistics and outputs the updated running ones
+            declined.append(Decline(bn.name, "rule 1: training mode (batch statistics) is not inference"))
+            continue
         fs = _params(g, bn)
         if fs is None:
             declined.append(Decline(bn.name, "rule 1: its parameters are not constants"))
