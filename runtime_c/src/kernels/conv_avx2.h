@@ -214,35 +214,15 @@ static void conv_oct_avx2(const tgrs_op_ctx *ctx, int32_t k, const int16_t *cons
     const __m256i bv = _mm256_loadu_si256((const __m256i *)(const void *)bias);
     const __m256i sv = _mm256_loadu_si256((const __m256i *)(const void *)shift);
     const __m256i mv = _mm256_loadu_si256((const __m256i *)(const void *)mult);
-    const __m256i zero = _mm256_setzero_si256();
-    __m256i p[CONV_MR], f0, f1, f2, f3;
+    __m256i p[CONV_MR], f[4];
     int32_t i;
     p[0] = _mm256_permute2x128_si256(t0, t2, 0x20);
     p[1] = _mm256_permute2x128_si256(t1, t3, 0x20);
     p[2] = _mm256_permute2x128_si256(t0, t2, 0x31);
     p[3] = _mm256_permute2x128_si256(t1, t3, 0x31);
-    if (mode == 1) { /* n2 = -1 - shift, add2 = 2^31 + 2^(n2 - 1), sub2 = (2^31 >> n2) - zp */
-        const __m256i top = _mm256_set1_epi32((int32_t)0x80000000u), one = _mm256_set1_epi32(1);
-        f0 = mv;
-        f1 = _mm256_sub_epi32(_mm256_set1_epi32(-1), sv);
-        f2 = _mm256_add_epi32(top, _mm256_sllv_epi32(one, _mm256_sub_epi32(f1, one)));
-        f3 = _mm256_sub_epi32(_mm256_srlv_epi32(top, f1), _mm256_set1_epi32(zp_out));
-    } else { /* tflm: m32 (0 when shift <= -32), lsh = max(shift, 0), rsh = -shift for -32 < shift < 0, else 0 */
-        const __m256i gone = _mm256_cmpgt_epi32(_mm256_set1_epi32(-31), sv); /* shift <= -32 */
-        f0 = _mm256_andnot_si256(gone, mv);
-        f1 = _mm256_max_epi32(sv, zero);
-        f2 = _mm256_andnot_si256(gone, _mm256_max_epi32(_mm256_sub_epi32(zero, sv), zero));
-        f3 = _mm256_set1_epi32(zp_out);
-    }
-    for (i = 0; i < nv; ++i) {
-        const __m256i x = _mm256_add_epi32(p[i], bv); /* wrapping, like tgrs_wrap_add */
-        const __m256i q = mode == 1 ? tgrs_rq_fast_avx2(x, f0, f1, f2, f3, lo, hi)
-                                    : tgrs_rq_tflm_avx2(x, f0, f1, f2, f3, lo, hi);
-        /* int32 lanes of int8 values: two packs keep them and put the 8 bytes in lanes 0-3 and 8-11 */
-        const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q, q), zero);
-        const int32_t b0 = _mm256_extract_epi32(b, 0), b1 = _mm256_extract_epi32(b, 4);
-        memcpy(o[i] + oc, &b0, 4);
-        memcpy(o[i] + oc + 4, &b1, 4);
+    tgrs_rq_fields_avx2(mode, mv, sv, zp_out, f);
+    for (i = 0; i < nv; ++i) { /* + bias wraps, like tgrs_wrap_add */
+        tgrs_store8_avx2(o[i] + oc, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(p[i], bv), f, lo, hi));
     }
 }
 
