@@ -305,8 +305,9 @@ def test_latency_estimate_in_ms():
 
 
 def test_objective_trades_recompute_for_traffic():
-    """mnist at 32K --xip: the traffic objective tiles with halo recompute, the others avoid it."""
-    runs = {o: json.loads(invoke("analyze", MNIST, "-m", "32K", "--xip", "--objective", o, "--json").stdout)
+    """mnist at 16K --xip: the traffic objective tiles with halo recompute, the others avoid it (at 32K the whole
+    model fits as one unit since its Adds run in place)."""
+    runs = {o: json.loads(invoke("analyze", MNIST, "-m", "16K", "--xip", "--objective", o, "--json").stdout)
             for o in ("traffic", "recompute", "latency")}
     traffic, recompute = runs["traffic"], runs["recompute"]
     assert traffic["tiling"]["recompute_macs"] > 0

@@ -34,6 +34,7 @@ def layer_rows(prep: Any, plan: Any, per_op: dict[int, int] | None, cpi: float) 
     """One row per operator: what it is, what it costs, and how the plan runs it."""
     from tigris.api import _const_bytes
     from tigris.plan.lifetime import tensor_rows
+    from tigris.plan.spatial import op_macs
 
     graph, lowered = prep.graph, prep.lowered
     stage_of: dict[int, Any] = {}
@@ -60,7 +61,8 @@ def layer_rows(prep: Any, plan: Any, per_op: dict[int, int] | None, cpi: float) 
             if bands:
                 tile_rows = max(bands)
                 halo_rows = max(0, sum(bands) - full)
-                recompute = int(low.macs) * halo_rows // max(1, full) if low.macs else 0
+                # the planner's own count (kind MACs of the recomputed rows), so the rows sum to the plan's total
+                recompute = op_macs(graph, op, halo_rows) if halo_rows and not low.alias else 0
         instr = per_op.get(i) if per_op is not None else None
         rows.append({
             "index": i,

@@ -18,7 +18,7 @@ def small_chain():
 def test_lifetimes_closed_intervals_and_constants_excluded():
     graph = small_chain()
     bufs = buffers(graph)
-    lives = {lt.name: lt for lt in lifetimes(bufs, range(3), bufs.inputs, bufs.outputs)}
+    lives = {lt.name: lt for lt in lifetimes(bufs, range(3), bufs.inputs, bufs.outputs, inplace=False)}
     assert set(lives) == {"x", "t0", "t1", "t2"}  # the conv weight w0 is a constant: no lifetime
     assert (lives["x"].birth, lives["x"].death) == (0, 0)
     assert (lives["t0"].birth, lives["t0"].death) == (0, 1)
@@ -31,11 +31,26 @@ def test_lifetimes_closed_intervals_and_constants_excluded():
 def test_timeline_peak_frees_before_allocating():
     graph = small_chain()
     bufs = buffers(graph)
-    tl = sweep(lifetimes(bufs, range(3), bufs.inputs, bufs.outputs), 3)
+    tl = sweep(lifetimes(bufs, range(3), bufs.inputs, bufs.outputs, inplace=False), 3)
     # step 0: x + t0 = 48; step 1: x freed (died at 0) then t1 allocated: t0 + t1 = 64; step 2: t1 + t2 = 48
     assert tl.usage == (48, 64, 48)
     assert (tl.peak, tl.peak_step) == (64, 1)
-    assert unscheduled_peak(graph) == 64
+
+
+def test_in_place_unary_takes_its_dying_input_home():
+    """Rule 6: the relu's input t0 dies at the relu (its last use), so t1 takes its home: t0 ends a step early,
+    t1 names it, and the timeline counts the two once."""
+    graph = small_chain()
+    bufs = buffers(graph)
+    assert bufs.inplace == ((), ("t0",), ())
+    lives = {lt.name: lt for lt in lifetimes(bufs, range(3), bufs.inputs, bufs.outputs)}
+    assert (lives["t0"].birth, lives["t0"].death, lives["t0"].inplace_of) == (0, 0, None)
+    assert (lives["t1"].birth, lives["t1"].death, lives["t1"].inplace_of) == (1, 2, "t0")
+    assert sweep(list(lives.values()), 3).usage == (48, 32, 48)
+    assert unscheduled_peak(graph) == 48
+    # an input that leaves the sequence (spilled for a later unit) keeps its bytes: no in-place
+    kept = {lt.name: lt for lt in lifetimes(bufs, range(3), bufs.inputs, ["t0", "t2"])}
+    assert kept["t1"].inplace_of is None and kept["t0"].death == 2
 
 
 def test_residual_keeps_skip_alive():
@@ -44,7 +59,13 @@ def test_residual_keeps_skip_alive():
     y = g.add(g.conv(g.conv(x, 1), 1), x)
     graph = g.graph([y])
     # step 0: x + t0; step 1: x + t0 + t1 (x still needed); step 2: x + t1 + t2
+    assert sweep(lifetimes(buffers(graph), range(3), ["x"], [y], inplace=False), 3).usage == (512, 768, 768)
+    # rule 6 does not apply: the Add's output is a graph output (and x a graph input), neither shares a home
     assert sweep(lifetimes(buffers(graph), range(3), ["x"], [y]), 3).usage == (512, 768, 768)
+    g.conv(y, 1)
+    graph = g.graph(["t3"])
+    # with a conv after it, the Add (t1's last use) writes over t1: step 2 holds x + t2 only
+    assert sweep(lifetimes(buffers(graph), range(4), ["x"], ["t3"]), 4).usage == (512, 768, 512, 512)
 
 
 def test_alias_shares_the_buffer_and_extends_its_life():

@@ -106,6 +106,11 @@ class OpKind:
     accumulates: ClassVar[bool] = False
     # The op can be an alias (output shares the input buffer); the layout pass records which ones are.
     may_alias: ClassVar[bool] = False
+    # The kernel may run with its output over an input of the same shape, dtype and layout (out == in): it writes
+    # every output element only after reading the input elements at that same index, in both dtypes and every target
+    # variant. The planner then lets the output take the home of such an input whose last use is this op
+    # (docs/memory-planning.md "In-place ops").
+    in_place: ClassVar[bool] = False
 
     # -- the operator table of docs/operators.md (written from these by ``python -m tigris.ops.doc``) ------------
     # ONNX operator -> the forms and attributes of it this kind runs, as the operator reaches the kind after the

@@ -159,6 +159,7 @@ def _operand(low: Lowered, slot: str, inputs: Sequence[TensorView], out: TensorV
 class _Binary(OpKind):
     SINGLE_INPUT = False
     TILING = "pointwise"
+    in_place = True  # binary.c: y[i] is stored after x[i] and z[i] are read, dense or broadcast
 
     def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
         for n in op.inputs:
@@ -276,6 +277,7 @@ class Ewise(OpKind):
     CONSTS = ("K",)
     SINGLE_INPUT = False
     TILING = "pointwise"
+    in_place = True  # tgrs_kernel_ewise stores out[i] after reading a[ia], b[ib] of the same element
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         ins = [i for i in op.inputs if i]

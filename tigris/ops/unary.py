@@ -182,6 +182,7 @@ class Unary(OpKind):
                 "Neg": "", "Abs": "", "Erf": "", "Gelu": "approximate none and tanh", "Softplus": "", "Elu": "alpha",
                 "Selu": "alpha, gamma"}
     TILING = "pointwise"
+    in_place = True  # unary.c: y[i] = f(x[i]) (float) or lut[x[i]] (int8), one index at a time
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         why = super().check_operands(graph, op)

@@ -25,7 +25,7 @@ from typing import Callable
 from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
 from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess, unit_bands
-from tigris.plan.lifetime import Buffers, buffers, is_alias, lifetimes, tensor_rows
+from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
     MAX_TILES, TiledLayout, halo, min_tile_h, op_macs, row_bytes, stage_tileable, tiling_axis, untileable_reason,
 )
@@ -88,7 +88,7 @@ def _untiled_unit(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, info: Stage
     ops = info.ops
     lives = lifetimes(bufs, ops, info.inputs, info.outputs)
     wb = stage_weight_bytes(costs, ops)
-    blocks = [Block(lt.name, lt.size, lt.birth, lt.death) for lt in lives]
+    blocks, home = _blocks(lives)
     scratch_of: dict[int, int] = {}
     for step, i in enumerate(ops):
         out = graph.ops[i].outputs[0] if graph.ops[i].outputs else None
@@ -98,7 +98,7 @@ def _untiled_unit(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, info: Stage
             blocks.append(Block(("scratch", i), align_up(s), step, step))
     tl = sweep(lives, len(ops), {ops.index(i): s for i, s in scratch_of.items()}, base=wb)
     offsets, end = assign_offsets(blocks, wb, tl.peak)
-    fast = {lt.name: Placement("fast", offsets[lt.name], lt.size) for lt in lives}
+    fast = {lt.name: Placement("fast", offsets[home[lt.name]], lt.size) for lt in lives}
     scratch = {i: Placement("fast", offsets[("scratch", i)], s) for i, s in scratch_of.items()}
     unit = ExecUnit(
         stages=[],
@@ -110,21 +110,35 @@ def _untiled_unit(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, info: Stage
         weight_bytes=wb,
         peak_bytes=end,
         timeline_peak=tl.peak,
+        in_place={lt.name: lt.inplace_of for lt in lives if lt.inplace_of},
     )
     return unit
+
+
+def _blocks(lives: list) -> tuple[list[Block], dict[str, str]]:
+    """Packing blocks of a unit's lifetimes: an in-place output and the input whose home it takes (lifetime rule 6)
+    are one block over both intervals, so they get one offset. Returns the blocks and buffer -> block key."""
+    home = home_of(lives)
+    merged: dict[str, Block] = {}
+    for lt in lives:
+        h = home[lt.name]
+        b = merged.get(h)
+        merged[h] = Block(h, lt.size, lt.birth, lt.death) if b is None else \
+            Block(h, max(b.size, lt.size), min(b.birth, lt.birth), max(b.death, lt.death))
+    return list(merged.values()), home
 
 
 def _tiled_unit(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: range, inputs: list[str], output: str, lay: TiledLayout
 ) -> ExecUnit:
     wb = stage_weight_bytes(costs, ops)
-    blocks = [Block(lt.name, lt.size, lt.birth, lt.death) for lt in lay.lives]
+    blocks, home = _blocks(lay.lives)
     for step, i in enumerate(ops):
         if lay.scratch_of.get(i):
             first = 0 if i in lay.accumulate else step  # an accumulator's scratch survives across tiles
             blocks.append(Block(("scratch", i), align_up(lay.scratch_of[i]), first, step))
     offsets, end = assign_offsets(blocks, wb, lay.peak)
-    fast = {lt.name: Placement("fast", offsets[lt.name], lt.size) for lt in lay.lives}
+    fast = {lt.name: Placement("fast", offsets[home[lt.name]], lt.size) for lt in lay.lives}
     scratch = {
         i: Placement("fast", offsets[("scratch", i)], align_up(s)) for i, s in lay.scratch_of.items() if s
     }
@@ -141,6 +155,7 @@ def _tiled_unit(
         peak_bytes=end,
         timeline_peak=lay.peak,
         accumulate=list(lay.accumulate),
+        in_place={lt.name: lt.inplace_of for lt in lay.lives if lt.inplace_of},
     )
 
 

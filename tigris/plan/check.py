@@ -27,7 +27,7 @@ from tigris.plan.spatial import input_rows, row_bytes
 from tigris.plan.types import ALIGN, MemoryPlan, Placement, align_up
 
 
-def _overlaps(items: list[tuple[Hashable, Placement, int, int]]) -> list[str]:
+def _overlaps(items: list[tuple[Hashable, Placement, int, int]], allowed: frozenset = frozenset()) -> list[str]:
     """Pairs of non-empty placements that overlap in memory while both are live, in (offset order, offset order).
 
     A sweep over time: each item is compared only with the items still live when it is born, so the cost follows
@@ -49,6 +49,8 @@ def _overlaps(items: list[tuple[Hashable, Placement, int, int]]) -> list[str]:
     for ra, rb in sorted(pairs):
         ka, pa, _, _ = by_offset[ra]
         kb, pb, _, _ = by_offset[rb]
+        if frozenset((ka, kb)) in allowed:
+            continue
         bad.append(f"{ka} [{pa.offset},{pa.end}) and {kb} [{pb.offset},{pb.end}) are live together")
     return bad
 
@@ -80,7 +82,7 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
         leaving = list(unit.spill) + ([n for n in bufs.outputs if n in inside] if single else [])
         entering = list(unit.reload) + ([n for n in bufs.inputs] if single else [])
         try:
-            lives = lifetimes(bufs, ops, entering, leaving, size_of=lambda n: unit.fast[n].size)
+            lives = lifetimes(bufs, ops, entering, leaving, size_of=lambda n: unit.fast[n].size, inplace=False)
         except KeyError as e:
             errs.append(f"{where}: buffer {e.args[0]} has no fast placement")
             continue
@@ -100,7 +102,9 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
             if p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget:
                 errs.append(f"{where}: scratch of op {i} placement {p} is misaligned or out of bounds")
             items.append((f"scratch[{i}]", p, 0 if i in unit.accumulate else step, step))
-        errs += [f"{where}: {e}" for e in _overlaps(items)]  # rule 3
+        allowed, bad = _check_in_place(graph, bufs, plan, k)
+        errs += [f"{where}: {e}" for e in bad]
+        errs += [f"{where}: {e}" for e in _overlaps(items, allowed)]  # rule 3
         top = max([unit.weight_bytes] + [p.end for _, p, _, _ in items])
         if top > unit.peak_bytes:
             errs.append(f"{where}: buffers reach {top} bytes but the unit's peak says {unit.peak_bytes}")
@@ -115,6 +119,52 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
     if plan.fast_peak > plan.fast_budget:
         errs.append(f"fast peak {plan.fast_peak} exceeds budget {plan.fast_budget}")
     return errs
+
+
+def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int):
+    """Rule 3's one exception, each declared in-place pair ``output -> input`` of unit ``k`` proven on its own:
+    one op of the unit writes the output and reads the input, its kind may run in place, the two tensors have one
+    shape, dtype, layout and size, share one offset and size (and the same band in every tile), and nothing reads
+    the input after that op in the unit (it is not spilled, nor a graph input or output; a later unit reading it
+    reloads the slow copy, which this unit leaves alone).
+    Returns the pairs allowed to overlap and the violations."""
+    from tigris.ops import kind_for
+
+    unit = plan.units[k]
+    allowed, errs, given = set(), [], set()
+    for y, x in unit.in_place.items():
+        steps = [s for s, i in enumerate(unit.ops) if bufs.writes[i] == (y,)]
+        if len(steps) != 1:
+            errs.append(f"in-place {y}: written by {len(steps)} ops of the unit")
+            continue
+        s = steps[0]
+        op = graph.ops[unit.ops[s]]
+        kind = kind_for(op.op_type)
+        tx, ty = graph.tensors.get(x), graph.tensors.get(y)
+        why = None
+        if kind is None or not kind.in_place:
+            why = f"{op.name} ({op.op_type}) may not run in place"
+        elif x not in op.inputs or bufs.root(x) != x or x in bufs.alias_of.values() or graph.is_const(x):
+            why = f"{x} is not an activation buffer {op.name} reads"
+        elif tx is None or ty is None or (tx.dtype, tuple(tx.shape), tx.layout, tx.nbytes) != \
+                (ty.dtype, tuple(ty.shape), ty.layout, ty.nbytes):
+            why = f"{x} and {y} differ in shape, dtype, layout or size"
+        # a later unit reading x reloads it from slow memory, which this unit does not write unless it spills x
+        elif any(x in bufs.reads[i] for i in unit.ops[s + 1:]) or x in unit.spill or x in bufs.inputs \
+                or x in bufs.outputs or y in bufs.outputs:
+            why = f"{x} is still needed after {op.name}"
+        elif x in given:
+            why = f"{x} gives its home twice"
+        elif x not in unit.fast or y not in unit.fast or unit.fast[x] != unit.fast[y]:
+            why = f"{y} does not take {x}'s placement"
+        elif any(rows.get(x) != rows.get(y) for rows in unit.tile_rows):
+            why = f"{x} and {y} have different bands"
+        if why:
+            errs.append(f"in-place {y} over {x}: {why}")
+            continue
+        given.add(x)
+        allowed.add(frozenset((x, y)))
+    return frozenset(allowed), errs
 
 
 def _check_tiles(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 5

@@ -14,6 +14,11 @@ Rules (the code cites them by number):
    where it was born (the kernel still writes it).
 5. A buffer is live during the closed interval ``[birth, death]``: an op's inputs and outputs are live at the op's
    step together, because a kernel reads the one while it writes the other.
+6. In-place ops are the exception to rule 5: when an op whose kind may run in place (``OpKind.in_place``) reads a
+   buffer of exactly its output's shape, dtype, layout and size, produced earlier in the sequence, whose last use
+   is this op (not a graph input or output, not leaving the sequence), the output takes that buffer's home. The input then dies at
+   the step before (it shares the output's bytes at the op's step), and the output's lifetime names it
+   (``inplace_of``); the packer gives both one offset (:func:`home_of`).
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ class Lifetime:
     size: int  # bytes reserved, 16-byte aligned
     birth: int
     death: int
+    inplace_of: str | None = None  # rule 6: the dying input whose home this buffer takes at its birth step
 
     def overlaps(self, other: "Lifetime") -> bool:
         return self.birth <= other.death and other.birth <= self.death
@@ -74,6 +80,7 @@ class Buffers:
     nbytes: dict[str, int]  # root -> exact byte size
     inputs: tuple[str, ...]  # graph input roots
     outputs: tuple[str, ...]  # graph output roots
+    inplace: tuple[tuple[str, ...], ...] = ()  # per op: input roots its output may overwrite (rule 6), in order
 
     def root(self, name: str) -> str:
         return self.alias_of.get(name, name)
@@ -99,7 +106,43 @@ def buffers(graph: AnalyzedGraph) -> Buffers:
         nbytes[rt] = max(nbytes.get(rt, 0), graph.tensors[rt].nbytes)
     ins = tuple(dict.fromkeys(root(n) for n in graph.inputs))
     outs = tuple(dict.fromkeys(root(n) for n in graph.outputs))
-    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs)
+    inplace = tuple(inplace_candidates(graph, op, w, alias_of, nbytes, ins + outs) for op, w in zip(graph.ops, writes))
+    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs, inplace)
+
+
+def inplace_candidates(
+    graph: AnalyzedGraph, op: Op, writes: Sequence[str], alias_of: dict[str, str], nbytes: dict[str, int],
+    boundary: Sequence[str],
+) -> tuple[str, ...]:
+    """Rule 6, the static half: the inputs of ``op`` whose buffer its output may take, when they die at this op.
+    Each is an activation that is its own buffer (not a view, no alias group's other member), of exactly the
+    output's shape, dtype, layout and byte size; neither it nor the output is a graph input or output."""
+    k = kind_for(op.op_type)
+    if k is None or not k.in_place or len(writes) != 1 or len(op.outputs) != 1:
+        return ()
+    y = writes[0]
+    grouped = set(alias_of.values())
+    if y in boundary or y in grouped:
+        return ()
+    ty = graph.tensors[y]
+    found: list[str] = []
+    for x in op.inputs:
+        if not x or graph.is_const(x) or x in alias_of or x in grouped or x in boundary or x in found:
+            continue
+        tx = graph.tensors[x]
+        if (tx.dtype, tuple(tx.shape), tx.layout) == (ty.dtype, tuple(ty.shape), ty.layout) \
+                and nbytes.get(x) == nbytes.get(y) == ty.nbytes:
+            found.append(x)
+    return tuple(found)
+
+
+def home_of(lives: Iterable[Lifetime]) -> dict[str, str]:
+    """Rule 6 for the packer: buffer -> the buffer whose offset it shares (itself when it takes no one's home);
+    a chain of in-place ops resolves to the first buffer of the chain."""
+    home: dict[str, str] = {}
+    for lt in sorted(lives, key=lambda lt: lt.birth):
+        home[lt.name] = home.get(lt.inplace_of, lt.inplace_of) if lt.inplace_of else lt.name
+    return home
 
 
 def lifetimes(
@@ -108,13 +151,17 @@ def lifetimes(
     entering: Iterable[str],
     leaving: Iterable[str],
     size_of: Callable[[str], int] | None = None,
+    inplace: Callable[[str, str], bool] | bool = True,
 ) -> list[Lifetime]:
-    """Lifetimes of every buffer the op sequence ``ops`` touches (rules 3-5).
+    """Lifetimes of every buffer the op sequence ``ops`` touches (rules 3-6).
 
     ``entering`` are buffers present before step 0 (graph inputs, reloads); ``leaving`` must survive to the last step
-    (graph outputs, spills). ``size_of`` overrides the buffer size (band buffers of a tiled unit).
+    (graph outputs, spills). ``size_of`` overrides the buffer size (band buffers of a tiled unit). ``inplace`` says
+    whether rule 6 applies: False never, True always, or a predicate ``(input, output)`` (a tiled unit asks that the
+    two have the same band in every tile).
     """
     size_of = size_of or bufs.size
+    leaving = list(leaving)
     last = len(ops) - 1
     birth: dict[str, int] = {}
     death: dict[str, int] = {}
@@ -133,7 +180,21 @@ def lifetimes(
     for name in leaving:
         if name in birth:
             death[name] = last
-    return [Lifetime(n, size_of(n), birth[n], max(death[n], birth[n])) for n in birth]
+    taken: dict[str, str] = {}
+    if inplace is not False and bufs.inplace:
+        out_set = set(leaving)
+        produced = {n for i in ops for n in bufs.writes[i]}
+        for step, i in enumerate(ops):
+            w = bufs.writes[i]
+            if not bufs.inplace[i] or birth.get(w[0]) != step:
+                continue
+            for x in bufs.inplace[i]:
+                if x in produced and death.get(x) == step and x not in out_set and size_of(x) == size_of(w[0]) \
+                        and (inplace is True or inplace(x, w[0])):
+                    death[x] = step - 1
+                    taken[w[0]] = x
+                    break
+    return [Lifetime(n, size_of(n), birth[n], max(death[n], birth[n]), taken.get(n)) for n in birth]
 
 
 def tensor_rows(t: Tensor) -> int:

@@ -263,7 +263,9 @@ def plan_bands(
     if gap is not None:
         scratch_of[gap] = max(scratch_of[gap], _kind(graph.ops[gap]).accumulator_bytes(graph, graph.ops[gap]))
     scratch = {step: align_up(scratch_of[i]) for step, i in enumerate(ops) if scratch_of[i] and i != gap}
-    lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n])
+    # lifetime rule 6 in bands: an output takes an input's home only where their bands coincide in every tile
+    same_bands = lambda x, y: all(t.get(x) == t.get(y) for t in tile_rows)  # noqa: E731
+    lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n], inplace=same_bands)
     base = weight_bytes
     if gap is not None:  # rule 7: the accumulator and its scratch survive from the first tile to the last
         lives = [replace(lt, birth=0) if lt.name == output else lt for lt in lives]

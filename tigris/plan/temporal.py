@@ -128,6 +128,10 @@ def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start
     for j in range(start, n):
         r = j - start
         usage.append(0)
+        # lifetime rule 6: the first candidate produced in the stage whose last use is this op gives its home to the
+        # output, so it is not counted at this step
+        given = next((x for x in (bufs.inplace[j] if bufs.inplace else ())
+                      if u.last_use.get(x) == j and u.producer[x] >= start), None)
         for t in bufs.reads[j]:
             if u.producer[t] >= start:
                 continue
@@ -140,10 +144,10 @@ def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start
                 usage[s] += size
                 if usage[s] > peak:
                     peak = usage[s]
-            usage[r] += size
+            usage[r] += 0 if t == given else size
             last_read[t] = r
         for t, size in list(kept.items()):
-            usage[r] += size
+            usage[r] += 0 if t == given else size
             if u.last_use.get(t, -1) <= j and t not in u.outputs:
                 del kept[t]
                 kept_bytes -= bufs.nbytes[t]

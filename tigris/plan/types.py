@@ -80,6 +80,9 @@ class ExecUnit:
     # output zeroed before tile 0, each tile adds its band, finalized after the last; output and scratch live across
     # tiles.
     accumulate: list[int] = field(default_factory=list)
+    # In-place ops (lifetime rule 6): output buffer -> the dying input whose home (same offset and size) it takes.
+    # The two share bytes only at the op's step; the checker allows exactly these overlaps.
+    in_place: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
