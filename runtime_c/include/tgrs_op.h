@@ -73,6 +73,9 @@ TGRS_KINDS(TGRS_DECLARE_CHECK)
 int tgrs_check_conv_sym(const tgrs_op_ctx *ctx);
 int tgrs_check_dwconv_sym(const tgrs_op_ctx *ctx);
 int tgrs_check_fc_sym(const tgrs_op_ctx *ctx);
+/* The check of the _onnx kernel below: its kind's check, and TGRS_ERR_UNSUPPORTED for an int8 op with TFLM
+ * numerics (param NUMERICS = 1). */
+int tgrs_check_softmax_onnx(const tgrs_op_ctx *ctx);
 
 /*
  * tgrs_load with the caller's check table (the op resolver's other half): checks[k] is the check of kind k
@@ -161,6 +164,13 @@ int tgrs_kernel_nms(const tgrs_op_ctx *ctx);
 int tgrs_kernel_conv_sym(const tgrs_op_ctx *ctx);
 int tgrs_kernel_dwconv_sym(const tgrs_op_ctx *ctx);
 int tgrs_kernel_fc_sym(const tgrs_op_ctx *ctx);
+
+/*
+ * Softmax without its TFLM-numerics path: for an int8 op with NUMERICS = 1 it returns TGRS_ERR_UNSUPPORTED, otherwise
+ * exactly what tgrs_kernel_softmax does. `tigris codegen` names it when no softmax op of the plan has TFLM numerics,
+ * so --gc-sections drops that path (0.5 KiB at -Os, docs/runtime.md "Code size").
+ */
+int tgrs_kernel_softmax_onnx(const tgrs_op_ctx *ctx);
 
 /*
  * Accumulating GlobalAveragePool (unit flag ACCUM; tigris/ops/pool.py gap_begin/gap_accumulate/gap_finish). The

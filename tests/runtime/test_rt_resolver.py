@@ -226,3 +226,60 @@ def test_sym_entries_refuse_a_wzp_op_at_init_and_at_run(wzp_plan_and_input, tmp_
     assert lines[0] == f"init {CODES['ERR_UNSUPPORTED']}", lines
     lines, _ = _build_and_run(tmp_path / "kernel", data, x, "run", to_sym("kernel"))
     assert lines[0] == "init 0" and lines[1] == f"run {CODES['ERR_UNSUPPORTED']} 0", lines
+
+
+@pytest.fixture(scope="module")
+def tflm_plans():
+    """kws_dscnn_int8 (its softmax op) compiled with onnx and with TFLM numerics, and one input."""
+    import numpy as np
+
+    from tigris import api
+
+    model = str(Path(__file__).resolve().parents[1] / "models" / "kws_dscnn_int8.onnx")
+    onnx_plan = api.compile_model(model, "64K").plan_bytes
+    tflm_plan = api.compile_model(model, "64K", numerics="tflm").plan_bytes
+    s = Session(tflm_plan)
+    x = {s.inputs[0].name: np.random.default_rng(7).integers(-128, 128, size=s.inputs[0].shape, dtype=np.int8)}
+    expected = s._to_caller(s.outputs[0], s.run(x).outputs[s.outputs[0].name])
+    return onnx_plan, tflm_plan, s._to_caller(s.inputs[0], x[s.inputs[0].name]), expected
+
+
+def test_onnx_entries_only_where_no_op_has_tflm_numerics(tflm_plans):
+    # The onnx-numerics plan's softmax gets the entry points without the TFLM path; the TFLM plan keeps the full
+    # ones; avgpool has no such entry; --kernels all always names the full ones.
+    onnx_plan, tflm_plan, _, _ = tflm_plans
+    onnx_src, _ = generate_c(onnx_plan, "m", "core")
+    tflm_src, _ = generate_c(tflm_plan, "m", "core")
+    assert "[TGRS_OP_AVGPOOL] = tgrs_kernel_avgpool," in onnx_src
+    for k in ("softmax",):
+        for what in ("kernel", "check"):
+            assert f"[TGRS_OP_{k.upper()}] = tgrs_{what}_{k}_onnx," in onnx_src
+            assert f"[TGRS_OP_{k.upper()}] = tgrs_{what}_{k}," in tflm_src
+    assert "_onnx," not in generate_c(onnx_plan, "m", "core", kernels="all")[0]
+
+
+def test_tflm_plan_runs_bit_exact_with_its_full_entries(tflm_plans, tmp_path):
+    _, data, x, expected = tflm_plans
+    lines, out = _build_and_run(tmp_path, data, x, "run")
+    assert lines[0] == "init 0" and lines[1] == "run 0 -1", lines
+    assert out == expected
+
+
+def test_onnx_entries_refuse_a_tflm_op_at_init_and_at_run(tflm_plans, tmp_path):
+    # A firmware generated for an onnx-numerics plan and given a TFLM plan later: its _onnx checks refuse the ops at
+    # load, and the _onnx kernels (called without those checks) refuse them too instead of computing them with the
+    # wrong rounding.
+    _, data, x, _ = tflm_plans
+
+    def to_onnx(what: str, kind: str):
+        def edit(c_src: str) -> str:
+            line = f"    [TGRS_OP_{kind.upper()}] = tgrs_{what}_{kind},\n"
+            assert line in c_src
+            return c_src.replace(line, line.replace(f"_{kind},", f"_{kind}_onnx,"))
+        return edit
+
+    for kind in ("softmax",):
+        lines, _ = _build_and_run(tmp_path / f"check-{kind}", data, x, "run", to_onnx("check", kind))
+        assert lines[0] == f"init {CODES['ERR_UNSUPPORTED']}", (kind, lines)
+        lines, _ = _build_and_run(tmp_path / f"kernel-{kind}", data, x, "run", to_onnx("kernel", kind))
+        assert lines[0] == "init 0" and re.match(rf"run {CODES['ERR_UNSUPPORTED']} \d+$", lines[1]), (kind, lines)

@@ -72,6 +72,9 @@ class PlanInfo:
     # The multiply-accumulate kinds with at least one op whose weights have zero points (param ``wzp`` = 1): the
     # op resolver names their full kernel; the others get tgrs_kernel_<kind>_sym, which leaves that path out.
     wzp_kinds: tuple[int, ...] = ()
+    # The kinds of TFLM_KINDS with at least one op whose NUMERICS parameter is 1 (TFLM's arithmetic): the op
+    # resolver names their full kernel; the others get tgrs_kernel_<kind>_onnx, which leaves the TFLM path out.
+    tflm_kinds: tuple[int, ...] = ()
 
     @property
     def xip(self) -> bool:
@@ -200,6 +203,7 @@ def read_plan_info(data: bytes) -> PlanInfo:
         outputs=tuple(ios[n_in:]),
         kinds=_op_kinds(data, sections.get(F.SectionId.OPS, (0, 0))),
         wzp_kinds=_wzp_kinds(data, sections.get(F.SectionId.OPS, (0, 0))),
+        tflm_kinds=_kinds_with_param(data, sections.get(F.SectionId.OPS, (0, 0)), TFLM_KINDS, "numerics", 1),
     )
 
 
@@ -214,19 +218,31 @@ def _op_kinds(data: bytes, section: tuple[int, int]) -> tuple[int, ...]:
 WZP_KINDS = ("conv", "dwconv", "fc")
 
 
+# The kinds whose kernels have a TFLM-numerics path of their own that a firmware can leave out
+# (tgrs_kernel_<kind>_onnx). Not avgpool: its TFLM average is a few instructions of the pixel loop, less than a
+# second entry point costs.
+TFLM_KINDS = ("softmax",)
+
+
 def _wzp_kinds(data: bytes, section: tuple[int, int]) -> tuple[int, ...]:
     """The kinds of WZP_KINDS with an op whose ``wzp`` parameter is 1 (the kernels' exact zero-point path)."""
+    return _kinds_with_param(data, section, WZP_KINDS, "wzp", 1)
+
+
+def _kinds_with_param(data: bytes, section: tuple[int, int], kinds: tuple[str, ...], param: str,
+                      value: int) -> tuple[int, ...]:
+    """The kinds of ``kinds`` with an op whose parameter ``param`` (any case) equals ``value``."""
     from tigris.ops import KINDS, kind as get_kind
 
     slot = {}
     for i, (kname, _m, _c) in enumerate(KINDS):
-        if kname in WZP_KINDS:
-            slot[i + 1] = list(get_kind(kname).PARAMS).index("wzp")
+        if kname in kinds:
+            slot[i + 1] = [n.lower() for n in get_kind(kname).PARAMS].index(param)
     off, size = section
     found = set()
     for o in range(off, off + size - F.OP.size + 1, F.OP.size):
         rec = F.OP.unpack(data, o)
         kind = int(rec["kind"])  # type: ignore[call-overload]
-        if kind in slot and int(rec["params"][slot[kind]]) == 1:  # type: ignore[index]
+        if kind in slot and int(rec["params"][slot[kind]]) == value:  # type: ignore[index]
             found.add(kind)
     return tuple(sorted(found))

@@ -92,7 +92,8 @@ KERNELS = tuple(name for name, _mod, _cls in KINDS)
 # Also ``gap_phases`` (kernels/gap_accum.c, the accumulating GAP), which registry.c's tgrs_kernel_gap calls the same
 # way: a build without that file gets the same refusing stub.
 VARIANTS = tuple(f"{k}_{d}" for k in ("conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "mul", "softmax")
-                 for d in ("f32", "s8")) + ("gap_phases", "conv_s8_sym", "dwconv_s8_sym", "fc_s8_sym")
+                 for d in ("f32", "s8")) + ("gap_phases", "conv_s8_sym", "dwconv_s8_sym", "fc_s8_sym",
+                                                   "softmax_s8_onnx")
 
 # The public API as cffi sees it. tgrs_plan is opaque to Python (cffi takes its size from the compiler).
 CDEF = """

@@ -105,3 +105,8 @@ int tgrs_kernel_softmax(const tgrs_op_ctx *ctx)
 {
     return tgrs_by_dtype(ctx, tgrs_softmax_s8, TGRS_F32_VARIANT(tgrs_softmax_f32));
 }
+
+int tgrs_kernel_softmax_onnx(const tgrs_op_ctx *ctx)
+{
+    return tgrs_by_dtype(ctx, tgrs_softmax_s8_onnx, TGRS_F32_VARIANT(tgrs_softmax_f32));
+}

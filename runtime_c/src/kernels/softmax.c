@@ -27,10 +27,15 @@ static size_t sm_off(const tgrs_tview *v, int32_t n, int32_t h, int32_t w, int32
 }
 
 /* What an int8 line needs besides its bytes (the float line needs nothing). */
-typedef struct sm_q {
+typedef struct sm_q sm_q;
+/* TFLM's line (sm_line_tflm), set only by the TFLM check: the onnx-numerics entries never reference it. */
+typedef void (*sm_tflm_line_fn)(const int8_t *x, int8_t *y, int32_t len, size_t step_in, size_t step_out,
+                                const sm_q *q, int32_t m);
+struct sm_q {
     const int32_t *table;
-    int32_t mult, shift, zo, tflm;
-} sm_q;
+    int32_t mult, shift, zo;
+    sm_tflm_line_fn tflm; /* NULL: onnx numerics */
+};
 
 /* TFLM's int8 softmax of one line (tigris/ops/softmax.py tflm_softmax_lines). */
 static void sm_line_tflm(const int8_t *x, int8_t *y, int32_t len, size_t step_in, size_t step_out, const sm_q *q,
@@ -84,8 +89,8 @@ static void sm_line_s8(const void *xv, void *yv, int32_t len, size_t step_in, si
     for (k = 1; k < len; ++k) {
         m = (int32_t)x[(size_t)k * step_in] > m ? (int32_t)x[(size_t)k * step_in] : m;
     }
-    if (q->tflm) {
-        sm_line_tflm(x, y, len, step_in, step_out, q, m);
+    if (q->tflm != NULL) {
+        q->tflm(x, y, len, step_in, step_out, q, m);
         return;
     }
     for (k = 0; k < len; ++k) {
@@ -99,8 +104,32 @@ static void sm_line_s8(const void *xv, void *yv, int32_t len, size_t step_in, si
     }
 }
 
-/* The int8 parameters and table: everything the module doc's bounds rely on. */
-static int sm_check_s8(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q)
+/* The TFLM numerics' parameters and table (tgrs_softmax_s8 and tgrs_check_softmax pass it to sm_setup; the
+ * _onnx entries pass NULL, so an image whose plan has no TFLM softmax links neither it nor sm_line_tflm). */
+typedef int (*sm_tflm_check_fn)(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q);
+
+static int sm_check_tflm(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q)
+{
+    int32_t k;
+    /* EXP[0] is exp(0) (2^31 - 1, so every line's sum is positive), no entry is negative, and the line is short
+     * enough that the sum (at most 2^19 per element) stays below 2^31. */
+    q->table = (const int32_t *)ctx->c[TGRS_C_SOFTMAX_EXP];
+    q->tflm = sm_line_tflm;
+    if (ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || out->dims[ctx->p[TGRS_P_SOFTMAX_AXIS]] > 4095 ||
+        (q->table != NULL && q->table[0] != INT32_MAX)) {
+        return TGRS_ERR_PARAM;
+    }
+    for (k = 1; q->table != NULL && k < 256; ++k) { /* values: when visible (not an LZ4 unit at load) */
+        if (q->table[k] < 0) {
+            return TGRS_ERR_PARAM;
+        }
+    }
+    return TGRS_OK;
+}
+
+/* The int8 parameters and table: everything the module doc's bounds rely on. TFLM numerics go to `tflm`, and are
+ * TGRS_ERR_UNSUPPORTED without it. */
+static int sm_check_s8(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q, sm_tflm_check_fn tflm)
 {
     int32_t k;
     int32_t tmax = 0;
@@ -108,21 +137,9 @@ static int sm_check_s8(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q)
     q->mult = ctx->p[TGRS_P_SOFTMAX_MULT];
     q->shift = ctx->p[TGRS_P_SOFTMAX_SHIFT];
     q->zo = out->zero_point;
-    q->tflm = ctx->p[TGRS_P_SOFTMAX_NUMERICS] == TGRS_NUMERICS_TFLM;
-    if (q->tflm) {
-        /* EXP[0] is exp(0) (2^31 - 1, so every line's sum is positive), no entry is negative, and the line is short
-         * enough that the sum (at most 2^19 per element) stays below 2^31. */
-        q->table = (const int32_t *)ctx->c[TGRS_C_SOFTMAX_EXP];
-        if (ctx->clen[TGRS_C_SOFTMAX_EXP] != 256u * 4u || out->dims[axis] > 4095 ||
-            (q->table != NULL && q->table[0] != INT32_MAX)) {
-            return TGRS_ERR_PARAM;
-        }
-        for (k = 1; q->table != NULL && k < 256; ++k) { /* values: when visible (not an LZ4 unit at load) */
-            if (q->table[k] < 0) {
-                return TGRS_ERR_PARAM;
-            }
-        }
-        return TGRS_OK;
+    q->tflm = NULL;
+    if (ctx->p[TGRS_P_SOFTMAX_NUMERICS] == TGRS_NUMERICS_TFLM) {
+        return tflm != NULL ? tflm(ctx, out, q) : TGRS_ERR_UNSUPPORTED;
     }
     if (ctx->p[TGRS_P_SOFTMAX_NUMERICS] != TGRS_NUMERICS_ONNX) {
         return TGRS_ERR_PARAM;
@@ -149,7 +166,7 @@ static int sm_check_s8(const tgrs_op_ctx *ctx, const tgrs_tview *out, sm_q *q)
 }
 
 /* Every check of the kind; the kernel and its load-time check (tgrs_check_softmax) share it. */
-static int sm_setup(const tgrs_op_ctx *ctx, int32_t dt, sm_q *qp)
+static int sm_setup(const tgrs_op_ctx *ctx, int32_t dt, sm_q *qp, sm_tflm_check_fn tflm)
 {
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
@@ -171,7 +188,7 @@ static int sm_setup(const tgrs_op_ctx *ctx, int32_t dt, sm_q *qp)
         return TGRS_ERR_DTYPE;
     }
     if (dt == TGRS_DT_S8) {
-        int st = sm_check_s8(ctx, out, qp);
+        int st = sm_check_s8(ctx, out, qp, tflm);
         if (st != TGRS_OK) {
             return st;
         }
@@ -182,10 +199,17 @@ static int sm_setup(const tgrs_op_ctx *ctx, int32_t dt, sm_q *qp)
 int tgrs_check_softmax(const tgrs_op_ctx *ctx)
 {
     sm_q q;
-    return sm_setup(ctx, ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8, &q);
+    return sm_setup(ctx, ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8, &q, sm_check_tflm);
 }
 
-static int sm_run(const tgrs_op_ctx *ctx, int32_t dt, sm_line_fn line)
+/* The check of tgrs_kernel_softmax_onnx: an op with TFLM numerics is TGRS_ERR_UNSUPPORTED. */
+int tgrs_check_softmax_onnx(const tgrs_op_ctx *ctx)
+{
+    sm_q q;
+    return sm_setup(ctx, ctx->out->dtype == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8, &q, NULL);
+}
+
+static int sm_run(const tgrs_op_ctx *ctx, int32_t dt, sm_line_fn line, sm_tflm_check_fn tflm)
 {
     const tgrs_tview *in = ctx->in[0];
     tgrs_tview *out = ctx->out;
@@ -194,7 +218,7 @@ static int sm_run(const tgrs_op_ctx *ctx, int32_t dt, sm_line_fn line)
     int32_t len;
     size_t step_in, step_out, es;
     sm_q q;
-    int st = sm_setup(ctx, dt, &q);
+    int st = sm_setup(ctx, dt, &q, tflm);
     if (st != TGRS_OK) {
         return st;
     }
@@ -227,10 +251,16 @@ static int sm_run(const tgrs_op_ctx *ctx, int32_t dt, sm_line_fn line)
 /* The dtype variants (registry.c picks one per op). */
 int tgrs_softmax_f32(const tgrs_op_ctx *ctx)
 {
-    return sm_run(ctx, TGRS_DT_F32, sm_line_f32);
+    return sm_run(ctx, TGRS_DT_F32, sm_line_f32, NULL);
 }
 
 int tgrs_softmax_s8(const tgrs_op_ctx *ctx)
 {
-    return sm_run(ctx, TGRS_DT_S8, sm_line_s8);
+    return sm_run(ctx, TGRS_DT_S8, sm_line_s8, sm_check_tflm);
+}
+
+/* Without the TFLM numerics: such an op is TGRS_ERR_UNSUPPORTED (tgrs_check_softmax_onnx refuses it at load). */
+int tgrs_softmax_s8_onnx(const tgrs_op_ctx *ctx)
+{
+    return sm_run(ctx, TGRS_DT_S8, sm_line_s8, NULL);
 }

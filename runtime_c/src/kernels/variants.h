@@ -31,5 +31,6 @@ int tgrs_mul_f32(const tgrs_op_ctx *ctx);
 int tgrs_mul_s8(const tgrs_op_ctx *ctx);
 int tgrs_softmax_f32(const tgrs_op_ctx *ctx);
 int tgrs_softmax_s8(const tgrs_op_ctx *ctx);
+int tgrs_softmax_s8_onnx(const tgrs_op_ctx *ctx); /* without the TFLM numerics */
 
 #endif /* TGRS_VARIANTS_H */
