@@ -107,6 +107,7 @@ static int32_t dw_tap_offsets(const dw_geom *dg, int64_t off[DW_MAX_TAPS])
     return t;
 }
 
+#if TGRS_ISA == TGRS_ISA_DSP || TGRS_ISA == TGRS_ISA_MVE /* only the Arm fused paths use it (clang warns otherwise) */
 /* The output columns [*lo, *hi) whose taps all lie inside the image horizontally (dw_interior's column half, once
  * per op for the fused paths). */
 static inline void dw_inner_cols(const dw_geom *dg, int32_t *lo, int32_t *hi)
@@ -122,6 +123,7 @@ static inline void dw_inner_cols(const dw_geom *dg, int32_t *lo, int32_t *hi)
     *lo = a;
     *hi = b;
 }
+#endif
 
 /* Offset (elements) of tap (0, 0) of output pixel (oh, ow) in a batch image of the band; the pixel is interior. */
 static int64_t dw_base(const dw_geom *dg, int32_t oh, int32_t ow)
