@@ -105,22 +105,8 @@ def conv_chain_graph(int8: bool = False, h: int = 12, seed: int = 0) -> Analyzed
         "d1": act("d1", (1, c1, h2, h2), 0.08, 10),
         "y": act("y", (1, c_out, h2, h2), 0.1, -2),
     }
-    weights: dict[str, np.ndarray] = {}
     specs = [("w1", "b1", (c1, c_in, 3, 3), 0.03), ("w2", "b2", (c1, 1, 3, 3), 0.05), ("w3", "b3", (c_out, c1, 1, 1), 0.08)]
-    for wn, bn, wshape, s_in in specs:
-        oc = wshape[0]
-        if int8:
-            s_w = rng.uniform(0.002, 0.02, oc).astype(np.float32)
-            weights[wn] = rng.integers(-127, 128, wshape).astype(np.int8)
-            weights[bn] = rng.integers(-2000, 2000, oc).astype(np.int32)
-            tensors[wn] = Tensor(wn, wshape, "int8", QuantParam(s_w, np.zeros(oc, np.int64), 0))
-            tensors[bn] = Tensor(bn, (oc,), "int32", QuantParam((s_w * np.float32(s_in)).astype(np.float32),
-                                                                np.zeros(oc, np.int64), 0))
-        else:
-            weights[wn] = (rng.standard_normal(wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
-            weights[bn] = rng.standard_normal(oc).astype(np.float32)
-            tensors[wn] = Tensor(wn, wshape)
-            tensors[bn] = Tensor(bn, (oc,))
+    weights = conv_weights(rng, specs, int8, tensors)
 
     def conv_attrs(k: int, s: int, p: int, group: int, activation: str | None) -> dict:
         return dict(kernel_shape=[k, k], strides=[s, s], dilations=[1, 1], pads=[p, p, p, p], group=group,
@@ -162,3 +148,24 @@ def all_shared_models() -> list[Path]:
     if not SHARED_MODELS.is_dir():
         pytest.skip("needs ../shared/models (not present beside this clone)")
     return sorted(SHARED_MODELS.rglob("*.onnx"))
+
+
+def conv_weights(rng, specs, int8: bool, tensors: dict) -> dict[str, np.ndarray]:
+    """Random weights and biases for (weight, bias, weight shape, input scale) specs, their tensors added to
+    ``tensors``: int8 per-channel weights with int32 biases at s_w * s_in, or float32."""
+    weights: dict[str, np.ndarray] = {}
+    for wn, bn, wshape, s_in in specs:
+        oc = wshape[0]
+        if int8:
+            s_w = rng.uniform(0.002, 0.02, oc).astype(np.float32)
+            weights[wn] = rng.integers(-127, 128, wshape).astype(np.int8)
+            weights[bn] = rng.integers(-2000, 2000, oc).astype(np.int32)
+            tensors[wn] = Tensor(wn, wshape, "int8", QuantParam(s_w, np.zeros(oc, np.int64), 0))
+            tensors[bn] = Tensor(bn, (oc,), "int32", QuantParam((s_w * np.float32(s_in)).astype(np.float32),
+                                                                np.zeros(oc, np.int64), 0))
+        else:
+            weights[wn] = (rng.standard_normal(wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
+            weights[bn] = rng.standard_normal(oc).astype(np.float32)
+            tensors[wn] = Tensor(wn, wshape)
+            tensors[bn] = Tensor(bn, (oc,))
+    return weights

@@ -44,22 +44,8 @@ def residual_graph(int8: bool, h: int = 12, c: int = 8, seed: int = 3) -> Analyz
     tensors = {n: Tensor(n, (1, ch, h, h), dt, q(sc, z), "nhwc")
                for n, ch, sc, z in [("x", 3, 0.03, -5), ("a", c, 0.05, -10), ("b", c, 0.06, 4),
                                     ("s", c, 0.09, -2), ("r", c, 0.09, -2), ("y", 4, 0.1, 1)]}
-    weights: dict[str, np.ndarray] = {}
-    for wn, bn, wshape, s_in in [("w1", "b1", (c, 3, 3, 3), 0.03), ("w2", "b2", (c, c, 1, 1), 0.05),
-                                 ("w3", "b3", (4, c, 1, 1), 0.09)]:
-        oc = wshape[0]
-        if int8:
-            s_w = rng.uniform(0.002, 0.02, oc).astype(np.float32)
-            weights[wn] = rng.integers(-127, 128, wshape).astype(np.int8)
-            weights[bn] = rng.integers(-2000, 2000, oc).astype(np.int32)
-            tensors[wn] = Tensor(wn, wshape, "int8", QuantParam(s_w, np.zeros(oc, np.int64), 0))
-            tensors[bn] = Tensor(bn, (oc,), "int32", QuantParam((s_w * np.float32(s_in)).astype(np.float32),
-                                                                np.zeros(oc, np.int64), 0))
-        else:
-            weights[wn] = (rng.standard_normal(wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
-            weights[bn] = rng.standard_normal(oc).astype(np.float32)
-            tensors[wn] = Tensor(wn, wshape)
-            tensors[bn] = Tensor(bn, (oc,))
+    weights = P.conv_weights(rng, [("w1", "b1", (c, 3, 3, 3), 0.03), ("w2", "b2", (c, c, 1, 1), 0.05),
+                                   ("w3", "b3", (4, c, 1, 1), 0.09)], int8, tensors)
 
     def conv(k: int) -> dict:
         p = k // 2
