@@ -50,6 +50,9 @@ __all__ = [
 ]
 
 STRATEGIES = ("spec", "tigris")
+# Below fast_lower_bound no plan fits, so when the spec's partition fails there a plan skips the DP and returns the
+# spec's NoFit at once (the DP is most of a probe's cost). Tests switch it off to check the bound independently.
+PRUNE_BELOW_BOUND = True
 
 
 def default_weight_bytes(graph: AnalyzedGraph) -> Callable[[int], int]:
@@ -375,6 +378,8 @@ def _partition(
     assert spec is not None  # the greedy partition always exists
     if strategy == "spec" or (any_fit and not isinstance(spec, NoFit)):
         return spec
+    if PRUNE_BELOW_BOUND and isinstance(spec, NoFit) and budget < _lower_bound(graph, bufs, u, costs):
+        return spec  # no plan fits below the per-op bound, so the DP's partition cannot fit either
     dp = _partition_with(graph, bufs, u, costs, budget, _dp_partition, memo)
     cands = [p for p in (dp, spec) if p is not None and not isinstance(p, NoFit)]
     if not cands:
@@ -420,21 +425,35 @@ def fast_lower_bound(
     if not graph.ops:
         return 0
     bufs = buffers(graph)
-    u = uses(bufs)
     costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, layouts)
+    return _lower_bound(graph, bufs, uses(bufs), costs)
+
+
+def _lower_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> int:
+    """:func:`fast_lower_bound`, memoized in ``costs.layouts`` under the per-op weight bytes it depends on (the
+    scratch sizes and ``accumulate_gap`` are fixed for one memo, see ``Costs.layouts``)."""
+    key = ("lower_bound", costs.accumulate_gap, tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
+    if key in costs.layouts:
+        return costs.layouts[key]
     bound = 0
     for i, op in enumerate(graph.ops):
         _, need, _ = next(grow_stage(graph, bufs, u, costs, i))
-        if untileable_reason(graph, op, accumulate_gap) is None:
+        # alone, the op reads its inputs from outside, so none is overwritten in place (lifetime rule 6); in a unit
+        # that also produces one, the output may take that input's home: the bound counts the pair once
+        shared = max((bufs.size(x) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
+        need -= shared
+        if untileable_reason(graph, op, costs.accumulate_gap) is None:
             _, outs = stage_io(bufs, u, i, i + 1)
             if len(outs) != 1:
                 continue  # a tileable op with several outputs may sit inside a tiled unit: no bound from it alone
-            _, h = tiling_axis(graph, bufs, range(i, i + 1), outs[0], accumulate_gap)
+            _, h = tiling_axis(graph, bufs, range(i, i + 1), outs[0], costs.accumulate_gap)
             lay = unit_bands(graph, bufs, costs, range(i, i + 1), outs[0], min_tile_h(h), True)
             if lay is None:
                 continue
-            need = min(need, lay.peak)
+            band = max((lay.band_bytes.get(x, 0) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
+            need = min(need, lay.peak - band)
         bound = max(bound, need)
+    costs.layouts[key] = bound
     return bound
 
 
