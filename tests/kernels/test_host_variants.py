@@ -129,6 +129,9 @@ def test_fc_variants(libs, case):
     ("Conv", 8, 4, 3, 5, (1, 1), (0, 0, 0, 0)),        # K = 8 < 16
     ("Conv", 16, 5, 6, 29, (3, 3), (1, 1, 1, 1)),      # four float panels (two calls of two), 29 = 3 * 8 + 5
     ("Conv", 5, 4, 5, 55, (1, 1), (0, 0, 0, 0)),       # seven float panels (3 + 2 + 2), K = 5
+    ("Conv", 9, 3, 5, 13, (1, 1), (0, 0, 0, 0)),       # K = 9: two 4-byte rows and a 1-byte tail; 8 + 5 channels
+    ("Conv", 2, 3, 3, 600, (1, 1), (0, 0, 0, 0)),      # K = 2 (a tail only); 600 channels: two bias chunks (512)
+    ("Conv", 10, 3, 4, 16, (3, 3), (1, 1, 1, 1)),      # K = 90: taps that start inside a 4-byte row, 2-byte tail
     ("DepthwiseConv", 64, 6, 5, 64, (3, 3), (1, 1, 1, 1)),
     ("DepthwiseConv", 8, 7, 9, 8, (3, 3), (1, 1, 1, 1)),
     ("DepthwiseConv", 29, 5, 5, 29, (5, 5), (2, 2, 2, 2)),  # 25 taps: an odd last tap; 16 + 8 + 5 channels

@@ -448,6 +448,7 @@ static int conv_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg)
 #include "conv_dsp.h" /* conv_s8_dsp */
 #include "conv_mve.h" /* conv_s8_mve */
 #include "conv_avx2.h" /* conv_s8_avx2 */
+#include "conv_vnni.h" /* conv_s8_vnni */
 
 /*
  * Weight zero points (param WZP = 1; the bias const holds [bias, zp_w], docs/numerics.md): acc = bias + sum over the

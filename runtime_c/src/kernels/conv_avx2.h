@@ -22,6 +22,8 @@
 
 #include "requant_avx2.h"
 
+#if !TGRS_HAVE_AVXVNNI /* the avxvnni level has its own int8 GEMM (conv_vnni.h) */
+
 /* n int8 values widened to int16. */
 static void conv_widen_avx2(const int8_t *src, int16_t *dst, int32_t n)
 {
@@ -318,6 +320,7 @@ static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
     return TGRS_OK;
 }
 
+#endif /* !TGRS_HAVE_AVXVNNI */
 
 /* ---------------------------------------------------------------------------------------------------- float32 -- */
 

@@ -61,7 +61,11 @@
 #define TGRS_DW_OUT_S8 dw_out_s8_mve
 #define TGRS_DW_FUSED_S8 dw_fused_s8_mve
 #elif TGRS_ISA == TGRS_ISA_AVX2
+#if TGRS_HAVE_AVXVNNI /* VPDPBUSD on biased activations, pixels in lanes (conv_vnni.h) */
+#define TGRS_CONV_S8 conv_s8_vnni
+#else
 #define TGRS_CONV_S8 conv_s8_avx2
+#endif
 #define TGRS_CONV_F32 conv_f32_avx2
 #define TGRS_DW_F32 dw_f32_avx2
 #define TGRS_FC_DOT_S8 fc_dot_s8_avx2
