@@ -277,6 +277,65 @@ def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: 
             "cause": res.cause, "message": res.message}
 
 
+MAX_SPLIT_ROUNDS = 16  # re-plans _split_weights may make before it gives up
+
+
+def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float,
+                   res: PlanResult) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
+    """Weight groups (docs/memory-planning.md "Weights that do not fit"): when a plan without XIP fails because one
+    op's copied weights leave too little fast memory, split that op into output-channel groups
+    (``tigris.passes.weight_split``) and plan again, growing the group count until the plan fits.
+
+    Tried only where it can help: the op named by the NoFit is a Conv/Gemm with splittable output channels and the
+    rest of what it needs (``need_bytes`` less its weights) fits the budget. The count starts at the smallest that
+    could fit (all the op's weight bytes over what the budget leaves) and grows by one per failed round, at most
+    ``MAX_SPLIT_ROUNDS`` rounds. Returns the (possibly new) prepared graph, its plan result and one record per split
+    op; the input prepared graph and result unchanged when no split fits, so every plan that fits without groups is
+    exactly the plan it was.
+    """
+    from tigris.ops import lower
+    from tigris.passes.weight_split import max_groups, split_op, splittable
+    from tigris.plan.types import align_up
+
+    if xip or not isinstance(res, NoFit):
+        return prep, res, []
+    index = {op.name: i for i, op in enumerate(prep.graph.ops)}
+    splits: dict[str, int] = {}
+    cur, cur_res = prep, res
+    for _ in range(MAX_SPLIT_ROUNDS):
+        if not isinstance(cur_res, NoFit) or cur_res.op is None or cur_res.cause not in ("one_row", "untileable"):
+            break
+        failing = next((i for i, o in enumerate(cur.graph.ops) if o.name == cur_res.op), None)
+        if failing is None:
+            break
+        origin = cur.graph.ops[failing].attrs.get("weight_group", (cur_res.op,))[0]
+        if origin not in index or splittable(prep.graph, prep.graph.ops[index[origin]]) is not None:
+            break
+        w_fail = _const_bytes(cur.lowered[failing])
+        avail = fast - (cur_res.need_bytes - align_up(w_fail))
+        old, limit = splits.get(origin, 1), max_groups(prep.graph, prep.graph.ops[index[origin]])
+        if w_fail == 0 or avail <= 0 or old >= limit:
+            break
+        splits[origin] = min(limit, max(old + 1, -(-_const_bytes(prep.lowered[index[origin]]) // avail)))
+        graph = prep.graph
+        for name, groups in splits.items():
+            graph = split_op(graph, name, groups)
+        kept = {low.op_name: low for low in prep.lowered}
+        lowered = [kept[op.name] if op.name in kept and op.name not in splits else lower(graph, op)
+                   for op in graph.ops]
+        cur = Prepared(graph, prep.reports, lowered)
+        cur_res = _plan(cur, fast, slow, xip, weight)
+    if isinstance(cur_res, NoFit):
+        return prep, res, []
+    records = []
+    for name, groups in splits.items():
+        subs = [i for i, op in enumerate(cur.graph.ops) if op.attrs.get("weight_group", ("",))[0] == name
+                and op.attrs["weight_group"][1] >= 0]
+        records.append({"op": name, "groups": groups, "weight_bytes": _const_bytes(prep.lowered[index[name]]),
+                        "max_group_bytes": max(_const_bytes(cur.lowered[i]) for i in subs)})
+    return cur, cur_res, records
+
+
 def _io_json(prep: Prepared, names: list[str]) -> list[dict[str, Any]]:
     out = []
     for n in names:
@@ -352,6 +411,14 @@ def analyze(
     plan: MemoryPlan | None = None
     advice: dict[str, Any] = {}
     res = _plan(prep, fast_b, slow_b, xip, weight)
+    prep, res, groups = _split_weights(prep, fast_b, slow_b, xip, weight, res)
+    if groups:
+        graph = prep.graph
+        result.prepared = prep
+        for g in groups:
+            result.notes.append(
+                f"op {g['op']} runs as {g['groups']} output-channel weight groups: its {g['weight_bytes']} bytes "
+                f"of weights do not fit the fast budget, each group's at most {g['max_group_bytes']} do")
     if isinstance(res, NoFit):
         result.nofit = res
         result.reason = res.message  # already names the stage and the op; the model is named by the caller
@@ -430,6 +497,7 @@ def analyze(
             alternatives[other] = plan if other == obj else candidate(other)
     result.json.update(analysis_details(prep, plan, result.json, settings, alternatives))
     result.json.update(advice)
+    result.json["weight_groups"] = groups
     return result
 
 
