@@ -282,50 +282,63 @@ MAX_SPLIT_ROUNDS = 16  # re-plans _split_weights may make before it gives up
 
 def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float,
                    res: PlanResult) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
-    """Weight groups (docs/memory-planning.md "Weights that do not fit"): when a plan without XIP fails because one
-    op's copied weights leave too little fast memory, split that op into output-channel groups
-    (``tigris.passes.weight_split``) and plan again, growing the group count until the plan fits.
+    """Weight groups (docs/memory-planning.md "Weights that do not fit"): when a plan without XIP does not fit
+    because ops' copied weights leave too little fast memory, split those ops into output-channel groups
+    (``tigris.passes.weight_split``) and plan again.
 
-    Tried only where it can help: the op named by the NoFit is a Conv/Gemm with splittable output channels and the
-    rest of what it needs (``need_bytes`` less its weights) fits the budget. The count starts at the smallest that
-    could fit (all the op's weight bytes over what the budget leaves) and grows by one per failed round, at most
-    ``MAX_SPLIT_ROUNDS`` rounds. Returns the (possibly new) prepared graph, its plan result and one record per split
-    op; the input prepared graph and result unchanged when no split fits, so every plan that fits without groups is
-    exactly the plan it was.
+    An op is split when its lower bound (``tigris.plan.op_lower_bounds``: what it needs as a unit of its own) exceeds
+    the budget, it is a Conv/Gemm with independent output channels, and the rest of what it needs (the bound less
+    its weights) fits: into the smallest count whose largest group fits what the budget leaves. When the plan still
+    fails at a split op (or at another op whose weights are what fails), its count grows (at least by one) and the
+    graph is planned again, at most ``MAX_SPLIT_ROUNDS`` times. Returns the prepared graph the plan is for, the plan
+    result and one record per split op; the input prepared graph and result unchanged when no split fits, so a model
+    that fits without groups keeps exactly its plan (the split is tried only after a NoFit).
     """
     from tigris.ops import lower
     from tigris.passes.weight_split import max_groups, split_op, splittable
+    from tigris.plan import op_lower_bounds
     from tigris.plan.types import align_up
 
     if xip or not isinstance(res, NoFit):
         return prep, res, []
-    index = {op.name: i for i, op in enumerate(prep.graph.ops)}
+    g0 = prep.graph
+    index = {op.name: i for i, op in enumerate(g0.ops)}
     splits: dict[str, int] = {}
+
+    def grow(name: str, need: int, w_cur: int) -> bool:
+        """Raise the group count of ``name`` so that a group of it fits beside ``need - w_cur`` other bytes."""
+        i = index[name]
+        avail = fast - (need - align_up(w_cur))
+        old, limit = splits.get(name, 1), max_groups(g0, g0.ops[i])
+        if w_cur == 0 or avail <= 0 or old >= limit or splittable(g0, g0.ops[i]) is not None:
+            return False
+        splits[name] = min(limit, max(old + 1, -(-_const_bytes(prep.lowered[i]) // avail)))
+        return True
+
+    bounds = op_lower_bounds(g0, **_plan_kwargs(prep, xip, weight))
+    for i, op in enumerate(g0.ops):
+        if bounds[i] > fast and splittable(g0, op) is None:
+            grow(op.name, bounds[i], _const_bytes(prep.lowered[i]))
     cur, cur_res = prep, res
     for _ in range(MAX_SPLIT_ROUNDS):
+        if splits:
+            graph = g0
+            for name, groups in splits.items():
+                graph = split_op(graph, name, groups)
+            kept = {low.op_name: low for low in prep.lowered}
+            lowered = [kept[op.name] if op.name in kept and op.name not in splits else lower(graph, op)
+                       for op in graph.ops]
+            cur = Prepared(graph, prep.reports, lowered)
+            cur_res = _plan(cur, fast, slow, xip, weight)
         if not isinstance(cur_res, NoFit) or cur_res.op is None or cur_res.cause not in ("one_row", "untileable"):
             break
         failing = next((i for i, o in enumerate(cur.graph.ops) if o.name == cur_res.op), None)
         if failing is None:
             break
         origin = cur.graph.ops[failing].attrs.get("weight_group", (cur_res.op,))[0]
-        if origin not in index or splittable(prep.graph, prep.graph.ops[index[origin]]) is not None:
+        if origin not in index or not grow(origin, cur_res.need_bytes, _const_bytes(cur.lowered[failing])):
             break
-        w_fail = _const_bytes(cur.lowered[failing])
-        avail = fast - (cur_res.need_bytes - align_up(w_fail))
-        old, limit = splits.get(origin, 1), max_groups(prep.graph, prep.graph.ops[index[origin]])
-        if w_fail == 0 or avail <= 0 or old >= limit:
-            break
-        splits[origin] = min(limit, max(old + 1, -(-_const_bytes(prep.lowered[index[origin]]) // avail)))
-        graph = prep.graph
-        for name, groups in splits.items():
-            graph = split_op(graph, name, groups)
-        kept = {low.op_name: low for low in prep.lowered}
-        lowered = [kept[op.name] if op.name in kept and op.name not in splits else lower(graph, op)
-                   for op in graph.ops]
-        cur = Prepared(graph, prep.reports, lowered)
-        cur_res = _plan(cur, fast, slow, xip, weight)
-    if isinstance(cur_res, NoFit):
+    if isinstance(cur_res, NoFit) or not splits:
         return prep, res, []
     records = []
     for name, groups in splits.items():

@@ -411,16 +411,10 @@ def fast_lower_bound(
     layouts: dict | None = None,
     **_ignored,
 ) -> int:
-    """A lower bound on the fast budget of any plan: the largest, over the ops, of what the op needs as a unit of
-    its own, untiled or (when it tiles) at its smallest tile height.
+    """A lower bound on the fast budget of any plan: the largest of :func:`op_lower_bounds`.
 
-    Every unit holding an op needs at least that much at the op's step: an untiled unit holds the op's whole input
-    and output, weights and scratch; a tiled unit computes at least the op's smallest tile height of its rows in
-    some tile (at most MAX_TILES tiles cover them), so it holds that tile's bands, the op's weights and its scratch.
-    The one-op unit is measured on sampled tiles, which never gives more than every tile. A tileable op with several
-    outputs gives no bound (inside a tiled unit its outputs are bands, not the untiled whole). On the shared models
-    the bound is the minimum itself, so :func:`min_fast_budget` starts by trying it; tests/plan/test_lower_bound.py
-    checks that nothing fits below it.
+    On the shared models the bound is the minimum itself, so :func:`min_fast_budget` starts by trying it;
+    tests/plan/test_lower_bound.py checks that nothing fits below it.
     """
     if not graph.ops:
         return 0
@@ -429,13 +423,44 @@ def fast_lower_bound(
     return _lower_bound(graph, bufs, uses(bufs), costs)
 
 
+def op_lower_bounds(
+    graph: AnalyzedGraph,
+    xip: bool = XIP_DEFAULT,
+    weight_bytes_of: Callable[[int], int] | None = None,
+    scratch_bytes_of: Callable[[int, int], int] | None = None,
+    accumulate_gap: bool = True,
+    layouts: dict | None = None,
+    **_ignored,
+) -> list[int]:
+    """Per op, a lower bound on the fast budget of any plan holding it: what the op needs as a unit of its own,
+    untiled or (when it tiles) at its smallest tile height; 0 for a tileable op with several outputs.
+
+    Every unit holding an op needs at least that much at the op's step: an untiled unit holds the op's whole input
+    and output, weights and scratch; a tiled unit computes at least the op's smallest tile height of its rows in
+    some tile (at most MAX_TILES tiles cover them), so it holds that tile's bands, the op's weights and its scratch.
+    The one-op unit is measured on sampled tiles, which never gives more than every tile. A tileable op with several
+    outputs gives no bound (inside a tiled unit its outputs are bands, not the untiled whole). ``tigris.api`` reads
+    the per-op figures to find the ops whose weights alone keep them from fitting (weight groups).
+    """
+    if not graph.ops:
+        return []
+    bufs = buffers(graph)
+    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, layouts)
+    return list(_op_bounds(graph, bufs, uses(bufs), costs))
+
+
 def _lower_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> int:
-    """:func:`fast_lower_bound`, memoized in ``costs.layouts`` under the per-op weight bytes it depends on (the
+    """:func:`fast_lower_bound` on the planner's own structures."""
+    return max(_op_bounds(graph, bufs, u, costs), default=0)
+
+
+def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tuple[int, ...]:
+    """:func:`op_lower_bounds`, memoized in ``costs.layouts`` under the per-op weight bytes it depends on (the
     scratch sizes and ``accumulate_gap`` are fixed for one memo, see ``Costs.layouts``)."""
     key = ("lower_bound", costs.accumulate_gap, tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
     if key in costs.layouts:
         return costs.layouts[key]
-    bound = 0
+    bounds = []
     for i, op in enumerate(graph.ops):
         _, need, _ = next(grow_stage(graph, bufs, u, costs, i))
         # alone, the op reads its inputs from outside, so none is overwritten in place (lifetime rule 6); in a unit
@@ -445,16 +470,18 @@ def _lower_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> 
         if untileable_reason(graph, op, costs.accumulate_gap) is None:
             _, outs = stage_io(bufs, u, i, i + 1)
             if len(outs) != 1:
-                continue  # a tileable op with several outputs may sit inside a tiled unit: no bound from it alone
+                bounds.append(0)  # a tileable op with several outputs may sit inside a tiled unit: no bound
+                continue
             _, h = tiling_axis(graph, bufs, range(i, i + 1), outs[0], costs.accumulate_gap)
             lay = unit_bands(graph, bufs, costs, range(i, i + 1), outs[0], min_tile_h(h), True)
             if lay is None:
+                bounds.append(0)
                 continue
             band = max((lay.band_bytes.get(x, 0) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
             need = min(need, lay.peak - band)
-        bound = max(bound, need)
-    costs.layouts[key] = bound
-    return bound
+        bounds.append(need)
+    costs.layouts[key] = tuple(bounds)
+    return costs.layouts[key]
 
 
 def plan(
