@@ -309,8 +309,10 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         """Raise the group count of ``name`` so that a group of it fits beside ``need - w_cur`` other bytes."""
         i = index[name]
         avail = fast - (need - align_up(w_cur))
+        if w_cur == 0 or avail <= 0 or splittable(g0, g0.ops[i]) is not None:
+            return False
         old, limit = splits.get(name, 1), max_groups(g0, g0.ops[i])
-        if w_cur == 0 or avail <= 0 or old >= limit or splittable(g0, g0.ops[i]) is not None:
+        if old >= limit:
             return False
         splits[name] = min(limit, max(old + 1, -(-_const_bytes(prep.lowered[i]) // avail)))
         return True
