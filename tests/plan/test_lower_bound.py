@@ -74,4 +74,6 @@ def test_pruned_reports_are_unchanged(xip):
         a = api.analyze(path, m // 2 // 16 * 16, xip=xip, emit=False, prepared=prep)
         with unpruned():
             b = api.analyze(path, m // 2 // 16 * 16, xip=xip, emit=False, prepared=api.prepare(path))
-        assert not a.fits and a.json == b.json, path.name
+        # without XIP, half the minimum may fit with output-channel weight groups (api._split_weights); the
+        # report must be the same either way
+        assert a.json == b.json and (not a.fits or a.json["weight_groups"]), path.name

@@ -451,7 +451,7 @@ def op_lower_bounds(
 
 def _lower_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> int:
     """:func:`fast_lower_bound` on the planner's own structures."""
-    return max(_op_bounds(graph, bufs, u, costs), default=0)
+    return max((0, *_op_bounds(graph, bufs, u, costs)))
 
 
 def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tuple[int, ...]:
