@@ -277,7 +277,7 @@ def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: 
             "cause": res.cause, "message": res.message}
 
 
-MAX_SPLIT_ROUNDS = 16  # re-plans _split_weights may make before it gives up
+MAX_SPLIT_ROUNDS = 8  # re-plans _split_weights may make before it gives up
 
 
 def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float,
@@ -319,8 +319,10 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
 
     bounds = op_lower_bounds(g0, **_plan_kwargs(prep, xip, weight))
     for i, op in enumerate(g0.ops):
-        if bounds[i] > fast and splittable(g0, op) is None:
-            grow(op.name, bounds[i], _const_bytes(prep.lowered[i]))
+        if bounds[i] > fast and not grow(op.name, bounds[i], _const_bytes(prep.lowered[i])):
+            # an op over the budget whose weights are not the problem (or that cannot be split) is over it in every
+            # plan of every split graph too: give up before planning anything (a refusal stays as cheap as it was)
+            return prep, res, []
     cur, cur_res = prep, res
     for _ in range(MAX_SPLIT_ROUNDS):
         if splits:
