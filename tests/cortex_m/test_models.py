@@ -8,7 +8,8 @@ for the image models, tiles); the test asserts that the plan really does, so it 
 are built with -std=c99 -ffp-contract=off, so no multiply-add contraction separates them.
 
 The weight modes are spread over the models so the firmware exercises all three: LZ4-compressed copies (kws int8),
-plain copies into the fast arena (kws float), and XIP reads from the flash/QSPI region (vww, mobilenet_v2, ad).
+plain copies into the fast arena (kws float), and XIP reads from the flash/QSPI region (vww, mobilenet_v2, ad); ad
+int8 also runs with LZ4 copies at a budget its Gemms' weights exceed, as output-channel weight groups.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class Case:
     exact: bool  # int8: byte-identical; float: 1e-5 relative
     staged: bool = True  # the plan must have several stages and spill to the slow arena
     numerics: str | None = None  # --numerics (None: the source's default)
+    wgroups: bool = False  # the plan must run an op as output-channel weight groups (its weights exceed the budget)
 
 
 CASES = {
@@ -42,6 +44,10 @@ CASES = {
     # No convolutions and no way to split a Gemm: one stage whatever the budget. Kept because it is small and
     # exercises the int8 fully connected path and XIP weights on both cores.
     "ad_autoencoder_int8": Case("mlperf_tiny/ad_autoencoder_int8.onnx", "32K", True, "none", False, True, False),
+    # Copied LZ4 weights at 32K: its Gemms' weights (up to 81,920 bytes) do not fit, so they run as output-channel
+    # weight groups (docs/memory-planning.md), each decompressed into its own unit's prefix
+    "ad_autoencoder_int8_wgroups": Case("mlperf_tiny/ad_autoencoder_int8.onnx", "32K", False, "lz4", False, True,
+                                        wgroups=True),
     # The TFLite originals, compiled from the .tflite directly (docs/tflite.md; numerics tflm)
     "person_detect_int8_tflite": Case("tflite/person_detect_int8.tflite", "32K", True, "none", True, True),
     "resnet8_cifar_int8_tflite": Case("tflite/resnet8_cifar_int8.tflite", "32K", True, "none", True, True),
@@ -128,6 +134,8 @@ def test_model_on_qemu_matches_host(harness, board_objs, shared_models, tmp_path
         assert rep["slow"]["spill_bytes"] > 0
     if case.tiled:
         assert rep["tiling"]["tiled_stages"] >= 1
+    if case.wgroups:
+        assert rep["weight_groups"], f"{key}: no op runs as weight groups at {case.fast}"
 
     elf = harness.build_plan_app(c.plan, board, tmp_path / "fw", obj_dir=board_objs[board] / "model")
     ins = [f"in{i}.bin" for i in range(len(c.in_bytes))]
