@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from harness import build_kernels
+from harness import HOST_VARIANTS, build_kernels, runnable_host_variants
 from ophelp import (T, assert_float_close, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qp, rand_q,
                     ref_runner, run_op, split_rows, status_error, to_logical, vinfo)
 from tigris.layout import tensor_view_dims
@@ -19,9 +19,11 @@ from tigris.ops import lower
 from tigris.ops.binary import add_multipliers
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build_kernels(["binary.c"], tmp_path_factory.mktemp("binary"))
+# Every host variant (harness.HOST_VARIANTS): the AVX2 build has its own vector loop (target.h), which must give the
+# reference's bytes like the plain loops.
+@pytest.fixture(scope="module", params=runnable_host_variants())
+def lib(request, tmp_path_factory):
+    return build_kernels(["binary.c"], tmp_path_factory.mktemp("binary"), extra_flags=HOST_VARIANTS[request.param])
 
 
 def _bshape(pattern: str, c: int, h: int, w: int) -> tuple[int, ...]:

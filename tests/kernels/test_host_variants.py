@@ -23,25 +23,21 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import build_kernels  # noqa: E402
+from harness import HOST_VARIANTS, build_kernels, runnable_host_variants  # noqa: E402
 from mac_cases import MacCase  # noqa: E402
 from tigris.host.build import _cpu_has_avx2, _cpu_has_avxvnni  # noqa: E402
 from tigris.ops import kind, lower  # noqa: E402
 
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SOURCES = ["conv.c", "dwconv.c", "fc.c"]
-VARIANTS = {"plain": ["-DTGRS_FORCE_PLAIN"], "generic": [], "avx2": ["-mavx2", "-mfma"],
-            "avxvnni": ["-mavx2", "-mfma", "-mavxvnni"]}
 
 
 @pytest.fixture(scope="module")
 def libs(tmp_path_factory):
     d = tmp_path_factory.mktemp("host_variants")
     out = {}
-    for name, flags in VARIANTS.items():
-        if (name == "avx2" and not _cpu_has_avx2()) or (name == "avxvnni" and not _cpu_has_avxvnni()):
-            continue  # not runnable here; the other variants still run
-        out[name] = build_kernels(SOURCES, d / name, extra_flags=flags)
+    for name in runnable_host_variants():  # a level this CPU lacks is not run; the other variants still are
+        out[name] = build_kernels(SOURCES, d / name, extra_flags=HOST_VARIANTS[name])
     return out
 
 

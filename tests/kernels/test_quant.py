@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from harness import build_kernels
+from harness import HOST_VARIANTS, build_kernels, runnable_host_variants
 from ophelp import (T, assert_float_close, c_runner, graph1, max_lsb, onnx_model, ort_run, phys_inputs, qp,
                     ref_runner, run_op, split_rows, status_error, to_logical, vinfo)
 from tigris.ops import kind_for
@@ -25,9 +25,11 @@ def lower(graph, op):
 SHAPES = [(1, 3, 5, 4), (1, 1, 1, 1), (1, 640), (1, 10, 7), (1, 17, 2, 3)]
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build_kernels(["quant.c"], tmp_path_factory.mktemp("quant"))
+# Every host variant (harness.HOST_VARIANTS): the AVX2 build has its own vector loop (target.h), which must give the
+# reference's bytes like the plain loops.
+@pytest.fixture(scope="module", params=runnable_host_variants())
+def lib(request, tmp_path_factory):
+    return build_kernels(["quant.c"], tmp_path_factory.mktemp("quant"), extra_flags=HOST_VARIANTS[request.param])
 
 
 def _q_model(shape, dtype, s, zp, op):

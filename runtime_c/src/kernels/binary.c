@@ -19,6 +19,7 @@
 
 #include "kview.h"
 #include "requant.h"
+#include "target.h"
 #include "tgrs_op.h"
 #include "variants.h"
 
@@ -140,17 +141,36 @@ static void span_f32(const binop *op, float *y, const float *x, const float *z, 
     }
 }
 
+#if !TGRS_HAVE_AVX2
+/* No vector loop: span_s8's scalar loops take every element (target.h TGRS_BIN_S8). */
+static size_t bin_s8_none(const binop *op, int8_t *y, const int8_t *x, const int8_t *z, size_t count, size_t sx,
+                          size_t sz)
+{
+    (void)op;
+    (void)y;
+    (void)x;
+    (void)z;
+    (void)count;
+    (void)sx;
+    (void)sz;
+    return 0;
+}
+#endif
+
+#include "binary_avx2.h" /* bin_s8_avx2 */
+
 static void span_s8(const binop *op, int8_t *y, const int8_t *x, const int8_t *z, size_t count, size_t sx, size_t sz)
 {
+    const size_t i0 = TGRS_BIN_S8(op, y, x, z, count, sx, sz); /* the target's vector loop, if any, first */
     size_t i;
     if (op->tflm) {
-        for (i = 0; i < count; ++i) {
+        for (i = i0; i < count; ++i) {
             y[i] = tflm_s8(op, (int32_t)x[i * sx] - op->za, (int32_t)z[i * sz] - op->zb);
         }
         return;
     }
     if (op->is_mul) {
-        for (i = 0; i < count; ++i) {
+        for (i = i0; i < count; ++i) {
             int32_t da = (int32_t)x[i * sx] - op->za;
             int32_t db = (int32_t)z[i * sz] - op->zb;
             int64_t q = tgrs_rshift_half_even((int64_t)(da * db) * op->mult, op->mul_n);
@@ -158,7 +178,7 @@ static void span_s8(const binop *op, int8_t *y, const int8_t *x, const int8_t *z
         }
         return;
     }
-    for (i = 0; i < count; ++i) {
+    for (i = i0; i < count; ++i) {
         int64_t acc = (int64_t)((int32_t)x[i * sx] - op->za) * op->ma + (int64_t)((int32_t)z[i * sz] - op->zb) * op->mb;
         y[i] = (int8_t)tgrs_clamp64(tgrs_rshift_half_even(acc, op->rs) + op->zo, op->lo, op->hi);
     }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "kview.h"
+#include "target.h"
 #include "tgrs_op.h"
 
 /* Round half to even of v, for |v| <= 2^16 (the caller clamps first); exact because the fraction is exact. */
@@ -33,6 +34,24 @@ static int32_t rne_small(float v)
     }
     return t;
 }
+
+#if !TGRS_HAVE_AVX2
+/* No vector loop: the scalar loop quantizes every element (target.h TGRS_QUANT_S8). */
+static size_t quant_s8_none(const float *x, void *y, size_t len, float scale, int32_t zp, int32_t lo, int32_t hi, int u8)
+{
+    (void)x;
+    (void)y;
+    (void)len;
+    (void)scale;
+    (void)zp;
+    (void)lo;
+    (void)hi;
+    (void)u8;
+    return 0;
+}
+#endif
+
+#include "quant_avx2.h" /* quant_s8_avx2 */
 
 static int elementwise_io(const tgrs_op_ctx *ctx, int32_t in_dt, int32_t out_dt)
 {
@@ -141,7 +160,9 @@ int tgrs_kernel_quantize(const tgrs_op_ctx *ctx)
         size_t o = tgrs_kv_row_off(out, n, out->row0);
         /* element 0 of this band's batch row in the full tensor: the per-element constants' index */
         const size_t e0 = ((size_t)n * (size_t)out->dims[1] + (size_t)out->row0) * tgrs_kv_row_elems(out);
-        for (i = 0; i < len; ++i) {
+        /* per-tensor: the target's vector loop first (target.h), the rest here */
+        for (i = pe_s == NULL ? TGRS_QUANT_S8(x, (int8_t *)out->data + o, len, scale, zp, lo, hi, u8) : 0; i < len;
+             ++i) {
             float v;
             int32_t q;
             if (pe_s != NULL) {

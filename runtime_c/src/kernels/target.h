@@ -105,6 +105,16 @@
 #define TGRS_FC_DOT2_S8 fc_dot2_s8_plain
 #endif
 
+/* Element-wise loops with a host vector form (quant_avx2.h, binary_avx2.h): each returns how many leading elements
+ * it did, and the family's scalar loop does the rest; the _none forms do nothing. */
+#if TGRS_HAVE_AVX2
+#define TGRS_QUANT_S8 quant_s8_avx2
+#define TGRS_BIN_S8 bin_s8_avx2
+#else
+#define TGRS_QUANT_S8 quant_s8_none
+#define TGRS_BIN_S8 bin_s8_none
+#endif
+
 #if TGRS_HAVE_DSP
 #include <arm_acle.h>
 #endif
