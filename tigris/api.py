@@ -305,21 +305,29 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     index = {op.name: i for i, op in enumerate(g0.ops)}
     splits: dict[str, int] = {}
 
+    def dep(low: Lowered) -> int:
+        """The bytes of an op that shrink with its group: its weights, and the float32 copy of float16 weights its
+        kernel widens into scratch."""
+        from tigris.ops._mac import f16_scratch_bytes
+
+        return align_up(_const_bytes(low)) + f16_scratch_bytes(low)
+
     def grow(name: str, need: int, w_cur: int) -> bool:
-        """Raise the group count of ``name`` so that a group of it fits beside ``need - w_cur`` other bytes."""
+        """Raise the group count of ``name`` so that a group of it fits beside the ``need - w_cur`` bytes that do
+        not shrink with it."""
         i = index[name]
-        avail = fast - (need - align_up(w_cur))
+        avail = fast - (need - w_cur)
         if w_cur == 0 or avail <= 0 or splittable(g0, g0.ops[i]) is not None:
             return False
         old, limit = splits.get(name, 1), max_groups(g0, g0.ops[i])
         if old >= limit:
             return False
-        splits[name] = min(limit, max(old + 1, -(-_const_bytes(prep.lowered[i]) // avail)))
+        splits[name] = min(limit, max(old + 1, -(-dep(prep.lowered[i]) // avail)))
         return True
 
     bounds = op_lower_bounds(g0, **_plan_kwargs(prep, xip, weight))
     for i, op in enumerate(g0.ops):
-        if bounds[i] > fast and not grow(op.name, bounds[i], _const_bytes(prep.lowered[i])):
+        if bounds[i] > fast and not grow(op.name, bounds[i], dep(prep.lowered[i])):
             # an op over the budget whose weights are not the problem (or that cannot be split) is over it in every
             # plan of every split graph too: give up before planning anything (a refusal stays as cheap as it was)
             return prep, res, []
@@ -340,7 +348,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         if failing is None:
             break
         origin = cur.graph.ops[failing].attrs.get("weight_group", (cur_res.op,))[0]
-        if origin not in index or not grow(origin, cur_res.need_bytes, _const_bytes(cur.lowered[failing])):
+        if origin not in index or not grow(origin, cur_res.need_bytes, dep(cur.lowered[failing])):
             break
     if isinstance(cur_res, NoFit) or not splits:
         return prep, res, []

@@ -225,3 +225,61 @@ def test_mobilenet_v2_f32_lz4_fits_256k():
     assert g["op"] == "/features/features.18/features.18.0/Conv" and g["groups"] == 3
     v = api.verify(path, "256K", compression="lz4")
     assert v["pass"], v
+
+
+def _mk(nodes, inits, x_shape, y_shape) -> onnx.ModelProto:
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", F, x_shape)],
+                          [helper.make_tensor_value_info("y", F, y_shape)],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def _other_kinds(rng) -> dict[str, tuple[onnx.ModelProto, tuple[int, ...]]]:
+    """A 1-D conv (NWC, 21 channels) and MatMuls with a constant B (a Gemm with transA, which stays a MatMul), with
+    and without transB, the bias a vector or broadcast [1, N]."""
+    n = helper.make_node
+    r = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    return {
+        "conv1d": (_mk([n("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3], pads=[1, 1])],
+                       {"w": r(21, 6, 3), "b": r(21)}, [1, 6, 9], [1, 21, 9]), (1, 6, 9)),
+        "matmul": (_mk([n("Gemm", ["x", "B", "C"], ["y"], transA=1, alpha=0.5)], {"B": r(16, 27), "C": r(27)},
+                       [16, 5], [5, 27]), (16, 5)),
+        "matmul_tb": (_mk([n("Gemm", ["x", "B", "C"], ["y"], transA=1, transB=1)], {"B": r(27, 16), "C": r(1, 27)},
+                          [16, 5], [5, 27]), (16, 5)),
+    }
+
+
+@pytest.mark.parametrize("name", ["conv1d", "matmul", "matmul_tb"])
+def test_other_kinds_split_equal_unsplit(tmp_path, name):
+    rng = np.random.default_rng(11)
+    m, x_shape = _other_kinds(rng)[name]
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(m, path)
+    prep = api.prepare(path)
+    (op,) = _mac_ops(prep)
+    assert op.op_type == ("Conv1D" if name == "conv1d" else "MatMul")
+    groups = 3 if name == "conv1d" else 4  # 21 float conv channels are 3 panels of 8
+    split = _split(prep, {op.name: groups})
+    assert sum(o.attrs.get("weight_group", ("", -1))[1] >= 0 for o in split.graph.ops) == groups
+    x = {"x": rng.standard_normal(x_shape).astype(np.float32)}
+    a = api.run_plan(api.analyze(path, "1M", prepared=prep, tradeoff=False).plan_bytes, x).outputs["y"]
+    b = api.run_plan(api.analyze(path, "1M", prepared=split, tradeoff=False).plan_bytes, x).outputs["y"]
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    tol = 1e-5 * max(1.0, float(np.abs(ref).max()))
+    assert np.max(np.abs(a - b)) <= tol and np.max(np.abs(b - ref)) <= 10 * tol
+
+
+def test_fp16_weights_split(tmp_path):
+    """``--weights fp16``: every group stores its slice as halves and widens only that slice in its scratch."""
+    path, m = _big_conv_model(tmp_path, False)
+    prep = api.prepare(path, weights="fp16")
+    conv = next(i for i, op in enumerate(prep.graph.ops) if op.op_type == "Conv")
+    budget = api._const_bytes(prep.lowered[conv]) // 2 + 16384
+    a = api.analyze(path, budget, compression="lz4", weights="fp16", tradeoff=False)
+    assert a.fits and a.json["weight_groups"], a.reason
+    x = {"x": np.random.default_rng(2).standard_normal((1, 32, 3, 3)).astype(np.float32)}
+    got = api.run_plan(a.plan_bytes, x).outputs["y"]
+    whole = api.run_plan(api.analyze(path, "1M", weights="fp16", prepared=prep, tradeoff=False).plan_bytes, x)
+    assert np.max(np.abs(got - whole.outputs["y"])) <= 1e-5 * max(1.0, float(np.abs(got).max()))

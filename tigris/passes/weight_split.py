@@ -5,8 +5,9 @@ plan of the normalized graph failed (``api._split_weights``, docs/memory-plannin
 
 Without ``--xip`` every unit copies (or LZ4-decodes) its ops' weights into its fast prefix, so an op whose weights
 alone exceed the fast budget cannot be planned, however small its activations and tiles. The output channels of a
-``Conv`` (``group == 1``, 2-D or 1-D) and of a ``Gemm`` are independent given their weights: channel ``c`` of the
-output reads only row ``c`` of the weights (and of the bias and of the per-channel quantization). So the op is
+``Conv`` (``group == 1``, 2-D or 1-D), of a ``Gemm`` and of a ``MatMul`` with a constant 2-D ``B`` are independent
+given their weights: channel ``c`` of the output reads only row ``c`` of the weights (column ``c`` of ``B``) and entry
+``c`` of the bias and of the per-channel quantization. So the op is
 rewritten into ``G`` ops of the same type, op ``g`` computing output channels ``[c_g, c_{g+1})`` from the matching
 slice of the weights, followed by ``Concat`` ops along the channel axis that assemble the original output tensor:
 
@@ -22,7 +23,8 @@ Each sub-op is then an ordinary op: the planner places its weights in its unit's
 that unit's blob (LZ4-compressed on its own with ``-c lz4``), the loader checks it like any op, and the checker
 proves its buffers. A channel is computed by the same kernel arithmetic from the same weights and inputs, so int8
 results are the same bytes as the unsplit op's (tests/passes/test_weight_split.py compares both on the host
-runtime), float results the same values.
+runtime), float results equal within rounding (a float kernel blocks channels, so a channel's summation order may
+depend on where its group starts).
 
 Group bounds: float convs store their weights in panels of ``PACK_NR`` (8) output channels with zero-filled tail
 channels, so their groups are whole panels (except the last) to store no extra padding; other ops split at any
@@ -37,15 +39,23 @@ from tigris.layout import physical_axis
 from tigris.ops.base import MAX_INPUTS
 from tigris.passes._util import fresh_name
 
-SPLIT_TYPES = ("Conv", "Conv1D", "Gemm")
+SPLIT_TYPES = ("Conv", "Conv1D", "Gemm", "MatMul")
 # Every op the rewrite makes carries attrs["weight_group"] = (original op name, group index or -1 for a joining
 # Concat, group count), so a caller can map a planner's answer about it back to the op it came from.
 GROUP_SUFFIX = "/wgroup"  # sub-op names are f"{op.name}{GROUP_SUFFIX}{g}"
 
 
+def _weight_axis(op: Op) -> int:
+    """The output-channel axis of the op's weight: OC of OIHW / [OC, K], or N of a MatMul's constant B ([K, N], or
+    [N, K] with transB)."""
+    if op.op_type == "MatMul":
+        return 0 if int(op.attrs.get("transB", 0) or 0) else 1
+    return 0
+
+
 def output_channels(graph: AnalyzedGraph, op: Op) -> int:
-    """Output channels of a splittable op (axis 0 of its weight)."""
-    return int(np.asarray(graph.weights[op.inputs[1]]).shape[0])
+    """Output channels of a splittable op (its weight's output-channel axis)."""
+    return int(np.asarray(graph.weights[op.inputs[1]]).shape[_weight_axis(op)])
 
 
 def splittable(graph: AnalyzedGraph, op: Op) -> str | None:
@@ -54,6 +64,9 @@ def splittable(graph: AnalyzedGraph, op: Op) -> str | None:
         return f"{op.op_type} has no independent output channels to split"
     if len(op.inputs) < 2 or op.inputs[1] not in graph.weights:
         return "its weight is not a constant"
+    if op.op_type == "MatMul" and (np.asarray(graph.weights[op.inputs[1]]).ndim != 2 or graph.is_const(op.inputs[0])
+                                   or len(graph.tensors[op.inputs[0]].shape) < 2):
+        return "a MatMul splits only with a constant 2-D B and a variable A of rank >= 2"
     if op.op_type != "Gemm" and int(op.attrs.get("group", 1)) != 1:
         return "a grouped convolution"
     if output_channels(graph, op) < 2:
@@ -63,7 +76,7 @@ def splittable(graph: AnalyzedGraph, op: Op) -> str | None:
 
 def channel_step(graph: AnalyzedGraph, op: Op) -> int:
     """The granularity of group bounds: whole weight panels for a float conv, one channel otherwise."""
-    if op.op_type != "Gemm" and graph.tensors[op.outputs[0]].dtype == "float32":
+    if op.op_type in ("Conv", "Conv1D") and graph.tensors[op.outputs[0]].dtype == "float32":
         from tigris.ops.conv import PACK_NR
 
         return PACK_NR
@@ -93,14 +106,15 @@ def _slice_quant(q: QuantParam | None, axis_len: int, a: int, b: int) -> QuantPa
                       zp.reshape(-1)[a:b].copy() if zp.size == axis_len else zp, q.axis)
 
 
-def _slice_const(g: AnalyzedGraph, name: str, oc: int, a: int, b: int, new: str) -> str:
-    """The slice ``[a, b)`` of constant ``name`` along its output-channel axis (the first axis of length ``oc``; for
-    a ``[1, OC]`` bias the last) as a new constant; a constant without such an axis (a scalar bias) is shared."""
+def _slice_const(g: AnalyzedGraph, name: str, oc: int, a: int, b: int, new: str, axis: int | None) -> str:
+    """The slice ``[a, b)`` of constant ``name`` along its output-channel axis (``axis``; None: the first axis of
+    length ``oc``, for a ``[1, OC]`` bias the last, and for a MatMul's bias, broadcast to ``[M, N]``, the last) as a
+    new constant; a constant without such an axis (a scalar bias) is shared."""
     w = np.asarray(g.weights[name])
     axes = [ax for ax in range(w.ndim) if w.shape[ax] == oc]
     if w.size <= 1 or not axes:
         return name
-    ax = axes[0] if w.shape[0] == oc else axes[-1]
+    ax = axis if axis is not None else (axes[0] if w.shape[0] == oc else axes[-1])
     g.weights[new] = np.ascontiguousarray(np.take(w, np.arange(a, b), axis=ax))
     t = g.tensors.get(name)
     if t is not None:
@@ -127,7 +141,7 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
         raise TigrisError(f"cannot split into weight groups: {e}", name) from None
     g = graph.replace()
     y = g.tensors[op.outputs[0]]
-    cax = len(y.shape) - 1 if op.op_type == "Gemm" else 1  # the logical channel axis of the output
+    cax = len(y.shape) - 1 if op.op_type in ("Gemm", "MatMul") else 1  # the logical channel axis of the output
     if y.shape[cax] != oc:
         raise TigrisError(f"output {y.name} has {y.shape[cax]} channels, its weight {oc}", name)
     subs: list[Op] = []
@@ -137,7 +151,13 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
         ins = list(op.inputs)
         for j in range(1, len(ins)):
             if ins[j] and ins[j] in g.weights:
-                ins[j] = _slice_const(g, ins[j], oc, a, b, fresh_name(g, ins[j] + tag))
+                axis = _weight_axis(op) if j == 1 else None
+                if j == 2 and op.op_type == "MatMul":
+                    c = np.asarray(g.weights[ins[j]])
+                    if c.ndim == 0 or c.shape[-1] != oc:
+                        continue  # broadcast along N (a scalar or a column): every group reads the same bias
+                    axis = c.ndim - 1
+                ins[j] = _slice_const(g, ins[j], oc, a, b, fresh_name(g, ins[j] + tag), axis)
         shape = list(y.shape)
         shape[cax] = b - a
         t = fresh_name(g, y.name + tag)
