@@ -136,6 +136,10 @@ def test_model_on_qemu_matches_host(harness, board_objs, shared_models, tmp_path
         assert rep["tiling"]["tiled_stages"] >= 1
     if case.wgroups:
         assert rep["weight_groups"], f"{key}: no op runs as weight groups at {case.fast}"
+        # and the grouped plan gives the unsplit plan's bytes (compiled where the whole weights fit)
+        whole = _compile(Case(case.model, "1M", case.xip, case.compression, False, True, False), str(
+            shared_models / case.model))
+        assert not whole.report["weight_groups"] and whole.host_out == c.host_out
 
     elf = harness.build_plan_app(c.plan, board, tmp_path / "fw", obj_dir=board_objs[board] / "model")
     ins = [f"in{i}.bin" for i in range(len(c.in_bytes))]
