@@ -361,6 +361,45 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     return cur, cur_res, records
 
 
+GROUP_LADDER = 4  # budgets _groups_budget probes at most
+
+
+def _groups_budget(prep: Prepared, slow: int | None, weight: float, upper: int) -> int | None:
+    """For a model that does not fit without XIP: a fast budget below ``upper`` (the smallest that fits without
+    weight groups) at which it compiles with weight groups, or None.
+
+    The ladder starts at the bound with groups (every op's lower bound, a splittable op's with its weight bytes cut
+    to one group of the most it can be split into; an estimate, not a proof) and climbs by x1.25 for at most
+    ``GROUP_LADDER`` probes, each an ordinary plan and ``_split_weights``: the answer is a budget that was compiled,
+    not necessarily the smallest."""
+    from tigris.ops._mac import f16_scratch_bytes
+    from tigris.passes.weight_split import max_groups, splittable
+    from tigris.plan import op_lower_bounds
+    from tigris.plan.types import align_up
+
+    g = prep.graph
+    bounds = op_lower_bounds(g, **_plan_kwargs(prep, False, weight))
+    lb = 0
+    for i, op in enumerate(g.ops):
+        b = bounds[i]
+        if splittable(g, op) is None:
+            dep = align_up(_const_bytes(prep.lowered[i])) + f16_scratch_bytes(prep.lowered[i])
+            b -= dep - align_up(-(-dep // max_groups(g, op)))
+        lb = max(lb, b)
+    budget = align_up(max(lb, 16), 16)
+    for _ in range(GROUP_LADDER):
+        if budget >= upper:
+            return None
+        res = _plan(prep, budget, slow, False, weight)
+        if not isinstance(res, NoFit):
+            return None  # fits without groups below the minimum: the search's answer stands
+        _, res, groups = _split_weights(prep, budget, slow, False, weight, res)
+        if groups and not isinstance(res, NoFit):
+            return budget
+        budget = align_up(int(budget * 1.25), 16)
+    return None
+
+
 def _io_json(prep: Prepared, names: list[str]) -> list[dict[str, Any]]:
     out = []
     for n in names:
@@ -462,6 +501,12 @@ def analyze(
             advice["min_fast_budget_xip"] = format_size(m_xip) if m_xip else None
             if m_xip is not None and m_xip <= fast_b:
                 result.reason += "; it fits with --xip (weights read from flash instead of copied to SRAM)"
+            # weights are what sets the minimum: say where output-channel weight groups make it fit
+            m_groups = None
+            if result.min_fast_budget and m_xip is not None and m_xip < result.min_fast_budget:
+                m_groups = _groups_budget(prep, slow_b, weight, result.min_fast_budget)
+            advice["weight_groups_budget_bytes"] = m_groups
+            advice["weight_groups_budget"] = format_size(m_groups) if m_groups else None
         if slow_b == 0 or res.cause == "slow_memory":
             advice["sram_only"] = _sram_only(prep, xip, weight)
     else:
@@ -609,6 +654,8 @@ def compile_model(
         hint = f"; smallest fast budget that fits: -m {format_size(a.min_fast_budget)}" if a.min_fast_budget else ""
         if a.json.get("min_fast_budget_xip"):
             hint += f" (with --xip: -m {a.json['min_fast_budget_xip']})"
+        if a.json.get("weight_groups_budget"):
+            hint += f"; with weight groups it compiles at -m {a.json['weight_groups_budget']}"
         if a.json.get("sram_only"):
             so = a.json["sram_only"]
             hint += f"; without PSRAM: -m {so['fast_budget']} -s {so['slow_bytes']} ({so['total_bytes']} bytes of SRAM)"

@@ -348,6 +348,8 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
         out.line(s)
         if j.get("min_fast_budget_xip"):
             out.line(f"with --xip: -m {j['min_fast_budget_xip']}")
+        if j.get("weight_groups_budget"):
+            out.line(f"with output-channel weight groups it compiles at -m {j['weight_groups_budget']}")
     if not j["fits"] and j.get("sram_only"):
         so = j["sram_only"]
         out.line(f"without PSRAM (both arenas in SRAM): {so['total_bytes']} bytes of SRAM, -m {so['fast_budget']} "

@@ -194,6 +194,13 @@ def test_xip_and_hopeless_budgets_are_not_split(tmp_path):
     tiny = api.analyze(path, "2K", tradeoff=False)  # the activations alone do not fit: splitting cannot help
     assert not tiny.fits and tiny.json["weight_groups"] == []
     assert len(tiny.prepared.graph.ops) == len(api.prepare(path).graph.ops)
+    # the advice names a budget where weight groups make it compile, below the minimum without them
+    m = tiny.json["weight_groups_budget_bytes"]
+    assert m is not None and m < tiny.json["min_fast_budget_bytes"]
+    there = api.analyze(path, m, tradeoff=False)
+    assert there.fits and there.json["weight_groups"]
+    with pytest.raises(api.DoesNotFitError, match=f"with weight groups it compiles at -m {api.format_size(m)}"):
+        api.compile_model(path, "2K")
     xip = api.analyze(path, "16K", xip=True, tradeoff=False)
     assert xip.json["weight_groups"] == []
 
@@ -223,6 +230,9 @@ def test_mobilenet_v2_f32_lz4_fits_256k():
     assert a.fits, a.reason
     (g,) = a.json["weight_groups"]
     assert g["op"] == "/features/features.18/features.18.0/Conv" and g["groups"] == 3
+    low = api.analyze(path, "16K", compression="lz4", prepared=prep, tradeoff=False, emit=False)
+    assert not low.fits and low.json["min_fast_budget_bytes"] == 595264
+    assert low.json["weight_groups_budget_bytes"] < 64 * 1024
     v = api.verify(path, "256K", compression="lz4")
     assert v["pass"], v
 
