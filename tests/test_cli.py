@@ -61,9 +61,11 @@ def test_analyze_does_not_fit_says_why_and_what_would():
     assert j["reason"]
     smallest = j["min_fast_budget_bytes"]
     assert smallest and smallest > 1024
-    # The budget it names really fits, and a bit less does not.
+    # The budget it names really fits, and a bit less does not, except by running an op as output-channel weight
+    # groups (the minimum is the planner's without them; docs/memory-planning.md)
     assert invoke("analyze", MNIST, "-m", str(smallest)).exit_code == 0
-    assert invoke("analyze", MNIST, "-m", str(smallest - 512)).exit_code == 1
+    below = invoke("analyze", MNIST, "-m", str(smallest - 512), "--json")
+    assert below.exit_code == 1 or json.loads(below.stdout)["weight_groups"]
 
 
 def test_compile_run_matches_stored_reference(tmp_path):
