@@ -9,7 +9,9 @@ edges the fast paths treat specially: channel counts and patch lengths that are 
 images, odd widths, padding on every side, strides, groups, depth multipliers, 3x3 and 5x5 depthwise windows, and
 requantization scales outside the 32-bit form's range (big and tiny), and both numerics (onnx, tflm); for fc, odd
 output counts (the two-row loops' last row alone) and K below, at and around multiples of 4 and 16; and a few
-randomized depthwise and conv shapes (fixed seed).
+randomized depthwise and conv shapes (fixed seed); for Helium's depthwise, pairs of interior pixels over 8-channel
+halves with channel tails, odd tap counts, weights of -128 (no two-tap int16 sums), and shifts of -1 and below -31
+(the wider vector requantization).
 """
 from __future__ import annotations
 
@@ -85,6 +87,21 @@ def _cases() -> dict[str, MacCase]:
         "dw5x5_c12_w3": MacCase("DepthwiseConv", 1, 12, 3, 3, 12, group=12, kernel=(5, 5), pads=(2, 2, 2, 2),
                                 seed=26),
         "pw_k300_oc6_2x3": MacCase("Conv", 1, 300, 2, 3, 6, seed=27),
+    })
+    # the Helium depthwise pairs of interior pixels (8-channel halves and a tail, two-tap int16 steps and an odd
+    # tap, single taps when a weight is -128), the wider vector requantization (a shift of -1 next to smaller ones;
+    # the tiny cases above give shifts below -31), a 5x5 window at stride 2
+    c.update({
+        "dw3x3_c13_w9_half": MacCase("DepthwiseConv", 1, 13, 5, 9, 13, group=13, kernel=(3, 3), pads=(1, 1, 1, 1),
+                                     scale_mode="half", seed=60),
+        "dw3x3_c24_w8_wmin": MacCase("DepthwiseConv", 1, 24, 4, 8, 24, group=24, kernel=(3, 3), pads=(1, 1, 1, 1),
+                                     act="relu", w_min=True, seed=61),
+        "dw5x5_c16_s2_w11": MacCase("DepthwiseConv", 1, 16, 9, 11, 16, group=16, kernel=(5, 5), strides=(2, 2),
+                                    pads=(2, 2, 2, 2), act="relu6", seed=62),
+        "dw3x3_c40_w6_nopad": MacCase("DepthwiseConv", 1, 40, 4, 6, 40, group=40, kernel=(3, 3), seed=63),
+        "pw_k24_oc10_half": MacCase("Conv", 1, 24, 3, 5, 10, scale_mode="half", seed=64),
+        "conv3x3_c3_oc8_s2_half": MacCase("Conv", 1, 3, 9, 7, 8, kernel=(3, 3), strides=(2, 2), pads=(0, 0, 1, 1),
+                                          scale_mode="half", seed=65),
     })
     # randomized shapes (fixed seed: the same cases every run): channel counts, widths and windows drawn at random
     rng = np.random.default_rng(1111)

@@ -35,7 +35,8 @@ class MacCase:
     act: str | None = None
     bias: bool = True
     int8: bool = False
-    scale_mode: str = "normal"  # "normal", "big" (effective scale >= 1) or "tiny"
+    scale_mode: str = "normal"  # "normal", "big" (effective scale >= 1), "tiny" or "half" (largest in [1/4, 1/2))
+    w_min: bool = False  # int8: some weights are -128 (kernels that sum two products in int16 must notice)
     seed: int = 0
     numerics: str = "onnx"  # the graph's numerics contract (int8 requantization: onnx or tflm)
     data: dict = field(default_factory=dict, repr=False)
@@ -109,6 +110,12 @@ class MacCase:
             else:
                 d["s_out"] = float(np.float32(typical / 100))
             d["zp_out"] = int(rng.integers(-128, 128))
+            if self.scale_mode == "half":  # shift -1 for the largest weight scale: small inputs keep sums in range
+                d["x"] = rng.integers(-6, 7, self.x_shape(), dtype=np.int64).astype(np.int8)
+                d["zp_in"] = int(rng.integers(-3, 4))
+                d["s_out"] = float(np.float32(d["s_in"] * float(d["s_w"].max()) / 0.45))
+            if self.w_min:
+                d["w"].reshape(-1)[::7] = -128
         else:
             d["x"] = rng.standard_normal(self.x_shape()).astype(np.float32)
             d["w"] = (rng.standard_normal(wshape) / np.sqrt(k)).astype(np.float32)

@@ -7,12 +7,12 @@
  * patch load, four weight loads and four VMLADAVA (64 MACs); whole chunks unpredicated, then one tail predicated by
  * VCTP (K needs no multiple of 16 and nothing is read past a row). The four sums are one vector whose lanes are the
  * four channels, so bias, multiplier and shift are plain vector loads and the requantization is requant_mve.h's
- * tgrs_rq_vec, four outputs per step, stored as four consecutive bytes (a tail of fewer than four channels is
+ * tgrs_rq_vec2, four outputs per step, stored as four consecutive bytes (a tail of fewer than four channels is
  * predicated). Pixels come in blocks of up to CONV_MVE_PX: a 1x1 unpadded conv points their rows straight into the
  * input, any other conv gathers their int8 patches into the scratch the plan reserves (CONV_MR * K int16, which is
  * exactly CONV_MVE_PX int8 patches), once per block for every output channel. The channel block's vectors are
  * loaded once per pixel block. The sums are exact int32 (K <= CONV_MAX_PATCH), so they equal the plain loops'
- * whatever the order; an op whose requantization tgrs_rq_vec does not cover (tflm numerics, shift above -2)
+ * whatever the order; an op whose requantization tgrs_rq_vec2 does not cover (tflm numerics, a shift above -1)
  * requantizes each output through the scalar tgrs_rq_s8.
  */
 #ifndef TGRS_CONV_MVE_H
@@ -138,18 +138,19 @@ __attribute__((noinline)) static void conv_mve_channels(const conv_mve_blk *b)
         const int32x4_t bias = vldrwq_z_s32(b->bias + oc, p);
         int8_t *o = b->o + oc;
         if (b->vec) {
-            const int32x4_t m = vldrwq_z_s32(b->mult + oc, p);
-            const int32x4_t nn2 = vaddq_n_s32(vldrwq_z_s32(b->shift + oc, p), 1);
+            const uint32x4_t m1 = vreinterpretq_u32_s32(vldrwq_z_s32(b->mult + oc, p));
+            const uint32x4_t m = vaddq_u32(m1, m1); /* tgrs_rq_vec2 takes the doubled multiplier */
+            const int32x4_t nn2 = vldrwq_z_s32(b->shift + oc, p);
             if (nv == 4) { /* a full block: no predicated store */
                 for (i = 0; i < b->np; ++i, o += b->ostride) {
                     const int32x4_t acc = vaddq_s32(conv_mve_dot4(b->a[i], w0, w1, w2, w3, k), bias); /* wraps */
-                    vstrbq_s32(o, tgrs_rq_vec(acc, m, nn2, zp, lo, hi));
+                    vstrbq_s32(o, tgrs_rq_vec2_s8(acc, m, nn2, zp, lo, hi));
                 }
                 continue;
             }
             for (i = 0; i < b->np; ++i, o += b->ostride) {
                 const int32x4_t acc = vaddq_s32(conv_mve_dot4(b->a[i], w0, w1, w2, w3, k), bias);
-                vstrbq_p_s32(o, tgrs_rq_vec(acc, m, nn2, zp, lo, hi), p);
+                vstrbq_p_s32(o, tgrs_rq_vec2_s8(acc, m, nn2, zp, lo, hi), p);
             }
         } else {
             tgrs_rq rq[4];
@@ -185,7 +186,7 @@ static int conv_s8_mve(const tgrs_op_ctx *ctx, const conv_geom *cg)
     b.lo = ctx->p[TGRS_P_CONV_ACT_MIN];
     b.hi = ctx->p[TGRS_P_CONV_ACT_MAX];
     b.nm = ctx->p[TGRS_P_CONV_NUMERICS];
-    b.vec = tgrs_rq_fast_all((const int32_t *)ctx->c[TGRS_C_CONV_SHIFT], cg->oc, b.nm);
+    b.vec = tgrs_rq_vec_ok((const int32_t *)ctx->c[TGRS_C_CONV_SHIFT], cg->oc, b.nm);
     for (n = 0; n < cg->n; ++n) {
         const int8_t *img = in + n * in_img;
         int8_t *oimg = out + n * npix * cg->oc;

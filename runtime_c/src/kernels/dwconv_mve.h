@@ -147,7 +147,7 @@ static inline void dw_mve_taps16(const dw_mve_tap *tp, int32_t n, const int8_t *
             "subs %[n], %[n], #1\n\t"
             "bne 1b"
             : [e0] "+w"(e0), [o0] "+w"(o0), [e1] "+w"(e1), [o1] "+w"(o1), [xv] "=&w"(xv), [wv] "=&w"(wv),
-              [pr] "=&w"(pr), [x] "=&r"(x), [w] "=&r"(w), [tp] "+r"(tp), [n] "+r"(n)
+              [pr] "=&w"(pr), [x] "=&l"(x), [w] "=&l"(w), [tp] "+r"(tp), [n] "+r"(n)
             : [bc] "r"(bc), [wk] "r"(wk)
             : "cc", "memory");
     acc[0] = e0;
@@ -172,50 +172,123 @@ static inline void dw_mve_taps8(const dw_mve_tap *tp, int32_t n, const int8_t *b
             "vadd.i32 %q[o0], %q[o0], %q[pr]\n\t"
             "subs %[n], %[n], #1\n\t"
             "bne 1b"
-            : [e0] "+w"(e0), [o0] "+w"(o0), [xv] "=&w"(xv), [wv] "=&w"(wv), [pr] "=&w"(pr), [x] "=&r"(x),
-              [w] "=&r"(w), [tp] "+r"(tp), [n] "+r"(n)
+            : [e0] "+w"(e0), [o0] "+w"(o0), [xv] "=&w"(xv), [wv] "=&w"(wv), [pr] "=&w"(pr), [x] "=&l"(x),
+              [w] "=&l"(w), [tp] "+r"(tp), [n] "+r"(n)
             : [bc] "r"(bc), [wk] "r"(wk)
             : "cc", "memory");
     acc[0] = e0;
     acc[1] = o0;
 }
 
+/* Whether no weight of the n bytes at w is -128 (the condition of dw_mve_pair8's two-tap steps), 16 bytes per step. */
+static int dw_mve_no_min(const int8_t *w, int32_t n)
+{
+    int8_t lo = 0;
+    for (; n > 0; n -= 16, w += 16) {
+        lo = vminvq_p_s8(lo, vldrbq_z_s8(w, vctp8q((uint32_t)n)), vctp8q((uint32_t)n));
+    }
+    return lo != INT8_MIN;
+}
+
 typedef struct dw_mve_par {
     const int8_t *wt; /* weights of tap 0, channel 0 */
     const int32_t *bias, *mult, *shift;
     int32_t zp_in, zp_out, lo, hi;
+    int32_t tap_pairs; /* no weight is -128: dw_mve_pair8 may sum two taps in int16 */
 } dw_mve_par;
 
-/* Requantize and store nh <= 8 channels (the even lanes' sums e, the odd lanes' od) of one half at channel c. A
- * full half loads and stores unpredicated (no predicate moves). */
-static inline void dw_mve_half(const dw_mve_par *pp, int32_t c, int32_t nh, int32x4_t e, int32x4_t od, int8_t *o)
+/* Even channel offsets 0, 2, 4, 6 (words): a half's even lanes; the odd lanes are the same from channel c + 1. */
+#define DW_MVE_EVEN vidupq_n_u32(0u, 2)
+
+/* Narrow one half's requantized even (re) and odd (ro) lanes back into channel order, saturated to int16, then add
+ * the zero point (saturating) and clamp: the same bytes as clamping the int32 results (a saturated lane stays beyond
+ * every int8 bound after the zero point). */
+static inline int16x8_t dw_mve_narrow(const dw_mve_par *pp, int32x4_t re, int32x4_t ro)
 {
-    const uint32x4_t offs = vidupq_n_u32(0u, 2); /* 0, 2, 4, 6 */
-    int32x4_t re, ro;
+    int16x8_t r = vqmovntq_s32(vqmovnbq_s32(vreinterpretq_s16_s32(re), re), ro);
+    r = vqaddq_n_s16(r, (int16_t)pp->zp_out);
+    return vminq_s16(vmaxq_s16(r, vdupq_n_s16((int16_t)pp->lo)), vdupq_n_s16((int16_t)pp->hi));
+}
+
+/*
+ * Requantize and store 8 channels of one pixel: e and od the even and odd lanes' sums (bias included), m2e/m2o the
+ * doubled multipliers and se/so the shifts in the same order. tgrs_rq_vec2 on both, then dw_mve_narrow's narrowing,
+ * zero point and clamp, and one 8-byte store: 20 instructions, in assembly because GCC 12 spills the clamp bounds
+ * and the narrowing's operand to the stack here (about twice the instructions).
+ */
+static inline void dw_mve_rq8(int32x4_t e, int32x4_t od, uint32x4_t m2e, uint32x4_t m2o, int32x4_t se,
+                              int32x4_t so, const dw_mve_par *pp, int8_t *o)
+{
+    int32x4_t t;
+    __asm__ volatile("vabs.s32 %q[t], %q[e]\n\t"
+            "vmulh.u32 %q[t], %q[t], %q[me]\n\t"
+            "vrshl.u32 %q[t], %q[t], %q[se]\n\t"
+            "vshr.s32 %q[e], %q[e], #31\n\t"
+            "veor %q[t], %q[t], %q[e]\n\t"
+            "vsub.i32 %q[e], %q[t], %q[e]\n\t"
+            "vabs.s32 %q[t], %q[od]\n\t"
+            "vmulh.u32 %q[t], %q[t], %q[mo]\n\t"
+            "vrshl.u32 %q[t], %q[t], %q[so]\n\t"
+            "vshr.s32 %q[od], %q[od], #31\n\t"
+            "veor %q[t], %q[t], %q[od]\n\t"
+            "vsub.i32 %q[od], %q[t], %q[od]\n\t"
+            "vqmovnb.s32 %q[t], %q[e]\n\t"
+            "vqmovnt.s32 %q[t], %q[od]\n\t"
+            "vqadd.s16 %q[t], %q[t], %[zp]\n\t"
+            "vdup.16 %q[e], %[lo]\n\t"
+            "vmax.s16 %q[t], %q[t], %q[e]\n\t"
+            "vdup.16 %q[e], %[hi]\n\t"
+            "vmin.s16 %q[t], %q[t], %q[e]\n\t"
+            "vstrb.16 %q[t], [%[o]]"
+            : [t] "=&w"(t), [e] "+&w"(e), [od] "+&w"(od)
+            : [me] "w"(m2e), [mo] "w"(m2o), [se] "w"(se), [so] "w"(so), [zp] "r"(pp->zp_out), [lo] "r"(pp->lo),
+              [hi] "r"(pp->hi), [o] "l"(o)
+            : "memory");
+}
+
+/* The fields dw_mve_rq8 takes of the 8 channels at c: doubled multipliers and shifts, even and odd lanes. */
+static inline void dw_mve_fields(const dw_mve_par *pp, int32_t c, uint32x4_t *m2e, uint32x4_t *m2o, int32x4_t *se,
+                                 int32x4_t *so)
+{
+    const uint32x4_t me = vreinterpretq_u32_s32(vldrwq_gather_shifted_offset_s32(pp->mult + c, DW_MVE_EVEN));
+    const uint32x4_t mo = vreinterpretq_u32_s32(vldrwq_gather_shifted_offset_s32(pp->mult + c + 1, DW_MVE_EVEN));
+    *m2e = vaddq_u32(me, me);
+    *m2o = vaddq_u32(mo, mo);
+    *se = vldrwq_gather_shifted_offset_s32(pp->shift + c, DW_MVE_EVEN);
+    *so = vldrwq_gather_shifted_offset_s32(pp->shift + c + 1, DW_MVE_EVEN);
+}
+
+/* Requantize and store 8 channels at c (e: even lanes, od: odd lanes, bias included) of one pixel. */
+static inline void dw_mve_st8(const dw_mve_par *pp, int32_t c, int32x4_t e, int32x4_t od, int8_t *o)
+{
+    uint32x4_t m2e, m2o;
+    int32x4_t se, so;
+    dw_mve_fields(pp, c, &m2e, &m2o, &se, &so);
+    dw_mve_rq8(e, od, m2e, m2o, se, so, pp, o);
+}
+
+/* The predicated twin of dw_mve_st8 for nh < 8 channels: nothing is read or written past them. */
+static inline void dw_mve_st_p(const dw_mve_par *pp, int32_t c, int32_t nh, int32x4_t e, int32x4_t od, int8_t *o)
+{
+    const mve_pred16_t pe = vctp32q((uint32_t)(nh + 1) >> 1), po = vctp32q((uint32_t)nh >> 1);
+    const uint32x4_t me = vreinterpretq_u32_s32(vldrwq_gather_shifted_offset_z_s32(pp->mult + c, DW_MVE_EVEN, pe));
+    const uint32x4_t mo =
+        vreinterpretq_u32_s32(vldrwq_gather_shifted_offset_z_s32(pp->mult + c + 1, DW_MVE_EVEN, po));
+    e = tgrs_rq_vec2(e, vaddq_u32(me, me), vldrwq_gather_shifted_offset_z_s32(pp->shift + c, DW_MVE_EVEN, pe));
+    od = tgrs_rq_vec2(od, vaddq_u32(mo, mo), vldrwq_gather_shifted_offset_z_s32(pp->shift + c + 1, DW_MVE_EVEN, po));
+    vstrbq_p_s16(o, dw_mve_narrow(pp, e, od), vctp16q((uint32_t)nh));
+}
+
+/* The bias of nh <= 8 channels at c in the even/odd lane order (the accumulators' start). */
+static inline void dw_mve_bias(const dw_mve_par *pp, int32_t c, int32_t nh, int32x4_t *e, int32x4_t *od)
+{
     if (nh == 8) {
-        re = vaddq_s32(e, vldrwq_gather_shifted_offset_s32(pp->bias + c, offs));
-        re = tgrs_rq_vec(re, vldrwq_gather_shifted_offset_s32(pp->mult + c, offs),
-                         vaddq_n_s32(vldrwq_gather_shifted_offset_s32(pp->shift + c, offs), 1), pp->zp_out, pp->lo,
-                         pp->hi);
-        ro = vaddq_s32(od, vldrwq_gather_shifted_offset_s32(pp->bias + c + 1, offs));
-        ro = tgrs_rq_vec(ro, vldrwq_gather_shifted_offset_s32(pp->mult + c + 1, offs),
-                         vaddq_n_s32(vldrwq_gather_shifted_offset_s32(pp->shift + c + 1, offs), 1), pp->zp_out,
-                         pp->lo, pp->hi);
-        vstrbq_s16(o, vmovntq_s32(vmovnbq_s32(vreinterpretq_s16_s32(re), re), ro));
+        *e = vldrwq_gather_shifted_offset_s32(pp->bias + c, DW_MVE_EVEN);
+        *od = vldrwq_gather_shifted_offset_s32(pp->bias + c + 1, DW_MVE_EVEN);
         return;
     }
-    {
-        const mve_pred16_t pe = vctp32q((uint32_t)(nh + 1) >> 1), po = vctp32q((uint32_t)nh >> 1);
-        re = vaddq_s32(e, vldrwq_gather_shifted_offset_z_s32(pp->bias + c, offs, pe));
-        re = tgrs_rq_vec(re, vldrwq_gather_shifted_offset_z_s32(pp->mult + c, offs, pe),
-                         vaddq_n_s32(vldrwq_gather_shifted_offset_z_s32(pp->shift + c, offs, pe), 1), pp->zp_out,
-                         pp->lo, pp->hi);
-        ro = vaddq_s32(od, vldrwq_gather_shifted_offset_z_s32(pp->bias + c + 1, offs, po));
-        ro = tgrs_rq_vec(ro, vldrwq_gather_shifted_offset_z_s32(pp->mult + c + 1, offs, po),
-                         vaddq_n_s32(vldrwq_gather_shifted_offset_z_s32(pp->shift + c + 1, offs, po), 1), pp->zp_out,
-                         pp->lo, pp->hi);
-        vstrbq_p_s16(o, vmovntq_s32(vmovnbq_s32(vreinterpretq_s16_s32(re), re), ro), vctp16q((uint32_t)nh));
-    }
+    *e = vldrwq_gather_shifted_offset_z_s32(pp->bias + c, DW_MVE_EVEN, vctp32q((uint32_t)(nh + 1) >> 1));
+    *od = vldrwq_gather_shifted_offset_z_s32(pp->bias + c + 1, DW_MVE_EVEN, vctp32q((uint32_t)nh >> 1));
 }
 
 /* One pixel, channels [c0, c0 + nc), nc <= 16, into o (the pixel's channel c0). */
@@ -226,10 +299,11 @@ __attribute__((noinline)) static void dw_mve_block(const dw_mve_taps *tp, const 
     const int16x8_t zv = vdupq_n_s16((int16_t)pp->zp_in);
     int32x4_t acc[4];
     int32_t t;
-    acc[0] = vdupq_n_s32(0);
-    acc[1] = acc[0];
-    acc[2] = acc[0];
-    acc[3] = acc[0];
+    dw_mve_bias(pp, c0, nc < 8 ? nc : 8, &acc[0], &acc[1]);
+    acc[2] = acc[3] = vdupq_n_s32(0);
+    if (nc > 8) {
+        dw_mve_bias(pp, c0 + 8, nc - 8, &acc[2], &acc[3]);
+    }
     if (nc == 16 || nc == 8) { /* whole halves: nothing predicated */
         if (tp->n_in > 0) {
             if (nc == 16) {
@@ -251,7 +325,7 @@ __attribute__((noinline)) static void dw_mve_block(const dw_mve_taps *tp, const 
         }
     } else { /* channels past nc are predicated off: nothing is read beyond them */
         const mve_pred16_t pa = vctp16q((uint32_t)nc), pb = vctp16q((uint32_t)(nc > 8 ? nc - 8 : 0));
-        int32x4_t e0 = acc[0], o0 = e0, e1 = e0, o1 = e0;
+        int32x4_t e0 = acc[0], o0 = acc[1], e1 = acc[2], o1 = acc[3];
         for (t = 0; t < tp->n_in; ++t) {
             const int8_t *x = tp->base + tp->in[t].x + c0, *w = wk + tp->in[t].w;
             int16x8_t xv = vldrbq_z_s16(x, pa), wv = vldrbq_z_s16(w, pa);
@@ -276,15 +350,196 @@ __attribute__((noinline)) static void dw_mve_block(const dw_mve_taps *tp, const 
         acc[2] = e1;
         acc[3] = o1;
     }
-    dw_mve_half(pp, c0, nc < 8 ? nc : 8, acc[0], acc[1], o);
-    if (nc > 8) {
-        dw_mve_half(pp, c0 + 8, nc - 8, acc[2], acc[3], o + 8);
+    if (nc >= 8) {
+        dw_mve_st8(pp, c0, acc[0], acc[1], o);
+    } else {
+        dw_mve_st_p(pp, c0, nc, acc[0], acc[1], o);
+    }
+    if (nc == 16) {
+        dw_mve_st8(pp, c0 + 8, acc[2], acc[3], o + 8);
+    } else if (nc > 8) {
+        dw_mve_st_p(pp, c0 + 8, nc - 8, acc[2], acc[3], o + 8);
+    }
+}
+
+/* One half's fields for dw_mve_pair8 (offsets fixed: the assembly reads them): the bias and the doubled multipliers
+ * and shifts in even/odd lane order, the zero point, the clamp bounds and the pixel stride of the output. */
+typedef struct dw_mve_fld {
+    int32x4_t be, bo;    /* +0, +16 */
+    uint32x4_t m2e, m2o; /* +32, +48 */
+    int32x4_t se, so;    /* +64, +80 */
+    int32_t zp, lo, hi, oc; /* +96, +100, +104, +108 */
+    int32_t n2, n1;         /* +112, +116: two-tap steps and single taps per pixel */
+} dw_mve_fld;
+
+typedef char dw_mve_fld_offsets_are_fixed[(offsetof(dw_mve_fld, se) == 64 && offsetof(dw_mve_fld, zp) == 96 &&
+                                           offsetof(dw_mve_fld, oc) == 108 && offsetof(dw_mve_fld, n1) == 116) ? 1 : -1];
+
+/* tgrs_rq_vec2 of the lanes in register A with the fields at offsets M (doubled multiplier) and S (shift) of f; W and
+ * T are scratch. */
+#define DW_MVE_RQ(A, M, S)                                                                                        \
+    "vldrw.32 %q[w1], [%[f], #" #M "]\n\t"                                                                         \
+    "vabs.s32 %q[tv], %q[" A "]\n\t"                                                                               \
+    "vmulh.u32 %q[tv], %q[tv], %q[w1]\n\t"                                                                         \
+    "vldrw.32 %q[w1], [%[f], #" #S "]\n\t"                                                                         \
+    "vrshl.u32 %q[tv], %q[tv], %q[w1]\n\t"                                                                         \
+    "vshr.s32 %q[" A "], %q[" A "], #31\n\t"                                                                       \
+    "veor %q[tv], %q[tv], %q[" A "]\n\t"                                                                           \
+    "vsub.i32 %q[" A "], %q[tv], %q[" A "]\n\t"
+
+/* Narrow the requantized even (E) and odd (O) lanes into channel order (saturating), add the zero point (p1),
+ * clamp to [p2, x2] and store 8 bytes at D (dw_mve_narrow's arithmetic). */
+#define DW_MVE_NARROW(E, O, D)                                                                                    \
+    "vqmovnb.s32 %q[tv], %q[" E "]\n\t"                                                                            \
+    "vqmovnt.s32 %q[tv], %q[" O "]\n\t"                                                                            \
+    "vqadd.s16 %q[tv], %q[tv], %[p1]\n\t"                                                                          \
+    "vdup.16 %q[" E "], %[p2]\n\t"                                                                                 \
+    "vmax.s16 %q[tv], %q[tv], %q[" E "]\n\t"                                                                       \
+    "vdup.16 %q[" E "], %[x2]\n\t"                                                                                 \
+    "vmin.s16 %q[tv], %q[tv], %q[" E "]\n\t"                                                                       \
+    "vstrb.16 %q[tv], [%[" D "]]\n\t"
+
+/*
+ * Two adjacent interior pixels, 8 channels, everything in registers (GCC 12 moves the accumulators through the stack
+ * and general registers around separate assembly blocks): the accumulators start at the bias; then f->n2 steps of
+ * two taps and f->n1 single taps, both pixels loading each weight vector once; then both pixels are requantized
+ * (tgrs_rq_vec2) and stored at o and o + f->oc. 2 * n2 + n1 table entries are read. A single tap widens the int8 values
+ * to int16 lanes and VMULLB/VMULLT give the even and odd lanes' exact int32 products (17 instructions per tap and
+ * 16 MACs). A two-tap step, only for an op none of whose weights is -128: every product |x * w| <= 128 * 127 and
+ * the sum of two, at most 32512, is exact in int16, so each pixel takes one VMUL.I16 per tap, one VADD.I16 per two
+ * taps, and widens the sums once (VMOVLB/VMOVLT: the even and odd lanes, the accumulators' order), 30 instructions
+ * per two taps and 32 MACs.
+ */
+static inline void dw_mve_pair8(const dw_mve_tap *tp, const int8_t *bc, int32_t pstep, const int8_t *wk,
+                                const dw_mve_fld *f, int8_t *o)
+{
+    int32x4_t e0, o0, e1, o1, w1, w2, sv, tv;
+    int32_t n;
+    const int8_t *x1, *x2, *p1, *p2;
+    __asm__ volatile(
+        "vldrw.32 %q[e0], [%[f]]\n\t"
+        "vldrw.32 %q[o0], [%[f], #16]\n\t"
+        "vmov %q[e1], %q[e0]\n\t"
+        "vmov %q[o1], %q[o0]\n\t"
+        "ldr %[n], [%[f], #112]\n\t"
+        "cmp %[n], #0\n\t"
+        "beq 2f\n"
+        "1:\n\t"
+        "ldrd %[x1], %[p1], [%[tp]], #8\n\t"
+        "ldrd %[x2], %[p2], [%[tp]], #8\n\t"
+        "add %[p1], %[p1], %[wk]\n\t"
+        "add %[p2], %[p2], %[wk]\n\t"
+        "add %[x1], %[x1], %[bc]\n\t"
+        "add %[x2], %[x2], %[bc]\n\t"
+        "vldrb.s16 %q[w1], [%[p1]]\n\t"
+        "vldrb.s16 %q[w2], [%[p2]]\n\t"
+        "vldrb.s16 %q[sv], [%[x1]]\n\t"
+        "vmul.i16 %q[sv], %q[sv], %q[w1]\n\t"
+        "vldrb.s16 %q[tv], [%[x2]]\n\t"
+        "vmul.i16 %q[tv], %q[tv], %q[w2]\n\t"
+        "vadd.i16 %q[sv], %q[sv], %q[tv]\n\t"
+        "vmovlb.s16 %q[tv], %q[sv]\n\t"
+        "vadd.i32 %q[e0], %q[e0], %q[tv]\n\t"
+        "vmovlt.s16 %q[tv], %q[sv]\n\t"
+        "vadd.i32 %q[o0], %q[o0], %q[tv]\n\t"
+        "add %[x1], %[x1], %[ps]\n\t"
+        "add %[x2], %[x2], %[ps]\n\t"
+        "vldrb.s16 %q[sv], [%[x1]]\n\t"
+        "vmul.i16 %q[sv], %q[sv], %q[w1]\n\t"
+        "vldrb.s16 %q[tv], [%[x2]]\n\t"
+        "vmul.i16 %q[tv], %q[tv], %q[w2]\n\t"
+        "vadd.i16 %q[sv], %q[sv], %q[tv]\n\t"
+        "vmovlb.s16 %q[tv], %q[sv]\n\t"
+        "vadd.i32 %q[e1], %q[e1], %q[tv]\n\t"
+        "vmovlt.s16 %q[tv], %q[sv]\n\t"
+        "vadd.i32 %q[o1], %q[o1], %q[tv]\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n"
+        "2:\n\t"
+        "ldr %[n], [%[f], #116]\n\t"
+        "cmp %[n], #0\n\t"
+        "beq 4f\n"
+        "3:\n\t"
+        "ldrd %[x1], %[p1], [%[tp]], #8\n\t"
+        "add %[x1], %[x1], %[bc]\n\t"
+        "add %[p1], %[p1], %[wk]\n\t"
+        "vldrb.s16 %q[w1], [%[p1]]\n\t"
+        "vldrb.s16 %q[sv], [%[x1]]\n\t"
+        "add %[x1], %[x1], %[ps]\n\t"
+        "vmullb.s16 %q[tv], %q[sv], %q[w1]\n\t"
+        "vadd.i32 %q[e0], %q[e0], %q[tv]\n\t"
+        "vmullt.s16 %q[tv], %q[sv], %q[w1]\n\t"
+        "vadd.i32 %q[o0], %q[o0], %q[tv]\n\t"
+        "vldrb.s16 %q[sv], [%[x1]]\n\t"
+        "vmullb.s16 %q[tv], %q[sv], %q[w1]\n\t"
+        "vadd.i32 %q[e1], %q[e1], %q[tv]\n\t"
+        "vmullt.s16 %q[tv], %q[sv], %q[w1]\n\t"
+        "vadd.i32 %q[o1], %q[o1], %q[tv]\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 3b\n"
+        "4:\n\t"
+        "ldr %[p1], [%[f], #96]\n\t"
+        "ldr %[p2], [%[f], #100]\n\t"
+        "ldr %[x2], [%[f], #104]\n\t"
+        "mov %[x1], %[o]\n\t"
+        DW_MVE_RQ("e0", 32, 64)
+        DW_MVE_RQ("o0", 48, 80)
+        DW_MVE_NARROW("e0", "o0", "x1")
+        "ldr %[n], [%[f], #108]\n\t"
+        "add %[x1], %[x1], %[n]\n\t"
+        DW_MVE_RQ("e1", 32, 64)
+        DW_MVE_RQ("o1", 48, 80)
+        DW_MVE_NARROW("e1", "o1", "x1")
+        : [e0] "=&w"(e0), [o0] "=&w"(o0), [e1] "=&w"(e1), [o1] "=&w"(o1), [w1] "=&w"(w1), [w2] "=&w"(w2),
+          [sv] "=&w"(sv), [tv] "=&w"(tv), [x1] "=&l"(x1), [x2] "=&l"(x2), [p1] "=&l"(p1), [p2] "=&l"(p2),
+          [tp] "+r"(tp), [n] "=&r"(n)
+        : [bc] "r"(bc), [wk] "r"(wk), [ps] "r"(pstep), [f] "r"(f), [o] "r"(o)
+        : "cc", "memory");
+}
+
+/* A run of np pairs of adjacent interior pixels (the first pixel's tap (0, 0) at b0, each next pixel pstep further),
+ * every channel, into o (the first pixel's channel 0; pixels follow oc bytes apart): per whole 8-channel half, its
+ * bias and requantization fields are prepared once for the run (dw_mve_fld), and each pair shares every weight
+ * load (dw_mve_pair8); a tail of fewer than 8 channels goes through dw_mve_block pixel by pixel. */
+__attribute__((noinline)) static void dw_mve_pairs(const dw_mve_tap *inner, int32_t ntaps, const int8_t *b0,
+                                                   int32_t pstep, const dw_mve_par *pp, int32_t oc, int8_t *o,
+                                                   int32_t np)
+{
+    const int32_t ostep = 2 * oc, istep = 2 * pstep;
+    dw_mve_fld f;
+    int32_t c0, i;
+    f.n2 = pp->tap_pairs ? ntaps >> 1 : 0;
+    f.n1 = ntaps - 2 * f.n2;
+    f.zp = pp->zp_out;
+    f.lo = pp->lo;
+    f.hi = pp->hi;
+    f.oc = oc;
+    for (c0 = 0; c0 + 8 <= oc; c0 += 8) {
+        const int8_t *b = b0 + c0;
+        int8_t *oo = o + c0;
+        dw_mve_fields(pp, c0, &f.m2e, &f.m2o, &f.se, &f.so);
+        dw_mve_bias(pp, c0, 8, &f.be, &f.bo);
+        for (i = 0; i < np; ++i, b += istep, oo += ostep) {
+            dw_mve_pair8(inner, b, pstep, pp->wt + c0, &f, oo);
+        }
+    }
+    if (c0 < oc) {
+        dw_mve_taps tp;
+        tp.in = inner;
+        tp.n_in = ntaps;
+        tp.n_pad = 0;
+        tp.w_pad = NULL;
+        for (i = 0; i < 2 * np; ++i) {
+            tp.base = b0 + i * pstep;
+            dw_mve_block(&tp, pp, c0, oc - c0, o + i * oc + c0);
+        }
     }
 }
 
 /* The whole op on the fused path; 0 (nothing done) when it does not apply: a depth multiplier above 1, a window of
- * more than DW_MAX_TAPS taps, or a requantization tgrs_rq_vec does not cover. Offsets are int32: the views of a
- * Helium core's arena are far below 2^31 bytes. */
+ * more than DW_MAX_TAPS taps, or a requantization tgrs_rq_vec2 does not cover (tgrs_rq_vec_ok). Offsets are int32:
+ * the views of a Helium core's arena are far below 2^31 bytes. Interior pixels go in pairs (dw_mve_pairs), the odd
+ * one out and border pixels one at a time in blocks of up to 16 channels (dw_mve_block). */
 static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff, int32_t ntaps)
 {
     const tgrs_window *w = &dg->w;
@@ -299,7 +554,7 @@ static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int6
     const int32_t pstep = w->sw * dg->c; /* input distance between adjacent output pixels */
     int32_t clo, chi, n, r, ow, i, j, t, c0;
     if (dg->m != 1 || ntaps == 0 ||
-        !tgrs_rq_fast_all((const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT], dg->oc, ctx->p[TGRS_P_DWCONV_NUMERICS])) {
+        !tgrs_rq_vec_ok((const int32_t *)ctx->c[TGRS_C_DWCONV_SHIFT], dg->oc, ctx->p[TGRS_P_DWCONV_NUMERICS])) {
         return 0;
     }
     pp.wt = (const int8_t *)ctx->c[TGRS_C_DWCONV_WEIGHT];
@@ -310,6 +565,7 @@ static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int6
     pp.zp_out = ctx->p[TGRS_P_DWCONV_ZP_OUT];
     pp.lo = ctx->p[TGRS_P_DWCONV_ACT_MIN];
     pp.hi = ctx->p[TGRS_P_DWCONV_ACT_MAX];
+    pp.tap_pairs = dw_mve_no_min(pp.wt, ntaps * dg->oc);
     for (t = 0; t < ntaps; ++t) {
         inner[t].x = (int32_t)toff[t];
         inner[t].w = t * dg->oc;
@@ -326,6 +582,12 @@ static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int6
             for (ow = 0; ow < dg->ow; ++ow) {
                 int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * dg->oc;
                 if (rin && ow >= clo && ow < chi) {
+                    if (ow + 1 < chi) { /* every pair of interior pixels left in the row, in one call */
+                        const int32_t np = (chi - ow) / 2;
+                        dw_mve_pairs(inner, ntaps, row + ow * pstep, pstep, &pp, dg->oc, o, np);
+                        ow += 2 * np - 1;
+                        continue;
+                    }
                     tp.base = row + ow * pstep;
                     tp.in = inner;
                     tp.n_in = ntaps;

@@ -18,12 +18,34 @@
 
 #include "kview.h"
 #include "requant.h"
+#include "target.h"
 #include "tgrs_op.h"
 #include "variants.h"
 #include "window.h"
 
 /* Channels accumulated at once in int32 on the stack (no scratch needed, inner loop stays contiguous). */
 #define POOL_CHUNK 32
+
+/* acc[c] += x[c] for c < nc: one tap of the int8 average's sums. target.h picks this or the Helium loop (four
+ * channels per vector, the tail predicated); the sums are the same exact integers. */
+#if TGRS_ISA != TGRS_ISA_MVE
+static inline void pool_add_s8_plain(int32_t *acc, const int8_t *x, int32_t nc)
+{
+    int32_t c;
+    for (c = 0; c < nc; ++c) {
+        acc[c] += (int32_t)x[c];
+    }
+}
+#else
+static inline void pool_add_s8_mve(int32_t *acc, const int8_t *x, int32_t nc)
+{
+    int32_t c;
+    for (c = 0; c < nc; c += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(nc - c));
+        vstrwq_p_s32(acc + c, vaddq_s32(vldrwq_z_s32(acc + c, p), vldrbq_z_s32(x + c, p)), p);
+    }
+}
+#endif
 
 typedef struct pool_geom {
     int32_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, count_pad, mult, shift, lo, hi, numerics;
@@ -223,29 +245,28 @@ static void pool_px_avg_s8(const tgrs_op_ctx *ctx, const pool_geom *gp, int32_t 
     const int32_t zo = ctx->out->zero_point;
     const int32_t cnt = count > 0 ? count : 1;
     const int8_t *x = (const int8_t *)in->data;
-    int32_t c0, c, kh, kw;
+    int32_t c0, c, kh, kw, nin;
     for (c0 = 0; c0 < C; c0 += POOL_CHUNK) {
         int32_t acc[POOL_CHUNK];
         const int32_t nc = (C - c0 < POOL_CHUNK) ? C - c0 : POOL_CHUNK;
         for (c = 0; c < nc; ++c) {
             acc[c] = 0;
         }
+        nin = 0; /* in-image taps: each adds x - zsub, so the sums of x lose nin * zsub at the end */
         for (kh = 0; kh < g.kh; ++kh) {
             const int32_t ih = ih0 + kh * g.dh;
             for (kw = 0; kw < g.kw; ++kw) {
                 const int32_t iw = iw0 + kw * g.dw;
-                const int8_t *xr;
                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
                     continue;
                 }
-                xr = x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C + c0;
-                for (c = 0; c < nc; ++c) {
-                    acc[c] += (int32_t)xr[c] - zsub;
-                }
+                TGRS_POOL_ADD_S8(acc, x + tgrs_kv_row_off(in, n, ih) + (size_t)iw * (size_t)C + c0, nc);
+                ++nin;
             }
         }
         for (c = 0; c < nc; ++c) {
             int64_t q;
+            acc[c] -= nin * zsub;
             if (g.numerics == TGRS_NUMERICS_TFLM) {
                 /* |acc| <= 128 * 4096^2 cannot overflow; halves away from zero, as TFLM; no zero point */
                 q = acc[c] > 0 ? (acc[c] + cnt / 2) / cnt : (acc[c] - cnt / 2) / cnt;

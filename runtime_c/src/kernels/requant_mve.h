@@ -59,5 +59,44 @@ static inline int32x4_t tgrs_rq_vec(int32x4_t acc, int32x4_t m, int32x4_t nn2, i
     return vminq_s32(vmaxq_s32(r, vdupq_n_s32(lo)), vdupq_n_s32(hi));
 }
 
+/*
+ * The wider per-lane form: every shift in [-128, -1] (tgrs_rq_vec_ok). With m2 = 2 * mult read unsigned (below 2^32)
+ * and the rounding shift by n2 = -shift >= 1 (VRSHL.U32 by the lane's shift itself):
+ * round-half-away(acc * mult / 2^(31 - shift)) = sign(acc) * floor((h + 2^(n2-1)) / 2^n2) with
+ * h = floor(|acc| * m2 / 2^32) = floor(|acc| * mult / 2^31) < 2^31 (2^(n2-1+31) is a multiple of 2^31, so the inner
+ * floor changes nothing). Shifts from -32 down give 0 like requant.h (h < 2^31; VRSHL reads the low byte of the
+ * amount as signed, hence the -128 bound). Returns the signed requantized lanes before the zero point and the clamp.
+ */
+static inline int32x4_t tgrs_rq_vec2(int32x4_t acc, uint32x4_t m2, int32x4_t shift)
+{
+    const int32x4_t sg = vshrq_n_s32(acc, 31); /* -1 where acc < 0: (q ^ sg) - sg negates there */
+    const uint32x4_t h = vmulhq_u32(vreinterpretq_u32_s32(vabsq_s32(acc)), m2);
+    const int32x4_t q = vreinterpretq_s32_u32(vrshlq_u32(h, shift));
+    return vsubq_s32(veorq_s32(q, sg), sg);
+}
+
+/* tgrs_rq_vec2 plus the zero point and the clamp: int32 lanes ready to narrow. */
+static inline int32x4_t tgrs_rq_vec2_s8(int32x4_t acc, uint32x4_t m2, int32x4_t shift, int32_t zp, int32_t lo,
+                                        int32_t hi)
+{
+    const int32x4_t r = vaddq_n_s32(tgrs_rq_vec2(acc, m2, shift), zp);
+    return vminq_s32(vmaxq_s32(r, vdupq_n_s32(lo)), vdupq_n_s32(hi));
+}
+
+/* Whether tgrs_rq_vec2 covers an op: onnx numerics and every shift in [-128, -1] (multipliers are validated >= 0). */
+static inline int tgrs_rq_vec_ok(const int32_t *shift, int32_t n, int32_t numerics)
+{
+    int32_t i;
+    if (numerics != TGRS_RQ_ONNX) {
+        return 0;
+    }
+    for (i = 0; i < n; ++i) {
+        if (shift[i] < -128 || shift[i] > -1) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 #endif /* TGRS_HAVE_MVE */
 #endif /* TGRS_REQUANT_MVE_H */

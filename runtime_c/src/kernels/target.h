@@ -88,6 +88,13 @@
 #define TGRS_DW_FUSED_S8 dw_fused_s8_none
 #endif
 
+/* The int8 average pool's per-tap channel sums (pool.c). */
+#if TGRS_ISA == TGRS_ISA_MVE
+#define TGRS_POOL_ADD_S8 pool_add_s8_mve
+#else
+#define TGRS_POOL_ADD_S8 pool_add_s8_plain
+#endif
+
 /* The float kernels have a host variant only; every other target runs the plain ones. */
 #ifndef TGRS_CONV_F32
 #define TGRS_CONV_F32 conv_f32
