@@ -127,22 +127,8 @@ static int8_t tflm_s8(const binop *op, int32_t da, int32_t db)
     return (int8_t)tgrs_clamp64((int64_t)r + op->zo, op->lo, op->hi);
 }
 
-/* One contiguous output span of `count` elements; operand strides are 1 (dense) or 0 (broadcast). The dense/dense
- * and dense/broadcast cases get their own loops so the compiler can keep them simple. */
-static void span_f32(const binop *op, float *y, const float *x, const float *z, size_t count, size_t sx, size_t sz)
-{
-    size_t i;
-    for (i = 0; i < count; ++i) {
-        float xa = x[i * sx];
-        float xb = z[i * sz];
-        float r = op->is_mul ? xa * xb : (op->sub ? xa - xb : xa + xb);
-        r = r < op->flo ? op->flo : r;
-        y[i] = r > op->fhi ? op->fhi : r;
-    }
-}
-
 #if !TGRS_HAVE_AVX2
-/* No vector loop: span_s8's scalar loops take every element (target.h TGRS_BIN_S8). */
+/* No vector loop: span_s8's and span_f32's scalar loops take every element (target.h TGRS_BIN_S8, TGRS_BIN_F32). */
 static size_t bin_s8_none(const binop *op, int8_t *y, const int8_t *x, const int8_t *z, size_t count, size_t sx,
                           size_t sz)
 {
@@ -155,9 +141,36 @@ static size_t bin_s8_none(const binop *op, int8_t *y, const int8_t *x, const int
     (void)sz;
     return 0;
 }
+static size_t bin_f32_none(const binop *op, float *y, const float *x, const float *z, size_t count, size_t sx,
+                           size_t sz)
+{
+    (void)op;
+    (void)y;
+    (void)x;
+    (void)z;
+    (void)count;
+    (void)sx;
+    (void)sz;
+    return 0;
+}
 #endif
 
-#include "binary_avx2.h" /* bin_s8_avx2 */
+#include "binary_avx2.h" /* bin_s8_avx2, bin_f32_avx2 */
+
+/* One contiguous output span of `count` elements; operand strides are 1 (dense) or 0 (broadcast). The dense/dense
+ * and dense/broadcast cases get their own loops so the compiler can keep them simple. */
+static void span_f32(const binop *op, float *y, const float *x, const float *z, size_t count, size_t sx, size_t sz)
+{
+    size_t i;
+    for (i = TGRS_BIN_F32(op, y, x, z, count, sx, sz); i < count; ++i) { /* the target's vector loop first */
+        float xa = x[i * sx];
+        float xb = z[i * sz];
+        float r = op->is_mul ? xa * xb : (op->sub ? xa - xb : xa + xb);
+        r = r < op->flo ? op->flo : r;
+        y[i] = r > op->fhi ? op->fhi : r;
+    }
+}
+
 
 static void span_s8(const binop *op, int8_t *y, const int8_t *x, const int8_t *z, size_t count, size_t sx, size_t sz)
 {

@@ -1,6 +1,6 @@
 /*
  * binary_avx2.h - int8 Add/Sub and Mul (onnx numerics) on x86-64 with AVX2 (TGRS_HAVE_AVX2, target.h); part of
- * binary.c, same arithmetic as span_s8's loops, four elements per step in 64-bit lanes:
+ * binary.c, same arithmetic as span_s8's loops, four elements per step in 64-bit lanes (and span_f32's, below):
  *   add: acc = (qa - za) * ma + (qb - zb) * mb, where |q - z| <= 255 and |m| < 2^53: each product is formed exactly
  *        from VPMULDQ by the multiplier's two 32-bit halves (m = h * 2^32 + l with l read as signed, h absorbing the
  *        borrow), |acc| < 2^61;
@@ -86,6 +86,23 @@ static size_t bin_s8_avx2(const binop *op, int8_t *y, const int8_t *x, const int
         b = _mm_unpacklo_epi16(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
         v = _mm_cvtsi128_si32(b);
         memcpy(y + i, &v, 4);
+    }
+    return i;
+}
+
+/* float32 a + b, a - b or a * b and the clamp, eight elements per step (the scalar loop's operations, so its bits: the
+ * clamp is VMAXPS(lo, r) then VMINPS(hi, r), which return r for a NaN r as the scalar selects do). */
+static size_t bin_f32_avx2(const binop *op, float *y, const float *x, const float *z, size_t count, size_t sx,
+                           size_t sz)
+{
+    const __m256 flo = _mm256_set1_ps(op->flo), fhi = _mm256_set1_ps(op->fhi);
+    const __m256 xb = _mm256_set1_ps(x[0]), zb = _mm256_set1_ps(z[0]);
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        const __m256 a = sx != 0u ? _mm256_loadu_ps(x + i) : xb;
+        const __m256 b = sz != 0u ? _mm256_loadu_ps(z + i) : zb;
+        const __m256 r = op->is_mul ? _mm256_mul_ps(a, b) : (op->sub ? _mm256_sub_ps(a, b) : _mm256_add_ps(a, b));
+        _mm256_storeu_ps(y + i, _mm256_min_ps(fhi, _mm256_max_ps(flo, r)));
     }
     return i;
 }

@@ -137,10 +137,22 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
 }
 
 /* Output pixel q of the band (row-major over rows x OW): its output row and column. */
-static void conv_pixel(const conv_geom *cg, int64_t q, int32_t *oh, int32_t *ow)
+static inline void conv_pixel(const conv_geom *cg, int64_t q, int32_t *oh, int32_t *ow)
 {
     *oh = cg->out_row0 + (int32_t)(q / cg->ow);
     *ow = (int32_t)(q % cg->ow);
+}
+
+/* The output pixel d places after (oh, ow) in the band's row-major order, without a division (d is a small step). */
+static inline void conv_pixel_step(const conv_geom *cg, int32_t oh, int32_t ow, int32_t d, int32_t *ohd, int32_t *owd)
+{
+    ow += d;
+    while (ow >= cg->ow) {
+        ow -= cg->ow;
+        ++oh;
+    }
+    *ohd = oh;
+    *owd = ow;
 }
 
 /* Offset (elements) of input pixel (ih, iw) in a batch image of the band; ih must be inside the band. */
@@ -171,7 +183,6 @@ static void conv_im2col_f32(const conv_geom *cg, const float *img, int32_t oh, i
         }
     }
 }
-#endif
 
 /*
  * acc[i][j] = sum_k a[i][k] * b[k][j] for CONV_MR = 4 rows and one CONV_NR = 8 panel. The 32 accumulators are
@@ -211,7 +222,6 @@ static void conv_mk_f32(int32_t k, const float *const a[CONV_MR], const float *b
 #undef CONV_ROW
 #undef CONV_STORE
 
-#if TGRS_ISA != TGRS_ISA_AVX2
 static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
     const float *wt = (const float *)ctx->c[TGRS_C_CONV_WEIGHT];

@@ -406,6 +406,26 @@ static void conv_mk2_f32_avx2(int32_t k, const float *const a[CONV_MR], const fl
     _mm256_storeu_ps(acc[3] + 8, c31);
 }
 
+/* conv_mk3_f32_avx2 for one panel: four accumulators, one per row (each output's sum in k order, like the others). */
+static void conv_mk1_f32_avx2(int32_t k, const float *const a[CONV_MR], const float *b0,
+                              float acc[CONV_MR][3 * CONV_NR])
+{
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    int32_t kk;
+    for (kk = 0; kk < k; ++kk) {
+        const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
+        c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a0 + kk), w0, c0);
+        c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a1 + kk), w0, c1);
+        c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a2 + kk), w0, c2);
+        c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a3 + kk), w0, c3);
+    }
+    _mm256_storeu_ps(acc[0], c0);
+    _mm256_storeu_ps(acc[1], c1);
+    _mm256_storeu_ps(acc[2], c2);
+    _mm256_storeu_ps(acc[3], c3);
+}
+
 /* Bias, clamp and store of n <= 24 accumulated channels of one pixel: the plain epilogue's (v < lo ? lo : v, then
  * v > hi ? hi : v), which VMAXPS(lo, v) and VMINPS(hi, v) compute lane for lane, NaN included. */
 static void conv_store_f32_avx2(float *o, const float *acc, const float *bias, int32_t n, float lo, float hi)
@@ -424,43 +444,68 @@ static void conv_store_f32_avx2(float *o, const float *acc, const float *bias, i
     }
 }
 
-/* n floats from src to dst (no library call: runs are short). */
-static void conv_copy_f32_avx2(const float *src, float *dst, int32_t n)
+/* The mask of the first n (< 8) float lanes. */
+static inline __m256i conv_mask_f32_avx2(int32_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* n floats from src to dst, or n zeros when src is NULL (no library call: runs are short; the last n % 8 under a
+ * mask, VMASKMOVPS reads and writes nothing past them). */
+static inline void conv_copy_f32_avx2(const float *src, float *dst, int32_t n)
 {
     int32_t e = 0;
+    if (src == NULL) {
+        for (; e + 8 <= n; e += 8) {
+            _mm256_storeu_ps(dst + e, _mm256_setzero_ps());
+        }
+        if (e < n) {
+            _mm256_maskstore_ps(dst + e, conv_mask_f32_avx2(n - e), _mm256_setzero_ps());
+        }
+        return;
+    }
     for (; e + 8 <= n; e += 8) {
         _mm256_storeu_ps(dst + e, _mm256_loadu_ps(src + e));
     }
-    for (; e < n; ++e) {
-        dst[e] = src[e];
+    if (e < n) {
+        const __m256i m = conv_mask_f32_avx2(n - e);
+        _mm256_maskstore_ps(dst + e, m, _mm256_maskload_ps(src + e, m));
     }
 }
 
-/* conv_im2col_f32 with a row of taps inside the image copied as one run of KW * C floats (one group, no dilation
- * across) and short copies inline: the same values in the same places. */
+/* conv_im2col_f32 with each kernel row in at most three runs when there is one group and no dilation across: the
+ * padded taps left of the image (zeros), the taps inside it (one copy of consecutive pixels' channels) and the padded
+ * taps right of it; otherwise tap by tap. The same values in the same places. */
 static void conv_im2col_f32_avx2(const conv_geom *cg, const float *img, int32_t oh, int32_t ow, int32_t g,
                                  float *dst)
 {
     const tgrs_window *w = &cg->w;
     const int32_t iw0 = ow * w->sw - w->pl;
-    const int run = cg->g == 1 && w->dw == 1 && iw0 >= 0 && iw0 + w->kw <= cg->wd;
-    int32_t i, j, e;
+    const int runs = cg->g == 1 && w->dw == 1;
+    /* taps [j0, j1) of a kernel row lie inside the image horizontally (runs only) */
+    const int32_t j0 = iw0 < 0 ? (-iw0 < w->kw ? -iw0 : w->kw) : 0;
+    const int32_t j1 = cg->wd - iw0 < w->kw ? (cg->wd - iw0 > j0 ? cg->wd - iw0 : j0) : w->kw;
+    int32_t i, j;
     for (i = 0; i < w->kh; ++i) {
         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
-        if (run && ih >= 0 && ih < cg->h) {
-            conv_copy_f32_avx2(img + conv_in_off(cg, ih, iw0), dst, w->kw * cg->icg);
+        if (ih < 0 || ih >= cg->h) {
+            conv_copy_f32_avx2(NULL, dst, w->kw * cg->icg);
+            dst += w->kw * cg->icg;
+            continue;
+        }
+        if (runs) {
+            conv_copy_f32_avx2(NULL, dst, j0 * cg->icg);
+            if (j1 > j0) {
+                conv_copy_f32_avx2(img + conv_in_off(cg, ih, iw0 + j0), dst + j0 * cg->icg, (j1 - j0) * cg->icg);
+            }
+            conv_copy_f32_avx2(NULL, dst + j1 * cg->icg, (w->kw - j1) * cg->icg);
             dst += w->kw * cg->icg;
             continue;
         }
         for (j = 0; j < w->kw; ++j) {
             const int32_t iw = iw0 + j * w->dw;
-            if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
-                conv_copy_f32_avx2(img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, dst, cg->icg);
-            } else {
-                for (e = 0; e < cg->icg; ++e) {
-                    dst[e] = 0.0f;
-                }
-            }
+            const int in = iw >= 0 && iw < cg->wd;
+            conv_copy_f32_avx2(in ? img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg : NULL, dst, cg->icg);
             dst += cg->icg;
         }
     }
@@ -473,8 +518,8 @@ static int32_t conv_panels_avx2(int32_t rem)
     return (rem == 4 || rem == 2) ? 2 : (rem >= 3 ? 3 : 1);
 }
 
-/* The float GEMM with up to three panels per micro-kernel call (two or three: 8 or 12 accumulators; a last single
- * panel takes conv_mk_f32). The pixel blocks, patch rows and tail rows are conv_f32's. */
+/* The float GEMM with up to three panels per micro-kernel call (8 or 12 accumulators; a single panel, 4). The pixel
+ * blocks, patch rows and tail rows are conv_f32's. */
 static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
     const float *wt = (const float *)ctx->c[TGRS_C_CONV_WEIGHT];
@@ -487,7 +532,6 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
     const int64_t npix = (int64_t)cg->out_rows * cg->ow;
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
     float acc3[CONV_MR][3 * CONV_NR];
-    float acc[CONV_MR][CONV_NR];
     int32_t n, g, i, pan;
     int64_t q0;
     for (n = 0; n < cg->n; ++n) {
@@ -495,14 +539,15 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
         float *oimg = out + n * npix * cg->oc;
         for (g = 0; g < cg->g; ++g) {
             const float *wg = wt + (int64_t)g * cg->npan * cg->k * CONV_NR;
-            for (q0 = 0; q0 < npix; q0 += CONV_MR) {
+            int32_t boh = cg->out_row0, bow = 0; /* pixel q0 */
+            for (q0 = 0; q0 < npix; q0 += CONV_MR, conv_pixel_step(cg, boh, bow, CONV_MR, &boh, &bow)) {
                 const float *a[CONV_MR];
                 float *o[CONV_MR];
                 const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
                 for (i = 0; i < CONV_MR; ++i) {
                     int32_t oh, ow;
                     const int64_t q = q0 + (i < nv ? i : nv - 1); /* tail rows repeat the last pixel, unstored */
-                    conv_pixel(cg, q, &oh, &ow);
+                    conv_pixel_step(cg, boh, bow, (int32_t)(q - q0), &oh, &ow);
                     o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
                     if (cg->direct) {
                         a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
@@ -525,10 +570,7 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     } else if (np == 2) {
                         conv_mk2_f32_avx2(cg->k, a, b0, b0 + ps, acc3);
                     } else {
-                        conv_mk_f32(cg->k, a, b0, acc);
-                        for (i = 0; i < CONV_MR; ++i) {
-                            memcpy(acc3[i], acc[i], sizeof acc[i]);
-                        }
+                        conv_mk1_f32_avx2(cg->k, a, b0, acc3);
                     }
                     for (i = 0; i < nv; ++i) {
                         conv_store_f32_avx2(o[i] + oc0, acc3[i], bs, ncol, lo, hi);

@@ -147,27 +147,37 @@ static void conv_krow_vnni(const conv_geom *cg, const int8_t *img, int32_t oh, i
 
 #define CONV_STAGE 1024 /* patches up to this length are staged contiguously when a block has padded taps */
 
-/* The patch of output pixel (oh, ow), group g, as K contiguous input bytes at dst (padded taps: the zero point). */
+/* The patch of output pixel (oh, ow), group g, as K contiguous input bytes at dst (padded taps: the zero point). With
+ * one group and no dilation across, a kernel row is at most three runs: padded taps left of the image, the taps
+ * inside it (consecutive pixels' channels), padded taps right of it. */
 static void conv_stage_vnni(const conv_geom *cg, const int8_t *img, int32_t oh, int32_t ow, int32_t g, int8_t zp,
                             int8_t *dst)
 {
     const tgrs_window *w = &cg->w;
     const int32_t iw0 = ow * w->sw - w->pl;
-    const int run = cg->g == 1 && w->dw == 1 && iw0 >= 0 && iw0 + w->kw <= cg->wd;
+    const int runs = cg->g == 1 && w->dw == 1;
+    const int32_t j0 = iw0 < 0 ? (-iw0 < w->kw ? -iw0 : w->kw) : 0; /* taps [j0, j1) inside the image */
+    const int32_t j1 = cg->wd - iw0 < w->kw ? (cg->wd - iw0 > j0 ? cg->wd - iw0 : j0) : w->kw;
+    const size_t c = (size_t)cg->icg;
     int32_t i, j;
-    for (i = 0; i < w->kh; ++i) {
+    for (i = 0; i < w->kh; ++i, dst += w->kw * cg->icg) {
         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
-        if (run && ih >= 0 && ih < cg->h) {
-            memcpy(dst, img + conv_in_off(cg, ih, iw0), (size_t)(w->kw * cg->icg));
-            dst += w->kw * cg->icg;
-            continue;
-        }
-        for (j = 0; j < w->kw; ++j, dst += cg->icg) {
-            const int32_t iw = iw0 + j * w->dw;
-            if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
-                memcpy(dst, img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, (size_t)cg->icg);
-            } else {
-                memset(dst, zp, (size_t)cg->icg);
+        if (ih < 0 || ih >= cg->h) {
+            memset(dst, zp, (size_t)w->kw * c);
+        } else if (runs) {
+            memset(dst, zp, (size_t)j0 * c);
+            if (j1 > j0) {
+                memcpy(dst + (size_t)j0 * c, img + conv_in_off(cg, ih, iw0 + j0), (size_t)(j1 - j0) * c);
+            }
+            memset(dst + (size_t)j1 * c, zp, (size_t)(w->kw - j1) * c);
+        } else {
+            for (j = 0; j < w->kw; ++j) {
+                const int32_t iw = iw0 + j * w->dw;
+                if (iw >= 0 && iw < cg->wd) {
+                    memcpy(dst + (size_t)j * c, img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, c);
+                } else {
+                    memset(dst + (size_t)j * c, zp, c);
+                }
             }
         }
     }
@@ -355,11 +365,12 @@ static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
                 for (j = 0; j < ncb; ++j) {
                     beff[j] = tgrs_wrap_sub(bias[cb + j], conv_wsum128_vnni(wt + (cb + j) * k, k));
                 }
-                for (q0 = 0; q0 < npix; q0 += CONV_VP) {
+                int32_t boh = cg->out_row0, bow = 0; /* pixel q0 */
+                for (q0 = 0; q0 < npix; q0 += CONV_VP, conv_pixel_step(cg, boh, bow, CONV_VP, &boh, &bow)) {
                     const int32_t nv = (npix - q0 < CONV_VP) ? (int32_t)(npix - q0) : CONV_VP;
                     int32_t oh[CONV_VP], ow[CONV_VP];
-                    for (i = 0; i < CONV_VP; ++i) {
-                        conv_pixel(cg, q0 + (i < nv ? i : nv - 1), &oh[i], &ow[i]); /* tail lanes repeat, unstored */
+                    for (i = 0; i < CONV_VP; ++i) { /* tail lanes repeat the last pixel, unstored */
+                        conv_pixel_step(cg, boh, bow, i < nv ? i : nv - 1, &oh[i], &ow[i]);
                     }
                     conv_block_vnni(cg, img, oh, ow, g, (int8_t)zp_in, scr, tail);
                     for (oc = 0; oc < ncb; oc += 8) {
