@@ -6,8 +6,8 @@ so one column answers both): whether the planner fits the model as it is (`befor
 with weight groups (`after`). For a plan that needed groups: the split ops and their group counts, the fast peak,
 the weight bytes the units stage per inference against the unsplit model's (the extra is the zero-filled panel
 tails and 16-byte alignment of every group's constants), the bytes the joining Concats copy, and the slow traffic
-of the plan. Every plan counted is the one ``tigris compile`` writes (proven by the checker, read back by the
-reader). Writes the table into docs/benchmarks.md between ``<!-- weight_groups:begin -->`` and
+of the plan, and whether ``tigris verify`` passes on it. Every plan counted is the one ``tigris compile`` writes
+(proven by the checker, read back by the reader). Writes the table into docs/benchmarks.md between ``<!-- weight_groups:begin -->`` and
 ``<!-- weight_groups:end -->``.
 
     python3 bench/weight_groups.py [--no-write]
@@ -49,7 +49,7 @@ def main() -> None:
             refused_before += 1
             a = api.analyze(path, b, compression="lz4", prepared=prep, tradeoff=False)
             if not a.fits:
-                rows.append([rel, b, f"refused ({before.need_bytes} B)", "refused", "-", "-", "-", "-", "-"])
+                rows.append([rel, b, f"refused ({before.need_bytes} B)", "refused", "-", "-", "-", "-", "-", "-"])
                 continue
             fixed += 1
             split = a.prepared
@@ -60,9 +60,10 @@ def main() -> None:
             groups = f"{len(wg)} op{'s' if len(wg) > 1 else ''}, " + (
                 f"{counts[0]} groups" if counts[0] == counts[-1] else f"{counts[0]}-{counts[-1]} groups")
             w0, w1 = _weights(prep), _weights(split)
+            v = api.verify(path, b, compression="lz4")
             rows.append([rel, b, f"refused ({before.need_bytes} B)", f"fits ({a.plan.fast_peak} B)", groups,
                          w1, f"+{w1 - w0} ({100 * (w1 - w0) / w0:.2f}%)", concat,
-                         a.plan.spill_bytes + a.plan.reload_bytes])
+                         a.plan.spill_bytes + a.plan.reload_bytes, "pass" if v["pass"] else "FAIL"])
         print(rel, flush=True)
     body = (
         "Without `--xip` (copied or `-c lz4` weights need the same prefix). Only model x budget combinations the "
@@ -70,9 +71,10 @@ def main() -> None:
         "(the fast bytes the refusing op needs); `after`: `tigris compile` with weight groups (its fast peak). "
         "`weights staged`: bytes the units copy or decode per inference (the extra over the unsplit model is panel "
         "padding and alignment); `concat copy`: bytes the joining Concats write; `slow traffic`: spill + reload of "
-        f"the plan. {fixed} of {refused_before} refused combinations now compile.\n\n"
+        "the plan; `verify`: `tigris verify -c lz4` at that budget (the C runtime against ONNX Runtime and the NumPy "
+        f"reference). {fixed} of {refused_before} refused combinations now compile.\n\n"
         + markdown_table(["model", "budget", "before", "after", "split ops", "weights staged (B)",
-                          "extra staged (B)", "concat copy (B)", "slow traffic (B)"], rows)
+                          "extra staged (B)", "concat copy (B)", "slow traffic (B)", "verify"], rows)
     )
     print(body)
     if not args.no_write:

@@ -17,6 +17,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from tigris import api
@@ -293,3 +295,28 @@ def test_fp16_weights_split(tmp_path):
     got = api.run_plan(a.plan_bytes, x).outputs["y"]
     whole = api.run_plan(api.analyze(path, "1M", weights="fp16", prepared=prep, tradeoff=False).plan_bytes, x)
     assert np.max(np.abs(got - whole.outputs["y"])) <= 1e-5 * max(1.0, float(np.abs(got).max()))
+
+
+@settings(max_examples=12, deadline=None)
+@given(int8=st.booleans(), c=st.integers(1, 4), oc=st.integers(2, 40), h=st.integers(1, 5), k=st.sampled_from([1, 3]),
+       nf=st.integers(2, 12), data=st.data())
+def test_split_reference_property(tmp_path_factory, int8, c, oc, h, k, nf, data):
+    """Random shapes and group counts on the NumPy reference: int8 identical, float within 1e-5 relative."""
+    from tigris.passes.weight_split import max_groups
+    from tigris.reference import run_reference
+
+    rng = np.random.default_rng(oc * 100 + h * 10 + c)
+    path = tmp_path_factory.mktemp("p") / "m.onnx"
+    onnx.save(_model(rng, int8, c, oc, h, k, nf), path)
+    prep = api.prepare(path)
+    conv, gemm = _mac_ops(prep)
+    gc = data.draw(st.integers(1, max_groups(prep.graph, conv)), label="conv groups")  # 1: left whole
+    gg = data.draw(st.integers(2, nf), label="gemm groups")
+    split = _split(prep, {conv.name: gc, gemm.name: gg} if gc > 1 else {gemm.name: gg})
+    x = {"x": rng.standard_normal((1, c, h, h)).astype(np.float32)}
+    a = np.asarray(run_reference(prep.graph, x, prep.lowered)["y"])
+    b = np.asarray(run_reference(split.graph, x, split.lowered)["y"])
+    if int8:
+        assert a.tobytes() == b.tobytes()
+    else:
+        assert np.max(np.abs(a - b)) <= 1e-5 * max(1.0, float(np.abs(a).max()))
