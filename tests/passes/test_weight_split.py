@@ -320,3 +320,19 @@ def test_split_reference_property(tmp_path_factory, int8, c, oc, h, k, nf, data)
         assert a.tobytes() == b.tobytes()
     else:
         assert np.max(np.abs(a - b)) <= 1e-5 * max(1.0, float(np.abs(a).max()))
+
+
+@pytest.mark.shared
+def test_mobilenet_v2_int8_groups_bytes_equal_unsplit():
+    """MobileNetV2-0.35 int8 with LZ4 weights: at 64K its last conv runs as weight groups; the output bytes on the
+    host runtime are those of the unsplit plan at 256K."""
+    path = shared_model("torchvision/mobilenet_v2_035_96_int8.onnx")
+    prep = api.prepare(path)
+    grouped = api.compile_model(path, "64K", compression="lz4", prepared=prep)
+    whole = api.compile_model(path, "256K", compression="lz4", prepared=prep)
+    assert grouped.analysis.json["weight_groups"] and not whole.analysis.json["weight_groups"]
+    x = api.random_inputs(prep, seed=3)
+    a, b = api.run_plan(grouped.plan_bytes, x), api.run_plan(whole.plan_bytes, x)
+    assert a.fast_peak <= 64 * 1024
+    for name in a.outputs:
+        assert a.outputs[name].tobytes() == b.outputs[name].tobytes()
