@@ -330,33 +330,36 @@ static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
  * output is summed from 0 in k order; the fused multiply-add rounds once where the plain loop rounds twice, so the
  * results may differ from the plain path's in the last bits (within the kernel tests' float tolerance).
  */
-static void conv_mk3_f32_avx2(int32_t k, const float *const a[CONV_MR], const float *b0, const float *b1,
+static void conv_mk3_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, const float *b0, const float *b1,
                               const float *b2, float acc[CONV_MR][3 * CONV_NR])
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
     __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
-    int32_t kk;
-    for (kk = 0; kk < k; ++kk) {
-        const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
-        const __m256 w1 = _mm256_loadu_ps(b1 + (int64_t)kk * CONV_NR);
-        const __m256 w2 = _mm256_loadu_ps(b2 + (int64_t)kk * CONV_NR);
-        __m256 x = _mm256_broadcast_ss(a0 + kk);
-        c00 = _mm256_fmadd_ps(x, w0, c00);
-        c01 = _mm256_fmadd_ps(x, w1, c01);
-        c02 = _mm256_fmadd_ps(x, w2, c02);
-        x = _mm256_broadcast_ss(a1 + kk);
-        c10 = _mm256_fmadd_ps(x, w0, c10);
-        c11 = _mm256_fmadd_ps(x, w1, c11);
-        c12 = _mm256_fmadd_ps(x, w2, c12);
-        x = _mm256_broadcast_ss(a2 + kk);
-        c20 = _mm256_fmadd_ps(x, w0, c20);
-        c21 = _mm256_fmadd_ps(x, w1, c21);
-        c22 = _mm256_fmadd_ps(x, w2, c22);
-        x = _mm256_broadcast_ss(a3 + kk);
-        c30 = _mm256_fmadd_ps(x, w0, c30);
-        c31 = _mm256_fmadd_ps(x, w1, c31);
-        c32 = _mm256_fmadd_ps(x, w2, c32);
+    int32_t sg, kk;
+    for (sg = 0; sg < nseg; ++sg, b0 += (int64_t)rl * CONV_NR, b1 += (int64_t)rl * CONV_NR, b2 += (int64_t)rl * CONV_NR) {
+        const float *a0 = a[CONV_MR * sg], *a1 = a[CONV_MR * sg + 1];
+        const float *a2 = a[CONV_MR * sg + 2], *a3 = a[CONV_MR * sg + 3];
+        for (kk = 0; kk < rl; ++kk) {
+            const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
+            const __m256 w1 = _mm256_loadu_ps(b1 + (int64_t)kk * CONV_NR);
+            const __m256 w2 = _mm256_loadu_ps(b2 + (int64_t)kk * CONV_NR);
+            __m256 x = _mm256_broadcast_ss(a0 + kk);
+            c00 = _mm256_fmadd_ps(x, w0, c00);
+            c01 = _mm256_fmadd_ps(x, w1, c01);
+            c02 = _mm256_fmadd_ps(x, w2, c02);
+            x = _mm256_broadcast_ss(a1 + kk);
+            c10 = _mm256_fmadd_ps(x, w0, c10);
+            c11 = _mm256_fmadd_ps(x, w1, c11);
+            c12 = _mm256_fmadd_ps(x, w2, c12);
+            x = _mm256_broadcast_ss(a2 + kk);
+            c20 = _mm256_fmadd_ps(x, w0, c20);
+            c21 = _mm256_fmadd_ps(x, w1, c21);
+            c22 = _mm256_fmadd_ps(x, w2, c22);
+            x = _mm256_broadcast_ss(a3 + kk);
+            c30 = _mm256_fmadd_ps(x, w0, c30);
+            c31 = _mm256_fmadd_ps(x, w1, c31);
+            c32 = _mm256_fmadd_ps(x, w2, c32);
+        }
     }
     _mm256_storeu_ps(acc[0], c00);
     _mm256_storeu_ps(acc[0] + 8, c01);
@@ -373,28 +376,31 @@ static void conv_mk3_f32_avx2(int32_t k, const float *const a[CONV_MR], const fl
 }
 
 /* conv_mk3_f32_avx2 for two panels: eight accumulators. */
-static void conv_mk2_f32_avx2(int32_t k, const float *const a[CONV_MR], const float *b0, const float *b1,
+static void conv_mk2_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, const float *b0, const float *b1,
                               float acc[CONV_MR][3 * CONV_NR])
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
     __m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
-    int32_t kk;
-    for (kk = 0; kk < k; ++kk) {
-        const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
-        const __m256 w1 = _mm256_loadu_ps(b1 + (int64_t)kk * CONV_NR);
-        __m256 x = _mm256_broadcast_ss(a0 + kk);
-        c00 = _mm256_fmadd_ps(x, w0, c00);
-        c01 = _mm256_fmadd_ps(x, w1, c01);
-        x = _mm256_broadcast_ss(a1 + kk);
-        c10 = _mm256_fmadd_ps(x, w0, c10);
-        c11 = _mm256_fmadd_ps(x, w1, c11);
-        x = _mm256_broadcast_ss(a2 + kk);
-        c20 = _mm256_fmadd_ps(x, w0, c20);
-        c21 = _mm256_fmadd_ps(x, w1, c21);
-        x = _mm256_broadcast_ss(a3 + kk);
-        c30 = _mm256_fmadd_ps(x, w0, c30);
-        c31 = _mm256_fmadd_ps(x, w1, c31);
+    int32_t sg, kk;
+    for (sg = 0; sg < nseg; ++sg, b0 += (int64_t)rl * CONV_NR, b1 += (int64_t)rl * CONV_NR) {
+        const float *a0 = a[CONV_MR * sg], *a1 = a[CONV_MR * sg + 1];
+        const float *a2 = a[CONV_MR * sg + 2], *a3 = a[CONV_MR * sg + 3];
+        for (kk = 0; kk < rl; ++kk) {
+            const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
+            const __m256 w1 = _mm256_loadu_ps(b1 + (int64_t)kk * CONV_NR);
+            __m256 x = _mm256_broadcast_ss(a0 + kk);
+            c00 = _mm256_fmadd_ps(x, w0, c00);
+            c01 = _mm256_fmadd_ps(x, w1, c01);
+            x = _mm256_broadcast_ss(a1 + kk);
+            c10 = _mm256_fmadd_ps(x, w0, c10);
+            c11 = _mm256_fmadd_ps(x, w1, c11);
+            x = _mm256_broadcast_ss(a2 + kk);
+            c20 = _mm256_fmadd_ps(x, w0, c20);
+            c21 = _mm256_fmadd_ps(x, w1, c21);
+            x = _mm256_broadcast_ss(a3 + kk);
+            c30 = _mm256_fmadd_ps(x, w0, c30);
+            c31 = _mm256_fmadd_ps(x, w1, c31);
+        }
     }
     _mm256_storeu_ps(acc[0], c00);
     _mm256_storeu_ps(acc[0] + 8, c01);
@@ -407,18 +413,21 @@ static void conv_mk2_f32_avx2(int32_t k, const float *const a[CONV_MR], const fl
 }
 
 /* conv_mk3_f32_avx2 for one panel: four accumulators, one per row (each output's sum in k order, like the others). */
-static void conv_mk1_f32_avx2(int32_t k, const float *const a[CONV_MR], const float *b0,
+static void conv_mk1_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, const float *b0,
                               float acc[CONV_MR][3 * CONV_NR])
 {
     __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
-    int32_t kk;
-    for (kk = 0; kk < k; ++kk) {
-        const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
-        c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a0 + kk), w0, c0);
-        c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a1 + kk), w0, c1);
-        c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a2 + kk), w0, c2);
-        c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a3 + kk), w0, c3);
+    int32_t sg, kk;
+    for (sg = 0; sg < nseg; ++sg, b0 += (int64_t)rl * CONV_NR) {
+        const float *a0 = a[CONV_MR * sg], *a1 = a[CONV_MR * sg + 1];
+        const float *a2 = a[CONV_MR * sg + 2], *a3 = a[CONV_MR * sg + 3];
+        for (kk = 0; kk < rl; ++kk) {
+            const __m256 w0 = _mm256_loadu_ps(b0 + (int64_t)kk * CONV_NR);
+            c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a0 + kk), w0, c0);
+            c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a1 + kk), w0, c1);
+            c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a2 + kk), w0, c2);
+            c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a3 + kk), w0, c3);
+        }
     }
     _mm256_storeu_ps(acc[0], c0);
     _mm256_storeu_ps(acc[1], c1);
@@ -518,10 +527,17 @@ static int32_t conv_panels_avx2(int32_t rem)
     return (rem == 4 || rem == 2) ? 2 : (rem >= 3 ? 3 : 1);
 }
 
+#define CONV_SEGS 16 /* kernel rows a patch may be read in place as (one run of the input each) */
+
 /* The float GEMM with up to three panels per micro-kernel call (8 or 12 accumulators; a single panel, 4). The pixel
- * blocks, patch rows and tail rows are conv_f32's. */
+ * blocks and tail rows are conv_f32's. A patch is read in segments, each a run of K in k order: a direct conv's
+ * patch is one segment, the input row itself; a block whose four patches lie inside the image, with one group (or a
+ * one-column window) and no dilation across, reads each kernel row in place (KW * C consecutive values, up to
+ * CONV_SEGS rows); any other block is gathered into the scratch first (conv_im2col_f32_avx2), one segment per row.
+ * Every output is still summed over k in order. */
 static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
+    const tgrs_window *w = &cg->w;
     const float *wt = (const float *)ctx->c[TGRS_C_CONV_WEIGHT];
     const float *bias = (const float *)ctx->c[TGRS_C_CONV_BIAS];
     const float lo = tgrs_p_f32(ctx, TGRS_P_CONV_FMIN);
@@ -531,8 +547,10 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
     float *scr = (float *)ctx->scratch;
     const int64_t npix = (int64_t)cg->out_rows * cg->ow;
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
+    const int in_place = (cg->g == 1 || w->kw == 1) && (w->dw == 1 || w->kw == 1) && w->kh <= CONV_SEGS;
     float acc3[CONV_MR][3 * CONV_NR];
-    int32_t n, g, i, pan;
+    const float *seg[CONV_SEGS * CONV_MR];
+    int32_t n, g, i, r, pan;
     int64_t q0;
     for (n = 0; n < cg->n; ++n) {
         const float *img = in + n * in_img;
@@ -541,22 +559,39 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
             const float *wg = wt + (int64_t)g * cg->npan * cg->k * CONV_NR;
             int32_t boh = cg->out_row0, bow = 0; /* pixel q0 */
             for (q0 = 0; q0 < npix; q0 += CONV_MR, conv_pixel_step(cg, boh, bow, CONV_MR, &boh, &bow)) {
-                const float *a[CONV_MR];
                 float *o[CONV_MR];
+                int32_t oh[CONV_MR], ow[CONV_MR];
                 const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
+                int32_t nseg = 1, rl = cg->k;
+                int inner = in_place && !cg->direct;
                 for (i = 0; i < CONV_MR; ++i) {
-                    int32_t oh, ow;
-                    const int64_t q = q0 + (i < nv ? i : nv - 1); /* tail rows repeat the last pixel, unstored */
-                    conv_pixel_step(cg, boh, bow, (int32_t)(q - q0), &oh, &ow);
-                    o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
-                    if (cg->direct) {
-                        a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
-                    } else if (i < nv) {
-                        conv_im2col_f32_avx2(cg, img, oh, ow, g, scr + (int64_t)i * cg->k);
-                        a[i] = scr + (int64_t)i * cg->k;
-                    } else {
-                        a[i] = a[nv - 1];
+                    const int32_t d = i < nv ? i : nv - 1; /* tail rows repeat the last pixel, unstored */
+                    conv_pixel_step(cg, boh, bow, d, &oh[i], &ow[i]);
+                    o[i] = oimg + (q0 + d) * cg->oc + (int64_t)g * cg->ocg;
+                    if (inner) {
+                        const int32_t ih0 = oh[i] * w->sh - w->pt, iw0 = ow[i] * w->sw - w->pl;
+                        inner = ih0 >= 0 && ih0 + (w->kh - 1) * w->dh < cg->h && iw0 >= 0 && iw0 + w->kw <= cg->wd;
                     }
+                }
+                for (i = 0; i < CONV_MR; ++i) {
+                    if (cg->direct) {
+                        seg[i] = img + conv_in_off(cg, oh[i] * w->sh, ow[i] * w->sw) + (int64_t)g * cg->icg;
+                    } else if (inner) {
+                        for (r = 0; r < w->kh; ++r) {
+                            seg[CONV_MR * r + i] = img + (int64_t)g * cg->icg +
+                                                   conv_in_off(cg, oh[i] * w->sh - w->pt + r * w->dh,
+                                                               ow[i] * w->sw - w->pl);
+                        }
+                    } else if (i < nv) {
+                        conv_im2col_f32_avx2(cg, img, oh[i], ow[i], g, scr + (int64_t)i * cg->k);
+                        seg[i] = scr + (int64_t)i * cg->k;
+                    } else {
+                        seg[i] = seg[nv - 1];
+                    }
+                }
+                if (inner) {
+                    nseg = w->kh;
+                    rl = w->kw * cg->icg;
                 }
                 for (pan = 0; pan < cg->npan; pan += conv_panels_avx2(cg->npan - pan)) {
                     const int32_t oc0 = pan * CONV_NR;
@@ -566,11 +601,11 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     const float *b0 = wg + (int64_t)pan * cg->k * CONV_NR;
                     const int64_t ps = (int64_t)cg->k * CONV_NR; /* one panel */
                     if (np == 3) {
-                        conv_mk3_f32_avx2(cg->k, a, b0, b0 + ps, b0 + 2 * ps, acc3);
+                        conv_mk3_f32_avx2(nseg, rl, seg, b0, b0 + ps, b0 + 2 * ps, acc3);
                     } else if (np == 2) {
-                        conv_mk2_f32_avx2(cg->k, a, b0, b0 + ps, acc3);
+                        conv_mk2_f32_avx2(nseg, rl, seg, b0, b0 + ps, acc3);
                     } else {
-                        conv_mk1_f32_avx2(cg->k, a, b0, acc3);
+                        conv_mk1_f32_avx2(nseg, rl, seg, b0, acc3);
                     }
                     for (i = 0; i < nv; ++i) {
                         conv_store_f32_avx2(o[i] + oc0, acc3[i], bs, ncol, lo, hi);
