@@ -432,7 +432,8 @@ def analyze(
     :class:`UnsupportedModelError` (the caller reports every node).
 
     ``target``/``clock``/``psram_bandwidth`` feed the latency estimate (tigris/cost.py; the generic target when
-    None); ``objective`` chooses what the planner trades (traffic, recompute or latency; latency when a target is
+    None), and the emitted plan's weights are arranged for ``target`` (docs/format.md "Weight arrangements"; generic
+    and None arrange nothing); ``objective`` chooses what the planner trades (traffic, recompute or latency; latency when a target is
     given, traffic otherwise); ``io_buffers`` is ``separate`` (the caller's input/output buffers count in the RAM
     total), ``excluded`` (the application accounts for them) or ``in-arena`` (the firmware exchanges I/O at its homes
     inside the arenas, tgrs_run_in_place, so the total is the two arenas); ``tradeoff`` also plans the other objectives so the
@@ -550,7 +551,7 @@ def analyze(
             raise TigrisError(f"internal error: the memory plan fails its proof ({len(errs)} violation(s)): "
                               f"{errs[0]}", graph.name)
 
-        plan_bytes = emit_plan(graph, plan, prep.lowered, xip=xip, compression=compression)
+        plan_bytes = emit_plan(graph, plan, prep.lowered, xip=xip, compression=compression, target=cost_target)
         if flash_b is not None and len(plan_bytes) > flash_b:
             result.reason = f"plan is {len(plan_bytes)} bytes, flash budget is {flash_b} bytes"
     result.plan = plan
@@ -643,13 +644,17 @@ def compile_model(
     numerics: str | None = None,
     objective: str | None = None,
     weights: str | None = None,
+    target: str | None = None,
 ) -> Compiled:
     """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written.
-    ``prepared`` reuses stages 1-2 of an earlier call on the same model (tests compile one model many ways)."""
+    ``prepared`` reuses stages 1-2 of an earlier call on the same model (tests compile one model many ways).
+    ``target`` (cortex-m4, cortex-m55 or generic; None: generic) is the core the plan is for, as in
+    :func:`analyze`: the weights are arranged for its kernels and the latency estimate (and with it the default
+    objective, latency) is that core's. None gives the plans of a compiler that knows no targets."""
     if compression not in ("none", "lz4"):
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
     a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared,
-                numerics=numerics, objective=objective, tradeoff=False, weights=weights)
+                numerics=numerics, objective=objective, tradeoff=False, weights=weights, target=target)
     if not a.fits or a.plan_bytes is None:
         hint = f"; smallest fast budget that fits: -m {format_size(a.min_fast_budget)}" if a.min_fast_budget else ""
         if a.json.get("min_fast_budget_xip"):
@@ -667,8 +672,11 @@ def compile_json(c: Compiled, out: str | Path) -> dict[str, Any]:
     """``compile --json``: the file written and the plan's figures (the analyze JSON under "analysis")."""
     import hashlib
 
+    from tigris.emit.reader import read_plan
+
+    pf = read_plan(c.plan_bytes)
     return {"file": str(out), "plan_bytes": len(c.plan_bytes), "sha256": hashlib.sha256(c.plan_bytes).hexdigest(),
-            "analysis": c.analysis.json}
+            "target": pf.target_name, "arranged_ops": len(pf.arrangements()), "analysis": c.analysis.json}
 
 
 def run_json(res: Any, output: str | Path) -> dict[str, Any]:
@@ -912,6 +920,7 @@ def verify(
     data: str | Path | None = None,
     numerics: str | None = None,
     weights: str | None = None,
+    target: str | None = None,
 ) -> dict[str, Any]:
     """Compile, run on the C runtime, compare with the model's own runtime and with the NumPy reference, over many
     samples. The external reference is ONNX Runtime for an ONNX model, and the TFLite interpreter (reference kernels)
@@ -920,7 +929,12 @@ def verify(
     The samples are ``inputs`` (one sample), or those ``data`` holds (tigris.samples: an .npz, a folder of ONNX
     test_data_set_* .pb files or of .npz files; its expected outputs are compared too), or ``samples`` random ones
     (seeds ``seed``, ``seed + 1``, ...). ``samples`` also caps how many of ``data`` are used. Raises
-    :class:`DoesNotFitError` when no plan fits the budgets (nothing runs)."""
+    :class:`DoesNotFitError` when no plan fits the budgets (nothing runs).
+
+    ``target`` compiles for that core as :func:`compile_model` does. The host runtime reads every target's weight
+    arrangements (plain C readers, docs/runtime.md), so the packed plan itself runs here and is compared, bit-exact
+    for int8, with the NumPy reference of the plain lowered ops; tests/cortex_m runs the same packed plans on the
+    cores they are packed for."""
     from tigris.reference import run_reference
     from tigris.samples import Sample, conform, read_samples
 
@@ -933,7 +947,7 @@ def verify(
                           "--samples")
     progress("compiling")
     compiled = compile_model(model, fast, slow, flash, xip, compression, input_shapes, numerics=numerics,
-                             weights=weights)
+                             weights=weights, target=target)
     prep = compiled.analysis.prepared
     assert prep is not None
     in_b = _boundaries(prep, prep.graph.inputs)
@@ -1053,8 +1067,13 @@ def verify(
             o["name"]: {"max_abs_err": o["max_abs_err"], "rel_err": o["max_abs_err"] / max(
                 1.0, max(float(np.abs(np.asarray(v, np.float64)).max(initial=0.0)) for v in ort_all[o["name"]])),
                         "cosine": o["cosine"]} for o in outputs}
+    from tigris.emit.reader import read_plan
+
+    packed = read_plan(compiled.plan_bytes)
     return {
         "pass": all(o["pass"] for o in outputs),
+        "target": packed.target_name,
+        "arranged_ops": len(packed.arrangements()),
         "samples": len(todo),
         "weights": weights_json,
         "inputs_from": source,

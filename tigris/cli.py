@@ -216,9 +216,17 @@ def _report_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--psram-bandwidth", default=None, metavar="BYTES/S",
                      help="Slow-memory bandwidth for the latency estimate (e.g. 40M = 40 MiB/s).")(f)
     f = click.option("--clock", default=None, metavar="HZ", help="Core clock for ms estimates (e.g. 168M).")(f)
-    f = click.option("--target", type=click.Choice(["cortex-m4", "cortex-m55", "generic"]), default=None,
-                     help="Core of the latency estimate (default generic).")(f)
+    f = _target_option(f)
     return f
+
+
+TARGET_HELP = ("Core the plan is for: the latency estimate (and the default objective, latency) and the weight "
+               "arrangement of its kernels (docs/format.md); default generic: no arrangement, runs on every runtime.")
+
+
+def _target_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--target", type=click.Choice(["cortex-m4", "cortex-m55", "generic"]), default=None,
+                        help=TARGET_HELP)(f)
 
 
 @main.command()
@@ -283,18 +291,19 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Plan file to write (default: MODEL with .tgrs).")
 @click.option("--objective", type=click.Choice(list(api.OBJECTIVES)), default=None,
-              help="What the planner minimizes (default traffic; see analyze).")
+              help="What the planner minimizes (default: latency with --target, else traffic; see analyze).")
+@_target_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @guarded
 def compile_cmd(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-                compression: str, numerics: str | None, weights: str | None, output: str | None, objective: str | None, as_json: bool,
-                quiet: bool) -> None:
+                compression: str, numerics: str | None, weights: str | None, output: str | None, objective: str | None,
+                target: str | None, as_json: bool, quiet: bool) -> None:
     """Write the .tgrs plan. Exit 0 written, 1 does not fit (nothing written), 2 bad input."""
     out = Path(model).with_suffix(".tgrs") if output is None else output
     resolve_output(out, [model])  # refused before the (possibly long) compilation, not after
     c = api.compile_model(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
-                          numerics=numerics, objective=objective, weights=weights)
+                          numerics=numerics, objective=objective, weights=weights, target=target)
     write_atomic(out, c.plan_bytes, [model])
     j = c.analysis.json
     if as_json:
@@ -367,11 +376,12 @@ def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool, quiet: b
 @click.option("--samples", default=None, type=click.IntRange(min=1), metavar="N",
               help="Number of random samples (default 1), or the first N of --data.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the first random sample (then seed+1, ...).")
+@_target_option
 @click.option("--json", "as_json", is_flag=True, help="Every metric of every output as JSON.")
 @guarded
 def verify(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
            compression: str, numerics: str | None, weights: str | None, inputs: tuple[str, ...], data: str | None, samples: int | None,
-           seed: int, as_json: bool) -> None:
+           seed: int, target: str | None, as_json: bool) -> None:
     """Compile, run on the C runtime, compare with ONNX Runtime and the NumPy reference.
 
     Exit 0 pass, 1 mismatch, 2 bad input, 4 does not fit (nothing ran)."""
@@ -383,7 +393,7 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
         with console_progress(enabled=not as_json) as progress:
             res = api.verify(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
                              given, seed, progress, samples=samples, data=data, numerics=numerics,
-                             weights=weights)
+                             weights=weights, target=target)
     except DoesNotFitError as e:
         if as_json:
             click.echo(json.dumps(api.json_error("verify", str(e), EXIT_VERIFY_NO_FIT, **{"pass": False, "fits": False}),
@@ -410,15 +420,18 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
 @click.option("--io", "io", type=click.Choice(["separate", "in-arena"]), default="separate", show_default=True,
               help="I/O through the caller's buffers (NAME_run), or inside the arena, zero copy (NAME_input(i), "
               "NAME_run_in_place(), NAME_output(i)); in-arena drops the I/O buffers from the total RAM.")
+@click.option("--target", type=click.Choice(["cortex-m4", "cortex-m55", "generic"]), default=None,
+              help="Core of the firmware: refuse a plan whose weights are arranged for another (exit 2; the "
+                   "runtime would refuse it with TGRS_ERR_TARGET). Default: no check.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @guarded
 def codegen(plan: str, output: str, name: str, fmt: str, section: str, slow_section: str,
-            fast_section: str | None, kernels: str, io: str, as_json: bool, quiet: bool) -> None:
+            fast_section: str | None, kernels: str, io: str, target: str | None, as_json: bool, quiet: bool) -> None:
     """C source embedding PLAN for firmware: arenas, NAME_init(), NAME_run()."""
     from tigris.codegen import codegen_command
 
-    out, hdr = codegen_command(plan, output, name, fmt, section, slow_section, kernels, fast_section, io)
+    out, hdr = codegen_command(plan, output, name, fmt, section, slow_section, kernels, fast_section, io, target)
     if as_json:
         _echo_json("codegen", api.codegen_json(plan, out, hdr, name, fmt, kernels, io))
     elif not quiet:

@@ -71,6 +71,12 @@
 #define TGRS_STAGE_F_TILED 1u
 #define TGRS_NUMERICS_ONNX 0u
 #define TGRS_NUMERICS_TFLM 1u
+#define TGRS_TARGET_GENERIC 0u
+#define TGRS_TARGET_CORTEX_M4 1u
+#define TGRS_TARGET_CORTEX_M55 2u
+#define TGRS_ARRANGE_PLAIN 0u
+#define TGRS_ARRANGE_FC_ROWS4 1u
+#define TGRS_TARGET_COUNT 3u                             /* header target codes are 0..TGRS_TARGET_COUNT - 1 */
 #define TGRS_UNIT_FLAGS_KNOWN 7u                         /* any other unit flag bit is an error */
 #define TGRS_SHUFFLE_CHUNK 256u                          /* bytes per byte-plane shuffle chunk */
 
@@ -96,7 +102,7 @@
 #define TGRS_ERR_VERSION (-5)                            /* unsupported format version */
 #define TGRS_ERR_SIZE (-6)                               /* file_size does not match the buffer length */
 #define TGRS_ERR_CRC (-7)                                /* CRC-32 mismatch */
-#define TGRS_ERR_HEADER (-8)                             /* bad header field (header_size, flags, directory, reserved) */
+#define TGRS_ERR_HEADER (-8)                             /* bad header field (header_size, flags, directory, target) */
 #define TGRS_ERR_SECTION (-9)                            /* section directory malformed (id, order, record count) */
 #define TGRS_ERR_SECTION_BOUNDS (-10)                    /* section out of bounds, misaligned or overlapping */
 #define TGRS_ERR_STRING (-11)                            /* string reference out of bounds or not NUL-terminated */
@@ -125,6 +131,7 @@
 #define TGRS_ERR_SCRATCH (-43)                           /* scratch too small */
 #define TGRS_ERR_SHAPE (-44)                             /* inconsistent dims */
 #define TGRS_ERR_UNSUPPORTED (-45)                       /* no kernel for this kind / variant */
+#define TGRS_ERR_TARGET (-46)                            /* weights arranged for another target than this runtime's */
 
 /* ---- op kinds, parameter and const slot indices ---- */
 #define TGRS_OP_CONV 1u
@@ -248,7 +255,7 @@
 #define TGRS_C_DWCONV_MULT 2
 #define TGRS_C_DWCONV_SHIFT 3
 
-#define TGRS_OP_FC_NPARAMS 10
+#define TGRS_OP_FC_NPARAMS 11
 #define TGRS_P_FC_ACT_MIN 0
 #define TGRS_P_FC_ACT_MAX 1
 #define TGRS_P_FC_FMIN 2
@@ -259,6 +266,7 @@
 #define TGRS_P_FC_NUMERICS 7
 #define TGRS_P_FC_WZP 8
 #define TGRS_P_FC_WF16 9
+#define TGRS_P_FC_ARRANGE 10
 #define TGRS_OP_FC_NCONSTS 4
 #define TGRS_C_FC_WEIGHT 0
 #define TGRS_C_FC_BIAS 1
@@ -752,6 +760,34 @@ static inline int tgrs_op_numerics_slot(uint32_t kind)
     }
 }
 
+/* The slot of a kind's ARRANGE parameter (its weight arrangement id, TGRS_ARRANGE_*), -1 when it has none. */
+static inline int tgrs_op_arrange_slot(uint32_t kind)
+{
+    switch (kind) {
+    case TGRS_OP_FC: return 10;
+    default: return -1;
+    }
+}
+
+/* The target (TGRS_TARGET_*) whose runtime reads weight arrangement `arrange`, and the kind (TGRS_OP_*) it
+   applies to; -1 and 0 for an id this format does not define (TGRS_ARRANGE_PLAIN: generic, every kind). */
+static inline int tgrs_arrange_target(int32_t arrange)
+{
+    switch (arrange) {
+    case TGRS_ARRANGE_PLAIN: return (int)TGRS_TARGET_GENERIC;
+    case TGRS_ARRANGE_FC_ROWS4: return (int)TGRS_TARGET_CORTEX_M4;
+    default: return -1;
+    }
+}
+
+static inline uint32_t tgrs_arrange_kind(int32_t arrange)
+{
+    switch (arrange) {
+    case TGRS_ARRANGE_FC_ROWS4: return TGRS_OP_FC;
+    default: return 0u;
+    }
+}
+
 /* A short English description of a status code (never NULL). */
 static inline const char *tgrs_status_str(int status)
 {
@@ -764,7 +800,7 @@ static inline const char *tgrs_status_str(int status)
     case TGRS_ERR_VERSION: return "unsupported format version";
     case TGRS_ERR_SIZE: return "file_size does not match the buffer length";
     case TGRS_ERR_CRC: return "CRC-32 mismatch";
-    case TGRS_ERR_HEADER: return "bad header field (header_size, flags, directory, reserved)";
+    case TGRS_ERR_HEADER: return "bad header field (header_size, flags, directory, target)";
     case TGRS_ERR_SECTION: return "section directory malformed (id, order, record count)";
     case TGRS_ERR_SECTION_BOUNDS: return "section out of bounds, misaligned or overlapping";
     case TGRS_ERR_STRING: return "string reference out of bounds or not NUL-terminated";
@@ -793,6 +829,7 @@ static inline const char *tgrs_status_str(int status)
     case TGRS_ERR_SCRATCH: return "scratch too small";
     case TGRS_ERR_SHAPE: return "inconsistent dims";
     case TGRS_ERR_UNSUPPORTED: return "no kernel for this kind / variant";
+    case TGRS_ERR_TARGET: return "weights arranged for another target than this runtime's";
     default: return "unknown status";
     }
 }
@@ -809,7 +846,7 @@ static inline const char *tgrs_status_str(int status)
 #define TGRS_HEADER_OFF_FLAGS 16u                        /* Flag bits */
 #define TGRS_HEADER_OFF_SECTION_COUNT 20u                /* entries in the section directory (= number of SectionId) */
 #define TGRS_HEADER_OFF_DIR_OFFSET 24u                   /* byte offset of the section directory (= header_size) */
-#define TGRS_HEADER_OFF_RESERVED 28u                     /* 0 */
+#define TGRS_HEADER_OFF_TARGET 28u                       /* Target the weights are arranged for (0 generic; older readers required 0 here) */
 typedef struct tgrs_header_rec {
     uint8_t magic[4];
     uint16_t version;
@@ -819,7 +856,7 @@ typedef struct tgrs_header_rec {
     uint32_t flags;
     uint32_t section_count;
     uint32_t dir_offset;
-    uint32_t reserved;
+    uint32_t target;
 } tgrs_header_rec;
 typedef char tgrs_check_sizeof_header[(sizeof(tgrs_header_rec) == TGRS_HEADER_SIZE) ? 1 : -1];
 typedef char tgrs_check_off_header_magic[(offsetof(tgrs_header_rec, magic) == TGRS_HEADER_OFF_MAGIC) ? 1 : -1];
@@ -830,7 +867,7 @@ typedef char tgrs_check_off_header_file_size[(offsetof(tgrs_header_rec, file_siz
 typedef char tgrs_check_off_header_flags[(offsetof(tgrs_header_rec, flags) == TGRS_HEADER_OFF_FLAGS) ? 1 : -1];
 typedef char tgrs_check_off_header_section_count[(offsetof(tgrs_header_rec, section_count) == TGRS_HEADER_OFF_SECTION_COUNT) ? 1 : -1];
 typedef char tgrs_check_off_header_dir_offset[(offsetof(tgrs_header_rec, dir_offset) == TGRS_HEADER_OFF_DIR_OFFSET) ? 1 : -1];
-typedef char tgrs_check_off_header_reserved[(offsetof(tgrs_header_rec, reserved) == TGRS_HEADER_OFF_RESERVED) ? 1 : -1];
+typedef char tgrs_check_off_header_target[(offsetof(tgrs_header_rec, target) == TGRS_HEADER_OFF_TARGET) ? 1 : -1];
 
 /* One section directory entry. */
 #define TGRS_SECTION_SIZE 16u

@@ -77,6 +77,11 @@ int tgrs_check_fc_sym(const tgrs_op_ctx *ctx);
  * numerics (param NUMERICS = 1). */
 int tgrs_check_softmax_onnx(const tgrs_op_ctx *ctx);
 
+/* 1 when this runtime build reads weights arranged for target `target` (TGRS_TARGET_*, the plan header's field):
+ * the generic layout always, its own core's arrangements, every target's in a host build (-DTGRS_ANY_TARGET=1;
+ * kernels/target.h). The loader refuses an arranged op of another target with TGRS_ERR_TARGET. */
+int tgrs_reads_target(uint32_t target);
+
 /*
  * tgrs_load with the caller's check table (the op resolver's other half): checks[k] is the check of kind k
  * (n_checks entries, normally TGRS_OP_COUNT + 1; NULL for a kind the firmware does not link, refused with

@@ -147,6 +147,7 @@ const char *tgrs_status_name(int code)
         TGRS_NAME(TGRS_ERR_SCRATCH)
         TGRS_NAME(TGRS_ERR_SHAPE)
         TGRS_NAME(TGRS_ERR_UNSUPPORTED)
+        TGRS_NAME(TGRS_ERR_TARGET)
     default:
         return "TGRS_ERR_UNKNOWN";
     }

@@ -137,7 +137,7 @@ static int tgrs_check_header(tgrs_plan *plan, const uint8_t *b, size_t len)
     if (tgrs_rd_u16(b + TGRS_HEADER_OFF_HEADER_SIZE) != TGRS_HEADER_SIZE ||
         tgrs_rd_u32(b + TGRS_HEADER_OFF_SECTION_COUNT) != TGRS_SECTION_COUNT ||
         tgrs_rd_u32(b + TGRS_HEADER_OFF_DIR_OFFSET) != TGRS_DIR_OFFSET ||
-        tgrs_rd_u32(b + TGRS_HEADER_OFF_RESERVED) != 0u || (flags & ~TGRS_FLAGS_KNOWN) != 0u ||
+        tgrs_rd_u32(b + TGRS_HEADER_OFF_TARGET) >= TGRS_TARGET_COUNT || (flags & ~TGRS_FLAGS_KNOWN) != 0u ||
         ((flags & TGRS_FLAG_XIP) != 0u && (flags & TGRS_FLAG_LZ4) != 0u)) {
         return TGRS_ERR_HEADER;
     }
@@ -655,6 +655,20 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
             int32_t want = (plan->flags & TGRS_FLAG_TFLM) != 0u ? TGRS_NUMERICS_TFLM : TGRS_NUMERICS_ONNX;
             if (ns >= 0 && tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * (uint32_t)ns) != want) {
                 return TGRS_ERR_BAD_PARAM;
+            }
+        }
+        {
+            /* An arranged op carries an arrangement of its kind for the header's target, one this build reads. */
+            int as = tgrs_op_arrange_slot(kind);
+            int32_t a = as >= 0 ? tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * (uint32_t)as) : 0;
+            uint32_t target = tgrs_rd_u32(plan->base + TGRS_HEADER_OFF_TARGET);
+            if (a != 0) {
+                if (tgrs_arrange_kind(a) != kind || tgrs_arrange_target(a) != (int)target) {
+                    return TGRS_ERR_BAD_PARAM;
+                }
+                if (!tgrs_reads_target(target)) {
+                    return TGRS_ERR_TARGET;
+                }
             }
         }
         nc = tgrs_op_nconsts(kind);

@@ -123,9 +123,10 @@ CASES = _cases()
 _PLANS: dict[str, tuple] = {}
 
 
-def _plan(key: str, tmp_dir: Path):
-    """Compile the case once (module cache): plan bytes, the input's caller bytes and the host's output bytes."""
-    if key not in _PLANS:
+def _plan(key: str, tmp_dir: Path, target: str | None = None):
+    """Compile the case once (module cache): plan bytes, the input's caller bytes and the host's output bytes.
+    ``target``: compile for that core (its weight arrangements; tests/cortex_m/test_arrangements.py)."""
+    if (key, target) not in _PLANS:
         import onnx
         from onnx import TensorProto, helper
 
@@ -150,16 +151,16 @@ def _plan(key: str, tmp_dir: Path):
         g.output.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, case.y_shape()))
         onnx.save(m, str(path))
         prep = api.prepare(str(path), numerics="tflm" if key.endswith("_tflm") else None)
-        comp = api.compile_model(str(path), "256K", prepared=prep)
+        comp = api.compile_model(str(path), "256K", prepared=prep, target=target, objective="traffic")
         s = Session(comp.plan_bytes)
         d = case.data
         # Codes dequantized exactly: quantizing them again gives the case's int8 input.
         xf = ((d["x"].astype(np.float32) - np.float32(d["zp_in"])) * np.float32(d["s_in"])).astype(np.float32)
         inputs = {s.inputs[0].name: xf}
         host = s.run(inputs)
-        _PLANS[key] = (comp.plan_bytes, s._to_caller(s.inputs[0], inputs[s.inputs[0].name]),
-                       s._to_caller(s.outputs[0], host.outputs[s.outputs[0].name]))
-    return _PLANS[key]
+        _PLANS[key, target] = (comp.plan_bytes, s._to_caller(s.inputs[0], inputs[s.inputs[0].name]),
+                               s._to_caller(s.outputs[0], host.outputs[s.outputs[0].name]))
+    return _PLANS[key, target]
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))

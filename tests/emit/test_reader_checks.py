@@ -82,7 +82,7 @@ def test_header_checks() -> None:
     _expect(data + b"\0" * 16, "ERR_SIZE")
     _expect(_hdr(data, "flags", 0x80), "ERR_HEADER")
     _expect(_hdr(data, "flags", int(F.Flag.XIP | F.Flag.LZ4)), "ERR_HEADER")
-    _expect(_hdr(data, "reserved", 1), "ERR_HEADER")
+    _expect(_hdr(data, "target", len(F.Target)), "ERR_HEADER")
     _expect(_hdr(data, "section_count", 10), "ERR_HEADER")
 
 

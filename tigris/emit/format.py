@@ -52,6 +52,40 @@ class Flag(IntEnum):
 FLAGS_KNOWN = Flag.XIP | Flag.LZ4 | Flag.TFLM
 
 
+class Target(IntEnum):
+    """The core a plan's weights are arranged for (header field ``target``; ``tigris compile --target``). The names
+    are the cost model's targets (tigris/cost.py TARGETS): one option packs for and estimates for the same core."""
+
+    GENERIC = 0  # no arrangement: every constant in the runtime's plain layout (docs/design.md section 2)
+    CORTEX_M4 = 1  # Cortex-M4/M7/M33 with the DSP extension (runtime_c/src/kernels/target.h TGRS_ISA_DSP)
+    CORTEX_M55 = 2  # Cortex-M55/M85 with Helium (TGRS_ISA_MVE)
+
+
+TARGET_NAMES = {"generic": Target.GENERIC, "cortex-m4": Target.CORTEX_M4, "cortex-m55": Target.CORTEX_M55}
+
+
+class Arrange(IntEnum):
+    """Weight arrangement ids, stored in the ARRANGE parameter of the kinds that have one (docs/format.md "Weight
+    arrangements"). Append, never renumber: a runtime refuses an id it does not read (TGRS_ERR_TARGET) or know."""
+
+    PLAIN = 0  # the generic layout of the kind's weight constant
+    # fc, int8, Cortex-M4: rows in blocks of four, each block's 4-k groups interleaved (16 bytes: 4 bytes of each row)
+    FC_ROWS4 = 1
+
+
+@dataclass(frozen=True)
+class ArrangeSpec:
+    id: Arrange
+    target: Target  # the target whose runtime reads it (a host build reads every one, docs/runtime.md)
+    kind: str  # the op kind whose weight constant it rearranges
+
+
+ARRANGEMENTS: tuple[ArrangeSpec, ...] = (
+    ArrangeSpec(Arrange.FC_ROWS4, Target.CORTEX_M4, "fc"),
+)
+ARRANGE_BY_ID = {a.id: a for a in ARRANGEMENTS}
+
+
 class Numerics(IntEnum):
     """Numerics contract codes, stored in the NUMERICS parameter of every int8 op whose arithmetic depends on it
     (docs/numerics.md). The loader checks each such op's code against the header's TFLM flag."""
@@ -260,7 +294,7 @@ HEADER = Record(
         _u32("flags", "Flag bits"),
         _u32("section_count", "entries in the section directory (= number of SectionId)"),
         _u32("dir_offset", "byte offset of the section directory (= header_size)"),
-        _u32("reserved", "0"),
+        _u32("target", "Target the weights are arranged for (0 generic; older readers required 0 here)"),
     ),
     "File header at offset 0.",
 )
@@ -487,7 +521,7 @@ STATUS: tuple[Status, ...] = (
     Status("ERR_VERSION", -5, "unsupported format version"),
     Status("ERR_SIZE", -6, "file_size does not match the buffer length"),
     Status("ERR_CRC", -7, "CRC-32 mismatch"),
-    Status("ERR_HEADER", -8, "bad header field (header_size, flags, directory, reserved)"),
+    Status("ERR_HEADER", -8, "bad header field (header_size, flags, directory, target)"),
     Status("ERR_SECTION", -9, "section directory malformed (id, order, record count)"),
     Status("ERR_SECTION_BOUNDS", -10, "section out of bounds, misaligned or overlapping"),
     Status("ERR_STRING", -11, "string reference out of bounds or not NUL-terminated"),
@@ -517,6 +551,8 @@ STATUS: tuple[Status, ...] = (
     Status("ERR_SCRATCH", -43, "scratch too small"),
     Status("ERR_SHAPE", -44, "inconsistent dims"),
     Status("ERR_UNSUPPORTED", -45, "no kernel for this kind / variant"),
+    # Loader, after the kernel codes: appended, so the numbers above stay.
+    Status("ERR_TARGET", -46, "weights arranged for another target than this runtime's"),
 )
 
 STATUS_BY_NAME = {s.name: s for s in STATUS}

@@ -140,9 +140,12 @@ def generate() -> str:
         ("TGRS_UNIT_F_", F.UnitFlag),
         ("TGRS_STAGE_F_", F.StageFlag),
         ("TGRS_NUMERICS_", F.Numerics),
+        ("TGRS_TARGET_", F.Target),
+        ("TGRS_ARRANGE_", F.Arrange),
     ):
         for m in enum:
             L.append(_define(f"{prefix}{m.name}", f"{int(m)}u"))
+    L.append(_define("TGRS_TARGET_COUNT", f"{len(F.Target)}u", "header target codes are 0..TGRS_TARGET_COUNT - 1"))
     L.append(_define("TGRS_UNIT_FLAGS_KNOWN", f"{int(F.UNIT_FLAGS_KNOWN)}u", "any other unit flag bit is an error"))
     L.append(_define("TGRS_SHUFFLE_CHUNK", f"{F.SHUFFLE_CHUNK}u", "bytes per byte-plane shuffle chunk"))
     L += ["", "/* ---- section ids (directory order = file order) ---- */"]
@@ -209,6 +212,37 @@ def generate() -> str:
         if "numerics" in names:
             L.append(f"    case TGRS_OP_{_macro(kname)}: return {names.index('numerics')};")
     L += ["    default: return -1;", "    }", "}", ""]
+    L += [
+        "/* The slot of a kind's ARRANGE parameter (its weight arrangement id, TGRS_ARRANGE_*), -1 when it has none. */",
+        "static inline int tgrs_op_arrange_slot(uint32_t kind)",
+        "{",
+        "    switch (kind) {",
+    ]
+    for i, (kname, params, _c) in enumerate(tables):
+        names = [p.lower() for p in (params or ())]
+        if "arrange" in names:
+            L.append(f"    case TGRS_OP_{_macro(kname)}: return {names.index('arrange')};")
+    L += ["    default: return -1;", "    }", "}", ""]
+    kind_macro = {kname: f"TGRS_OP_{_macro(kname)}" for kname, _p, _c in tables}
+    L += [
+        "/* The target (TGRS_TARGET_*) whose runtime reads weight arrangement `arrange`, and the kind (TGRS_OP_*) it",
+        "   applies to; -1 and 0 for an id this format does not define (TGRS_ARRANGE_PLAIN: generic, every kind). */",
+        "static inline int tgrs_arrange_target(int32_t arrange)",
+        "{",
+        "    switch (arrange) {",
+        f"    case TGRS_ARRANGE_{F.Arrange.PLAIN.name}: return (int)TGRS_TARGET_{F.Target.GENERIC.name};",
+    ]
+    for a in F.ARRANGEMENTS:
+        L.append(f"    case TGRS_ARRANGE_{a.id.name}: return (int)TGRS_TARGET_{a.target.name};")
+    L += ["    default: return -1;", "    }", "}", ""]
+    L += [
+        "static inline uint32_t tgrs_arrange_kind(int32_t arrange)",
+        "{",
+        "    switch (arrange) {",
+    ]
+    for a in F.ARRANGEMENTS:
+        L.append(f"    case TGRS_ARRANGE_{a.id.name}: return {kind_macro[a.kind]};")
+    L += ["    default: return 0u;", "    }", "}", ""]
     L += [
         "/* A short English description of a status code (never NULL). */",
         "static inline const char *tgrs_status_str(int status)",

@@ -47,6 +47,14 @@ def kind_limits() -> tuple[tuple[str, int, int], ...]:
     return tuple((name, len(params), len(consts)) for name, params, consts in _kind_tables())
 
 
+def arrange_slots() -> tuple[int, ...]:
+    """Per kind id - 1, the slot of its ARRANGE parameter or -1 (the header's tgrs_op_arrange_slot)."""
+    from tigris.emit.gen_header import _kind_tables
+
+    return tuple([p.lower() for p in params].index("arrange") if "arrange" in [p.lower() for p in params] else -1
+                 for _n, params, _c in _kind_tables())
+
+
 def numerics_slots() -> tuple[int, ...]:
     """Per kind id - 1, the slot of its NUMERICS parameter or -1 (the header's tgrs_op_numerics_slot)."""
     from tigris.emit.gen_header import _kind_tables
@@ -200,6 +208,22 @@ class PlanFile:
     weights: bytes  # the WEIGHTS section as stored
     unit_images: list[bytes] = field(default_factory=list)  # decoded prefix image per unit (empty with XIP)
     sections: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (offset, size)
+    target: int = 0  # header field target (tigris.emit.format.Target)
+
+    @property
+    def target_name(self) -> str:
+        """The core the weights are arranged for (``tigris compile --target``)."""
+        return next(n for n, t in F.TARGET_NAMES.items() if t == self.target)
+
+    def arrangements(self) -> dict[int, str]:
+        """Op index -> the name of its weight arrangement, for every op whose weights are not in the plain layout."""
+        slots = arrange_slots()
+        out: dict[int, str] = {}
+        for op in self.ops:
+            s = slots[op.kind_id - 1]
+            if s >= 0 and op.params[s]:
+                out[op.index] = F.Arrange(op.params[s]).name.lower()
+        return out
 
     @property
     def xip(self) -> bool:
@@ -384,7 +408,7 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
     if p["max_prefix"] != max(int(u["weight_bytes"]) for u in units_raw):
         raise _fail("ERR_PLAN", "max_prefix is not the largest unit weight_bytes")
     units = [_check_unit_buffers(c, ui, u, tensors, fast_arena) for ui, u in enumerate(units_raw)]
-    ops = _check_ops(c, units, tensors, fast_arena)
+    ops = _check_ops(c, units, tensors, fast_arena, int(h["target"]))  # type: ignore[arg-type]
     stages = _check_stages(c, len(units), len(tensors))
     _check_kinds(buf, ops)
     n_in = int(p["n_inputs"])
@@ -396,7 +420,7 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
         reload_bytes=int(p["reload_bytes"]), unscheduled_peak=int(p["unscheduled_peak"]),
         max_prefix=int(p["max_prefix"]), recompute_macs=int(p["recompute_macs"]), tensors=tensors,
         inputs=ios[:n_in], outputs=ios[n_in:], ops=ops, units=units, stages=stages,
-        weights=c.sec[F.SectionId.WEIGHTS], unit_images=images, sections=c.where,
+        weights=c.sec[F.SectionId.WEIGHTS], unit_images=images, sections=c.where, target=int(h["target"]),
     )
 
 
@@ -423,11 +447,11 @@ def _check_header(buf: bytes) -> dict[str, object]:
         h["header_size"] != F.HEADER.size
         or h["section_count"] != len(F.SECTIONS)
         or h["dir_offset"] != F.DIR_OFFSET
-        or h["reserved"] != 0
+        or h["target"] not in set(F.Target)
         or flags & ~int(F.FLAGS_KNOWN)
         or (flags & F.Flag.XIP and flags & F.Flag.LZ4)
     ):
-        raise _fail("ERR_HEADER", "bad header_size, section_count, dir_offset, reserved or flags")
+        raise _fail("ERR_HEADER", "bad header_size, section_count, dir_offset, target or flags")
     return h
 
 
@@ -750,13 +774,17 @@ def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo
     )
 
 
-def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], fast_arena: int) -> list[OpInfo]:
-    """Step 15: every op of every unit, against the unit's placements and weight area."""
+def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], fast_arena: int,
+               target: int = 0) -> list[OpInfo]:
+    """Step 15: every op of every unit, against the unit's placements and weight area. ``target`` is the header's:
+    an arranged op must carry an arrangement of that target. This reader is the host runtime's twin, which reads
+    every target's arrangements, so it never refuses one with TGRS_ERR_TARGET (docs/format.md)."""
     ops_raw = c.records(F.SectionId.OPS)
     n_weights = len(c.sec[F.SectionId.WEIGHTS])
     nt = len(tensors)
     limits = kind_limits()
     nslots = numerics_slots()
+    aslots = arrange_slots()
     want_nm = int(F.Numerics.TFLM) if c.flags & F.Flag.TFLM else int(F.Numerics.ONNX)
     ops: list[OpInfo] = []
     for u in units:
@@ -787,6 +815,11 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
             nm = int(o["params"][nslots[kid - 1]]) if nslots[kid - 1] >= 0 else want_nm
             if nm != want_nm:
                 raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): numerics code {nm} is not the plan's ({want_nm})")
+            arr = int(o["params"][aslots[kid - 1]]) if aslots[kid - 1] >= 0 else 0
+            spec = F.ARRANGE_BY_ID.get(arr)  # type: ignore[call-overload]
+            if arr != 0 and (spec is None or spec.kind != kname or int(spec.target) != target):
+                raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): weight arrangement {arr} is not one of this kind "
+                                             f"for the plan's target ({target})")
             limit = n_weights if c.xip else u.wraw_size
             consts = []
             for s in range(MAX_CONSTS):

@@ -163,8 +163,13 @@ def emit_plan(
     *,
     xip: bool,
     compression: str = "none",
+    target: str = "generic",
 ) -> bytes:
-    """The .tgrs bytes of ``plan`` (see docs/format.md). Raises TigrisError for anything the format cannot hold."""
+    """The .tgrs bytes of ``plan`` (see docs/format.md). Raises TigrisError for anything the format cannot hold.
+
+    ``target`` (a name of :data:`tigris.emit.format.TARGET_NAMES`) arranges the weights of the ops that have an
+    arrangement for that core (:func:`tigris.ops.arrange`) and is recorded in the header; ``generic`` arranges
+    nothing, and its plans are exactly those of a writer that knows no targets."""
     if compression not in COMPRESSIONS:
         raise TigrisError(f"unknown compression {compression!r}; use one of {', '.join(COMPRESSIONS)}", "-c")
     if xip and compression != "none":
@@ -175,6 +180,9 @@ def emit_plan(
         lowered = [lower_op(graph, op) for op in graph.ops]
     if len(lowered) != len(graph.ops):
         raise TigrisError(f"{len(lowered)} lowered ops for {len(graph.ops)} graph ops", graph.name)
+    from tigris.ops import arrange
+
+    lowered = arrange(lowered, target)
     if not plan.units:
         raise TigrisError("the memory plan has no exec units", graph.name)
     for u, unit in enumerate(plan.units):
@@ -230,7 +238,7 @@ def emit_plan(
     }
     flags = (F.Flag.XIP if xip else 0) | (F.Flag.LZ4 if compression == "lz4" else 0)
     flags |= F.Flag.TFLM if graph.numerics == "tflm" else 0
-    data = assemble(sections, int(flags))
+    data = assemble(sections, int(flags), int(F.TARGET_NAMES[target]))
 
     from tigris.emit.reader import PlanFormatError, read_plan  # the self-check: what we return, the loader accepts
 
@@ -497,7 +505,7 @@ def _io_record(ctx: _Ctx, n: str, direction: F.Direction, homes: dict[str, Place
     )
 
 
-def assemble(sections: dict[F.SectionId, tuple[bytes, int]], flags: int) -> bytes:
+def assemble(sections: dict[F.SectionId, tuple[bytes, int]], flags: int, target: int = 0) -> bytes:
     """Header + directory + sections (each at a multiple of 16) + CRC. Exposed for tests that forge plans."""
     body = bytearray(F.DATA_START)
     directory = []
@@ -511,7 +519,7 @@ def assemble(sections: dict[F.SectionId, tuple[bytes, int]], flags: int) -> byte
     body[F.DIR_OFFSET : F.DATA_START] = b"".join(directory)
     header = dict(
         magic=list(F.MAGIC), version=F.VERSION, header_size=F.HEADER.size, crc32=0, file_size=len(body),
-        flags=flags, section_count=len(F.SECTIONS), dir_offset=F.DIR_OFFSET,
+        flags=flags, section_count=len(F.SECTIONS), dir_offset=F.DIR_OFFSET, target=target,
     )
     body[: F.HEADER.size] = F.HEADER.pack(header)
     return seal(body)

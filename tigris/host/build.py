@@ -29,7 +29,9 @@ from tigris.ops import KINDS
 # compiler fuses a multiply-add (the NumPy reference never does). -fno-wrapv undoes the -fwrapv that extension builds
 # inherit from CPython's own flags: with it GCC cannot turn the int8 dot products into multiply-add-pairs (3-4x
 # slower), and the runtime's integer arithmetic is written never to overflow anyway (the Cortex-M build has no wrapv).
-CFLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-wrapv")
+# -DTGRS_ANY_TARGET=1: the host runtime reads the weights every target's plans are arranged in (plain C readers;
+# kernels/target.h), so `tigris run` and `tigris verify --target cortex-m4` execute the packed bytes themselves.
+CFLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-wrapv", "-DTGRS_ANY_TARGET=1")
 
 # The instruction-set level of the host build, and its extra flags. "generic" is the compiler's default target (on
 # x86-64: SSE2, the plain C loops); "avx2" adds -mavx2 -mfma, which makes runtime_c/src/kernels/target.h select the

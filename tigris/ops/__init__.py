@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 from functools import lru_cache
 
+from tigris.ir import TigrisError
 from tigris.ops.base import Lowered, OpKind, TensorView, Unsupported
 
 # (kind name, module under tigris.ops, class name). The order is the C enum order.
@@ -96,5 +97,18 @@ def lower(graph, op) -> Lowered:
     return low
 
 
-__all__ = ["KINDS", "KIND_IDS", "Lowered", "OpKind", "TensorView", "Unsupported", "kind", "kind_for", "lower",
+def arrange(lowered: list[Lowered], target: str) -> list[Lowered]:
+    """The lowered ops with their weights arranged for ``target`` (a name of tigris.emit.format.TARGET_NAMES):
+    each kind decides per op (:meth:`OpKind.arrange`); ``generic`` arranges nothing. The memory plan is made from
+    the plain ops and holds for these, since an arrangement keeps every constant's length."""
+    from tigris.emit.format import TARGET_NAMES
+
+    if target not in TARGET_NAMES:
+        raise TigrisError(f"unknown target {target!r}; use one of {', '.join(sorted(TARGET_NAMES))}", "--target")
+    if target == "generic":
+        return list(lowered)
+    return [low if low.alias else kind(low.kind).arrange(low, target) for low in lowered]
+
+
+__all__ = ["KINDS", "KIND_IDS", "Lowered", "OpKind", "TensorView", "Unsupported", "arrange", "kind", "kind_for", "lower",
            "unsupported_reason"]

@@ -219,6 +219,13 @@ class OpKind:
         ``tgrs_<kind>_scratch_size``). The planner places it in the fast arena."""
         return 0
 
+    # -- weight arrangements (docs/format.md "Weight arrangements") -------------------------------------------------
+    def arrange(self, low: Lowered, target: str) -> Lowered:
+        """``low`` with its weights in the order ``target``'s kernels read fastest, and the arrangement id in the
+        kind's ``arrange`` parameter; ``low`` itself when the kind (or this op) has no arrangement for the target.
+        An arrangement only permutes bytes: every constant keeps its length, so the memory plan is the same."""
+        return low
+
     def weight_bytes(self, low: Lowered) -> int:
         """Bytes the op's constants take in a unit's fast weight prefix (and in the plan): every blob rounded up to
         the 16-byte alignment of the format. An alias has none."""

@@ -7,6 +7,7 @@ int8 conventions as in ``tigris/ops/_mac.py``. No scratch.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -40,8 +41,24 @@ class FullyConnected(_mac.MacKind):
         "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
         "wzp",  # int8: 1 when the weights have zero points (the bias const is [bias, zp_w])
         "wf16",  # float: 1 when the weight const holds IEEE halves (widened into the scratch by the kernel)
+        "arrange",  # weight arrangement id (tigris.emit.format.Arrange; 0 = the plain [OC, K] order)
     )
     CONSTS = ("weight", "bias", "mult", "shift")
+
+    def arrange(self, low: Lowered, target: str) -> Lowered:
+        """Cortex-M4: an int8 op without weight zero points, at least four rows and four features, gets FC_ROWS4
+        (:func:`rows4`): the DSP loop then loads two rows' four weights with one LDRD and widens one input word for
+        four rows, with one weight pointer."""
+        from tigris.emit.format import Arrange
+
+        w = np.asarray(low.consts.get("weight"))
+        if target != "cortex-m4" or w.dtype != np.int8 or low.params.get("wzp", 0) or low.params.get("arrange", 0):
+            return low
+        k = int(low.params["k"])
+        if k < 4 or w.size // k < 4:
+            return low
+        return replace(low, params={**low.params, "arrange": int(Arrange.FC_ROWS4)},
+                       consts={**low.consts, "weight": rows4(w.reshape(-1, k))})
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x = graph.tensors[op.inputs[0]]
@@ -78,6 +95,8 @@ class FullyConnected(_mac.MacKind):
         p = low.params
         k = int(p["k"])
         w = np.asarray(low.consts["weight"])
+        if p.get("arrange", 0):  # FC_ROWS4, the only fc arrangement (arrange refuses the others)
+            w = unrows4(w.reshape(-1), w.size // k, k)
         a = np.asarray(inputs[0].data).reshape(-1, k)
         # float64 products are exact for int8 (|acc| < 2**31 is proven at lowering), and accurate for float32.
         if out.dtype == "int8" and p.get("wzp", 0):
@@ -97,3 +116,26 @@ class FullyConnected(_mac.MacKind):
         else:
             res = _mac.epilogue_f32(acc + np.asarray(low.consts["bias"], dtype=np.float64), p["fmin"], p["fmax"])
         out.data[...] = res.reshape(out.data.shape)
+
+
+def rows4(w: np.ndarray) -> np.ndarray:
+    """The FC_ROWS4 arrangement of int8 weights ``w`` [OC, K] (docs/format.md "Weight arrangements"), flat, the same
+    length: rows in blocks of four; block b holds, for every group of four features below K4 = K rounded down to a
+    multiple of four, the four bytes of row 4b, then of 4b+1, 4b+2, 4b+3 (16 bytes per group), then each row's
+    K - K4 tail features in row order. Rows past the last whole block stay in plain order, so every block starts
+    where it starts in the plain layout."""
+    oc, k = w.shape
+    b, k4 = oc // 4, k & ~3
+    blocks = w[: 4 * b].reshape(b, 4, k)
+    head = blocks[:, :, :k4].reshape(b, 4, k4 // 4, 4).transpose(0, 2, 1, 3).reshape(b, 4 * k4)
+    tail = blocks[:, :, k4:].reshape(b, 4 * (k - k4))
+    return np.ascontiguousarray(np.concatenate([np.concatenate([head, tail], axis=1).reshape(-1),
+                                                w[4 * b:].reshape(-1)]))
+
+
+def unrows4(flat: np.ndarray, oc: int, k: int) -> np.ndarray:
+    """[OC, K] from the FC_ROWS4 arrangement (the inverse of :func:`rows4`)."""
+    idx = rows4(np.arange(oc * k, dtype=np.int64).reshape(oc, k))
+    out = np.empty(oc * k, dtype=flat.dtype)
+    out[idx] = flat
+    return out.reshape(oc, k)

@@ -4,7 +4,9 @@
  * Layouts (tigris/ops/fc.py is the other half of this contract):
  *   input  any untiled view whose element count is a multiple of K (param k): N = count / K rows of K features
  *   output untiled view of N * OC elements, same dtype
- *   weight [OC][K]; bias [OC] float32, or int32 with zp_in * sum_k(w) already subtracted (int8)
+ *   weight [OC][K]; bias [OC] float32, or int32 with zp_in * sum_k(w) already subtracted (int8); int8 weights may
+ *          be arranged FC_ROWS4 for the Cortex-M4 (param ARRANGE, docs/format.md "Weight arrangements": rows in
+ *          blocks of four, each block's groups of four features interleaved, fc_dot4r_s8_plain says where each sits)
  *   mult, shift [OC] int32 Q0.31 requantization (int8 only)
  *
  * Method: float, one dot product per output, with FC_LANES independent partial sums (a fixed summation order, so
@@ -137,7 +139,33 @@ static void fc_dot2_s8_plain(const int8_t *x, const int8_t *w, int32_t k, int tw
 
 #endif
 
-#include "fc_dsp.h" /* fc_dot2_s8_dsp */
+#if TGRS_ISA != TGRS_ISA_DSP /* the Cortex-M4 build reads FC_ROWS4 with its own loop (fc_dsp.h) */
+/*
+ * The plain reader of FC_ROWS4 weights (a host build reads them for `tigris verify --target cortex-m4`; other
+ * builds refer to it only in code their TGRS_READS_FC_ROWS4 removes): s[r] = x . row r of the block at w, whose
+ * K4 = K & ~3 features come as groups of 16 bytes (the four bytes of row 0, of row 1, 2, 3), then each row's
+ * K - K4 tail features in row order. Wrapping int32 sums, like every variant's.
+ */
+static void fc_dot4r_s8_plain(const int8_t *x, const int8_t *w, int32_t k, int32_t s[4])
+{
+    const int32_t k4 = k & ~3, t = k - k4;
+    int32_t g, r, e;
+    for (r = 0; r < 4; ++r) {
+        int32_t a = 0;
+        for (g = 0; g < k4; g += 4) {
+            for (e = 0; e < 4; ++e) {
+                a = tgrs_wrap_add(a, (int32_t)x[g + e] * (int32_t)w[4 * g + 4 * r + e]);
+            }
+        }
+        for (e = 0; e < t; ++e) {
+            a = tgrs_wrap_add(a, (int32_t)x[k4 + e] * (int32_t)w[4 * k4 + r * t + e]);
+        }
+        s[r] = a;
+    }
+}
+#endif
+
+#include "fc_dsp.h" /* fc_dot2_s8_dsp, fc_dot4r_s8_dsp */
 #include "fc_mve.h" /* fc_dot2_s8_mve */
 
 static int fc_f32(const tgrs_op_ctx *ctx, const fc_geom *fg)
@@ -196,6 +224,21 @@ static int fc_s8_wzp(const tgrs_op_ctx *ctx, const fc_geom *fg)
     return TGRS_OK;
 }
 
+/* The op's weight arrangement (param ARRANGE): TGRS_OK for the plain layout and for FC_ROWS4 on an int8 op without
+ * weight zero points in a build that reads it; TGRS_ERR_TARGET for FC_ROWS4 in a build that does not, TGRS_ERR_PARAM
+ * for anything else. */
+static int fc_arrange_check(const tgrs_op_ctx *ctx, int int8)
+{
+    const int32_t a = ctx->p[TGRS_P_FC_ARRANGE];
+    if (a == (int32_t)TGRS_ARRANGE_PLAIN) {
+        return TGRS_OK;
+    }
+    if (a != (int32_t)TGRS_ARRANGE_FC_ROWS4 || !int8 || ctx->p[TGRS_P_FC_WZP] != 0) {
+        return TGRS_ERR_PARAM;
+    }
+    return TGRS_READS_FC_ROWS4 ? TGRS_OK : TGRS_ERR_TARGET;
+}
+
 /* The weight-zero-point path an entry point links: fc_s8_wzp, or NULL in tgrs_fc_s8_sym. */
 typedef int (*fc_wzp_fn)(const tgrs_op_ctx *ctx, const fc_geom *fg);
 
@@ -210,22 +253,37 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg, fc_wzp_fn wzp)
     const int32_t nm = ctx->p[TGRS_P_FC_NUMERICS];
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
-    int32_t n, o;
-    const int st = tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg->oc, lo, hi, zp_in, zp_out, nm);
+    int32_t n, o, j, nr, o4 = 0;
+    int st = tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg->oc, lo, hi, zp_in, zp_out, nm);
+    if (st == TGRS_OK) {
+        st = fc_arrange_check(ctx, 1);
+    }
     if (st != TGRS_OK) {
         return st;
     }
     if (ctx->p[TGRS_P_FC_WZP] != 0) {
         return ctx->p[TGRS_P_FC_WZP] != 1 ? TGRS_ERR_PARAM : (wzp != NULL ? wzp(ctx, fg) : TGRS_ERR_UNSUPPORTED);
     }
+    if (TGRS_READS_FC_ROWS4 && ctx->p[TGRS_P_FC_ARRANGE] == (int32_t)TGRS_ARRANGE_FC_ROWS4) {
+        if (((uintptr_t)wt & 3u) != 0) {
+            return TGRS_ERR_PARAM; /* the blocks are read a word at a time; planned constants are 16-byte aligned */
+        }
+        o4 = fg->oc & ~3; /* rows in whole blocks of four; the rest keep the plain order */
+    }
     for (n = 0; n < fg->n; ++n) {
         const int8_t *x = in + (int64_t)n * fg->k;
-        for (o = 0; o < fg->oc; o += 2) {
-            /* two outputs per pass: the target's loop loads and widens each input value once for both rows */
-            const int two = o + 1 < fg->oc;
-            int32_t s[2], j;
-            TGRS_FC_DOT2_S8(x, wt + (int64_t)o * fg->k, fg->k, two, s);
-            for (j = 0; j <= two; ++j) {
+        for (o = 0; o < fg->oc; o += nr) {
+            /* four rows per pass in FC_ROWS4 blocks, else two: the target's loop loads and widens each input value
+               once for all of them */
+            int32_t s[4];
+            if (o < o4) {
+                TGRS_FC_DOT4R_S8(x, wt + (int64_t)o * fg->k, fg->k, s);
+                nr = 4;
+            } else {
+                nr = o + 1 < fg->oc ? 2 : 1;
+                TGRS_FC_DOT2_S8(x, wt + (int64_t)o * fg->k, fg->k, nr == 2, s);
+            }
+            for (j = 0; j < nr; ++j) {
                 tgrs_rq rq; /* one per output, next to a K-long dot product: the out-of-line copies cost nothing */
                 tgrs_rq_prepare(&rq, mult[o + j], shift[o + j], zp_out, nm);
                 out[(int64_t)n * fg->oc + o + j] = tgrs_rq_s8_call(&rq, tgrs_wrap_add(s[j], bias[o + j]), lo, hi);
@@ -255,6 +313,9 @@ int tgrs_fc_f32(const tgrs_op_ctx *ctx)
     int st = tgrs_f16_widen(&wide, ctx, TGRS_C_FC_WEIGHT, ctx->p[TGRS_P_FC_WF16]);
     if (st == TGRS_OK) {
         st = fc_entry(&wide, TGRS_DT_F32, &fg);
+    }
+    if (st == TGRS_OK) {
+        st = fc_arrange_check(ctx, 0);
     }
     if (st != TGRS_OK) {
         return st;
@@ -299,7 +360,8 @@ static int fc_check(const tgrs_op_ctx *ctx, int wzp)
     int st;
     if (dt == TGRS_DT_F32) {
         st = tgrs_check_f32_weights(&wide, ctx, TGRS_C_FC_WEIGHT, ctx->p[TGRS_P_FC_WF16]);
-        return st != TGRS_OK ? st : fc_entry(&wide, dt, &fg);
+        st = st != TGRS_OK ? st : fc_entry(&wide, dt, &fg);
+        return st != TGRS_OK ? st : fc_arrange_check(ctx, 0);
     }
     if (ctx->p[TGRS_P_FC_WF16] != 0) {
         return TGRS_ERR_PARAM; /* int8 weights are never halves */
@@ -311,6 +373,9 @@ static int fc_check(const tgrs_op_ctx *ctx, int wzp)
     st = tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg.oc, ctx->p[TGRS_P_FC_ACT_MIN],
                            ctx->p[TGRS_P_FC_ACT_MAX], ctx->p[TGRS_P_FC_ZP_IN], ctx->p[TGRS_P_FC_ZP_OUT],
                            ctx->p[TGRS_P_FC_NUMERICS]);
+    if (st == TGRS_OK) {
+        st = fc_arrange_check(ctx, 1);
+    }
     return (st == TGRS_OK && !wzp && ctx->p[TGRS_P_FC_WZP] == 1) ? TGRS_ERR_UNSUPPORTED : st;
 }
 

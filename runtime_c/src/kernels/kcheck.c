@@ -17,6 +17,7 @@
 #include "kview.h"
 #include "kcheck.h"
 #include "requant.h"
+#include "target.h"
 #include "tgrs_op.h"
 #include "window.h"
 
@@ -228,4 +229,9 @@ int tgrs_f16_widen(tgrs_op_ctx *wide, const tgrs_op_ctx *ctx, int slot, int32_t 
         wide->c[slot] = dst;
     }
     return TGRS_OK;
+}
+
+int tgrs_reads_target(uint32_t target)
+{
+    return TGRS_READS_TARGET(target) ? 1 : 0;
 }

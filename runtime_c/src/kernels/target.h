@@ -16,6 +16,8 @@
 #ifndef TGRS_TARGET_H
 #define TGRS_TARGET_H
 
+#include "tgrs_format.h"
+
 #define TGRS_ISA_PLAIN 0
 #define TGRS_ISA_DSP 1
 #define TGRS_ISA_MVE 2
@@ -100,6 +102,34 @@
 #define TGRS_CONV_F32 conv_f32
 #define TGRS_DW_F32 dw_f32
 #define TGRS_FC_DOT_S8 fc_dot_s8
+#endif
+
+/*
+ * Weight arrangements (docs/format.md "Weight arrangements"): the target whose arranged weights this build reads
+ * besides the plain layout is the core its instruction set is (TGRS_ISA_DSP: cortex-m4, TGRS_ISA_MVE: cortex-m55,
+ * anything else: generic only). A build with -DTGRS_ANY_TARGET=1 (the host build, tigris/host/build.py, and the
+ * fuzzer) reads every target's arrangements through plain C readers, so `tigris verify --target` runs a packed plan
+ * on the host; a firmware build reads only its own, and the loader refuses the others with TGRS_ERR_TARGET
+ * (tgrs_reads_target, kcheck.c).
+ */
+#if TGRS_ISA == TGRS_ISA_DSP
+#define TGRS_RUNTIME_TARGET TGRS_TARGET_CORTEX_M4
+#elif TGRS_ISA == TGRS_ISA_MVE
+#define TGRS_RUNTIME_TARGET TGRS_TARGET_CORTEX_M55
+#else
+#define TGRS_RUNTIME_TARGET TGRS_TARGET_GENERIC
+#endif
+#ifndef TGRS_ANY_TARGET
+#define TGRS_ANY_TARGET 0
+#endif
+#define TGRS_READS_TARGET(t) (TGRS_ANY_TARGET || (t) == TGRS_TARGET_GENERIC || (t) == TGRS_RUNTIME_TARGET)
+/* fc's FC_ROWS4 weights (four rows interleaved per four features): the DSP loop reads them on a Cortex-M4 build,
+ * the plain reader on a host build; other builds compile no reader (the loader refused the op). */
+#define TGRS_READS_FC_ROWS4 TGRS_READS_TARGET(TGRS_TARGET_CORTEX_M4)
+#if TGRS_ISA == TGRS_ISA_DSP
+#define TGRS_FC_DOT4R_S8 fc_dot4r_s8_dsp
+#else
+#define TGRS_FC_DOT4R_S8 fc_dot4r_s8_plain
 #endif
 
 /* fc's int8 dot products of one input row with two weight rows (fc.c, fc_dsp.h, fc_mve.h); elsewhere one row at a
