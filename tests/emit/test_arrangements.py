@@ -221,3 +221,14 @@ def test_unknown_target_is_a_one_line_error() -> None:
 
     with pytest.raises(TigrisError, match="unknown target"):
         arrange([], "cortex-m7")
+
+
+def test_kind_check_refuses_fc_rows4_on_a_float_op() -> None:
+    """A well-formed FC_ROWS4 id on a float fc (whose weights the arrangement does not cover) passes step 15 and is
+    refused by the kind's check (step 17) with TGRS_ERR_PARAM, by both readers."""
+    data = api.compile_model(str(REPO / "examples" / "mnist-8.onnx"), "64K").plan_bytes
+    pf = read_plan(data)
+    fc = next(op.index for op in pf.ops if op.kind == "fc")
+    bad = _set_param(_set_target(data, int(F.Target.CORTEX_M4)), fc, arrange_slots()[KIND_IDS["fc"] - 1],
+                     int(F.Arrange.FC_ROWS4))
+    assert _py_status(bad) == _c_status(bad) == "TGRS_ERR_PARAM"

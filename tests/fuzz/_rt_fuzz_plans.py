@@ -47,21 +47,24 @@ def _cached() -> tuple[bytes, ...]:
 
 # Real models reach the kernels the synthetic graphs do not (fully connected, pooling, softmax, reshape copies,
 # boundary quantization) and LZ4 units with the byte-plane shuffle (float weights). Skipped silently when ../shared
-# is absent: the synthetic plans still fuzz the core.
-MODELS = (("onnx_zoo/mnist-8.onnx", "64K", False, "none"), ("onnx_zoo/mnist-8.onnx", "64K", False, "lz4"),
-          ("mlperf_tiny/kws_dscnn_int8.onnx", "64K", False, "none"),
-          ("mlperf_tiny/ad_autoencoder_int8.onnx", "128K", True, "none"))
+# is absent: the synthetic plans still fuzz the core. The last one is packed for the Cortex-M4 (header target, FC_ROWS4
+# weight arrangements on every fc: docs/format.md), which the host builds read.
+MODELS = (("onnx_zoo/mnist-8.onnx", "64K", False, "none", None), ("onnx_zoo/mnist-8.onnx", "64K", False, "lz4", None),
+          ("mlperf_tiny/kws_dscnn_int8.onnx", "64K", False, "none", None),
+          ("mlperf_tiny/ad_autoencoder_int8.onnx", "128K", True, "none", None),
+          ("mlperf_tiny/ad_autoencoder_int8.onnx", "128K", True, "none", "cortex-m4"))
 
 
 def _model_plans() -> list[bytes]:
     from tigris import api
 
     out = []
-    for rel, fast, xip, comp in MODELS:
+    for rel, fast, xip, comp, target in MODELS:
         path = P.SHARED_MODELS / rel
         if not path.exists():
             continue
-        out.append(api.compile_model(path, fast, xip=xip, compression=comp).plan_bytes)
+        out.append(api.compile_model(path, fast, xip=xip, compression=comp, target=target,
+                                     objective="traffic" if target else None).plan_bytes)
     return out
 
 

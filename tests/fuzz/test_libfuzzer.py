@@ -19,7 +19,7 @@ from make_corpus import write_corpus
 from tigris.host.build import c_sources, find_sources
 
 SECONDS = int(os.environ.get("TIGRIS_LIBFUZZER_SECONDS", "60"))
-FLAGS = ["-std=c99", "-g", "-O1", "-ffp-contract=off", "-fsanitize=fuzzer,address,undefined",
+FLAGS = ["-std=c99", "-g", "-O1", "-ffp-contract=off", "-DTGRS_ANY_TARGET=1", "-fsanitize=fuzzer,address,undefined",
          "-fno-sanitize-recover=undefined", "-Wall", "-Wextra", "-Werror"]
 
 
