@@ -20,6 +20,8 @@
 
 #if TGRS_HAVE_MVE
 
+#include <stddef.h>
+
 #include "requant_mve.h"
 
 #define CONV_MVE_PX (2 * CONV_MR) /* int8 patches that fit the planned scratch */
@@ -80,6 +82,35 @@ static void conv_mve_gather(const conv_geom *cg, const int8_t *img, int32_t oh, 
     }
 }
 
+/* The int8 patch of output pixel (oh, ow) for one group and no horizontal dilation (conv_mve_gather's common case),
+ * in 32-bit offsets (a Helium core's arena is far below 2^31 bytes): per kernel row one run of kw * c input bytes,
+ * copied 16 bytes per predicated step, its out-of-image ends and out-of-image rows filled with the input zero point.
+ */
+static void conv_mve_gather1(const conv_geom *cg, const int8_t *img, int32_t oh, int32_t ow, int32_t zp, int8_t *dst)
+{
+    const tgrs_window *w = &cg->w;
+    const int32_t c = cg->c, run = w->kw * c, rstride = cg->wd * c;
+    const int32_t iw0 = ow * w->sw - w->pl, ih0 = oh * w->sh - w->pt;
+    const int32_t j0 = iw0 < 0 ? -iw0 : 0;                          /* first in-image tap */
+    const int32_t j1 = iw0 + w->kw > cg->wd ? cg->wd - iw0 : w->kw; /* past the last one */
+    const int32_t lpad = j0 * c, len = j1 > j0 ? (j1 - j0) * c : 0, rpad = run - lpad - len;
+    int32_t soff = (ih0 - cg->in_row0) * rstride + (iw0 + j0) * c; /* a pointer is formed only in the image */
+    int32_t i, ih = ih0;
+    for (i = 0; i < w->kh; ++i, ih += w->dh, soff += w->dh * rstride, dst += run) {
+        if (ih < 0 || ih >= cg->h || len == 0) {
+            conv_mve_fill(dst, (int8_t)zp, run);
+            continue;
+        }
+        if (lpad > 0) {
+            conv_mve_fill(dst, (int8_t)zp, lpad);
+        }
+        conv_mve_copy(dst + lpad, img + soff, len);
+        if (rpad > 0) {
+            conv_mve_fill(dst + lpad + len, (int8_t)zp, rpad);
+        }
+    }
+}
+
 /* The four sums sum_k x[k] * w_j[k] (weight rows w0..w3) as one vector, lane j for row j. */
 static inline int32x4_t conv_mve_dot4(const int8_t *x, const int8_t *w0, const int8_t *w1, const int8_t *w2,
                                       const int8_t *w3, int32_t k)
@@ -113,6 +144,99 @@ static inline int32x4_t conv_mve_dot4(const int8_t *x, const int8_t *w0, const i
     return vsetq_lane_s32(s3, v, 3);
 }
 
+/* What conv_mve_px4 reads of the op (offsets fixed: the assembly reads them). */
+typedef struct conv_mve_opf {
+    int32_t kt, nf; /* K % 16, K / 16 */
+    int32_t zp, lo, hi;
+} conv_mve_opf;
+
+typedef char conv_mve_opf_offsets_are_fixed[(offsetof(conv_mve_opf, nf) == 4 && offsetof(conv_mve_opf, hi) == 16)
+                                             ? 1 : -1];
+
+/*
+ * One pixel's patch x against a full block of four weight rows (w[0..3]), requantized and stored as four bytes at o,
+ * in assembly: GCC 12 reloads the row pointers and the requantization operands from the stack for every pixel. The
+ * K % 16 values come first (one VCTP-predicated chunk with zeroing loads; none when K is a multiple of 16), then the
+ * whole 16-value chunks in a low-overhead loop (WLS/LE): per chunk one patch load, four weight loads and four VMLADAVA.
+ * The four sums become one vector (lane j row j), then bias, tgrs_rq_vec2 with the doubled multipliers m2 and the
+ * shifts sh, the zero point and the clamp. The sums are exact (any order).
+ */
+static inline void conv_mve_px4(const int8_t *x, const int8_t *const *w, int32x4_t bias, uint32x4_t m2,
+                                int32x4_t sh, const conv_mve_opf *f, int8_t *o)
+{
+    const int8_t *w0 = w[0], *w1 = w[1], *w2 = w[2], *w3 = w[3];
+    int32_t a0, a1, a2, a3;
+    int8x16_t xq, wq;
+    int32x4_t acc, u;
+    __asm__ volatile(
+        "ldr %[a3], [%[f]]\n\t"
+        "cmp %[a3], #0\n\t"
+        "bne 3f\n\t"
+        "mov %[a0], #0\n\t"
+        "mov %[a1], #0\n\t"
+        "mov %[a2], #0\n\t"
+        "b 4f\n"
+        "3:\n\t"
+        "vctp.8 %[a3]\n\t"
+        "vpstt\n\t"
+        "vldrbt.8 %q[xq], [%[x]]\n\t"
+        "vldrbt.8 %q[wq], [%[w0]]\n\t"
+        "vmladav.s8 %[a0], %q[xq], %q[wq]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w1]]\n\t"
+        "vmladav.s8 %[a1], %q[xq], %q[wq]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w2]]\n\t"
+        "vmladav.s8 %[a2], %q[xq], %q[wq]\n\t"
+        "add %[x], %[x], %[a3]\n\t"
+        "add %[w0], %[w0], %[a3]\n\t"
+        "add %[w1], %[w1], %[a3]\n\t"
+        "add %[w2], %[w2], %[a3]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w3]]\n\t"
+        "add %[w3], %[w3], %[a3]\n\t"
+        "vmladav.s8 %[a3], %q[xq], %q[wq]\n"
+        "4:\n\t"
+        "ldr lr, [%[f], #4]\n\t"
+        "wls lr, lr, 2f\n"
+        "1:\n\t"
+        "vldrb.8 %q[xq], [%[x]], #16\n\t"
+        "vldrb.8 %q[wq], [%[w0]], #16\n\t"
+        "vmladava.s8 %[a0], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w1]], #16\n\t"
+        "vmladava.s8 %[a1], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w2]], #16\n\t"
+        "vmladava.s8 %[a2], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w3]], #16\n\t"
+        "vmladava.s8 %[a3], %q[xq], %q[wq]\n\t"
+        "le lr, 1b\n"
+        "2:\n\t"
+        "vmov.32 %q[acc][0], %[a0]\n\t"
+        "vmov.32 %q[acc][1], %[a1]\n\t"
+        "vmov.32 %q[acc][2], %[a2]\n\t"
+        "vmov.32 %q[acc][3], %[a3]\n\t"
+        "vadd.i32 %q[acc], %q[acc], %q[bias]\n\t"
+        "vabs.s32 %q[u], %q[acc]\n\t"
+        "vmulh.u32 %q[u], %q[u], %q[m2]\n\t"
+        "vrshl.u32 %q[u], %q[u], %q[sh]\n\t"
+        "vshr.s32 %q[acc], %q[acc], #31\n\t"
+        "veor %q[u], %q[u], %q[acc]\n\t"
+        "vsub.i32 %q[acc], %q[u], %q[acc]\n\t"
+        "ldr %[a0], [%[f], #8]\n\t"
+        "vadd.i32 %q[acc], %q[acc], %[a0]\n\t"
+        "ldr %[a0], [%[f], #12]\n\t"
+        "vdup.32 %q[u], %[a0]\n\t"
+        "vmax.s32 %q[acc], %q[acc], %q[u]\n\t"
+        "ldr %[a0], [%[f], #16]\n\t"
+        "vdup.32 %q[u], %[a0]\n\t"
+        "vmin.s32 %q[acc], %q[acc], %q[u]\n\t"
+        "vstrb.32 %q[acc], [%[o]]"
+        : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [xq] "=&w"(xq), [wq] "=&w"(wq),
+          [acc] "=&w"(acc), [u] "=&w"(u), [x] "+r"(x), [w0] "+r"(w0), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3)
+        : [bias] "w"(bias), [m2] "w"(m2), [sh] "w"(sh), [f] "r"(f), [o] "l"(o)
+        : "cc", "memory", "lr");
+}
+
 /* What one pixel block's channel loop needs (a struct keeps the loop its own function with few live values). */
 typedef struct conv_mve_blk {
     const int8_t *a[CONV_MVE_PX]; /* patch rows */
@@ -120,6 +244,7 @@ typedef struct conv_mve_blk {
     const int8_t *wt;             /* the group's first weight row */
     const int32_t *bias, *mult, *shift; /* the group's first channel */
     int32_t np, nch, k, ostride, zp_out, lo, hi, nm, vec;
+    conv_mve_opf f; /* conv_mve_px4's view of the op */
 } conv_mve_blk;
 
 /* Every output channel of the group for the block's np pixels. */
@@ -142,9 +267,9 @@ __attribute__((noinline)) static void conv_mve_channels(const conv_mve_blk *b)
             const uint32x4_t m = vaddq_u32(m1, m1); /* tgrs_rq_vec2 takes the doubled multiplier */
             const int32x4_t nn2 = vldrwq_z_s32(b->shift + oc, p);
             if (nv == 4) { /* a full block: no predicated store */
+                const int8_t *const w4[4] = {w0, w1, w2, w3};
                 for (i = 0; i < b->np; ++i, o += b->ostride) {
-                    const int32x4_t acc = vaddq_s32(conv_mve_dot4(b->a[i], w0, w1, w2, w3, k), bias); /* wraps */
-                    vstrbq_s32(o, tgrs_rq_vec2_s8(acc, m, nn2, zp, lo, hi));
+                    conv_mve_px4(b->a[i], w4, bias, m, nn2, &b->f, o);
                 }
                 continue;
             }
@@ -187,6 +312,11 @@ static int conv_s8_mve(const tgrs_op_ctx *ctx, const conv_geom *cg)
     b.hi = ctx->p[TGRS_P_CONV_ACT_MAX];
     b.nm = ctx->p[TGRS_P_CONV_NUMERICS];
     b.vec = tgrs_rq_vec_ok((const int32_t *)ctx->c[TGRS_C_CONV_SHIFT], cg->oc, b.nm);
+    b.f.kt = cg->k & 15;
+    b.f.nf = cg->k >> 4;
+    b.f.zp = b.zp_out;
+    b.f.lo = b.lo;
+    b.f.hi = b.hi;
     for (n = 0; n < cg->n; ++n) {
         const int8_t *img = in + n * in_img;
         int8_t *oimg = out + n * npix * cg->oc;
@@ -203,6 +333,9 @@ static int conv_s8_mve(const tgrs_op_ctx *ctx, const conv_geom *cg)
                 for (i = 0; i < b.np; ++i, ow = (ow + 1 == cg->ow) ? (++oh, 0) : ow + 1) {
                     if (cg->direct) {
                         b.a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
+                    } else if (cg->g == 1 && cg->w.dw == 1) {
+                        conv_mve_gather1(cg, img, oh, ow, zp_in, scr + (int64_t)i * cg->k);
+                        b.a[i] = scr + (int64_t)i * cg->k;
                     } else {
                         conv_mve_gather(cg, img, oh, ow, g, zp_in, scr + (int64_t)i * cg->k);
                         b.a[i] = scr + (int64_t)i * cg->k;
