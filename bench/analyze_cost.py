@@ -6,7 +6,8 @@ and jumps to each fitting plan's own peak (tigris/plan/__init__.py ``min_fast_bu
 for both ``--xip`` settings this measures the CPU seconds of ``tigris.api.analyze`` (load, passes, lowering,
 planning, the report; what the command spends) at two fitting budgets — a generous one (the first of 256K, 1M,
 4M that fits: usually one untiled stage) and a tight one (1.3x the smallest fitting budget: stages and tiles, as
-the family tests plan) — and at half the smallest fitting budget, which does not fit. CPU seconds of this process, best of ``--runs`` interleaved
+the family tests plan) — and at half the smallest fitting budget, which does not fit (without ``--xip``, half the
+budget at which output-channel weight groups compile, when the report names one, halved again while it fits). CPU seconds of this process, best of ``--runs`` interleaved
 runs, so other load on the machine does not enter the ratio.
 
     python3 bench/analyze_cost.py [--models DIR] [--runs N] [--no-write] [--json OUT]
@@ -49,7 +50,12 @@ def measure(path: Path, xip: bool, runs: int) -> dict | None:
     probe = api.analyze(path, 64, xip=xip, emit=False)
     if not probe.min_fast_budget:
         return None
-    nofit = probe.min_fast_budget // 2 // 16 * 16
+    # without --xip a budget below the minimum may still compile with output-channel weight groups (the minimum is
+    # the planner's without them): halve the budget the report names for groups, and again while it fits
+    low = probe.json.get("weight_groups_budget_bytes") or probe.min_fast_budget
+    nofit = low // 2 // 16 * 16
+    while nofit > 64 and api.analyze(path, nofit, xip=xip, emit=False).fits:
+        nofit = nofit // 2 // 16 * 16
     tight = int(probe.min_fast_budget * 1.3) // 16 * 16
     best = {"fit_s": float("inf"), "tight_s": float("inf"), "nofit_s": float("inf")}
     for _ in range(runs):  # interleaved: all three see the same machine load

@@ -280,8 +280,8 @@ def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: 
 MAX_SPLIT_ROUNDS = 8  # re-plans _split_weights may make before it gives up
 
 
-def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float,
-                   res: PlanResult) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
+def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float, res: PlanResult,
+                   max_plans: int = MAX_SPLIT_ROUNDS) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
     """Weight groups (docs/memory-planning.md "Weights that do not fit"): when a plan without XIP does not fit
     because ops' copied weights leave too little fast memory, split those ops into output-channel groups
     (``tigris.passes.weight_split``) and plan again.
@@ -290,7 +290,8 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     the budget, it is a Conv/Gemm with independent output channels, and the rest of what it needs (the bound less
     its weights) fits: into the smallest count whose largest group fits what the budget leaves. When the plan still
     fails at a split op (or at another op whose weights are what fails), its count grows (at least by one) and the
-    graph is planned again, at most ``MAX_SPLIT_ROUNDS`` times. Returns the prepared graph the plan is for, the plan
+    graph is planned again, at most ``MAX_SPLIT_ROUNDS`` rounds (and at most ``max_plans`` plans: a count still over
+    the budget in the split graph's own op bounds grows without a plan). Returns the prepared graph the plan is for, the plan
     result and one record per split op; the input prepared graph and result unchanged when no split fits, so a model
     that fits without groups keeps exactly its plan (the split is tried only after a NoFit).
     """
@@ -331,24 +332,58 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             # an op over the budget whose weights are not the problem (or that cannot be split) is over it in every
             # plan of every split graph too: give up before planning anything (a refusal stays as cheap as it was)
             return prep, res, []
+    kept = {low.op_name: low for low in prep.lowered}
+    cache: dict[tuple, Lowered] = {}  # lowered groups across rounds (a group whose count did not change is reused)
+
+    def build() -> Prepared:
+        graph = g0
+        for name, groups in splits.items():
+            graph = split_op(graph, name, groups)
+        lowered = []
+        for op in graph.ops:
+            if op.name in kept and op.name not in splits:
+                lowered.append(kept[op.name])
+                continue
+            key = (op.name, op.inputs, op.outputs, op.attrs.get("weight_group"))
+            if key not in cache:
+                cache[key] = lower(graph, op)
+            lowered.append(cache[key])
+        return Prepared(graph, prep.reports, lowered)
+
+    def origin(g: AnalyzedGraph, i: int) -> str:
+        return g.ops[i].attrs.get("weight_group", (g.ops[i].name,))[0]
+
     cur, cur_res = prep, res
-    for _ in range(MAX_SPLIT_ROUNDS):
+    rounds = 0
+    while rounds < MAX_SPLIT_ROUNDS:
+        rounds += 1
         if splits:
-            graph = g0
-            for name, groups in splits.items():
-                graph = split_op(graph, name, groups)
-            kept = {low.op_name: low for low in prep.lowered}
-            lowered = [kept[op.name] if op.name in kept and op.name not in splits else lower(graph, op)
-                       for op in graph.ops]
-            cur = Prepared(graph, prep.reports, lowered)
+            cur = build()
+            # the split graph's own op bounds first: a group still over the budget grows without planning anything,
+            # and an op over it that splitting cannot help ends the attempt
+            cb = op_lower_bounds(cur.graph, **_plan_kwargs(cur, xip, weight))
+            over = [i for i, b in enumerate(cb) if b > fast]
+            if over:
+                grown: set[str] = set()
+                for i in over:
+                    o = origin(cur.graph, i)
+                    if o in grown:
+                        continue
+                    if o not in index or not grow(o, cb[i], dep(cur.lowered[i])):
+                        return prep, res, []
+                    grown.add(o)
+                continue
+            if max_plans <= 0:
+                break
+            max_plans -= 1
             cur_res = _plan(cur, fast, slow, xip, weight)
         if not isinstance(cur_res, NoFit) or cur_res.op is None or cur_res.cause not in ("one_row", "untileable"):
             break
         failing = next((i for i, o in enumerate(cur.graph.ops) if o.name == cur_res.op), None)
         if failing is None:
             break
-        origin = cur.graph.ops[failing].attrs.get("weight_group", (cur_res.op,))[0]
-        if origin not in index or not grow(origin, cur_res.need_bytes, dep(cur.lowered[failing])):
+        o = origin(cur.graph, failing)
+        if o not in index or not grow(o, cur_res.need_bytes, dep(cur.lowered[failing])):
             break
     if isinstance(cur_res, NoFit) or not splits:
         return prep, res, []
@@ -393,7 +428,7 @@ def _groups_budget(prep: Prepared, slow: int | None, weight: float, upper: int) 
         res = _plan(prep, budget, slow, False, weight)
         if not isinstance(res, NoFit):
             return None  # fits without groups below the minimum: the search's answer stands
-        _, res, groups = _split_weights(prep, budget, slow, False, weight, res)
+        _, res, groups = _split_weights(prep, budget, slow, False, weight, res, max_plans=1)
         if groups and not isinstance(res, NoFit):
             return budget
         budget = align_up(int(budget * 1.25), 16)
@@ -427,6 +462,7 @@ def analyze(
     io_buffers: str = "separate",
     tradeoff: bool = True,
     weights: str | None = None,
+    groups_advice: bool = False,
 ) -> Analysis:
     """Stages 1-6 and the figures of the JSON contract (docs/cli.md). Unsupported models raise
     :class:`UnsupportedModelError` (the caller reports every node).
@@ -437,7 +473,9 @@ def analyze(
     given, traffic otherwise); ``io_buffers`` is ``separate`` (the caller's input/output buffers count in the RAM
     total), ``excluded`` (the application accounts for them) or ``in-arena`` (the firmware exchanges I/O at its homes
     inside the arenas, tgrs_run_in_place, so the total is the two arenas); ``tradeoff`` also plans the other objectives so the
-    report shows what was traded."""
+    report shows what was traded. ``groups_advice``: when the model does not fit without XIP and its copied weights
+    set the minimum, also look for a budget at which weight groups make it compile (``weight_groups_budget``; a few
+    extra plans, so off by default; the CLI's analyze and every compile ask for it)."""
     fast_b = parse_size(fast)
     slow_b = parse_size(slow)
     flash_b = parse_size(flash)
@@ -504,7 +542,7 @@ def analyze(
                 result.reason += "; it fits with --xip (weights read from flash instead of copied to SRAM)"
             # weights are what sets the minimum: say where output-channel weight groups make it fit
             m_groups = None
-            if result.min_fast_budget and m_xip is not None and m_xip < result.min_fast_budget:
+            if groups_advice and result.min_fast_budget and m_xip is not None and m_xip < result.min_fast_budget:
                 m_groups = _groups_budget(prep, slow_b, weight, result.min_fast_budget)
             advice["weight_groups_budget_bytes"] = m_groups
             advice["weight_groups_budget"] = format_size(m_groups) if m_groups else None
@@ -654,7 +692,8 @@ def compile_model(
     if compression not in ("none", "lz4"):
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
     a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared,
-                numerics=numerics, objective=objective, tradeoff=False, weights=weights, target=target)
+                numerics=numerics, objective=objective, tradeoff=False, weights=weights, target=target,
+                groups_advice=True)
     if not a.fits or a.plan_bytes is None:
         hint = f"; smallest fast budget that fits: -m {format_size(a.min_fast_budget)}" if a.min_fast_budget else ""
         if a.json.get("min_fast_budget_xip"):

@@ -257,7 +257,7 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
         require_matplotlib()
     a = api.analyze(model, fast, slow, flash, api.parse_input_shapes(input_shape), xip=xip, compression=compression,
                     numerics=numerics, weights=weights, target=target, clock=clock, psram_bandwidth=psram_bandwidth,
-                    objective=objective, io_buffers=io_buffers)
+                    objective=objective, io_buffers=io_buffers, groups_advice=True)
     body = api.json_envelope("analyze", a.json)
     svg = None
     if plot or html:

@@ -193,7 +193,7 @@ def test_analyze_splits_only_what_does_not_fit(tmp_path, int8, comp):
 
 def test_xip_and_hopeless_budgets_are_not_split(tmp_path):
     path, _ = _big_conv_model(tmp_path, False)
-    tiny = api.analyze(path, "2K", tradeoff=False)  # the activations alone do not fit: splitting cannot help
+    tiny = api.analyze(path, "2K", tradeoff=False, groups_advice=True)  # the activations alone do not fit
     assert not tiny.fits and tiny.json["weight_groups"] == []
     assert len(tiny.prepared.graph.ops) == len(api.prepare(path).graph.ops)
     # the advice names a budget where weight groups make it compile, below the minimum without them
@@ -232,7 +232,7 @@ def test_mobilenet_v2_f32_lz4_fits_256k():
     assert a.fits, a.reason
     (g,) = a.json["weight_groups"]
     assert g["op"] == "/features/features.18/features.18.0/Conv" and g["groups"] == 3
-    low = api.analyze(path, "16K", compression="lz4", prepared=prep, tradeoff=False, emit=False)
+    low = api.analyze(path, "16K", compression="lz4", prepared=prep, tradeoff=False, emit=False, groups_advice=True)
     assert not low.fits and low.json["min_fast_budget_bytes"] == 595264
     assert low.json["weight_groups_budget_bytes"] < 64 * 1024
     v = api.verify(path, "256K", compression="lz4")

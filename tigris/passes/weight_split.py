@@ -37,7 +37,6 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor, TigrisError
 from tigris.layout import physical_axis
 from tigris.ops.base import MAX_INPUTS
-from tigris.passes._util import fresh_name
 
 SPLIT_TYPES = ("Conv", "Conv1D", "Gemm", "MatMul")
 # Every op the rewrite makes carries attrs["weight_group"] = (original op name, group index or -1 for a joining
@@ -140,6 +139,16 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
     except ValueError as e:
         raise TigrisError(f"cannot split into weight groups: {e}", name) from None
     g = graph.replace()
+    used = set(g.tensors) | {o.name for o in g.ops}
+
+    def fresh_name(_g: AnalyzedGraph, base: str) -> str:
+        """``passes._util.fresh_name`` on a name set kept up to date here (one set per split, not one per name)."""
+        name, k = base, 1
+        while name in used:
+            name, k = f"{base}_{k}", k + 1
+        used.add(name)
+        return name
+
     y = g.tensors[op.outputs[0]]
     cax = len(y.shape) - 1 if op.op_type in ("Gemm", "MatMul") else 1  # the logical channel axis of the output
     if y.shape[cax] != oc:
