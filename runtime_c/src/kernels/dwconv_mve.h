@@ -92,14 +92,16 @@ static void dw_out_s8_mve(int8_t *o, const uint32_t *acc, const int32_t *bias, c
 }
 
 /*
- * The fused multiplier-1 path (TGRS_DW_FUSED_S8, target.h): per output pixel and block of up to 16 channels, the
- * tap sums, bias, requantization and store without leaving vector registers. Lanes are channels as int16 (VLDRB.S16
- * of eight inputs and eight weights); VMULLB / VMULLT multiply the even and the odd lanes into exact int32 products
- * (|x * w| <= 2^14), so the 16 channels' sums are four int32 vectors: even and odd channels of each half. Their
- * bias, multiplier and shift are gathered in the same even/odd order, tgrs_rq_vec requantizes them (lane by lane
- * the scalar requantization), and VMOVNB / VMOVNT interleave the two results back into channel order for one
- * 8-byte store. A padded tap adds zp_in * w (the bias fold expects the input zero point there). The 32-bit lanes
- * wrap like the plain loop's uint32 sums, so every sum and byte is the plain path's.
+ * The fused multiplier-1 path (TGRS_DW_FUSED_S8, target.h): the tap sums, bias, requantization and store without
+ * leaving vector registers. Lanes are channels as int16 (VLDRB.S16 of eight inputs and eight weights); VMULLB /
+ * VMULLT multiply the even and the odd lanes into exact int32 products (|x * w| <= 2^14), so eight channels' sums
+ * are two int32 vectors, the even and the odd channels. Their bias, multiplier and shift are gathered in the same
+ * even/odd order, tgrs_rq_vec2 requantizes them (lane by lane the scalar requantization), and VQMOVNB / VQMOVNT
+ * interleave the two results back into channel order for one 8-byte store. Interior pixels go in pairs over
+ * 8-channel halves (dw_mve_pairs, dw_mve_pair8: each weight load serves both pixels); the odd one out and border
+ * pixels go one at a time in blocks of up to 16 channels (dw_mve_block). A padded tap adds zp_in * w (the bias fold
+ * expects the input zero point there). The 32-bit lanes wrap like the plain loop's uint32 sums, so every sum and
+ * byte is the plain path's.
  */
 
 /* The taps of one pixel: n_in taps inside the image (input offset from base at channel 0, weight offset), then

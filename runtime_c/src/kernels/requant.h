@@ -281,8 +281,9 @@ static inline int8_t tgrs_rq_s8(const tgrs_rq *r, int32_t acc, int32_t lo, int32
 
 /*
  * 1 when every one of an op's n channels has the 32-bit form's range: onnx numerics and shift in [-31, -2] (every
- * real layer). The target kernels that requantize straight from the (mult, shift) arrays (requant_mve.h's
- * tgrs_rq_vec, the DSP depthwise) take an op only then; anything else goes through tgrs_rq_s8 per output.
+ * real layer). The DSP kernels that requantize straight from the (mult, shift) arrays (tgrs_rq_abs) take an op only
+ * then; anything else goes through tgrs_rq_s8 per output. The Helium ones take shifts in [-128, -1] (requant_mve.h's
+ * tgrs_rq_vec2, tgrs_rq_vec_ok).
  */
 static inline int tgrs_rq_fast_all(const int32_t *shift, int32_t n, int32_t numerics)
 {
@@ -303,7 +304,7 @@ static inline int tgrs_rq_fast_all(const int32_t *shift, int32_t n, int32_t nume
  * holds (shift in [-31, -2]): with n = 31 - shift, round-half-away(acc * m / 2^n) = sign(acc) *
  * floor((floor(|acc| * m / 2^32) / 2^(n-33) + 1) / 2) (nested floors, 2^(n-1) a multiple of 2^32; |acc| unsigned, so
  * every int32 acc is exact). One 32x32->64 multiply and a few 32-bit operations, no per-channel preparation; the
- * same identity as requant_mve.h's tgrs_rq_vec.
+ * same identity as requant_mve.h's tgrs_rq_vec2 (there with the multiplier doubled).
  */
 static inline int32_t tgrs_rq_abs(int32_t acc, int32_t mult, int32_t shift, int32_t zp_out)
 {

@@ -42,25 +42,7 @@ static inline int32x4_t tgrs_rq_fast_x4(const tgrs_rq *r, int32x4_t acc, int32_t
 
 /*
  * The per-lane form the GEMM and depthwise kernels take, lanes being four output channels with their own (mult,
- * shift): round-half-away(acc * m / 2^n) with n = 31 - shift in [33, 62] is sign(acc) * floor((|acc| * m + 2^(n-1)) /
- * 2^n) (m >= 0), and since 2^(n-1) is a multiple of 2^32 that is floor((hi + 2^(n2-1)) / 2^n2) with
- * hi = floor(|acc| * m / 2^32) (VMULH.U32) and n2 = n - 32 in [1, 30]: one rounding right shift (VRSHL.U32 by
- * -n2). |acc| is taken unsigned (VABS of INT32_MIN is 2^31 read unsigned), so every int32 acc is exact:
- * |acc| * m < 2^62 and hi < 2^30. The sign goes back arithmetically ((q ^ s) - s); then the zero point and the clamp.
- * Bit for bit requant.h's result for every acc (tests/cortex_m/test_kernel_variants.py runs it against the host).
- * nn2 = -n2 = shift + 1 per lane. Valid for onnx numerics with every shift in [-31, -2] (tgrs_rq_fast_all, requant.h).
- */
-static inline int32x4_t tgrs_rq_vec(int32x4_t acc, int32x4_t m, int32x4_t nn2, int32_t zp, int32_t lo, int32_t hi)
-{
-    const int32x4_t sg = vshrq_n_s32(acc, 31); /* -1 where acc < 0: (q ^ sg) - sg negates there */
-    const uint32x4_t h = vmulhq_u32(vreinterpretq_u32_s32(vabsq_s32(acc)), vreinterpretq_u32_s32(m));
-    const int32x4_t q = vreinterpretq_s32_u32(vrshlq_u32(h, nn2));
-    const int32x4_t r = vaddq_n_s32(vsubq_s32(veorq_s32(q, sg), sg), zp);
-    return vminq_s32(vmaxq_s32(r, vdupq_n_s32(lo)), vdupq_n_s32(hi));
-}
-
-/*
- * The wider per-lane form: every shift in [-128, -1] (tgrs_rq_vec_ok). With m2 = 2 * mult read unsigned (below 2^32)
+ * shift), for every shift in [-128, -1] (tgrs_rq_vec_ok). With m2 = 2 * mult read unsigned (below 2^32)
  * and the rounding shift by n2 = -shift >= 1 (VRSHL.U32 by the lane's shift itself):
  * round-half-away(acc * mult / 2^(31 - shift)) = sign(acc) * floor((h + 2^(n2-1)) / 2^n2) with
  * h = floor(|acc| * m2 / 2^32) = floor(|acc| * mult / 2^31) < 2^31 (2^(n2-1+31) is a multiple of 2^31, so the inner
