@@ -42,6 +42,7 @@ MODELS = [
     ("tflm/person_detect_int8.onnx", "32K", True, "none"),
     ("mlperf_tiny/ad_autoencoder_int8.onnx", "32K", True, "none"),
     ("mlperf_tiny/kws_dscnn_f32.onnx", "48K", False, "none"),
+    ("torchvision/mobilenet_v2_035_96_f32.onnx", "256K", True, "none"),
 ]
 BOARDS = ("mps2-an386", "mps3-an547")
 # The models of the per-layer-type table (issue 11's acceptance set), each at a budget where the plan is one untiled
@@ -61,6 +62,13 @@ PLAIN_CFLAGS = "-DTGRS_FORCE_PLAIN"  # target.h: the plain C99 kernels on every 
 LAYER_TYPES = ("conv", "pointwise", "depthwise", "fc", "pool", "softmax", "elementwise", "other")
 MAC_TYPES = ("conv", "pointwise", "depthwise", "fc")
 BASELINE = HERE / "mcu_layers_baseline.json"
+# The float32 per-layer table (issue 11: float32 kernels on the FPU and MVE-F), each model at a --xip budget: kws
+# untiled (one unit), mobilenet_v2 tiled at 256K (its 540K untiled peak does not fit the Cortex-M55's 512 KiB DTCM).
+FLOAT_LAYERS = {
+    "mlperf_tiny/kws_dscnn_f32.onnx": "64K",
+    "torchvision/mobilenet_v2_035_96_f32.onnx": "256K",
+}
+BASELINE_F32 = HERE / "mcu_layers_f32_baseline.json"
 
 # C for the profiling firmware: every entry of the op resolver table goes through prof_call, which adds the kernel's
 # SysTick cycles (and, for the MAC kinds, its multiply-accumulates) to its layer type's counters. A 1x1 conv of one
@@ -138,14 +146,21 @@ def compile_untiled(rel: str, prep=None):
     return c
 
 
-def layer_profile(rel: str, work: Path, boards=BOARDS, cflags: str = "") -> dict:
+def layer_profile(rel: str, work: Path, boards=BOARDS, cflags: str = "", budget: str | None = None) -> dict:
     """Per board: per layer type, instructions, MACs and output elements of one inference of the untiled plan
-    (profiling firmware), and the total of the unprofiled firmware. ``cflags``: PLAIN_CFLAGS for the baseline."""
+    (profiling firmware), and the total of the unprofiled firmware. ``cflags``: PLAIN_CFLAGS for the baseline.
+    ``budget``: the plan at that budget with --xip instead (tiled or not; the float table)."""
     from tigris.codegen import generate_c
 
     path = SHARED / rel
     prep = api.prepare(str(path))
-    c = compile_untiled(rel, prep)
+    if budget is None:
+        c = compile_untiled(rel, prep)
+    else:
+        c = api.compile_model(str(path), budget, xip=True, compression="none", prepared=prep)
+        tiles = c.analysis.json["tiling"]["tiles"]
+        config = f"{budget} xip" + (" untiled" if len(c.analysis.plan.units) == 1 and not tiles else
+                                    f", {tiles} tiles")
     s = Session(c.plan_bytes)
     inputs = api.random_inputs(prep, seed=0)
     host = s.run(inputs)
@@ -178,7 +193,7 @@ def layer_profile(rel: str, work: Path, boards=BOARDS, cflags: str = "") -> dict
                 res["types"] = {t: [r.report[f"{t}_instructions"], r.report[f"{t}_macs"], r.report[f"{t}_outputs"]]
                                 for t in LAYER_TYPES}
         result[board] = res
-    result["config"] = f"{UNTILED[rel]} xip untiled"
+    result["config"] = f"{UNTILED[rel]} xip untiled" if budget is None else config
     return result
 
 
@@ -317,6 +332,29 @@ def layer_profiles(work: Path, only: list[str] | None = None, cflags: str = "") 
     return out
 
 
+def float_layer_profiles(work: Path, only: list[str] | None = None, cflags: str = "") -> dict:
+    """The per-layer profiles of FLOAT_LAYERS (keyed by model stem)."""
+    out = {}
+    for rel, budget in FLOAT_LAYERS.items():
+        stem = Path(rel).stem
+        if (only and stem not in only) or not (SHARED / rel).exists():
+            continue
+        out[stem] = layer_profile(rel, work, cflags=cflags, budget=budget)
+        print(stem, out[stem], flush=True)
+    return out
+
+
+def float_layer_text(profiles: dict, baseline: dict | None, tiled: dict | None = None) -> str:
+    configs = ", ".join(f"{stem} at {p['config']}" for stem, p in profiles.items())
+    return (
+        "\n\nFloat32 per layer type, -O2, the same profiling firmware: " + configs + ". Before: the plain C99 "
+        f"float kernels (`-DTGRS_FORCE_PLAIN`), `{BASELINE_F32.name}`, recorded with `--float-layers "
+        "--record-baseline`; after: the Cortex-M4F's FPU kernels (register blocks in s0-s31 with VMLA, the plain "
+        "loops' bits) and the Cortex-M55's MVE-F kernels (vector FMA), docs/runtime.md. The tiled column is the "
+        "first table's 48K copy (kws) and 256K xip (mobilenet_v2) rows over the same MACs.\n\n"
+        + layer_tables(profiles, baseline, tiled))
+
+
 def _per_mac(t: list[int]) -> str:
     return f"{t[0] / t[1]:.2f}" if t[1] else "-"
 
@@ -369,11 +407,22 @@ def main() -> None:
     ap.add_argument("--model", action="append", help="with --layers-only: only this model (stem); repeatable")
     ap.add_argument("--record-baseline", action="store_true",
                     help=f"with --layers-only: profile the plain C99 kernels ({PLAIN_CFLAGS}) and store them as "
-                         f"the 'before' figures ({BASELINE.name}); with --model, only those models' entries change")
+                         f"the 'before' figures ({BASELINE.name}; with --float-layers {BASELINE_F32.name}); with "
+                         "--model, only those models' entries change")
+    ap.add_argument("--float-layers", action="store_true",
+                    help="only the float32 per-layer-type profiles (FLOAT_LAYERS; --model filters)")
     args = ap.parse_args()
     if qh.missing_tools():
         sys.exit(f"error: missing tools: {', '.join(qh.missing_tools())}")
     baseline = json.loads(BASELINE.read_text()) if BASELINE.exists() else None
+    baseline_f32 = json.loads(BASELINE_F32.read_text()) if BASELINE_F32.exists() else None
+    if args.float_layers:
+        with tempfile.TemporaryDirectory(prefix="mcu_layers_f32-") as tmp:
+            prof = float_layer_profiles(Path(tmp), args.model, cflags=PLAIN_CFLAGS if args.record_baseline else "")
+        if args.record_baseline:
+            BASELINE_F32.write_text(json.dumps({**(baseline_f32 or {}), **prof}, indent=1, sort_keys=True) + "\n")
+        print(float_layer_text(prof, None if args.record_baseline else baseline_f32))
+        return
     if args.layers_only:
         with tempfile.TemporaryDirectory(prefix="mcu_layers-") as tmp:
             prof = layer_profiles(Path(tmp), args.model, cflags=PLAIN_CFLAGS if args.record_baseline else "")
@@ -396,7 +445,12 @@ def main() -> None:
             if (SHARED / rel).exists():
                 rows.append(run_model(rel, "", True, "none", work, untiled=True))
                 print(rows[-1], flush=True)
+        for rel, budget in FLOAT_LAYERS.items():  # the float table's plans that MODELS does not run
+            if (SHARED / rel).exists() and (rel, budget, True, "none") not in MODELS:
+                rows.append(run_model(rel, budget, True, "none", work))
+                print(rows[-1], flush=True)
         layers = layer_tables(profiles, baseline, tiled)
+        layers += float_layer_text(float_layer_profiles(work), baseline_f32, tiled)
         size_table, alloc = footprint(work)
         modes = weight_modes(work)
         subset = subset_runs(work)
