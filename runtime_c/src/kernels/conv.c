@@ -184,6 +184,9 @@ static void conv_im2col_f32(const conv_geom *cg, const float *img, int32_t oh, i
     }
 }
 
+#endif
+
+#if TGRS_FISA == TGRS_FISA_PLAIN /* the FPU, MVE-F and AVX2 variants have their own */
 /*
  * acc[i][j] = sum_k a[i][k] * b[k][j] for CONV_MR = 4 rows and one CONV_NR = 8 panel. The 32 accumulators are
  * scalars on purpose: each CONV_ROW is eight isomorphic statements on adjacent b[], which straight-line (SLP)
@@ -459,6 +462,8 @@ static int conv_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg)
 #include "conv_mve.h" /* conv_s8_mve */
 #include "conv_avx2.h" /* conv_s8_avx2 */
 #include "conv_vnni.h" /* conv_s8_vnni */
+#include "conv_fpu.h" /* conv_f32_fpu */
+#include "conv_mvef.h" /* conv_f32_mvef */
 
 /*
  * Weight zero points (param WZP = 1; the bias const holds [bias, zp_w], docs/numerics.md): acc = bias + sum over the

@@ -107,7 +107,8 @@ static int32_t dw_tap_offsets(const dw_geom *dg, int64_t off[DW_MAX_TAPS])
     return t;
 }
 
-#if TGRS_ISA == TGRS_ISA_DSP || TGRS_ISA == TGRS_ISA_MVE /* only the Arm fused paths use it (clang warns otherwise) */
+#if TGRS_ISA == TGRS_ISA_DSP || TGRS_ISA == TGRS_ISA_MVE || TGRS_FISA == TGRS_FISA_FPU || \
+    TGRS_FISA == TGRS_FISA_MVEF /* only the Arm fused paths and the Arm float blocks use it (clang warns otherwise) */
 /* The output columns [*lo, *hi) whose taps all lie inside the image horizontally (dw_interior's column half, once
  * per op for the fused paths). */
 static inline void dw_inner_cols(const dw_geom *dg, int32_t *lo, int32_t *hi)
@@ -247,6 +248,142 @@ static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
     }
     return TGRS_OK;
 }
+
+#if TGRS_FISA == TGRS_FISA_FPU || TGRS_FISA == TGRS_FISA_MVEF
+/*
+ * The float blocks of the Arm FPU and MVE-F variants (target.h TGRS_DW_BLK_F32: dwconv_fpu.h, dwconv_mvef.h): one
+ * call sums every tap of a tap table for DW_FB channels of one pixel, or of two pixels pstep bytes apart, then adds
+ * the bias, clamps and stores. A tap table lists (input byte offset from the call's base, weight byte offset from
+ * the block's first weight) per tap in the image, in the plain loop's (i, j) order; padded taps are left out (real
+ * 0), as the plain loop skips them.
+ */
+#define DW_FB 8 /* channels per float block */
+
+#include "fpu.h"
+
+typedef tgrs_fpu_ep dw_fout; /* what a block reads after the taps (fpu.h) */
+
+/* Channels [0, nc) of one pixel, nc < DW_FB (the last block): the same taps in the same order, plain arithmetic. */
+static void dw_blk_tail_f32(const char *base, const int32_t *tab, int32_t nt, const char *wb, int32_t nc,
+                            const float *bias, float *o, float lo, float hi)
+{
+    float acc[DW_FB];
+    int32_t t, cc;
+    for (cc = 0; cc < nc; ++cc) {
+        acc[cc] = 0.0f;
+    }
+    for (t = 0; t < nt; ++t) {
+        const float *x = (const float *)(const void *)(base + tab[2 * t]);
+        const float *w = (const float *)(const void *)(wb + tab[2 * t + 1]);
+        for (cc = 0; cc < nc; ++cc) {
+            acc[cc] += x[cc] * w[cc];
+        }
+    }
+    dw_store_f32(o, acc, bias, nc, lo, hi);
+}
+
+#include "dwconv_fpu.h" /* dw_blk_f32_fpu */
+#include "dwconv_mvef.h" /* dw_blk_f32_mvef */
+
+/*
+ * Depth multiplier 1 with at most DW_MAX_TAPS taps (other ops take the plain dw_f32). Per output row, one tap table
+ * of the taps whose input row is in the image, relative to the pixel's first column: it serves every pixel whose
+ * taps are all in the image horizontally, two adjacent ones per call sharing each weight load. A pixel at the left
+ * or right edge gets its own table (relative to the image) of its in-image taps. Blocks of DW_FB channels go to the
+ * target's block (TGRS_DW_BLK_F32), the last nc % DW_FB channels to dw_blk_tail_f32: every output sums the taps in
+ * the plain loop's order.
+ */
+static int dw_f32_tab(const tgrs_op_ctx *ctx, const dw_geom *dg)
+{
+    const tgrs_window *w = &dg->w;
+    const float *wt = (const float *)ctx->c[TGRS_C_DWCONV_WEIGHT];
+    const float *bias = (const float *)ctx->c[TGRS_C_DWCONV_BIAS];
+    const float lo = tgrs_p_f32(ctx, TGRS_P_DWCONV_FMIN);
+    const float hi = tgrs_p_f32(ctx, TGRS_P_DWCONV_FMAX);
+    const float *in = (const float *)ctx->in[0]->data;
+    float *out = (float *)ctx->out->data;
+    const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
+    const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
+    const int32_t pstep = w->sw * dg->c * 4; /* bytes between adjacent output pixels' inputs */
+    const int32_t nfull = dg->oc - dg->oc % DW_FB;
+    int32_t rtab[2 * DW_MAX_TAPS], ptab[2 * DW_MAX_TAPS];
+    int32_t n, r, ow, i, j, c0, cl, ch;
+    dw_fout fo;
+    if (dg->m != 1 || (int64_t)w->kh * w->kw > DW_MAX_TAPS ||
+        (int64_t)dg->in_rows * dg->wd * dg->c * 4 > INT32_MAX ||
+        (int64_t)w->kh * w->kw * dg->oc * 4 > INT32_MAX) { /* the tables' byte offsets are int32 */
+        return dw_f32(ctx, dg);
+    }
+    fo.lo = lo;
+    fo.hi = hi;
+    fo.has_lo = lo >= -3.402823466e38f; /* not -inf (nor NaN) */
+    fo.has_hi = hi <= 3.402823466e38f;
+    dw_inner_cols(dg, &cl, &ch);
+    for (n = 0; n < dg->n; ++n) {
+        const char *img = (const char *)(in + n * in_img);
+        for (r = 0; r < dg->out_rows; ++r) {
+            const int32_t oh = dg->out_row0 + r;
+            int32_t nrt = 0;
+            float *orow = out + n * out_img + (int64_t)r * dg->ow * dg->oc;
+            for (i = 0; i < w->kh; ++i) {
+                const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                if (ih < 0 || ih >= dg->h) {
+                    continue;
+                }
+                for (j = 0; j < w->kw; ++j) {
+                    rtab[2 * nrt] = (((ih - dg->in_row0) * dg->wd + j * w->dw) * dg->c) * 4;
+                    rtab[2 * nrt + 1] = ((i * w->kw + j) * dg->oc) * 4;
+                    ++nrt;
+                }
+            }
+            for (ow = 0; ow < dg->ow;) {
+                float *o = orow + (int64_t)ow * dg->oc;
+                const char *base;
+                const int32_t *tab;
+                int32_t nt, two;
+                if (ow >= cl && ow < ch) {
+                    base = img + ((int64_t)ow * w->sw - w->pl) * dg->c * 4;
+                    tab = rtab;
+                    nt = nrt;
+                    two = ow + 1 < ch;
+                } else {
+                    nt = 0;
+                    for (i = 0; i < w->kh; ++i) {
+                        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                        for (j = 0; j < w->kw && ih >= 0 && ih < dg->h; ++j) {
+                            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                            if (iw >= 0 && iw < dg->wd) {
+                                ptab[2 * nt] = (((ih - dg->in_row0) * dg->wd + iw) * dg->c) * 4;
+                                ptab[2 * nt + 1] = ((i * w->kw + j) * dg->oc) * 4;
+                                ++nt;
+                            }
+                        }
+                    }
+                    base = img;
+                    tab = ptab;
+                    two = 0;
+                }
+                for (c0 = 0; c0 < nfull; c0 += DW_FB) {
+                    fo.bias = bias + c0;
+                    fo.o0 = o + c0;
+                    fo.o1 = o + dg->oc + c0;
+                    TGRS_DW_BLK_F32(base + c0 * 4, tab, nt, (const char *)(wt + c0), pstep, two, &fo);
+                }
+                if (nfull < dg->oc) {
+                    dw_blk_tail_f32(base + nfull * 4, tab, nt, (const char *)(wt + nfull), dg->oc - nfull,
+                                    bias + nfull, o + nfull, lo, hi);
+                    if (two) {
+                        dw_blk_tail_f32(base + nfull * 4 + pstep, tab, nt, (const char *)(wt + nfull),
+                                        dg->oc - nfull, bias + nfull, o + dg->oc + nfull, lo, hi);
+                    }
+                }
+                ow += two ? 2 : 1;
+            }
+        }
+    }
+    return TGRS_OK;
+}
+#endif /* TGRS_FISA_FPU || TGRS_FISA_MVEF */
 
 /* ------------------------------------------------------------------------------------------------------- int8 -- */
 

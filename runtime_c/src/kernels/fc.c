@@ -10,7 +10,8 @@
  *   mult, shift [OC] int32 Q0.31 requantization (int8 only)
  *
  * Method: float, one dot product per output, with FC_LANES independent partial sums (a fixed summation order, so
- * results do not depend on the compiler, and the lanes vectorize without reassociating float adds). int8, the dot
+ * results do not depend on the compiler, and the lanes vectorize without reassociating float adds), two outputs per
+ * pass through the target's lanes (target.h TGRS_FC_LANES_F32: fc_fpu.h, fc_mvef.h). int8, the dot
  * products of two outputs at once through the target's loop (target.h: TGRS_FC_DOT2_S8; the DSP and Helium forms in
  * fc_dsp.h and fc_mve.h), exact int32 sums in any order. No scratch.
  */
@@ -68,24 +69,42 @@ static int fc_prepare(const tgrs_op_ctx *ctx, fc_geom *fg, size_t elem)
     return TGRS_OK;
 }
 
-static float fc_dot_f32(const float *x, const float *w, int32_t k)
+/*
+ * The float dot product's FC_LANES partial sums over the whole chunks of FC_LANES values: lane[r][j] = sum over
+ * chunks i of x[i + j] * w_r[i + j], in order of i, for one weight row w_0 = w, and w_1 = w + k when two (the second
+ * row shares every input load on the Arm variants, target.h TGRS_FC_LANES_F32: fc_fpu.h, fc_mvef.h). Returns the
+ * number of values the chunks covered; fc_dot_finish adds the rest.
+ */
+#if TGRS_FISA != TGRS_FISA_FPU && TGRS_FISA != TGRS_FISA_MVEF
+static int32_t fc_lanes_f32(const float *x, const float *w, int32_t k, int two, float lane[2][FC_LANES])
 {
-    float lane[FC_LANES];
-    float s;
-    int32_t i, j;
-    for (j = 0; j < FC_LANES; ++j) {
-        lane[j] = 0.0f;
-    }
-    for (i = 0; i + FC_LANES <= k; i += FC_LANES) {
+    int32_t i, j, r;
+    for (r = 0; r < 2; ++r) {
+        const float *wr = w + (two ? (int64_t)r * k : 0);
         for (j = 0; j < FC_LANES; ++j) {
-            lane[j] += x[i + j] * w[i + j];
+            lane[r][j] = 0.0f;
+        }
+        for (i = 0; i + FC_LANES <= k; i += FC_LANES) {
+            for (j = 0; j < FC_LANES; ++j) {
+                lane[r][j] += x[i + j] * wr[i + j];
+            }
         }
     }
-    for (; i < k; ++i) {
+    return k - k % FC_LANES;
+}
+#endif
+
+#include "fc_fpu.h" /* fc_lanes_f32_fpu */
+#include "fc_mvef.h" /* fc_lanes_f32_mvef */
+
+/* The dot product from its lanes: the tail [i0, k) into lane 0, in order, then the lanes in a fixed tree. */
+static float fc_dot_finish(float *lane, const float *x, const float *w, int32_t i0, int32_t k)
+{
+    int32_t i;
+    for (i = i0; i < k; ++i) {
         lane[0] += x[i] * w[i];
     }
-    s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-    return s;
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
 #if !(TGRS_ISA == TGRS_ISA_DSP || TGRS_HAVE_MVE) /* those targets have their own loops (fc_dsp.h, fc_mve.h) */
@@ -176,14 +195,20 @@ static int fc_f32(const tgrs_op_ctx *ctx, const fc_geom *fg)
     const float hi = tgrs_p_f32(ctx, TGRS_P_FC_FMAX);
     const float *in = (const float *)ctx->in[0]->data;
     float *out = (float *)ctx->out->data;
-    int32_t n, o;
+    float lane[2][FC_LANES];
+    int32_t n, o, r;
     for (n = 0; n < fg->n; ++n) {
         const float *x = in + (int64_t)n * fg->k;
-        for (o = 0; o < fg->oc; ++o) {
-            float v = fc_dot_f32(x, wt + (int64_t)o * fg->k, fg->k) + bias[o];
-            v = (v < lo) ? lo : v;
-            v = (v > hi) ? hi : v;
-            out[(int64_t)n * fg->oc + o] = v;
+        for (o = 0; o < fg->oc; o += 2) {
+            const int two = o + 1 < fg->oc;
+            const float *w = wt + (int64_t)o * fg->k;
+            const int32_t i0 = TGRS_FC_LANES_F32(x, w, fg->k, two, lane);
+            for (r = 0; r <= two; ++r) {
+                float v = fc_dot_finish(lane[r], x, w + (int64_t)r * fg->k, i0, fg->k) + bias[o + r];
+                v = (v < lo) ? lo : v;
+                v = (v > hi) ? hi : v;
+                out[(int64_t)n * fg->oc + o + r] = v;
+            }
         }
     }
     return TGRS_OK;

@@ -97,10 +97,53 @@
 #define TGRS_POOL_ADD_S8 pool_add_s8_plain
 #endif
 
-/* The float kernels have a host variant only; every other target runs the plain ones. */
-#ifndef TGRS_CONV_F32
+/*
+ * The float32 multiply-accumulate kernels (conv, dwconv, fc) have their own selection, TGRS_FISA, since the float
+ * unit is not the integer extension (a Cortex-M4 may lack the FPU; an M55 may have integer-only Helium):
+ *
+ *   TGRS_FISA_MVEF  Helium with float32 lanes (__ARM_FEATURE_MVE bit 1: Cortex-M55/M85): vector FMA blocks
+ *                   (conv_mvef.h, dwconv_mvef.h, fc_mvef.h)
+ *   TGRS_FISA_FPU   an Arm single-precision FPU without MVE-F (__ARM_FP bit 2: Cortex-M4F, M7, M33): register blocks
+ *                   in s0-s31 with VMLA, the unfused multiply-accumulate, so every output is the plain loop's bits
+ *                   (conv_fpu.h, dwconv_fpu.h, fc_fpu.h)
+ *   TGRS_FISA_AVX2  the host's AVX2 build (TGRS_ISA_AVX2; conv_avx2.h, dwconv_avx2.h)
+ *   TGRS_FISA_PLAIN everything else, and -DTGRS_FORCE_PLAIN
+ */
+#define TGRS_FISA_PLAIN 0
+#define TGRS_FISA_FPU 1
+#define TGRS_FISA_MVEF 2
+#define TGRS_FISA_AVX2 3
+
+#if defined(TGRS_FORCE_PLAIN)
+#define TGRS_FISA TGRS_FISA_PLAIN
+#elif TGRS_ISA == TGRS_ISA_AVX2
+#define TGRS_FISA TGRS_FISA_AVX2
+#elif defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#define TGRS_FISA TGRS_FISA_MVEF
+#elif defined(__arm__) && defined(__ARM_FP) && (__ARM_FP & 4)
+#define TGRS_FISA TGRS_FISA_FPU
+#else
+#define TGRS_FISA TGRS_FISA_PLAIN
+#endif
+
+#if TGRS_FISA == TGRS_FISA_MVEF
+#define TGRS_CONV_F32 conv_f32_mvef
+#define TGRS_DW_F32 dw_f32_tab /* dwconv.c's tap tables, blocks of dwconv_mvef.h */
+#define TGRS_DW_BLK_F32 dw_blk_f32_mvef
+#define TGRS_FC_LANES_F32 fc_lanes_f32_mvef
+#elif TGRS_FISA == TGRS_FISA_FPU
+#define TGRS_CONV_F32 conv_f32_fpu
+#define TGRS_DW_F32 dw_f32_tab /* dwconv.c's tap tables, blocks of dwconv_fpu.h */
+#define TGRS_DW_BLK_F32 dw_blk_f32_fpu
+#define TGRS_FC_LANES_F32 fc_lanes_f32_fpu
+#elif TGRS_FISA == TGRS_FISA_PLAIN
 #define TGRS_CONV_F32 conv_f32
 #define TGRS_DW_F32 dw_f32
+#endif
+#ifndef TGRS_FC_LANES_F32
+#define TGRS_FC_LANES_F32 fc_lanes_f32 /* fc.c */
+#endif
+#ifndef TGRS_FC_DOT_S8
 #define TGRS_FC_DOT_S8 fc_dot_s8
 #endif
 
@@ -157,7 +200,7 @@
 #if TGRS_HAVE_DSP
 #include <arm_acle.h>
 #endif
-#if TGRS_HAVE_MVE
+#if TGRS_HAVE_MVE || TGRS_FISA == TGRS_FISA_MVEF
 #include <arm_mve.h>
 #endif
 #if TGRS_HAVE_AVX2

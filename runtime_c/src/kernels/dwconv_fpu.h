@@ -1,0 +1,77 @@
+/*
+ * dwconv_fpu.h - the float32 depthwise block on an Arm single-precision FPU without MVE-F (Cortex-M4F, M7, M33;
+ * target.h TGRS_FISA_FPU). Included by dwconv.c only, inside its float tap-table path (dw_f32_tab).
+ *
+ * One call: DW_FB = 8 channels of one or two pixels over a tap table, the accumulators in s0-s7 (and s8-s15 for the
+ * second pixel), the tap's weights in s16-s23 (one VLDM, shared by both pixels), its inputs in s24-s31 (one VLDM per
+ * pixel): 24 instructions per tap for 16 MACs. VMLA (fpu.h) in the plain loop's tap order from +0, then the bias and
+ * the clamp: the plain variant's bits. Written from the Armv7-M architecture manual's VFP instruction descriptions.
+ */
+#ifndef TGRS_DWCONV_FPU_H
+#define TGRS_DWCONV_FPU_H
+
+#if TGRS_FISA == TGRS_FISA_FPU
+
+#include "fpu.h"
+
+/* acc s<d0+c> += x s<24+c> * w s<16+c>, c < 8: channels are lanes of the register block */
+#define FPU_EW8(d0, d1, d2, d3, d4, d5, d6, d7)                                                                      \
+    FPU_MLA(d0, 24, 16) FPU_MLA(d1, 25, 17) FPU_MLA(d2, 26, 18) FPU_MLA(d3, 27, 19) FPU_MLA(d4, 28, 20)            \
+    FPU_MLA(d5, 29, 21) FPU_MLA(d6, 30, 22) FPU_MLA(d7, 31, 23)
+
+static void dw_blk_f32_fpu(const char *base, const int32_t *tab, int32_t nt, const char *wb, int32_t pstep, int two,
+                           const dw_fout *fo)
+{
+    int32_t x, w, t;
+    if (two) {
+        __asm__ volatile(
+            "vldmia %[z], {s0-s15}\n\t"
+            "cmp %[nt], #0\n\t"
+            "beq 2f\n"
+            "1:\n\t"
+            "ldrd %[x], %[w], [%[tab]], #8\n\t"
+            "add %[x], %[x], %[base]\n\t"
+            "add %[w], %[w], %[wb]\n\t"
+            "vldmia %[w], {s16-s23}\n\t"
+            "vldmia %[x], {s24-s31}\n\t"
+            FPU_EW8(0, 1, 2, 3, 4, 5, 6, 7)
+            "add %[x], %[x], %[pstep]\n\t"
+            "vldmia %[x], {s24-s31}\n\t"
+            FPU_EW8(8, 9, 10, 11, 12, 13, 14, 15)
+            "subs %[nt], %[nt], #1\n\t"
+            "bne 1b\n"
+            "2:\n\t"
+            FPU_EP16
+            : [tab] "+r"(tab), [nt] "+r"(nt), [x] "=&r"(x), [w] "=&r"(w), [t] "=&r"(t)
+            : [z] "r"(tgrs_fpu_zero), [base] "r"(base), [wb] "r"(wb), [pstep] "r"(pstep), [ep] "r"(fo)
+            : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15",
+              "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29", "s30",
+              "s31", "memory", "cc");
+        tgrs_fpu_finish(fo->o1, fo, DW_FB); /* -Os: the C half of the epilogue */
+    } else {
+        __asm__ volatile(
+            "vldmia %[z], {s0-s7}\n\t"
+            "cmp %[nt], #0\n\t"
+            "beq 2f\n"
+            "1:\n\t"
+            "ldrd %[x], %[w], [%[tab]], #8\n\t"
+            "add %[x], %[x], %[base]\n\t"
+            "add %[w], %[w], %[wb]\n\t"
+            "vldmia %[w], {s16-s23}\n\t"
+            "vldmia %[x], {s24-s31}\n\t"
+            FPU_EW8(0, 1, 2, 3, 4, 5, 6, 7)
+            "subs %[nt], %[nt], #1\n\t"
+            "bne 1b\n"
+            "2:\n\t"
+            FPU_EP8
+            : [tab] "+r"(tab), [nt] "+r"(nt), [x] "=&r"(x), [w] "=&r"(w), [t] "=&r"(t)
+            : [z] "r"(tgrs_fpu_zero), [base] "r"(base), [wb] "r"(wb), [ep] "r"(fo)
+            : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23",
+              "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31", "memory", "cc");
+    }
+    tgrs_fpu_finish(fo->o0, fo, DW_FB);
+}
+
+#endif /* TGRS_FISA_FPU */
+
+#endif /* TGRS_DWCONV_FPU_H */
