@@ -6,7 +6,7 @@ Each variant is built here from the same sources (plain: -DTGRS_FORCE_PLAIN; gen
 SSE2 vectorization of the plain loops; avx2: -mavx2 -mfma, the host build's flags on an AVX2 CPU; avxvnni: with
 -mavxvnni too) and run on random shapes whose edges the vector paths treat specially: channel counts and patch
 lengths that are not multiples of 8 or 16 (and below 16), 1x1 images, odd widths, padding, strides, dilation, groups,
-depth multipliers, big and tiny requantization scales and both numerics.
+depth multipliers, big, tiny and near-one-half requantization scales and both numerics.
 int8 outputs must equal the reference bit for bit. Float outputs must be within the kernel tests' tolerance of the
 reference; the generic variant's must also equal the plain variant's bits (GCC's vectorization of the plain loops
 neither reassociates nor fuses), while the AVX2 float kernels use fused multiply-adds and may differ in the last bits.
@@ -53,7 +53,7 @@ def test_avx2_variant_runs_where_the_cpu_has_it(libs):
 def cases(draw, op_type: str, int8: bool | None = None) -> MacCase:
     int8 = draw(st.booleans()) if int8 is None else int8
     common = dict(act=draw(st.sampled_from([None, "relu", "relu6"])), bias=draw(st.booleans()), int8=int8,
-                  scale_mode=draw(st.sampled_from(["normal", "normal", "normal", "big", "tiny"])),
+                  scale_mode=draw(st.sampled_from(["normal", "normal", "normal", "big", "tiny", "half"])),
                   seed=draw(st.integers(0, 2**31 - 1)), numerics=draw(st.sampled_from(["onnx", "onnx", "tflm"])))
     if op_type == "Gemm":
         return MacCase(op_type="Gemm", n=1, c=draw(st.integers(1, 90)), h=draw(st.integers(1, 5)), w=1,
@@ -138,6 +138,7 @@ def test_fc_variants(libs, case):
 @pytest.mark.parametrize("int8", [True, False])
 def test_edge_shapes(libs, op_type, c, h, w, oc, kernel, pads, int8):
     group = c if op_type == "DepthwiseConv" else 1
-    for seed, mode, nm in ((1, "normal", "onnx"), (2, "big", "onnx"), (3, "tiny", "tflm")):
+    # "half": a channel with shift -1, outside the 32-bit form (the vector kernels' 64-bit requantization)
+    for seed, mode, nm in ((1, "normal", "onnx"), (2, "big", "onnx"), (3, "tiny", "tflm"), (4, "half", "onnx")):
         _check(libs, MacCase(op_type, 1, c, h, w, oc, group=group, kernel=kernel, pads=pads, act="relu", int8=int8,
                              scale_mode=mode, seed=seed, numerics=nm).build())

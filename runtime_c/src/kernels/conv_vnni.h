@@ -15,8 +15,8 @@
  * load, eight 4-byte weight broadcasts (VPBROADCASTD) and eight VPDPBUSD into eight accumulators (one per channel,
  * 256 multiply-accumulates per row). The 8 x 8 sums are transposed so that a vector holds one pixel's eight channels,
  * then requantized as a vector with the channels' fields (requant_avx2.h, the lane-by-lane twin of tgrs_rq_s8_fast,
- * or TFLM's double rounding) and stored as eight bytes; an op with an onnx channel outside the 32-bit form takes the
- * scalar tgrs_rq_s8. A last group of fewer than eight channels repeats its last weight row and stores only its own
+ * TFLM's double rounding, or, for an op with an onnx channel outside the 32-bit form, the 64-bit form) and stored as
+ * eight bytes. A last group of fewer than eight channels repeats its last weight row and stores only its own
  * bytes; a last block of fewer than eight pixels repeats its last patch and stores only its own pixels.
  */
 #ifndef TGRS_CONV_VNNI_H
@@ -325,10 +325,10 @@ static void conv_mk_vnni(int32_t kq, int32_t kr, const uint8_t *scr, const uint8
 #undef CONV_VNNI_MAC
 #undef CONV_VNNI_TAIL
 
-/* Whether an onnx-numerics channel's requantization takes the 32-bit vector form. */
+/* Whether an onnx-numerics channel's requantization takes the 32-bit vector form (tgrs_rq_fields_avx2). */
 static int conv_rq_fast_ok_vnni(int32_t shift)
 {
-    return shift <= -2 && shift > -32;
+    return shift <= -2;
 }
 
 static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
@@ -350,9 +350,11 @@ static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
     int32_t beff[CONV_VOC];
     int32_t n, g, i, j, c0, oc;
     int64_t q0;
-    int mode = nm == TGRS_RQ_TFLM ? 2 : 1; /* every channel in one vector form (requant_avx2.h), or 0 */
+    /* the vector requantization (requant_avx2.h): tflm; the 32-bit onnx form when every channel has it; else the
+       64-bit onnx form */
+    int mode = nm == TGRS_RQ_TFLM ? 2 : 1;
     for (oc = 0; oc < cg->oc && mode == 1; ++oc) {
-        mode = conv_rq_fast_ok_vnni(shift[oc]) ? 1 : 0;
+        mode = conv_rq_fast_ok_vnni(shift[oc]) ? 1 : 3;
     }
     memset(tail, 0, sizeof tail);
     for (n = 0; n < cg->n; ++n) {
@@ -392,24 +394,15 @@ static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
                             int8_t *o = oimg + (q0 + i) * cg->oc + ch;
                             const __m256i x = _mm256_add_epi32(p[i], bv); /* wrapping, like tgrs_wrap_add */
                             int32_t r[8];
-                            if (mode != 0) {
-                                if (i == 0) {
-                                    tgrs_rq_fields_avx2(mode, _mm256_loadu_si256((const __m256i *)(const void *)mm),
-                                                        _mm256_loadu_si256((const __m256i *)(const void *)ss), zp_out,
-                                                        f);
-                                }
-                                if (nc == 8) {
-                                    tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, x, f, lo, hi));
-                                    continue;
-                                }
-                                _mm256_storeu_si256((__m256i *)(void *)r, tgrs_rq_mode_avx2(mode, x, f, lo, hi));
-                            } else { /* the 64-bit form: a shift above -2 (no real layer has one) */
-                                _mm256_storeu_si256((__m256i *)(void *)r, x);
-                                for (j = 0; j < nc; ++j) {
-                                    const tgrs_rq rq = tgrs_rq_make(mm[j], ss[j], zp_out, nm);
-                                    r[j] = tgrs_rq_s8(&rq, r[j], lo, hi);
-                                }
+                            if (i == 0) {
+                                tgrs_rq_fields_avx2(mode, _mm256_loadu_si256((const __m256i *)(const void *)mm),
+                                                    _mm256_loadu_si256((const __m256i *)(const void *)ss), zp_out, f);
                             }
+                            if (nc == 8) {
+                                tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, x, f, lo, hi));
+                                continue;
+                            }
+                            _mm256_storeu_si256((__m256i *)(void *)r, tgrs_rq_mode_avx2(mode, x, f, lo, hi));
                             for (j = 0; j < nc; ++j) {
                                 o[j] = (int8_t)r[j];
                             }

@@ -249,7 +249,6 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
     __m256i wv[DW_MAX_TAPS / 2][2];
     const int8_t *xp[DW_MAX_TAPS + 1];
     tgrs_rq rqt[8];
-    int mode = nm == TGRS_RQ_TFLM ? 2 : 1;
     int32_t n, r, ow, i, j, t, p, c0, cc;
     if (ntaps <= 0 || (dg->m != 1 && !one)) {
         return 0;
@@ -258,13 +257,11 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
     for (c0 = 0; c0 < c8; c0 += (c0 + 16 <= c) ? 16 : 8) {
         const int wide = c0 + 16 <= c;
         __m256i f0[4], f1[4], b0, b1;
-        tgrs_rq rqg[16];
-        int vec = 1; /* every channel of the group in the vector form; else the prepared scalar requantization */
+        /* the vector requantization (requant_avx2.h): tflm, the 32-bit onnx form when every channel of the group
+           has it, else the 64-bit onnx form */
+        int mode = nm == TGRS_RQ_TFLM ? 2 : 1;
         for (cc = c0; cc < c0 + (wide ? 16 : 8) && mode == 1; ++cc) {
-            vec = vec && shift[cc] <= -2 && shift[cc] > -32;
-        }
-        for (cc = 0; !vec && cc < (wide ? 16 : 8); ++cc) {
-            tgrs_rq_prepare(&rqg[cc], mult[c0 + cc], shift[c0 + cc], zp_out, nm);
+            mode = shift[cc] <= -2 ? 1 : 3;
         }
         for (p = 0; p < npair; ++p) {
             const int8_t *wa = wt + (int64_t)(2 * p) * c + c0;
@@ -338,18 +335,9 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
                                                  wv[p][0]);
                         }
                     }
-                    if (vec) {
-                        tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s0, b0), f0, lo, hi));
-                        if (wide) {
-                            tgrs_store8_avx2(o + 8, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s1, b1), f1, lo, hi));
-                        }
-                    } else {
-                        int32_t sum[16];
-                        _mm256_storeu_si256((__m256i *)(void *)sum, _mm256_add_epi32(s0, b0));
-                        _mm256_storeu_si256((__m256i *)(void *)(sum + 8), _mm256_add_epi32(s1, b1));
-                        for (cc = 0; cc < (wide ? 16 : 8); ++cc) {
-                            o[cc] = tgrs_rq_s8(&rqg[cc], sum[cc], lo, hi);
-                        }
+                    tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s0, b0), f0, lo, hi));
+                    if (wide) {
+                        tgrs_store8_avx2(o + 8, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s1, b1), f1, lo, hi));
                     }
                 }
             }

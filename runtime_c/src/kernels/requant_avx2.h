@@ -69,20 +69,60 @@ static inline __m256i tgrs_rq_tflm_avx2(__m256i x, __m256i m32, __m256i lsh, __m
     return _mm256_add_epi32(q, zp);
 }
 
+/* round(p / 2^n), halves away from zero (tgrs_rounding_rshift64), for 64-bit lanes p (|p| < 2^62) and counts n
+ * (64-bit lanes; any n above 63 gives 0, as VPSRLVQ and VPSLLVQ do, and so does n = 63 since |p| < 2^62). */
+static inline __m256i tgrs_rshift64_avx2(__m256i p, __m256i n)
+{
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m256i s = _mm256_cmpgt_epi64(_mm256_setzero_si256(), p);
+    const __m256i a = _mm256_sub_epi64(_mm256_xor_si256(p, s), s); /* |p| */
+    /* 2^(n - 1); n = 0 gives a count of 2^64 - 1, so 0 */
+    const __m256i q = _mm256_srlv_epi64(_mm256_add_epi64(a, _mm256_sllv_epi64(one, _mm256_sub_epi64(n, one))), n);
+    return _mm256_sub_epi64(_mm256_xor_si256(q, s), s);
+}
+
+/* The 64-bit form of onnx numerics on eight lanes (any shift): x * mult exactly (VPMULDQ of the even and the odd
+ * lanes), tgrs_rshift64_avx2 by n = 31 - shift (shift <= -32 gives 0), the clamp in 64 bits before the zero point is
+ * added (clamp(q + zp, lo, hi) = clamp(q, lo - zp, hi - zp) + zp), and the low words back in lane order. zp: the
+ * output zero point in every lane. */
+static inline __m256i tgrs_rq_wide_avx2(__m256i x, __m256i mult, __m256i n, __m256i zp, int32_t lo, int32_t hi)
+{
+    const __m256i low = _mm256_set1_epi64x(0xFFFFFFFF);
+    const __m256i z64 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(zp));
+    const __m256i qlo = _mm256_sub_epi64(_mm256_set1_epi64x(lo), z64);
+    const __m256i qhi = _mm256_sub_epi64(_mm256_set1_epi64x(hi), z64);
+    __m256i qe = tgrs_rshift64_avx2(_mm256_mul_epi32(x, mult), _mm256_and_si256(n, low));
+    __m256i qo = tgrs_rshift64_avx2(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(mult, 32)),
+                                    _mm256_srli_epi64(n, 32));
+    qe = _mm256_blendv_epi8(qe, qlo, _mm256_cmpgt_epi64(qlo, qe));
+    qe = _mm256_blendv_epi8(qe, qhi, _mm256_cmpgt_epi64(qe, qhi));
+    qo = _mm256_blendv_epi8(qo, qlo, _mm256_cmpgt_epi64(qlo, qo));
+    qo = _mm256_blendv_epi8(qo, qhi, _mm256_cmpgt_epi64(qo, qhi));
+    return _mm256_add_epi32(_mm256_blend_epi32(qe, _mm256_slli_epi64(qo, 32), 0xAA), zp);
+}
+
 /*
  * The fields of eight channels' requantization from their (mult, shift) vectors, as tgrs_rq_make derives them:
- * mode 1 (onnx, every shift in [-31, -2]): f = (mult, n2 = -1 - shift, add2, sub2) for tgrs_rq_fast_avx2; mode 2
- * (tflm): f = (m32, lsh, rsh, zp) for tgrs_rq_tflm_avx2.
+ * mode 1 (onnx, every shift at most -2; a lane with shift <= -32 gets mult 0 and n2 1, whose result is the zero
+ * point, as tgrs_rq_make sets it): f = (mult, n2 = -1 - shift, add2, sub2) for tgrs_rq_fast_avx2; mode 2
+ * (tflm): f = (m32, lsh, rsh, zp) for tgrs_rq_tflm_avx2; mode 3 (onnx, any shift): f = (mult, n = 31 - shift, 0, zp)
+ * for tgrs_rq_wide_avx2. tgrs_rq_mode_avx2 picks the function.
  */
 static inline void tgrs_rq_fields_avx2(int mode, __m256i mv, __m256i sv, int32_t zp_out, __m256i f[4])
 {
     const __m256i zero = _mm256_setzero_si256();
     if (mode == 1) {
         const __m256i top = _mm256_set1_epi32((int32_t)0x80000000u), one = _mm256_set1_epi32(1);
-        f[0] = mv;
-        f[1] = _mm256_sub_epi32(_mm256_set1_epi32(-1), sv);
+        const __m256i gone = _mm256_cmpgt_epi32(_mm256_set1_epi32(-31), sv); /* shift <= -32: mult 0, n2 1 */
+        f[0] = _mm256_andnot_si256(gone, mv);
+        f[1] = _mm256_blendv_epi8(_mm256_sub_epi32(_mm256_set1_epi32(-1), sv), one, gone);
         f[2] = _mm256_add_epi32(top, _mm256_sllv_epi32(one, _mm256_sub_epi32(f[1], one)));
         f[3] = _mm256_sub_epi32(_mm256_srlv_epi32(top, f[1]), _mm256_set1_epi32(zp_out));
+    } else if (mode == 3) {
+        f[0] = mv;
+        f[1] = _mm256_sub_epi32(_mm256_set1_epi32(31), sv); /* a shift near INT32_MIN wraps to a count above 63 */
+        f[2] = zero;
+        f[3] = _mm256_set1_epi32(zp_out);
     } else {
         const __m256i gone = _mm256_cmpgt_epi32(_mm256_set1_epi32(-31), sv); /* shift <= -32 */
         f[0] = _mm256_andnot_si256(gone, mv);
@@ -95,8 +135,9 @@ static inline void tgrs_rq_fields_avx2(int mode, __m256i mv, __m256i sv, int32_t
 /* requantize with the fields of tgrs_rq_fields_avx2 */
 static inline __m256i tgrs_rq_mode_avx2(int mode, __m256i x, const __m256i f[4], int32_t lo, int32_t hi)
 {
-    return mode == 1 ? tgrs_rq_fast_avx2(x, f[0], f[1], f[2], f[3], lo, hi)
-                     : tgrs_rq_tflm_avx2(x, f[0], f[1], f[2], f[3], lo, hi);
+    return mode == 1   ? tgrs_rq_fast_avx2(x, f[0], f[1], f[2], f[3], lo, hi)
+           : mode == 3 ? tgrs_rq_wide_avx2(x, f[0], f[1], f[3], lo, hi)
+                       : tgrs_rq_tflm_avx2(x, f[0], f[1], f[2], f[3], lo, hi);
 }
 
 /* The eight int8 values of int32 lanes (already clamped) stored at o. */
