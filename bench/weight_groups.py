@@ -1,14 +1,14 @@
 """Weight groups: which shared models and budgets compile with copied or LZ4 weights only because ops whose weights
 do not fit run as output-channel groups (tigris/passes/weight_split.py, docs/memory-planning.md), and what it costs.
 
-For every shared ONNX model at 256K, 128K, 64K and 32K without --xip (copied and LZ4 weights need the same prefix,
-so one column answers both): whether the planner fits the model as it is (`before`), and whether ``analyze`` fits it
-with weight groups (`after`). For a plan that needed groups: the split ops and their group counts, the fast peak,
-the weight bytes the units stage per inference against the unsplit model's (the extra is the zero-filled panel
-tails and 16-byte alignment of every group's constants), the bytes the joining Concats copy, and the slow traffic
-of the plan, and whether ``tigris verify`` passes on it. Every plan counted is the one ``tigris compile`` writes
-(proven by the checker, read back by the reader). Writes the table into docs/benchmarks.md between ``<!-- weight_groups:begin -->`` and
-``<!-- weight_groups:end -->``.
+For every shared model (ONNX and TFLite) at 256K, 128K, 64K and 32K without --xip (copied and LZ4 weights need the
+same prefix, so one column answers both): whether the planner fits the model as it is (`before`), and whether
+``analyze`` fits it with weight groups (`after`). For a plan that needed groups: the split ops and their group
+counts, the fast peak, the weight bytes the units stage per inference against the unsplit model's (the extra is the
+zero-filled panel tails and 16-byte alignment of every group's constants), the bytes the joining Concats copy, the
+slow traffic of the plan, and whether ``tigris verify`` passes on it. Every plan counted is the one ``tigris
+compile`` writes (proven by the checker, read back by the reader). Writes the table into docs/benchmarks.md between
+``<!-- weight_groups:begin -->`` and ``<!-- weight_groups:end -->``.
 
     python3 bench/weight_groups.py [--no-write]
 """
@@ -38,7 +38,7 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     refused_before = fixed = 0
-    for path in sorted(SHARED.glob("*/*.onnx")):
+    for path in sorted([*SHARED.glob("*/*.onnx"), *SHARED.glob("*/*.tflite")]):
         rel = path.relative_to(SHARED).as_posix()
         prep = api.prepare(path)
         for b in BUDGETS:

@@ -290,10 +290,10 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     the budget, it is a Conv/Gemm with independent output channels, and the rest of what it needs (the bound less
     its weights) fits: into the smallest count whose largest group fits what the budget leaves. When the plan still
     fails at a split op (or at another op whose weights are what fails), its count grows (at least by one) and the
-    graph is planned again, at most ``MAX_SPLIT_ROUNDS`` rounds (and at most ``max_plans`` plans: a count still over
-    the budget in the split graph's own op bounds grows without a plan). Returns the prepared graph the plan is for, the plan
-    result and one record per split op; the input prepared graph and result unchanged when no split fits, so a model
-    that fits without groups keeps exactly its plan (the split is tried only after a NoFit).
+    graph is planned again, at most ``MAX_SPLIT_ROUNDS`` rounds (and at most ``max_plans`` plans: a count still
+    over the budget in the split graph's own op bounds grows without a plan). Returns the prepared graph the plan is
+    for, the plan result and one record per split op; the input prepared graph and result unchanged when no split
+    fits, so a model that fits without groups keeps exactly its plan (the split is tried only after a NoFit).
     """
     from tigris.ops import lower
     from tigris.passes.weight_split import max_groups, split_op, splittable
