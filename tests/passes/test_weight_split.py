@@ -53,9 +53,9 @@ def test_group_bounds_cover_exactly():
         group_bounds(16, 3, 8)
 
 
-def _model(rng, int8: bool, c: int, oc: int, h: int, k: int, nf: int) -> onnx.ModelProto:
+def _model(rng, int8: bool, c: int, oc: int, h: int, k: int, nf: int, per_tensor: bool = False) -> onnx.ModelProto:
     """x [1,c,h,h] -> Conv k x k (pad k//2) to oc channels -> Relu -> Flatten -> Gemm to nf -> y; int8 as QDQ with
-    per-channel int8 weights (axis 0) and int32 biases."""
+    per-channel int8 weights (axis 0; ``per_tensor``: one scale per weight) and int32 biases."""
     n = helper.make_node
     w1 = rng.standard_normal((oc, c, k, k)).astype(np.float32) * 0.3
     b1 = rng.standard_normal(oc).astype(np.float32) * 0.1
@@ -69,17 +69,20 @@ def _model(rng, int8: bool, c: int, oc: int, h: int, k: int, nf: int) -> onnx.Mo
                  n("Flatten", ["r"], ["f"]), n("Gemm", ["f", "w2", "b2"], ["y"], transB=1)]
     else:
         sx, sa, sy = np.float32(0.05), np.float32(0.04), np.float32(0.08)
-        s1 = rng.uniform(0.002, 0.01, oc).astype(np.float32)
-        s2 = rng.uniform(0.001, 0.004, nf).astype(np.float32)
+        s1 = rng.uniform(0.002, 0.01, 1 if per_tensor else oc).astype(np.float32)
+        s2 = rng.uniform(0.001, 0.004, 1 if per_tensor else nf).astype(np.float32)
         inits = {
             "sx": sx, "zx": np.int8(3), "sa": sa, "za": np.int8(-5), "sy": sy, "zy": np.int8(7),
-            "w1": rng.integers(-127, 128, (oc, c, k, k)).astype(np.int8), "s1": s1, "z1": np.zeros(oc, np.int8),
+            "w1": rng.integers(-127, 128, (oc, c, k, k)).astype(np.int8), "s1": s1, "z1": np.zeros(s1.size, np.int8),
             "b1": rng.integers(-3000, 3000, oc).astype(np.int32), "sb1": (sx * s1).astype(np.float32),
-            "zb1": np.zeros(oc, np.int32),
-            "w2": rng.integers(-127, 128, (nf, kf)).astype(np.int8), "s2": s2, "z2": np.zeros(nf, np.int8),
+            "zb1": np.zeros(s1.size, np.int32),
+            "w2": rng.integers(-127, 128, (nf, kf)).astype(np.int8), "s2": s2, "z2": np.zeros(s2.size, np.int8),
             "b2": rng.integers(-3000, 3000, nf).astype(np.int32), "sb2": (sa * s2).astype(np.float32),
-            "zb2": np.zeros(nf, np.int32),
+            "zb2": np.zeros(s2.size, np.int32),
         }
+        if per_tensor:  # scalars, as a per-tensor QDQ model writes them
+            for key in ("s1", "z1", "sb1", "zb1", "s2", "z2", "sb2", "zb2"):
+                inits[key] = inits[key].reshape(())
         nodes = [
             n("QuantizeLinear", ["x", "sx", "zx"], ["xq"]), n("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
             n("DequantizeLinear", ["w1", "s1", "z1"], ["w1d"], axis=0),
@@ -119,14 +122,15 @@ CASES = [  # (int8, c, oc, h, k, nf, conv groups, gemm groups)
     (True, 3, 13, 5, 3, 7, 3, 2),
     (True, 5, 29, 1, 1, 10, 7, 4),  # 1x1 image, per-channel int8, 29 channels in 7 groups
     (True, 2, 40, 4, 3, 6, 6, 6),
+    (True, 3, 19, 2, 3, 5, 4, 3, True),  # per-tensor int8 weights: every group shares the scale
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{'int8' if c[0] else 'f32'}-oc{c[2]}-h{c[3]}" for c in CASES])
 def test_split_plan_equals_unsplit_plan(tmp_path, case):
-    int8, c, oc, h, k, nf, gc, gg = case
+    int8, c, oc, h, k, nf, gc, gg = case[:8]
     rng = np.random.default_rng(oc * 7 + h)
-    m = _model(rng, int8, c, oc, h, k, nf)
+    m = _model(rng, int8, c, oc, h, k, nf, *case[8:])
     path = tmp_path / "m.onnx"
     onnx.save(m, path)
     prep = api.prepare(path)
@@ -299,15 +303,16 @@ def test_fp16_weights_split(tmp_path):
 
 @settings(max_examples=12, deadline=None)
 @given(int8=st.booleans(), c=st.integers(1, 4), oc=st.integers(2, 40), h=st.integers(1, 5), k=st.sampled_from([1, 3]),
-       nf=st.integers(2, 12), data=st.data())
-def test_split_reference_property(tmp_path_factory, int8, c, oc, h, k, nf, data):
-    """Random shapes and group counts on the NumPy reference: int8 identical, float within 1e-5 relative."""
+       nf=st.integers(2, 12), per_tensor=st.booleans(), data=st.data())
+def test_split_reference_property(tmp_path_factory, int8, c, oc, h, k, nf, per_tensor, data):
+    """Random shapes and group counts on the NumPy reference: int8 (per-channel or per-tensor weights) identical,
+    float within 1e-5 relative."""
     from tigris.passes.weight_split import max_groups
     from tigris.reference import run_reference
 
     rng = np.random.default_rng(oc * 100 + h * 10 + c)
     path = tmp_path_factory.mktemp("p") / "m.onnx"
-    onnx.save(_model(rng, int8, c, oc, h, k, nf), path)
+    onnx.save(_model(rng, int8, c, oc, h, k, nf, per_tensor), path)
     prep = api.prepare(path)
     conv, gemm = _mac_ops(prep)
     gc = data.draw(st.integers(1, max_groups(prep.graph, conv)), label="conv groups")  # 1: left whole
