@@ -10,8 +10,8 @@ images, odd widths, padding on every side, strides, groups, depth multipliers, 3
 requantization scales outside the 32-bit form's range (big and tiny), and both numerics (onnx, tflm); for fc, odd
 output counts (the two-row loops' last row alone) and K below, at and around multiples of 4 and 16; and a few
 randomized depthwise and conv shapes (fixed seed); for Helium's depthwise, pairs of interior pixels over 8-channel
-halves with channel tails, odd tap counts, weights of -128 (no two-tap int16 sums), and shifts of -1 and below -31
-(the wider vector requantization).
+halves with channel tails, vertical pairs (border columns, a column of padding only), odd tap counts, weights of -128
+(no two-tap int16 sums), and shifts of -1 and below -31 (the wider vector requantization).
 """
 from __future__ import annotations
 
@@ -99,6 +99,12 @@ def _cases() -> dict[str, MacCase]:
         "dw5x5_c16_s2_w11": MacCase("DepthwiseConv", 1, 16, 9, 11, 16, group=16, kernel=(5, 5), strides=(2, 2),
                                     pads=(2, 2, 2, 2), act="relu6", seed=62),
         "dw3x3_c40_w6_nopad": MacCase("DepthwiseConv", 1, 40, 4, 6, 40, group=40, kernel=(3, 3), seed=63),
+        # vertical pairs: border columns, a column whose taps are all padding (pads wider than the window), odd row
+        # counts, a channel tail
+        "dw3x3_c11_pad3_6x2": MacCase("DepthwiseConv", 1, 11, 7, 2, 11, group=11, kernel=(3, 3), pads=(1, 3, 1, 3),
+                                      seed=66),
+        "dw3x3_c24_s2_9x5": MacCase("DepthwiseConv", 1, 24, 9, 5, 24, group=24, kernel=(3, 3), strides=(2, 2),
+                                    pads=(1, 1, 1, 1), act="relu", w_min=True, seed=67),
         "pw_k24_oc10_half": MacCase("Conv", 1, 24, 3, 5, 10, scale_mode="half", seed=64),
         "conv3x3_c3_oc8_s2_half": MacCase("Conv", 1, 3, 9, 7, 8, kernel=(3, 3), strides=(2, 2), pads=(0, 0, 1, 1),
                                           scale_mode="half", seed=65),

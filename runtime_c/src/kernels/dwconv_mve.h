@@ -538,10 +538,101 @@ __attribute__((noinline)) static void dw_mve_pairs(const dw_mve_tap *inner, int3
     }
 }
 
+/*
+ * Two vertically adjacent output rows oh and oh + 1, every column, both rows with all their tap rows in the image:
+ * the interior columns go as horizontal pairs, row by row (dw_mve_pairs); every other column's two pixels are a
+ * dw_mve_pair8 pair (the second pixel's taps one output row, vstep input bytes, further), so border columns and a
+ * row's odd pixel out take the pair path too. An interior column uses the
+ * shared table (offsets from the pixel's tap (0, 0)); a border column lists its in-image taps (offsets from row
+ * ih0, column 0 of the band) and folds its padded taps' zp_in * w into the accumulators' start, which is the same
+ * for both pixels. o is row oh's first pixel; a tail of fewer than 8 channels goes through dw_mve_block.
+ */
+__attribute__((noinline)) static void dw_mve_vpairs(const dw_geom *dg, const dw_mve_par *pp, const dw_mve_tap *inner,
+                                                    int32_t ntaps, int32_t clo, int32_t chi, const int8_t *img,
+                                                    int32_t oh, int8_t *o)
+{
+    const tgrs_window *w = &dg->w;
+    const int32_t c = dg->c, oc = dg->oc;
+    const int32_t vstep = w->sh * dg->wd * c, ih0 = oh * w->sh - w->pt;
+    const int8_t *const rowbase = img + (ih0 - dg->in_row0) * dg->wd * c; /* row ih0, column 0 */
+    const int16x8_t zv = vdupq_n_s16((int16_t)pp->zp_in);
+    dw_mve_tap border[DW_MAX_TAPS];
+    int32_t wpad[DW_MAX_TAPS];
+    dw_mve_fld f;
+    dw_mve_taps tp;
+    int32_t ow, i, j, t, c0;
+    f.zp = pp->zp_out;
+    f.lo = pp->lo;
+    f.hi = pp->hi;
+    const int32_t nh = (chi - clo) / 2; /* horizontal pairs of interior pixels per row */
+    f.oc = dg->ow * oc; /* the second pixel is one output row further */
+    tp.w_pad = wpad;
+    if (nh > 0) { /* the interior columns in horizontal runs (fields once per run), row by row */
+        const int8_t *b0 = rowbase + (clo * w->sw - w->pl) * c;
+        dw_mve_pairs(inner, ntaps, b0, w->sw * c, pp, oc, o + clo * oc, nh);
+        dw_mve_pairs(inner, ntaps, b0 + vstep, w->sw * c, pp, oc, o + f.oc + clo * oc, nh);
+    }
+    for (ow = 0; ow < dg->ow; ++ow) {
+        const int32_t iw0 = ow * w->sw - w->pl;
+        if (ow == clo && nh > 0) {
+            ow += 2 * nh - 1; /* done above */
+            continue;
+        }
+        int8_t *const oo = o + ow * oc;
+        const int8_t *bc;
+        if (ow >= clo && ow < chi) {
+            bc = rowbase + iw0 * c;
+            tp.in = inner;
+            tp.n_in = ntaps;
+            tp.n_pad = 0;
+        } else {
+            bc = rowbase;
+            tp.in = border;
+            tp.n_in = 0;
+            tp.n_pad = 0;
+            for (i = 0, t = 0; i < w->kh; ++i) {
+                for (j = 0; j < w->kw; ++j, ++t) {
+                    const int32_t iw = iw0 + j * w->dw;
+                    if (iw >= 0 && iw < dg->wd) {
+                        border[tp.n_in].x = (i * w->dh * dg->wd + iw) * c;
+                        border[tp.n_in++].w = t * oc;
+                    } else {
+                        wpad[tp.n_pad++] = t * oc;
+                    }
+                }
+            }
+        }
+        f.n2 = pp->tap_pairs ? tp.n_in >> 1 : 0;
+        f.n1 = tp.n_in - 2 * f.n2;
+        for (c0 = 0; c0 + 8 <= oc; c0 += 8) {
+            dw_mve_fields(pp, c0, &f.m2e, &f.m2o, &f.se, &f.so);
+            dw_mve_bias(pp, c0, 8, &f.be, &f.bo);
+            for (t = 0; t < tp.n_pad; ++t) {
+                const int16x8_t wv = vldrbq_s16(pp->wt + c0 + wpad[t]);
+                f.be = vaddq_s32(f.be, vmullbq_int_s16(zv, wv));
+                f.bo = vaddq_s32(f.bo, vmulltq_int_s16(zv, wv));
+            }
+            if (tp.n_in > 0) {
+                dw_mve_pair8(tp.in, bc + c0, vstep, pp->wt + c0, &f, oo + c0);
+            } else { /* every tap padded (a window wider than the image): the start is the whole sum */
+                dw_mve_st8(pp, c0, f.be, f.bo, oo + c0);
+                dw_mve_st8(pp, c0, f.be, f.bo, oo + f.oc + c0);
+            }
+        }
+        if (c0 < oc) {
+            tp.base = bc;
+            dw_mve_block(&tp, pp, c0, oc - c0, oo + c0);
+            tp.base = bc + vstep;
+            dw_mve_block(&tp, pp, c0, oc - c0, oo + f.oc + c0);
+        }
+    }
+}
+
 /* The whole op on the fused path; 0 (nothing done) when it does not apply: a depth multiplier above 1, a window of
  * more than DW_MAX_TAPS taps, or a requantization tgrs_rq_vec2 does not cover (tgrs_rq_vec_ok). Offsets are int32:
- * the views of a Helium core's arena are far below 2^31 bytes. Interior pixels go in pairs (dw_mve_pairs), the odd
- * one out and border pixels one at a time in blocks of up to 16 channels (dw_mve_block). */
+ * the views of a Helium core's arena are far below 2^31 bytes. Two rows whose taps are all in the image go as vertical
+ * pairs (dw_mve_vpairs); in any other row the interior pixels go in pairs (dw_mve_pairs), the odd one out and border
+ * pixels one at a time in blocks of up to 16 channels (dw_mve_block). */
 static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int64_t *toff, int32_t ntaps)
 {
     const tgrs_window *w = &dg->w;
@@ -579,6 +670,11 @@ static int dw_fused_s8_mve(const tgrs_op_ctx *ctx, const dw_geom *dg, const int6
         for (r = 0; r < dg->out_rows; ++r) {
             const int32_t oh = dg->out_row0 + r, ih0 = oh * w->sh - w->pt;
             const int rin = ih0 >= 0 && ih0 + (w->kh - 1) * w->dh < dg->h; /* dw_interior's row half */
+            if (rin && r + 1 < dg->out_rows && ih0 + w->sh + (w->kh - 1) * w->dh < dg->h) {
+                dw_mve_vpairs(dg, &pp, inner, ntaps, clo, chi, img, oh, out + n * out_img + (int64_t)r * dg->ow * dg->oc);
+                ++r; /* rows r and r + 1 are done */
+                continue;
+            }
             /* column 0's tap (0, 0), formed only for a row whose taps are in the band */
             const int8_t *row = rin ? img + ((ih0 - dg->in_row0) * dg->wd - w->pl) * dg->c : img;
             for (ow = 0; ow < dg->ow; ++ow) {
