@@ -129,20 +129,7 @@ static int8_t tflm_s8(const binop *op, int32_t da, int32_t db)
 
 #if !TGRS_HAVE_AVX2
 /* No vector loop: span_s8's and span_f32's scalar loops take every element (target.h TGRS_BIN_S8, TGRS_BIN_F32). */
-static size_t bin_s8_none(const binop *op, int8_t *y, const int8_t *x, const int8_t *z, size_t count, size_t sx,
-                          size_t sz)
-{
-    (void)op;
-    (void)y;
-    (void)x;
-    (void)z;
-    (void)count;
-    (void)sx;
-    (void)sz;
-    return 0;
-}
-static size_t bin_f32_none(const binop *op, float *y, const float *x, const float *z, size_t count, size_t sx,
-                           size_t sz)
+static size_t bin_span_none(const binop *op, void *y, const void *x, const void *z, size_t count, size_t sx, size_t sz)
 {
     (void)op;
     (void)y;

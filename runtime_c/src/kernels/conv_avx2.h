@@ -336,7 +336,8 @@ static void conv_mk3_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, c
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
     __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
     int32_t sg, kk;
-    for (sg = 0; sg < nseg; ++sg, b0 += (int64_t)rl * CONV_NR, b1 += (int64_t)rl * CONV_NR, b2 += (int64_t)rl * CONV_NR) {
+    const int64_t step = (int64_t)rl * CONV_NR; /* one segment of a panel */
+    for (sg = 0; sg < nseg; ++sg, b0 += step, b1 += step, b2 += step) {
         const float *a0 = a[CONV_MR * sg], *a1 = a[CONV_MR * sg + 1];
         const float *a2 = a[CONV_MR * sg + 2], *a3 = a[CONV_MR * sg + 3];
         for (kk = 0; kk < rl; ++kk) {

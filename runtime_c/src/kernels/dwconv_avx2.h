@@ -127,6 +127,60 @@ static __m256i dw_mask_avx2(int32_t n)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* One output pixel: the nt taps' inputs xp[t] and weights kp[t] (channel 0 of each), summed from 0 in tap order per
+ * channel, then bias and clamp; channels 32, 16 and 8 at a time, the last c % 8 under a mask. */
+static void dw_px_f32_avx2(float *o, const float *const *xp, const float *const *kp, int32_t nt, int32_t c,
+                           const float *bias, __m256 vlo, __m256 vhi)
+{
+    int32_t t, c0 = 0;
+    for (; c0 + 32 <= c; c0 += 32) {
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (t = 0; t < nt; ++t) {
+            const float *x = xp[t] + c0;
+            const float *k = kp[t] + c0;
+            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(k), s0);
+            s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), _mm256_loadu_ps(k + 8), s1);
+            s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), _mm256_loadu_ps(k + 16), s2);
+            s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), _mm256_loadu_ps(k + 24), s3);
+        }
+        _mm256_storeu_ps(o + c0, _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_add_ps(s0, _mm256_loadu_ps(bias + c0)))));
+        _mm256_storeu_ps(o + c0 + 8,
+                         _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_add_ps(s1, _mm256_loadu_ps(bias + c0 + 8)))));
+        _mm256_storeu_ps(o + c0 + 16,
+                         _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_add_ps(s2, _mm256_loadu_ps(bias + c0 + 16)))));
+        _mm256_storeu_ps(o + c0 + 24,
+                         _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_add_ps(s3, _mm256_loadu_ps(bias + c0 + 24)))));
+    }
+    if (c0 + 16 <= c) {
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+        for (t = 0; t < nt; ++t) {
+            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(xp[t] + c0), _mm256_loadu_ps(kp[t] + c0), s0);
+            s1 = _mm256_fmadd_ps(_mm256_loadu_ps(xp[t] + c0 + 8), _mm256_loadu_ps(kp[t] + c0 + 8), s1);
+        }
+        _mm256_storeu_ps(o + c0, _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_add_ps(s0, _mm256_loadu_ps(bias + c0)))));
+        _mm256_storeu_ps(o + c0 + 8,
+                         _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_add_ps(s1, _mm256_loadu_ps(bias + c0 + 8)))));
+        c0 += 16;
+    }
+    if (c0 + 8 <= c) {
+        __m256 s = _mm256_setzero_ps();
+        for (t = 0; t < nt; ++t) {
+            s = _mm256_fmadd_ps(_mm256_loadu_ps(xp[t] + c0), _mm256_loadu_ps(kp[t] + c0), s);
+        }
+        _mm256_storeu_ps(o + c0, _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_add_ps(s, _mm256_loadu_ps(bias + c0)))));
+        c0 += 8;
+    }
+    if (c0 < c) {
+        const __m256i m = dw_mask_avx2(c - c0);
+        __m256 s = _mm256_setzero_ps();
+        for (t = 0; t < nt; ++t) {
+            s = _mm256_fmadd_ps(_mm256_maskload_ps(xp[t] + c0, m), _mm256_maskload_ps(kp[t] + c0, m), s);
+        }
+        s = _mm256_add_ps(s, _mm256_maskload_ps(bias + c0, m));
+        _mm256_maskstore_ps(o + c0, m, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s)));
+    }
+}
+
 static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
 {
     const tgrs_window *w = &dg->w;
@@ -139,11 +193,15 @@ static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
     const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
     const int32_t c = dg->c;
-    const __m256i tail = dw_mask_avx2(c & 7);
-    int64_t xo[DW_MAX_TAPS], wo[DW_MAX_TAPS];
-    int32_t n, r, ow, i, j, t, nt, c0;
+    int64_t toff[DW_MAX_TAPS];
+    const float *xp[DW_MAX_TAPS], *kp[DW_MAX_TAPS], *kall[DW_MAX_TAPS];
+    int32_t n, r, ow, i, j, t, nt, ntaps;
     if (dg->m != 1 || (int64_t)w->kh * w->kw > DW_MAX_TAPS) {
         return dw_f32(ctx, dg);
+    }
+    ntaps = dw_tap_offsets(dg, toff); /* interior pixels: every tap, offsets from tap (0, 0) */
+    for (t = 0; t < ntaps; ++t) {
+        kall[t] = wt + (int64_t)t * c;
     }
     for (n = 0; n < dg->n; ++n) {
         const float *img = in + n * in_img;
@@ -151,7 +209,15 @@ static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
             const int32_t oh = dg->out_row0 + r;
             for (ow = 0; ow < dg->ow; ++ow) {
                 float *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * c;
-                nt = 0;
+                if (dw_interior(dg, oh, ow)) {
+                    const float *base = img + dw_base(dg, oh, ow);
+                    for (t = 0; t < ntaps; ++t) {
+                        xp[t] = base + toff[t];
+                    }
+                    dw_px_f32_avx2(o, xp, kall, ntaps, c, bias, vlo, vhi);
+                    continue;
+                }
+                nt = 0; /* a border pixel: its taps inside the image, in the same order */
                 for (i = 0; i < w->kh; ++i) {
                     const int32_t ih = oh * w->sh - w->pt + i * w->dh;
                     if (ih < 0 || ih >= dg->h) {
@@ -162,40 +228,12 @@ static int dw_f32_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg)
                         if (iw < 0 || iw >= dg->wd) {
                             continue;
                         }
-                        xo[nt] = ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * c;
-                        wo[nt] = ((int64_t)i * w->kw + j) * c;
+                        xp[nt] = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * c;
+                        kp[nt] = wt + ((int64_t)i * w->kw + j) * c;
                         ++nt;
                     }
                 }
-                for (c0 = 0; c0 + 32 <= c; c0 += 32) {
-                    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-                    for (t = 0; t < nt; ++t) {
-                        const float *x = img + xo[t] + c0;
-                        const float *k = wt + wo[t] + c0;
-                        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(k), s0);
-                        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), _mm256_loadu_ps(k + 8), s1);
-                        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), _mm256_loadu_ps(k + 16), s2);
-                        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), _mm256_loadu_ps(k + 24), s3);
-                    }
-                    s0 = _mm256_add_ps(s0, _mm256_loadu_ps(bias + c0));
-                    s1 = _mm256_add_ps(s1, _mm256_loadu_ps(bias + c0 + 8));
-                    s2 = _mm256_add_ps(s2, _mm256_loadu_ps(bias + c0 + 16));
-                    s3 = _mm256_add_ps(s3, _mm256_loadu_ps(bias + c0 + 24));
-                    _mm256_storeu_ps(o + c0, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s0)));
-                    _mm256_storeu_ps(o + c0 + 8, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s1)));
-                    _mm256_storeu_ps(o + c0 + 16, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s2)));
-                    _mm256_storeu_ps(o + c0 + 24, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s3)));
-                }
-                for (; c0 < c; c0 += 8) {
-                    const __m256i m = c - c0 >= 8 ? _mm256_set1_epi32(-1) : tail;
-                    __m256 s = _mm256_setzero_ps();
-                    for (t = 0; t < nt; ++t) {
-                        s = _mm256_fmadd_ps(_mm256_maskload_ps(img + xo[t] + c0, m),
-                                            _mm256_maskload_ps(wt + wo[t] + c0, m), s);
-                    }
-                    s = _mm256_add_ps(s, _mm256_maskload_ps(bias + c0, m));
-                    _mm256_maskstore_ps(o + c0, m, _mm256_min_ps(vhi, _mm256_max_ps(vlo, s)));
-                }
+                dw_px_f32_avx2(o, xp, kp, nt, c, bias, vlo, vhi);
             }
         }
     }

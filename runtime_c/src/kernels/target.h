@@ -193,8 +193,8 @@
 #define TGRS_BIN_F32 bin_f32_avx2
 #else
 #define TGRS_QUANT_S8 quant_s8_none
-#define TGRS_BIN_S8 bin_s8_none
-#define TGRS_BIN_F32 bin_f32_none
+#define TGRS_BIN_S8 bin_span_none
+#define TGRS_BIN_F32 bin_span_none
 #endif
 
 #if TGRS_HAVE_DSP
