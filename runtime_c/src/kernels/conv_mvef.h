@@ -2,14 +2,15 @@
  * conv_mvef.h - the float32 conv GEMM on Helium with float lanes (Cortex-M55/M85; target.h TGRS_FISA_MVEF). Included
  * by conv.c only.
  *
- * Register block: two patch rows x one CONV_NR = 8 channel panel, four accumulator vectors (lanes are channels), the
- * panel row as two vectors, the two inputs as scalars in core registers: per k two VLDRW, two LDR and four VFMA
- * (vector by scalar) for 16 MACs, 6 of the 8 Q registers. The four patch rows of conv.c's pixel block are two calls
- * per panel. Each output still sums its k in order from +0 and then adds the bias, but every step is one fused
- * multiply-add (one rounding, where the plain loop rounds the product and the sum): results differ from the plain
- * variant in the last bits, within the float tolerance (docs/numerics.md). Bias, clamp (compare and select, NaN kept
- * as the plain loop keeps it) and the store of a short panel (VCTP-predicated) are vector operations too. Written from
- * the Arm MVE intrinsics reference.
+ * Register block: two patch rows x one CONV_NR = 8 channel panel, four accumulator vectors in q0-q3 (lanes are
+ * channels), the panel row as two vectors in q4-q5, the inputs as scalars in core registers: per two k steps four
+ * VLDRW, two LDRD and eight VFMA (vector by scalar) for 32 MACs, in inline assembly (written with intrinsics, GCC 12
+ * spills inside the loop). The four patch rows of conv.c's pixel block are two calls per panel. Each output still
+ * sums its k in order from +0 and then adds the bias, but every step is one fused multiply-add (one rounding, where
+ * the plain loop rounds the product and the sum): results differ from the plain variant in the last bits, within the
+ * float tolerance (docs/numerics.md). Bias, clamp (VMAXNM/VMINNM with a finite bound: a NaN sum becomes the bound,
+ * where the plain loop keeps NaN) and the store of a short panel (VCTP-predicated) are vector operations. Written
+ * from the Armv8.1-M architecture manual's MVE instruction descriptions and the Arm MVE intrinsics reference.
  */
 #ifndef TGRS_CONV_MVEF_H
 #define TGRS_CONV_MVEF_H
@@ -47,18 +48,61 @@ static inline void conv_out4_mvef(float *o, float32x4_t acc, float32x4_t bias, c
 static inline void conv_mk2_mvef(int32_t k, const float *a0, const float *a1, const float *b, const float *bias,
                                  int32_t ncol, const conv_bounds_mvef *cb, float *o0, float *o1)
 {
-    float32x4_t c00 = vdupq_n_f32(0.0f), c01 = c00, c10 = c00, c11 = c00;
-    float32x4_t bias0, bias1;
-    int32_t kk;
-    for (kk = 0; kk < k; ++kk) {
-        const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4);
-        const float x0 = a0[kk], x1 = a1[kk];
-        c00 = vfmaq_n_f32(c00, b0, x0);
-        c01 = vfmaq_n_f32(c01, b1, x0);
-        c10 = vfmaq_n_f32(c10, b0, x1);
-        c11 = vfmaq_n_f32(c11, b1, x1);
-        b += CONV_NR;
-    }
+    float acc[16];
+    float32x4_t c00, c01, c10, c11, bias0, bias1;
+    int32_t pairs = k >> 1, x0, x1, y0, y1;
+    const int32_t odd = k & 1;
+    /* Assembly: written with intrinsics, GCC 12 spills an accumulator or a weight vector inside the loop. */
+    __asm__ volatile(
+        "vmov.i32 q0, #0\n\t"
+        "vmov.i32 q1, #0\n\t"
+        "vmov.i32 q2, #0\n\t"
+        "vmov.i32 q3, #0\n\t"
+        "cmp %[pairs], #0\n\t"
+        "beq 2f\n"
+        "1:\n\t"
+        "ldrd %[x0], %[y0], [%[a0]], #8\n\t"
+        "ldrd %[x1], %[y1], [%[a1]], #8\n\t"
+        "vldrw.32 q4, [%[b]]\n\t"
+        "vldrw.32 q5, [%[b], #16]\n\t"
+        "vfma.f32 q0, q4, %[x0]\n\t"
+        "vfma.f32 q1, q5, %[x0]\n\t"
+        "vfma.f32 q2, q4, %[x1]\n\t"
+        "vfma.f32 q3, q5, %[x1]\n\t"
+        "vldrw.32 q4, [%[b], #32]\n\t"
+        "vldrw.32 q5, [%[b], #48]\n\t"
+        "adds %[b], %[b], #64\n\t"
+        "vfma.f32 q0, q4, %[y0]\n\t"
+        "vfma.f32 q1, q5, %[y0]\n\t"
+        "vfma.f32 q2, q4, %[y1]\n\t"
+        "vfma.f32 q3, q5, %[y1]\n\t"
+        "subs %[pairs], %[pairs], #1\n\t"
+        "bne 1b\n"
+        "2:\n\t"
+        "cmp %[odd], #0\n\t"
+        "beq 3f\n\t"
+        "ldr %[x0], [%[a0]]\n\t"
+        "ldr %[x1], [%[a1]]\n\t"
+        "vldrw.32 q4, [%[b]]\n\t"
+        "vldrw.32 q5, [%[b], #16]\n\t"
+        "vfma.f32 q0, q4, %[x0]\n\t"
+        "vfma.f32 q1, q5, %[x0]\n\t"
+        "vfma.f32 q2, q4, %[x1]\n\t"
+        "vfma.f32 q3, q5, %[x1]\n\t"
+        "3:\n\t"
+        "vstrw.32 q0, [%[acc]]\n\t"
+        "vstrw.32 q1, [%[acc], #16]\n\t"
+        "vstrw.32 q2, [%[acc], #32]\n\t"
+        "vstrw.32 q3, [%[acc], #48]\n\t"
+        : [a0] "+r"(a0), [a1] "+r"(a1), [b] "+r"(b), [pairs] "+r"(pairs), [x0] "=&r"(x0), [x1] "=&r"(x1),
+          [y0] "=&r"(y0), [y1] "=&r"(y1)
+        : [odd] "r"(odd), [acc] "r"(acc)
+        : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15",
+          "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "memory", "cc");
+    c00 = vld1q_f32(acc);
+    c01 = vld1q_f32(acc + 4);
+    c10 = vld1q_f32(acc + 8);
+    c11 = vld1q_f32(acc + 12);
     if (ncol == CONV_NR) {
         bias0 = vld1q_f32(bias);
         bias1 = vld1q_f32(bias + 4);

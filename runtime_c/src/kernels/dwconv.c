@@ -263,35 +263,26 @@ static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
 
 typedef tgrs_fpu_ep dw_fout; /* what a block reads after the taps (fpu.h) */
 
-/* Channels [0, nc) of one pixel, nc < DW_FB (the last block): the same taps in the same order, plain arithmetic. */
-static void dw_blk_tail_f32(const char *base, const int32_t *tab, int32_t nt, const char *wb, int32_t nc,
-                            const float *bias, float *o, float lo, float hi)
-{
-    float acc[DW_FB];
-    int32_t t, cc;
-    for (cc = 0; cc < nc; ++cc) {
-        acc[cc] = 0.0f;
-    }
-    for (t = 0; t < nt; ++t) {
-        const float *x = (const float *)(const void *)(base + tab[2 * t]);
-        const float *w = (const float *)(const void *)(wb + tab[2 * t + 1]);
-        for (cc = 0; cc < nc; ++cc) {
-            acc[cc] += x[cc] * w[cc];
-        }
-    }
-    dw_store_f32(o, acc, bias, nc, lo, hi);
-}
-
 #include "dwconv_fpu.h" /* dw_blk_f32_fpu */
 #include "dwconv_mvef.h" /* dw_blk_f32_mvef */
+
+/* Whether every input row of output row oh lies in the image. */
+static int dw_rows_inside(const dw_geom *dg, int32_t oh)
+{
+    const tgrs_window *w = &dg->w;
+    const int64_t ih0 = (int64_t)oh * w->sh - w->pt;
+    return ih0 >= 0 && ih0 + (int64_t)(w->kh - 1) * w->dh < dg->h;
+}
 
 /*
  * Depth multiplier 1 with at most DW_MAX_TAPS taps (other ops take the plain dw_f32). Per output row, one tap table
  * of the taps whose input row is in the image, relative to the pixel's first column: it serves every pixel whose
- * taps are all in the image horizontally, two adjacent ones per call sharing each weight load. A pixel at the left
- * or right edge gets its own table (relative to the image) of its in-image taps. Blocks of DW_FB channels go to the
- * target's block (TGRS_DW_BLK_F32), the last nc % DW_FB channels to dw_blk_tail_f32: every output sums the taps in
- * the plain loop's order.
+ * taps are all in the image horizontally. A pixel at the left or right edge gets its own table (relative to the
+ * image) of its in-image taps. Pixels go to the target's block (TGRS_DW_BLK_F32) two at a time, sharing each weight
+ * load: a pixel and the one below it when both output rows have all their input rows in the image (the same table
+ * then serves both, edge columns included: narrow images have few interior columns), otherwise two horizontally
+ * adjacent pixels of the interior columns. Blocks of DW_FB channels, the last one shorter: every output sums the
+ * taps in the plain loop's order.
  */
 static int dw_f32_tab(const tgrs_op_ctx *ctx, const dw_geom *dg)
 {
@@ -304,16 +295,17 @@ static int dw_f32_tab(const tgrs_op_ctx *ctx, const dw_geom *dg)
     float *out = (float *)ctx->out->data;
     const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
-    const int32_t pstep = w->sw * dg->c * 4; /* bytes between adjacent output pixels' inputs */
-    const int32_t nfull = dg->oc - dg->oc % DW_FB;
     int32_t rtab[2 * DW_MAX_TAPS], ptab[2 * DW_MAX_TAPS];
-    int32_t n, r, ow, i, j, c0, cl, ch;
+    int32_t n, r, ow, i, j, c0, cl, ch, hstep, vstep;
+    int vert;
     dw_fout fo;
     if (dg->m != 1 || (int64_t)w->kh * w->kw > DW_MAX_TAPS ||
         (int64_t)dg->in_rows * dg->wd * dg->c * 4 > INT32_MAX ||
         (int64_t)w->kh * w->kw * dg->oc * 4 > INT32_MAX) { /* the tables' byte offsets are int32 */
         return dw_f32(ctx, dg);
     }
+    hstep = w->sw * dg->c * 4; /* bytes between horizontally adjacent output pixels' inputs */
+    vstep = w->sh * dg->wd * dg->c * 4; /* and vertically adjacent ones' (used when both rows are in the band) */
     fo.lo = lo;
     fo.hi = hi;
     fo.has_lo = lo >= -3.402823466e38f; /* not -inf (nor NaN) */
@@ -321,10 +313,11 @@ static int dw_f32_tab(const tgrs_op_ctx *ctx, const dw_geom *dg)
     dw_inner_cols(dg, &cl, &ch);
     for (n = 0; n < dg->n; ++n) {
         const char *img = (const char *)(in + n * in_img);
-        for (r = 0; r < dg->out_rows; ++r) {
+        for (r = 0; r < dg->out_rows; r += vert ? 2 : 1) {
             const int32_t oh = dg->out_row0 + r;
             int32_t nrt = 0;
             float *orow = out + n * out_img + (int64_t)r * dg->ow * dg->oc;
+            vert = r + 1 < dg->out_rows && dw_rows_inside(dg, oh) && dw_rows_inside(dg, oh + 1);
             for (i = 0; i < w->kh; ++i) {
                 const int32_t ih = oh * w->sh - w->pt + i * w->dh;
                 if (ih < 0 || ih >= dg->h) {
@@ -340,12 +333,13 @@ static int dw_f32_tab(const tgrs_op_ctx *ctx, const dw_geom *dg)
                 float *o = orow + (int64_t)ow * dg->oc;
                 const char *base;
                 const int32_t *tab;
-                int32_t nt, two;
+                int32_t nt, two, pstep;
+                int64_t ostep;
                 if (ow >= cl && ow < ch) {
                     base = img + ((int64_t)ow * w->sw - w->pl) * dg->c * 4;
                     tab = rtab;
                     nt = nrt;
-                    two = ow + 1 < ch;
+                    two = vert || ow + 1 < ch;
                 } else {
                     nt = 0;
                     for (i = 0; i < w->kh; ++i) {
@@ -361,23 +355,18 @@ static int dw_f32_tab(const tgrs_op_ctx *ctx, const dw_geom *dg)
                     }
                     base = img;
                     tab = ptab;
-                    two = 0;
+                    two = vert;
                 }
-                for (c0 = 0; c0 < nfull; c0 += DW_FB) {
+                pstep = vert ? vstep : hstep;
+                ostep = vert ? (int64_t)dg->ow * dg->oc : dg->oc;
+                for (c0 = 0; c0 < dg->oc; c0 += DW_FB) {
                     fo.bias = bias + c0;
                     fo.o0 = o + c0;
-                    fo.o1 = o + dg->oc + c0;
-                    TGRS_DW_BLK_F32(base + c0 * 4, tab, nt, (const char *)(wt + c0), pstep, two, &fo);
+                    fo.o1 = o + ostep + c0;
+                    TGRS_DW_BLK_F32(base + c0 * 4, tab, nt, (const char *)(wt + c0), pstep, two,
+                                    dg->oc - c0 < DW_FB ? dg->oc - c0 : DW_FB, &fo);
                 }
-                if (nfull < dg->oc) {
-                    dw_blk_tail_f32(base + nfull * 4, tab, nt, (const char *)(wt + nfull), dg->oc - nfull,
-                                    bias + nfull, o + nfull, lo, hi);
-                    if (two) {
-                        dw_blk_tail_f32(base + nfull * 4 + pstep, tab, nt, (const char *)(wt + nfull),
-                                        dg->oc - nfull, bias + nfull, o + dg->oc + nfull, lo, hi);
-                    }
-                }
-                ow += two ? 2 : 1;
+                ow += (two && !vert) ? 2 : 1;
             }
         }
     }

@@ -4,8 +4,9 @@
  *
  * One call: DW_FB = 8 channels of one or two pixels over a tap table, the accumulators in s0-s7 (and s8-s15 for the
  * second pixel), the tap's weights in s16-s23 (one VLDM, shared by both pixels), its inputs in s24-s31 (one VLDM per
- * pixel): 24 instructions per tap for 16 MACs. VMLA (fpu.h) in the plain loop's tap order from +0, then the bias and
- * the clamp: the plain variant's bits. Written from the Armv7-M architecture manual's VFP instruction descriptions.
+ * pixel): 24 instructions per tap for 16 MACs; fewer than 8 channels (the last block) take a plain loop over the
+ * same taps. VMLA (fpu.h) in the plain loop's tap order from +0, then the bias and the clamp: the plain variant's
+ * bits. Written from the Armv7-M architecture manual's VFP instruction descriptions.
  */
 #ifndef TGRS_DWCONV_FPU_H
 #define TGRS_DWCONV_FPU_H
@@ -19,10 +20,37 @@
     FPU_MLA(d0, 24, 16) FPU_MLA(d1, 25, 17) FPU_MLA(d2, 26, 18) FPU_MLA(d3, 27, 19) FPU_MLA(d4, 28, 20)            \
     FPU_MLA(d5, 29, 21) FPU_MLA(d6, 30, 22) FPU_MLA(d7, 31, 23)
 
+/* Channels [0, nc) of one pixel (o: fo->o0 or fo->o1), nc < DW_FB (the last block): the same taps in the same
+ * order, plain arithmetic. */
+static void dw_blk_tail_f32(const char *base, const int32_t *tab, int32_t nt, const char *wb, int32_t nc,
+                            const dw_fout *fo, float *o)
+{
+    float acc[DW_FB];
+    int32_t t, cc;
+    for (cc = 0; cc < nc; ++cc) {
+        acc[cc] = 0.0f;
+    }
+    for (t = 0; t < nt; ++t) {
+        const float *x = (const float *)(const void *)(base + tab[2 * t]);
+        const float *w = (const float *)(const void *)(wb + tab[2 * t + 1]);
+        for (cc = 0; cc < nc; ++cc) {
+            acc[cc] += x[cc] * w[cc];
+        }
+    }
+    dw_store_f32(o, acc, fo->bias, nc, fo->lo, fo->hi);
+}
+
 static void dw_blk_f32_fpu(const char *base, const int32_t *tab, int32_t nt, const char *wb, int32_t pstep, int two,
-                           const dw_fout *fo)
+                           int32_t nc, const dw_fout *fo)
 {
     int32_t x, w, t;
+    if (nc < DW_FB) { /* the last channels: dwconv.c's plain loop over the same taps */
+        dw_blk_tail_f32(base, tab, nt, wb, nc, fo, fo->o0);
+        if (two) {
+            dw_blk_tail_f32(base + pstep, tab, nt, wb, nc, fo, fo->o1);
+        }
+        return;
+    }
     if (two) {
         __asm__ volatile(
             "vldmia %[z], {s0-s15}\n\t"

@@ -1,9 +1,10 @@
 /*
  * fpu.h - what the float32 kernels of an Arm single-precision FPU share (target.h TGRS_FISA_FPU: conv_fpu.h,
  * dwconv_fpu.h, fc_fpu.h): the epilogue record their assembly blocks read (dwconv.c's MVE-F blocks read it too),
- * the zero block that clears accumulators, and the assembly text macros. The multiply-accumulate is VMLA, the unfused form: the product is
- * rounded, then the sum, exactly the plain loops' `acc += x * w` compiled without contraction (-ffp-contract=off,
- * -std=c99), so these kernels give the plain variant's bits when they sum in its order.
+ * the zero block that clears accumulators, and the assembly text macros. The multiply-accumulate is VMLA, the
+ * unfused form: the product is rounded, then the sum, exactly the plain loops' `acc += x * w` compiled without
+ * contraction (-ffp-contract=off, -std=c99), so these kernels give the plain variant's bits when they sum in its
+ * order.
  */
 #ifndef TGRS_FPU_H
 #define TGRS_FPU_H
