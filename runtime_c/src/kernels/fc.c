@@ -278,7 +278,7 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg, fc_wzp_fn wzp)
     const int32_t nm = ctx->p[TGRS_P_FC_NUMERICS];
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
-    int32_t n, o, j, nr, o4 = 0;
+    int32_t n, o, j, nr, o4 = 0, direct;
     int st = tgrs_mac_s8_check(ctx, TGRS_C_FC_MULT, TGRS_C_FC_SHIFT, fg->oc, lo, hi, zp_in, zp_out, nm);
     if (st == TGRS_OK) {
         st = fc_arrange_check(ctx, 1);
@@ -289,6 +289,8 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg, fc_wzp_fn wzp)
     if (ctx->p[TGRS_P_FC_WZP] != 0) {
         return ctx->p[TGRS_P_FC_WZP] != 1 ? TGRS_ERR_PARAM : (wzp != NULL ? wzp(ctx, fg) : TGRS_ERR_UNSUPPORTED);
     }
+    /* every channel in tgrs_rq_abs's range (requant.h): the speed build requantizes without preparing */
+    direct = TGRS_SPEED_PATHS && tgrs_rq_fast_all(shift, fg->oc, nm);
     if (TGRS_READS_FC_ROWS4 && ctx->p[TGRS_P_FC_ARRANGE] == (int32_t)TGRS_ARRANGE_FC_ROWS4) {
         if (((uintptr_t)wt & 3u) != 0) {
             return TGRS_ERR_PARAM; /* the blocks are read a word at a time; planned constants are 16-byte aligned */
@@ -309,9 +311,15 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg, fc_wzp_fn wzp)
                 TGRS_FC_DOT2_S8(x, wt + (int64_t)o * fg->k, fg->k, nr == 2, s);
             }
             for (j = 0; j < nr; ++j) {
-                tgrs_rq rq; /* one per output, next to a K-long dot product: the out-of-line copies cost nothing */
-                tgrs_rq_prepare(&rq, mult[o + j], shift[o + j], zp_out, nm);
-                out[(int64_t)n * fg->oc + o + j] = tgrs_rq_s8_call(&rq, tgrs_wrap_add(s[j], bias[o + j]), lo, hi);
+                const int32_t acc = tgrs_wrap_add(s[j], bias[o + j]);
+                if (direct) { /* straight from (mult, shift): no per-output preparation, no call */
+                    const int32_t r = tgrs_rq_abs(acc, mult[o + j], shift[o + j], zp_out);
+                    out[(int64_t)n * fg->oc + o + j] = (int8_t)(r < lo ? lo : (r > hi ? hi : r));
+                } else {
+                    tgrs_rq rq;
+                    tgrs_rq_prepare(&rq, mult[o + j], shift[o + j], zp_out, nm);
+                    out[(int64_t)n * fg->oc + o + j] = tgrs_rq_s8_call(&rq, acc, lo, hi);
+                }
             }
         }
     }
