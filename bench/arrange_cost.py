@@ -86,7 +86,7 @@ def model_row(rel: str, fast: str, xip: bool, comp: str, work: Path) -> list[obj
         return f"{fc[0] / fc[1]:.2f}" if fc[1] else "-"
 
     return [Path(rel).stem, f"{fast} {mode}", m["arranged"], f"{g['total']:,}", f"{m['total']:,}",
-            f"{(m['total'] - g['total']) / g['total'] * 100:+.1f}%", f"{g['fc'][1]:,}",
+            f"{(m['total'] - g['total']) / g['total'] * 100:+.2f}%", f"{g['fc'][1]:,}",
             f"{per_mac(g['fc'])} -> {per_mac(m['fc'])}", "identical bytes"]
 
 

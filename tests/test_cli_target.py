@@ -80,3 +80,14 @@ def test_unknown_target_is_a_usage_error() -> None:
     for cmd in ("compile", "verify"):
         res = invoke(cmd, KWS, "-m", "32K", "--target", "cortex-m7")
         assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_inspect_names_the_target(tmp_path: Path) -> None:
+    _compile(tmp_path, "p", "--target", "cortex-m4", "--objective", "traffic")
+    _compile(tmp_path, "g")
+    j = json.loads(invoke("inspect", tmp_path / "p.tgrs", "--json").stdout)
+    assert j["header"]["target"] == "cortex-m4" and j["header"]["arranged_ops"] == 1
+    assert "target cortex-m4 (1 ops with arranged weights)" in invoke("inspect", tmp_path / "p.tgrs").stdout
+    j = json.loads(invoke("inspect", tmp_path / "g.tgrs", "--json").stdout)
+    assert j["header"]["target"] == "generic" and j["header"]["arranged_ops"] == 0
+    assert "target" not in invoke("inspect", tmp_path / "g.tgrs").stdout.splitlines()[0]

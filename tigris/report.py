@@ -364,7 +364,9 @@ def render_inspect(info: dict[str, Any], width: int | None = None) -> str:
         h = info["header"]
         out.line(f"plan {info['model']}: tgrs v{h['version']}, {format_size(h['file_size'])} bytes, crc32 {h['crc32']}, "
                  f"weights {'xip' if h['xip'] else 'copied'}, compression {h['compression']}"
-                 + (f", flags {', '.join(h['flags'])}" if h["flags"] else ""))
+                 + (f", flags {', '.join(h['flags'])}" if h["flags"] else "")
+                 + (f", target {h['target']} ({h['arranged_ops']} ops with arranged weights)"
+                    if h.get("target", "generic") != "generic" else ""))
         out.line()
         io_rows = []
         for kind in ("inputs", "outputs"):

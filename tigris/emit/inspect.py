@@ -93,6 +93,8 @@ def plan_summary(pf: PlanFile) -> dict[str, Any]:
             "flags": [f.name.lower() for f in F.Flag if pf.flags & f],
             "xip": pf.xip,
             "compression": pf.compression,
+            "target": pf.target_name,  # the core the weights are arranged for (docs/format.md)
+            "arranged_ops": len(pf.arrangements()),
         },
         "model": pf.name,
         "interface": {"inputs": [_io(io) for io in pf.inputs], "outputs": [_io(io) for io in pf.outputs]},
