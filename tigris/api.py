@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -132,6 +132,9 @@ class Prepared:
     # the planner's memo of candidate units' band layouts (plan(layouts=)): valid for every plan of this graph,
     # since its scratch sizes come from ``lowered`` alone and the key holds the weight bytes that XIP changes
     layouts: dict = field(default_factory=dict, repr=False, compare=False)
+    # the planner's operator order (tigris.plan.plan op_order): "search" (memory-aware, the default) or "spec" (the
+    # loader's DFS order only, the baseline)
+    op_order: str = "search"
 
 
 WEIGHT_FORMATS = {"fp32": "float32", "fp16": "float16"}
@@ -209,7 +212,7 @@ def _plan_kwargs(prep: Prepared, xip: bool, recompute_weight: float = 0.0) -> di
         return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, out_rows))
 
     return {"xip": xip, "weight_bytes_of": weight_bytes_of, "scratch_bytes_of": scratch_bytes_of,
-            "recompute_weight": recompute_weight, "layouts": prep.layouts}
+            "recompute_weight": recompute_weight, "layouts": prep.layouts, "op_order": prep.op_order}
 
 
 def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weight: float = 0.0) -> PlanResult:
@@ -348,7 +351,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             if key not in cache:
                 cache[key] = lower(graph, op)
             lowered.append(cache[key])
-        return Prepared(graph, prep.reports, lowered)
+        return Prepared(graph, prep.reports, lowered, op_order=prep.op_order)
 
     def origin(g: AnalyzedGraph, i: int) -> str:
         return g.ops[i].attrs.get("weight_group", (g.ops[i].name,))[0]
@@ -463,6 +466,7 @@ def analyze(
     tradeoff: bool = True,
     weights: str | None = None,
     groups_advice: bool = False,
+    op_order: str | None = None,
 ) -> Analysis:
     """Stages 1-6 and the figures of the JSON contract (docs/cli.md). Unsupported models raise
     :class:`UnsupportedModelError` (the caller reports every node).
@@ -475,7 +479,9 @@ def analyze(
     inside the arenas, tgrs_run_in_place, so the total is the two arenas); ``tradeoff`` also plans the other objectives so the
     report shows what was traded. ``groups_advice``: when the model does not fit without XIP and its copied weights
     set the minimum, also look for a budget at which weight groups make it compile (``weight_groups_budget``; a few
-    extra plans, so off by default; the CLI's analyze and every compile ask for it)."""
+    extra plans, so off by default; the CLI's analyze and every compile ask for it). ``op_order`` is the planner's
+    operator order (``search``, the default, or ``spec``: the loader's order only; docs/memory-planning.md
+    "Operator order")."""
     fast_b = parse_size(fast)
     slow_b = parse_size(slow)
     flash_b = parse_size(flash)
@@ -493,6 +499,12 @@ def analyze(
         raise TigrisError(f"unknown target {cost_target!r}; use one of {', '.join(TARGETS)}", "--target")
     load_target(cost_target)
     prep = prepared if prepared is not None else prepare(model, input_shapes, numerics, weights)
+    if op_order is not None:
+        from tigris.plan import OP_ORDERS
+
+        if op_order not in OP_ORDERS:
+            raise TigrisError(f"unknown operator order {op_order!r}; use {' or '.join(OP_ORDERS)}", "op_order")
+        prep = replace(prep, op_order=op_order)  # the same memo of layouts: it holds each order's separately
     obj = objective or ("latency" if target else "traffic")
     weight = objective_weight(prep, obj, cost_target, clock_hz, bandwidth)
     graph = prep.graph
@@ -683,6 +695,7 @@ def compile_model(
     objective: str | None = None,
     weights: str | None = None,
     target: str | None = None,
+    op_order: str | None = None,
 ) -> Compiled:
     """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written.
     ``prepared`` reuses stages 1-2 of an earlier call on the same model (tests compile one model many ways).
@@ -693,7 +706,7 @@ def compile_model(
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
     a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared,
                 numerics=numerics, objective=objective, tradeoff=False, weights=weights, target=target,
-                groups_advice=True)
+                groups_advice=True, op_order=op_order)
     if not a.fits or a.plan_bytes is None:
         hint = f"; smallest fast budget that fits: -m {format_size(a.min_fast_budget)}" if a.min_fast_budget else ""
         if a.json.get("min_fast_budget_xip"):

@@ -99,3 +99,22 @@ def test_every_written_plan_is_proven(monkeypatch, tmp_path):
     monkeypatch.setattr(check, "check_plan", lambda g, p: ["unit 0: t0 and t1 are live together"])
     with pytest.raises(TigrisError, match="fails its proof.*live together"):
         api.compile_model(path, "64K", xip=True)
+
+
+def test_an_op_run_before_its_producer_is_caught():
+    """Units may run the ops in any topological order (the planner's memory-aware order), never a consumer before
+    the op that produces its input; an op run twice or never is caught too."""
+    g = G()
+    x = g.input("x", (1, 2, 8, 8))
+    a, b = g.gap(g.conv(x, 4, k=1)), g.gap(g.conv(x, 4, k=1))
+    graph = g.graph([a, b])
+    plan = plan_memory(graph, 4096, xip=True)
+    assert len(plan.units) == 1 and check_plan(graph, plan) == []
+    swapped = copy.deepcopy(plan)
+    swapped.units[0].ops = [2, 0, 3, 1]  # another topological order: no order violation (its offsets may clash)
+    assert not any("runs before" in e or "exactly once" in e for e in check_plan(graph, swapped))
+    bad = copy.deepcopy(plan)
+    bad.units[0].ops = [1, 0, 2, 3]  # op1 (the GAP) reads op0's output before op0 runs
+    assert any("runs before t0 is produced" in e for e in check_plan(graph, bad))
+    bad.units[0].ops = [0, 1, 2, 2]
+    assert any("exactly once" in e for e in check_plan(graph, bad))

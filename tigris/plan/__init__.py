@@ -19,12 +19,13 @@ whose ``nofit`` is that NoFit.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
 from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess, unit_bands
+from tigris.plan.order import reorder, search_order
 from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
     MAX_TILES, TiledLayout, halo, min_tile_h, op_macs, row_bytes, stage_tileable, tiling_axis, untileable_reason,
@@ -50,6 +51,7 @@ __all__ = [
 ]
 
 STRATEGIES = ("spec", "tigris")
+OP_ORDERS = ("spec", "search")
 # Below fast_lower_bound no plan fits, so when the spec's partition fails there a plan skips the DP and returns the
 # spec's NoFit at once (the DP is most of a probe's cost). Tests switch it off to check the bound independently.
 PRUNE_BELOW_BOUND = True
@@ -497,6 +499,7 @@ def plan(
     feasibility: bool = False,
     least_sram: bool = False,
     layouts: dict | None = None,
+    op_order: str = "search",
 ) -> PlanResult:
     """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring):
     :class:`Fit` or :class:`NoFit`.
@@ -516,11 +519,67 @@ def plan(
 
     ``layouts`` is a memo of candidate units' band layouts to share between calls on the same graph with the same
     callables and ``accumulate_gap`` (a budget search passes one dict to every probe; see ``Costs.layouts``).
+
+    ``op_order="search"`` (the default) also plans the graph in the memory-aware operator order of
+    :mod:`tigris.plan.order` when that order's untiled peak is lower than the graph's own, and keeps that plan when
+    it fits and the graph's order does not, or when it costs less (traffic plus priced recompute) without moving
+    more bytes through slow memory (``least_sram``: when it needs less fast plus slow arena); a NoFit is the graph
+    order's. The plan's op indices are the graph's, in the order the units run them. ``"spec"`` plans the graph's
+    own order only (the loader's DFS post-order, the baseline).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
+    if op_order not in OP_ORDERS:
+        raise ValueError(f"unknown operator order {op_order!r}; choose from {OP_ORDERS}")
     if not graph.ops:
         return NoFit(None, None, 0, "empty", fast_budget)
+    args = (fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight, feasibility, least_sram)
+    res = _plan_in_order(graph, *args, weight_bytes_of, scratch_bytes_of, layouts)
+    if op_order == "spec" or (feasibility and slow_budget is None and isinstance(res, Fit)):
+        return res
+    memo = {} if layouts is None else layouts
+    found = memo.get(("op_order",))
+    if found is None:
+        found = memo[("op_order",)] = search_order(graph)
+    if found.peak >= found.baseline_peak:
+        return res
+    order = found.order
+    wb = weight_bytes_of or default_weight_bytes(graph)
+    sb = scratch_bytes_of or _no_scratch
+    other = _plan_in_order(reorder(graph, order), *args, lambda k: wb(order[k]), lambda k, rows: sb(order[k], rows),
+                           memo.setdefault(("op_order", order), {}))
+    if isinstance(other, NoFit):
+        return res
+    mine = _in_graph_order(other.plan, order, res.plan.unscheduled_peak if isinstance(res, Fit) else None, graph)
+    if isinstance(res, NoFit):
+        return Fit(mine)
+    if feasibility:
+        return res
+    a = res.plan
+    traffic = lambda p: p.spill_bytes + p.reload_bytes  # noqa: E731
+    cost = lambda p: traffic(p) + recompute_weight * p.recompute_macs  # noqa: E731
+    if least_sram:
+        better = (mine.fast_peak + mine.slow_peak, cost(mine)) < (a.fast_peak + a.slow_peak, cost(a))
+    else:
+        better = cost(mine) < cost(a) and traffic(mine) <= traffic(a)
+    return Fit(mine) if better else res
+
+
+def _in_graph_order(p: MemoryPlan, order: tuple[int, ...], unscheduled: int | None, graph: AnalyzedGraph) -> MemoryPlan:
+    """A plan of the reordered graph in the graph's own op indices (units and stages keep their running order)."""
+    m = lambda ops: [order[k] for k in ops]  # noqa: E731
+    units = [replace(u, ops=m(u.ops), scratch={order[k]: v for k, v in u.scratch.items()}, accumulate=m(u.accumulate))
+             for u in p.units]
+    stages = [replace(s, ops=m(s.ops)) for s in p.stages]
+    return replace(p, units=units, stages=stages,
+                   unscheduled_peak=unscheduled if unscheduled is not None else unscheduled_peak(graph))
+
+
+def _plan_in_order(
+    graph: AnalyzedGraph, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight, feasibility,
+    least_sram, weight_bytes_of, scratch_bytes_of, layouts,
+) -> PlanResult:
+    """:func:`plan` of the graph's ops in the graph's order."""
     bufs = buffers(graph)
     u = uses(bufs)
     costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts)

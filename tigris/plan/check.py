@@ -3,7 +3,8 @@
 It re-derives liveness from the plan's own lists (unit ops, reloads, spills) rather than trusting the planner's
 intermediate results, and checks:
 
-1. every op runs in exactly one unit, units in op order;
+1. every op runs in exactly one unit, each after the ops that produce its inputs (the units' running order is a
+   topological order of the graph: the graph's own, or the planner's memory-aware one);
 2. every buffer a unit touches has a fast placement, 16-byte aligned, after the weight prefix, within the fast
    budget, and large enough (the whole tensor, or the largest band of a tiled unit);
 3. no two buffers (activations and kernel scratch) live at the same step of a unit share a byte;
@@ -59,8 +60,17 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
     bufs = buffers(graph)
     errs: list[str] = []
     order = [i for unit in plan.units for i in unit.ops]
-    if order != list(range(len(graph.ops))):  # rule 1
-        errs.append("units do not run every op exactly once in order")
+    if sorted(order) != list(range(len(graph.ops))):  # rule 1
+        errs.append("units do not run every op exactly once")
+    else:
+        made = set(graph.inputs) | set(graph.weights)
+        for i in order:
+            op = graph.ops[i]
+            early = [t for t in op.inputs if t and t not in made and t in graph.tensors and not graph.is_const(t)]
+            if early:
+                errs.append(f"{op.name} runs before {early[0]} is produced")
+                break
+            made |= {t for t in op.outputs if t}
     single = len(plan.units) == 1 and not plan.units[0].tile_rows
     read_in: dict[str, set[int]] = {}
     for k, unit in enumerate(plan.units):
