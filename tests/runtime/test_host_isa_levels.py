@@ -58,3 +58,25 @@ def test_unknown_level_is_refused(monkeypatch):
     monkeypatch.setenv("TIGRIS_HOST_ISA", "avx9000")
     with pytest.raises(TigrisError, match="TIGRIS_HOST_ISA"):
         host_isa()
+
+
+# The shared int8 models whose layers take every host vector path (VNNI conv with K % 4 tails and border blocks,
+# depthwise channel groups with shifts near one half, int8 add, quantize): each level's bytes must equal the generic
+# build's and the NumPy reference's.
+SHARED_INT8 = ["tflm/person_detect_int8.onnx", "mlperf_tiny/vww_mbv1_025_96_int8.onnx",
+               "torchvision/mobilenet_v2_035_96_int8.onnx"]
+
+
+@pytest.mark.parametrize("rel", SHARED_INT8)
+def test_levels_match_the_reference_on_shared_int8_models(shared_models, rel):
+    from tigris.reference import run_reference
+
+    path = shared_models / rel
+    prep = api.prepare(path)
+    inputs = api.random_inputs(prep, seed=5)
+    plan = api.compile_model(path, "64M", xip=True, prepared=prep).plan_bytes
+    ref = run_reference(prep.graph, inputs, prep.lowered)
+    for isa in ["generic"] + _levels():
+        got = Session(plan, isa=isa).run(inputs).outputs
+        for out in prep.graph.outputs:
+            np.testing.assert_array_equal(got[out], ref[out], err_msg=f"{isa}: {out}")
