@@ -343,7 +343,7 @@ def order_table(models: Path) -> str:
                 p, q = got["spec"], got["search"]
                 if p is not None and q is not None:
                     tp, tq = p.spill_bytes + p.reload_bytes, q.spill_bytes + q.reload_bytes
-                    ratio = max(ratio, tq / tp if tp else (0.0 if tq == 0 else float("inf")))
+                    ratio = max(ratio, 1.0 if tq == tp else tq / tp if tp else float("inf"))
                 if b == mid and found.peak < found.baseline_peak:
                     show = lambda m: "no fit" if m is None else kib(m.spill_bytes + m.reload_bytes)  # noqa: E731
                     at_mid = f"{kib(mid)}: {show(p)} -> {show(q)}"
