@@ -252,8 +252,8 @@ static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
 #if TGRS_FISA == TGRS_FISA_FPU || TGRS_FISA == TGRS_FISA_MVEF
 /*
  * The float blocks of the Arm FPU and MVE-F variants (target.h TGRS_DW_BLK_F32: dwconv_fpu.h, dwconv_mvef.h): one
- * call sums every tap of a tap table for DW_FB channels of one pixel, or of two pixels pstep bytes apart, then adds
- * the bias, clamps and stores. A tap table lists (input byte offset from the call's base, weight byte offset from
+ * call sums every tap of a tap table for every channel (blocks of DW_FB) of one pixel, or of two pixels pstep bytes
+ * apart, then adds the bias, clamps and stores. A tap table lists (input byte offset from the call's base, weight byte offset from
  * the block's first weight) per tap in the image, in the plain loop's (i, j) order; padded taps are left out (real
  * 0), as the plain loop skips them.
  */
@@ -296,7 +296,7 @@ static int dw_f32_tab(const tgrs_op_ctx *ctx, const dw_geom *dg)
     const int64_t in_img = (int64_t)dg->in_rows * dg->wd * dg->c;
     const int64_t out_img = (int64_t)dg->out_rows * dg->ow * dg->oc;
     int32_t rtab[2 * DW_MAX_TAPS], ptab[2 * DW_MAX_TAPS];
-    int32_t n, r, ow, i, j, c0, cl, ch, hstep, vstep;
+    int32_t n, r, ow, i, j, cl, ch, hstep, vstep;
     int vert;
     dw_fout fo;
     if (dg->m != 1 || (int64_t)w->kh * w->kw > DW_MAX_TAPS ||
@@ -359,13 +359,10 @@ static int dw_f32_tab(const tgrs_op_ctx *ctx, const dw_geom *dg)
                 }
                 pstep = vert ? vstep : hstep;
                 ostep = vert ? (int64_t)dg->ow * dg->oc : dg->oc;
-                for (c0 = 0; c0 < dg->oc; c0 += DW_FB) {
-                    fo.bias = bias + c0;
-                    fo.o0 = o + c0;
-                    fo.o1 = o + ostep + c0;
-                    TGRS_DW_BLK_F32(base + c0 * 4, tab, nt, (const char *)(wt + c0), pstep, two,
-                                    dg->oc - c0 < DW_FB ? dg->oc - c0 : DW_FB, &fo);
-                }
+                fo.bias = bias;
+                fo.o0 = o;
+                fo.o1 = o + ostep;
+                TGRS_DW_BLK_F32(base, tab, nt, (const char *)wt, pstep, two, dg->oc, &fo);
                 ow += (two && !vert) ? 2 : 1;
             }
         }

@@ -40,8 +40,8 @@ static void dw_blk_tail_f32(const char *base, const int32_t *tab, int32_t nt, co
     dw_store_f32(o, acc, fo->bias, nc, fo->lo, fo->hi);
 }
 
-static void dw_blk_f32_fpu(const char *base, const int32_t *tab, int32_t nt, const char *wb, int32_t pstep, int two,
-                           int32_t nc, const dw_fout *fo)
+static inline void dw_blk8_fpu(const char *base, const int32_t *tab, int32_t nt, const char *wb, int32_t pstep, int two,
+                               int32_t nc, const dw_fout *fo)
 {
     int32_t x, w, t;
     if (nc < DW_FB) { /* the last channels: dwconv.c's plain loop over the same taps */
@@ -98,6 +98,20 @@ static void dw_blk_f32_fpu(const char *base, const int32_t *tab, int32_t nt, con
               "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31", "memory", "cc");
     }
     tgrs_fpu_finish(fo->o0, fo, DW_FB);
+}
+
+/* Every channel block of one pixel or two: oc channels from fo's pointers (channel 0). */
+static void dw_blk_f32_fpu(const char *base, const int32_t *tab, int32_t nt, const char *wb, int32_t pstep, int two,
+                           int32_t oc, const dw_fout *fo)
+{
+    dw_fout f = *fo;
+    int32_t c0;
+    for (c0 = 0; c0 < oc; c0 += DW_FB) {
+        f.bias = fo->bias + c0;
+        f.o0 = fo->o0 + c0;
+        f.o1 = fo->o1 + c0;
+        dw_blk8_fpu(base + c0 * 4, tab, nt, wb + c0 * 4, pstep, two, oc - c0 < DW_FB ? oc - c0 : DW_FB, &f);
+    }
 }
 
 #endif /* TGRS_FISA_FPU */
