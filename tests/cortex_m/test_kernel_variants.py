@@ -105,6 +105,8 @@ def _cases() -> dict[str, MacCase]:
                                       seed=66),
         "dw3x3_c24_s2_9x5": MacCase("DepthwiseConv", 1, 24, 9, 5, 24, group=24, kernel=(3, 3), strides=(2, 2),
                                     pads=(1, 1, 1, 1), act="relu", w_min=True, seed=67),
+        # the 27-value patch of a 3x3 window over 3 channels against eight channels per patch load (two blocks)
+        "conv3x3_c3_oc16_w7": MacCase("Conv", 1, 3, 6, 7, 16, kernel=(3, 3), pads=(1, 1, 1, 1), act="relu", seed=68),
         "pw_k24_oc10_half": MacCase("Conv", 1, 24, 3, 5, 10, scale_mode="half", seed=64),
         "conv3x3_c3_oc8_s2_half": MacCase("Conv", 1, 3, 9, 7, 8, kernel=(3, 3), strides=(2, 2), pads=(0, 0, 1, 1),
                                           scale_mode="half", seed=65),

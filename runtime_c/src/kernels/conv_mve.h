@@ -237,6 +237,117 @@ static inline void conv_mve_px4(const int8_t *x, const int8_t *const *w, int32x4
         : "cc", "memory", "lr");
 }
 
+/* What conv_mve_px8_k27 reads of a block of eight channels (offsets fixed: the assembly reads them): the bias, the
+ * doubled multipliers and the shifts of channels 0-3 and 4-7, then the zero point and the clamp bounds. */
+typedef struct conv_mve_f8 {
+    int32x4_t b0, b1;   /* +0, +16 */
+    uint32x4_t m0, m1;  /* +32, +48 */
+    int32x4_t s0, s1;   /* +64, +80 */
+    int32_t zp, lo, hi; /* +96, +100, +104 */
+} conv_mve_f8;
+
+typedef char conv_mve_f8_offsets_are_fixed[(offsetof(conv_mve_f8, s0) == 64 && offsetof(conv_mve_f8, zp) == 96 &&
+                                            offsetof(conv_mve_f8, hi) == 104) ? 1 : -1];
+
+/* Requantize the four sums in Q register A with the fields at offsets B (bias), M and S of f, zero point (a1) and
+ * clamp to [a2, a3] (scratch w, t), and store them as four bytes at o, D being the store's offset. */
+#define CONV_MVE_RQ4(A, B, M, S, D)                                                                               \
+    "vldrw.32 %q[w], [%[f], #" #B "]\n\t"                                                                          \
+    "vadd.i32 %q[" A "], %q[" A "], %q[w]\n\t"                                                                     \
+    "vldrw.32 %q[w], [%[f], #" #M "]\n\t"                                                                          \
+    "vabs.s32 %q[t], %q[" A "]\n\t"                                                                                \
+    "vmulh.u32 %q[t], %q[t], %q[w]\n\t"                                                                            \
+    "vldrw.32 %q[w], [%[f], #" #S "]\n\t"                                                                          \
+    "vrshl.u32 %q[t], %q[t], %q[w]\n\t"                                                                            \
+    "vshr.s32 %q[" A "], %q[" A "], #31\n\t"                                                                       \
+    "veor %q[t], %q[t], %q[" A "]\n\t"                                                                             \
+    "vsub.i32 %q[" A "], %q[t], %q[" A "]\n\t"                                                                     \
+    "vadd.i32 %q[" A "], %q[" A "], %[a1]\n\t"                                                                     \
+    "vdup.32 %q[w], %[a2]\n\t"                                                                                     \
+    "vmax.s32 %q[" A "], %q[" A "], %q[w]\n\t"                                                                     \
+    "vdup.32 %q[w], %[a3]\n\t"                                                                                     \
+    "vmin.s32 %q[" A "], %q[" A "], %q[w]\n\t"                                                                     \
+    "vstrb.32 %q[" A "], [%[o]" D "]\n\t"
+
+/*
+ * One pixel's 27-value patch x (a 3x3 window over 3 channels: the first layer of an image model) against eight
+ * weight rows (27 bytes apart from w0), requantized and stored as eight bytes at o, in assembly: the rows are reached
+ * with immediate offsets from w0 and w0 + 108, so each patch chunk is loaded once for eight channels; the first 16
+ * values unpredicated, the last 11 predicated (VCTP, zeroing loads); eight VMLADAV(A) sums moved into two vectors and
+ * requantized four lanes at a time (tgrs_rq_vec2). The accumulators are eight even registers (VMLADAV's rule).
+ */
+static inline void conv_mve_px8_k27(const int8_t *x, const int8_t *w0, const conv_mve_f8 *f, int8_t *o)
+{
+    int32_t a0, a1, a2, a3, a4, a5, a6, a7;
+    const int8_t *w4;
+    int8x16_t xq, wq;
+    int32x4_t v0, v1, w, t;
+    __asm__ volatile(
+        "mov %[a0], #11\n\t"
+        "vctp.8 %[a0]\n\t" /* P0 for the last 11 values; the unpredicated chunk leaves it */
+        "add %[w4], %[w0], #108\n\t"
+        "vldrb.8 %q[xq], [%[x]]\n\t"
+        "vldrb.8 %q[wq], [%[w0]]\n\t"
+        "vmladav.s8 %[a0], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w0], #27]\n\t"
+        "vmladav.s8 %[a1], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w0], #54]\n\t"
+        "vmladav.s8 %[a2], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w0], #81]\n\t"
+        "vmladav.s8 %[a3], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w4]]\n\t"
+        "vmladav.s8 %[a4], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w4], #27]\n\t"
+        "vmladav.s8 %[a5], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w4], #54]\n\t"
+        "vmladav.s8 %[a6], %q[xq], %q[wq]\n\t"
+        "vldrb.8 %q[wq], [%[w4], #81]\n\t"
+        "vmladav.s8 %[a7], %q[xq], %q[wq]\n\t"
+        "vpstt\n\t"
+        "vldrbt.8 %q[xq], [%[x], #16]\n\t"
+        "vldrbt.8 %q[wq], [%[w0], #16]\n\t"
+        "vmladava.s8 %[a0], %q[xq], %q[wq]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w0], #43]\n\t"
+        "vmladava.s8 %[a1], %q[xq], %q[wq]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w0], #70]\n\t"
+        "vmladava.s8 %[a2], %q[xq], %q[wq]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w0], #97]\n\t"
+        "vmladava.s8 %[a3], %q[xq], %q[wq]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w4], #16]\n\t"
+        "vmladava.s8 %[a4], %q[xq], %q[wq]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w4], #43]\n\t"
+        "vmladava.s8 %[a5], %q[xq], %q[wq]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w4], #70]\n\t"
+        "vmladava.s8 %[a6], %q[xq], %q[wq]\n\t"
+        "vpst\n\t"
+        "vldrbt.8 %q[wq], [%[w4], #97]\n\t"
+        "vmladava.s8 %[a7], %q[xq], %q[wq]\n\t"
+        "vmov.32 %q[v0][0], %[a0]\n\t"
+        "vmov.32 %q[v0][1], %[a1]\n\t"
+        "vmov.32 %q[v0][2], %[a2]\n\t"
+        "vmov.32 %q[v0][3], %[a3]\n\t"
+        "vmov.32 %q[v1][0], %[a4]\n\t"
+        "vmov.32 %q[v1][1], %[a5]\n\t"
+        "vmov.32 %q[v1][2], %[a6]\n\t"
+        "vmov.32 %q[v1][3], %[a7]\n\t"
+        "ldr %[a1], [%[f], #96]\n\t"
+        "ldr %[a2], [%[f], #100]\n\t"
+        "ldr %[a3], [%[f], #104]\n\t"
+        CONV_MVE_RQ4("v0", 0, 32, 64, "")
+        CONV_MVE_RQ4("v1", 16, 48, 80, ", #4")
+        : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4), [a5] "=&Te"(a5),
+          [a6] "=&Te"(a6), [a7] "=&Te"(a7), [xq] "=&w"(xq), [wq] "=&w"(wq), [v0] "=&w"(v0), [v1] "=&w"(v1),
+          [w] "=&w"(w), [t] "=&w"(t), [w4] "=&r"(w4)
+        : [x] "r"(x), [w0] "r"(w0), [f] "r"(f), [o] "l"(o)
+        : "memory");
+}
+
 /* What one pixel block's channel loop needs (a struct keeps the loop its own function with few live values). */
 typedef struct conv_mve_blk {
     const int8_t *a[CONV_MVE_PX]; /* patch rows */
@@ -252,6 +363,28 @@ __attribute__((noinline)) static void conv_mve_channels(const conv_mve_blk *b)
 {
     const int32_t k = b->k, zp = b->zp_out, lo = b->lo, hi = b->hi;
     int32_t oc, i, j;
+    if (b->vec && k == 27 && b->nch % 8 == 0) { /* a 3x3 window over 3 channels: eight channels per patch load */
+        conv_mve_f8 f8;
+        f8.zp = zp;
+        f8.lo = lo;
+        f8.hi = hi;
+        for (oc = 0; oc < b->nch; oc += 8) {
+            const int8_t *w0 = b->wt + (int64_t)oc * 27;
+            int8_t *o = b->o + oc;
+            f8.b0 = vldrwq_s32(b->bias + oc);
+            f8.b1 = vldrwq_s32(b->bias + oc + 4);
+            f8.m0 = vreinterpretq_u32_s32(vldrwq_s32(b->mult + oc));
+            f8.m0 = vaddq_u32(f8.m0, f8.m0);
+            f8.m1 = vreinterpretq_u32_s32(vldrwq_s32(b->mult + oc + 4));
+            f8.m1 = vaddq_u32(f8.m1, f8.m1);
+            f8.s0 = vldrwq_s32(b->shift + oc);
+            f8.s1 = vldrwq_s32(b->shift + oc + 4);
+            for (i = 0; i < b->np; ++i, o += b->ostride) {
+                conv_mve_px8_k27(b->a[i], w0, &f8, o);
+            }
+        }
+        return;
+    }
     for (oc = 0; oc < b->nch; oc += 4) {
         const int32_t nv = b->nch - oc < 4 ? b->nch - oc : 4;
         const mve_pred16_t p = vctp32q((uint32_t)nv);
