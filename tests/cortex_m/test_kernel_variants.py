@@ -122,6 +122,11 @@ def _cases() -> dict[str, MacCase]:
         oc, kc = int(rng.integers(1, 40)), int(rng.choice([1, 3]))
         c[f"rand_conv{i}_c{ch}_oc{oc}_{h}x{w}_k{kc}"] = MacCase("Conv", 1, ch, h, w, oc, kernel=(kc, kc),
                                                                 pads=(kc // 2,) * 4, act="relu", seed=50 + i)
+    # randomized fully connected shapes (also run packed FC_ROWS4 by test_arrangements.py): any K, OC and rows
+    rng = np.random.default_rng(2222)
+    for i in range(3):
+        k, oc, n = int(rng.integers(1, 90)), int(rng.integers(1, 30)), int(rng.integers(1, 4))
+        c[f"fc_rand{i}_k{k}_oc{oc}_n{n}"] = MacCase("Gemm", 1, k, n, 1, oc, seed=60 + i)
     for v in c.values():
         v.int8 = True
     return {k: v.build() for k, v in c.items()}
