@@ -1,7 +1,7 @@
 """Time per inference of the C runtime (host build, -O2) against ONNX Runtime on one thread, for every shared model.
 
-Both run in the same process, interleaved, and each figure is the median of repeated runs, so the ratio holds up on
-a noisy shared machine. The plan is compiled with a budget large enough for one untiled stage (the kernels' speed),
+Both run in the same process, in turns (one ONNX Runtime run, one TiGrIS run, repeated), and each figure is the median
+of its runs, so the ratio holds up on a noisy shared machine. The plan is compiled with a budget large enough for one untiled stage (the kernels' speed),
 and again at 64K with --xip where it fits (what tiling and spilling cost).
 
 Targets: issue 6, float MobileNetV2-0.35 and EfficientNet-Lite0 within 5x of ONNX Runtime, int8 within 8x; issue 11,
@@ -36,19 +36,23 @@ MODELS = [
 ]
 
 
-def median_time(fn, repeat: int) -> float:
-    fn()  # warm up
-    times = []
+def median_times(fns, repeat: int) -> list[float]:
+    """The median time of each function, run in turns (one call of each per round, after one warm-up call each), so
+    that a change of load on the shared machine falls on all of them alike and their ratio holds."""
+    for fn in fns:
+        fn()  # warm up
+    times = [[] for _ in fns]
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for fn, ts in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return [statistics.median(ts) for ts in times]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--repeat", type=int, default=31)
     ap.add_argument("--models", nargs="*", default=MODELS)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -63,14 +67,13 @@ def main() -> None:
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
         sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        t_ort = median_time(lambda: sess.run(None, inputs), args.repeat)
         big = api.compile_model(path, "64M", xip=True, prepared=prep)
         s_big = Session(big.plan_bytes)
-        t_big = median_time(lambda: s_big.run(inputs), args.repeat)
+        t_ort, t_big = median_times([lambda: sess.run(None, inputs), lambda: s_big.run(inputs)], args.repeat)
         try:
             small = api.compile_model(path, "64K", xip=True, prepared=prep)
             s_small = Session(small.plan_bytes)
-            t_small = median_time(lambda: s_small.run(inputs), args.repeat)
+            (t_small,) = median_times([lambda: s_small.run(inputs)], args.repeat)
             st = len(small.analysis.plan.stages)
             small_txt = f"{t_small * 1e3:.2f} ms ({st} stages)"
         except DoesNotFitError:
@@ -83,7 +86,7 @@ def main() -> None:
         ["model", "ONNX Runtime 1 thread (ms)", "TiGrIS untiled (ms)", "ratio", "TiGrIS at 64K --xip"], rows
     )
     isa = host_isa()
-    body = (f"Median of {args.repeat} runs after one warm-up, same process, interleaved per model. "
+    body = (f"Median of {args.repeat} runs after one warm-up, same process, ONNX Runtime and TiGrIS in turns run by run. "
             f"Host build of runtime_c at -O2, ISA level {isa} ({' '.join(ISA_FLAGS[isa]) or 'no extra flags'}; "
             "docs/runtime.md), through cffi (the Python call overhead is included). ONNX Runtime uses whatever its CPU "
             "dispatch picks on the same machine. The machine is shared, so single figures move by tens of percent "
