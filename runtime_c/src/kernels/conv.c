@@ -399,22 +399,70 @@ static void conv_mk_s8(int32_t k, const int16_t *const a[CONV_MR], const int8_t 
     acc[3][1] = s31;
 }
 
-static int conv_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg)
+/* The plain form of the shared driver's channel step (conv_s8_blocks): the dot products of the block's patches with
+ * two weight rows from channel oc (an odd last channel pairs with itself; its second column is not stored), each
+ * channel requantized through its prepared tgrs_rq. Returns the channels it took. */
+static int32_t conv_ch_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg, const int16_t *const a[CONV_MR],
+                                int8_t *const o[CONV_MR], int32_t g, int32_t oc, int32_t nv, int mode)
 {
     const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
     const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
     const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
     const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
     const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
-    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
-    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const int32_t zp_out = ctx->p[TGRS_P_CONV_ZP_OUT], nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
+    const int64_t ch = (int64_t)g * cg->ocg + oc;
+    const int8_t *w0 = wt + ch * cg->k;
+    int32_t acc[CONV_MR][2];
+    int32_t i, j;
+    (void)mode;
+    conv_mk_s8(cg->k, a, w0, (ncol == 2) ? w0 + cg->k : w0, acc);
+    for (j = 0; j < ncol; ++j) {
+        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
+        const int32_t b = bias[ch + j];
+        for (i = 0; i < nv; ++i) {
+            o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), lo, hi);
+        }
+    }
+    return 2;
+}
+
+/* The plain loops need no per-op requantization mode. */
+static int conv_mode_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg)
+{
+    (void)ctx;
+    (void)cg;
+    return 0;
+}
+
+#endif /* TGRS_ISA_PLAIN */
+
+#include "conv_dsp.h" /* conv_s8_dsp */
+#include "conv_mve.h" /* conv_s8_mve */
+#include "conv_avx2.h" /* conv_s8_avx2 */
+#include "conv_vnni.h" /* conv_s8_vnni */
+#include "conv_fpu.h" /* conv_f32_fpu */
+#include "conv_mvef.h" /* conv_f32_mvef */
+
+#ifdef TGRS_CONV_CH_S8 /* target.h: the plain loops and the AVX2 level share this driver */
+/*
+ * The int8 GEMM driver of the plain loops and of the AVX2 level: per block of CONV_MR output pixels, their patches
+ * widened to int16 into the scratch by the target's TGRS_CONV_ROWS_S16 (padded taps: the input zero point, which the
+ * bias fold expects; a tail block repeats its last patch, unstored), then the target's channel step TGRS_CONV_CH_S8
+ * from each channel oc, which stores the block's outputs of the channels it takes and says how many.
+ * TGRS_CONV_MODE_S8 is the step's per-op choice (the AVX2 step's vector requantization form).
+ */
+static int conv_s8_blocks(const tgrs_op_ctx *ctx, const conv_geom *cg)
+{
+    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN];
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
     int16_t *scr = (int16_t *)ctx->scratch;
     const int64_t npix = (int64_t)cg->out_rows * cg->ow;
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
-    int32_t acc[CONV_MR][2];
-    int32_t n, g, i, j, oc;
+    const int mode = TGRS_CONV_MODE_S8(ctx, cg);
+    int32_t n, g, i, oc;
     int64_t q0;
     for (n = 0; n < cg->n; ++n) {
         const int8_t *img = in + n * in_img;
@@ -430,40 +478,20 @@ static int conv_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     conv_pixel(cg, q, &oh, &ow);
                     o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
                     if (i < nv) {
-                        conv_rows_s16(cg, img, oh, ow, g, zp_in, scr + (int64_t)i * cg->k);
+                        TGRS_CONV_ROWS_S16(cg, img, oh, ow, g, zp_in, scr + (int64_t)i * cg->k);
                         a[i] = scr + (int64_t)i * cg->k;
                     } else {
                         a[i] = a[nv - 1];
                     }
                 }
-                for (oc = 0; oc < cg->ocg; oc += 2) {
-                    /* an odd last channel pairs with itself; its second column is not stored */
-                    const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
-                    const int64_t ch = (int64_t)g * cg->ocg + oc;
-                    const int8_t *w0 = wt + ch * cg->k;
-                    conv_mk_s8(cg->k, a, w0, (ncol == 2) ? w0 + cg->k : w0, acc);
-                    for (j = 0; j < ncol; ++j) {
-                        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
-                        const int32_t b = bias[ch + j];
-                        for (i = 0; i < nv; ++i) {
-                            o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), lo, hi);
-                        }
-                    }
+                for (oc = 0; oc < cg->ocg; oc += TGRS_CONV_CH_S8(ctx, cg, a, o, g, oc, nv, mode)) {
                 }
             }
         }
     }
     return TGRS_OK;
 }
-
-#endif /* TGRS_ISA_PLAIN */
-
-#include "conv_dsp.h" /* conv_s8_dsp */
-#include "conv_mve.h" /* conv_s8_mve */
-#include "conv_avx2.h" /* conv_s8_avx2 */
-#include "conv_vnni.h" /* conv_s8_vnni */
-#include "conv_fpu.h" /* conv_f32_fpu */
-#include "conv_mvef.h" /* conv_f32_mvef */
+#endif
 
 /*
  * Weight zero points (param WZP = 1; the bias const holds [bias, zp_w], docs/numerics.md): acc = bias + sum over the

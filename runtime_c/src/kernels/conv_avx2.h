@@ -228,96 +228,74 @@ static void conv_oct_avx2(const tgrs_op_ctx *ctx, int32_t k, const int16_t *cons
     }
 }
 
-static int conv_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
+/* The AVX2 level's requantization form for conv_oct_avx2, per op: 1 when every channel takes the 32-bit onnx form, 2
+ * for tflm numerics, else 0 (conv_ch_s8_avx2 then takes channel pairs only). */
+static int conv_mode_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
+{
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
+    int mode = ctx->p[TGRS_P_CONV_NUMERICS] == TGRS_RQ_TFLM ? 2 : 1;
+    int32_t oc;
+    for (oc = 0; oc < cg->oc && mode == 1; ++oc) {
+        mode = conv_rq_fast_ok(shift[oc]) ? 1 : 0;
+    }
+    return mode;
+}
+
+/* The AVX2 level's channel step of conv_s8_blocks: eight channels from oc through conv_oct_avx2 when the op has a
+ * vector form and eight are left, otherwise one pair (an odd last channel pairs with itself; its second column is
+ * not stored) requantized on the pair's eight lanes. Returns the channels it took. */
+static int32_t conv_ch_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg, const int16_t *const a[CONV_MR],
+                               int8_t *const o[CONV_MR], int32_t g, int32_t oc, int32_t nv, int mode)
 {
     const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
     const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
     const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
     const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
     const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
-    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
-    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
-    const int8_t *in = (const int8_t *)ctx->in[0]->data;
-    int8_t *out = (int8_t *)ctx->out->data;
-    int16_t *scr = (int16_t *)ctx->scratch;
-    const int64_t npix = (int64_t)cg->out_rows * cg->ow;
-    const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
-    int32_t n, g, i, j, oc;
-    int64_t q0;
-    int mode = nm == TGRS_RQ_TFLM ? 2 : 1; /* conv_oct_avx2: every channel in one vector form, or 0 */
-    for (oc = 0; oc < cg->oc && mode == 1; ++oc) {
-        mode = conv_rq_fast_ok(shift[oc]) ? 1 : 0;
+    const int32_t zp_out = ctx->p[TGRS_P_CONV_ZP_OUT], nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const int64_t ch = (int64_t)g * cg->ocg + oc;
+    const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
+    const int64_t c1 = ch + ncol - 1;
+    const int8_t *w0 = wt + ch * cg->k;
+    int32_t r[8], i, j;
+    __m256i acc, bv, x;
+    if (mode != 0 && oc + 8 <= cg->ocg) {
+        conv_oct_avx2(ctx, cg->k, a, w0, ch, o, oc, nv, mode);
+        return 8;
     }
-    for (n = 0; n < cg->n; ++n) {
-        const int8_t *img = in + n * in_img;
-        int8_t *oimg = out + n * npix * cg->oc;
-        for (g = 0; g < cg->g; ++g) {
-            for (q0 = 0; q0 < npix; q0 += CONV_MR) {
-                const int16_t *a[CONV_MR];
-                int8_t *o[CONV_MR];
-                const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
-                for (i = 0; i < CONV_MR; ++i) {
-                    int32_t oh, ow;
-                    const int64_t q = q0 + (i < nv ? i : nv - 1);
-                    conv_pixel(cg, q, &oh, &ow);
-                    o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
-                    if (i < nv) {
-                        conv_rows_avx2(cg, img, oh, ow, g, zp_in, scr + (int64_t)i * cg->k);
-                        a[i] = scr + (int64_t)i * cg->k;
-                    } else {
-                        a[i] = a[nv - 1];
-                    }
-                }
-                for (oc = 0; mode != 0 && oc + 8 <= cg->ocg; oc += 8) {
-                    const int64_t ch = (int64_t)g * cg->ocg + oc;
-                    conv_oct_avx2(ctx, cg->k, a, wt + ch * cg->k, ch, o, oc, nv, mode);
-                }
-                for (; oc < cg->ocg; oc += 2) {
-                    /* an odd last channel pairs with itself; its second column is not stored */
-                    const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
-                    const int64_t ch = (int64_t)g * cg->ocg + oc;
-                    const int64_t c1 = ch + ncol - 1;
-                    const int8_t *w0 = wt + ch * cg->k;
-                    const __m256i acc = conv_mk_avx2(cg->k, a, w0, w0 + (ncol - 1) * (int64_t)cg->k);
-                    int32_t r[8];
-                    const __m256i bv = _mm256_setr_epi32(bias[ch], bias[c1], bias[ch], bias[c1], bias[ch],
-                                                         bias[c1], bias[ch], bias[c1]);
-                    const __m256i x = _mm256_add_epi32(acc, bv); /* wrapping, like tgrs_wrap_add */
-                    if (nm == TGRS_RQ_TFLM) {
-                        const int32_t s0 = shift[ch], s1 = shift[c1];
-                        const int32_t m0 = s0 <= -32 ? 0 : mult[ch], m1 = s1 <= -32 ? 0 : mult[c1];
-                        const int32_t l0 = s0 > 0 ? s0 : 0, l1 = s1 > 0 ? s1 : 0;
-                        const int32_t r0 = (s0 < 0 && s0 > -32) ? -s0 : 0, r1 = (s1 < 0 && s1 > -32) ? -s1 : 0;
-                        _mm256_storeu_si256((__m256i *)(void *)r, tgrs_rq_tflm_avx2(
-                            x, _mm256_setr_epi32(m0, m1, m0, m1, m0, m1, m0, m1),
-                            _mm256_setr_epi32(l0, l1, l0, l1, l0, l1, l0, l1),
-                            _mm256_setr_epi32(r0, r1, r0, r1, r0, r1, r0, r1), _mm256_set1_epi32(zp_out), lo, hi));
-                    } else if (conv_rq_fast_ok(shift[ch]) && conv_rq_fast_ok(shift[c1])) {
-                        const __m256i mv = _mm256_setr_epi32(mult[ch], mult[c1], mult[ch], mult[c1], mult[ch],
-                                                             mult[c1], mult[ch], mult[c1]);
-                        const int32_t e0 = -1 - shift[ch], e1 = -1 - shift[c1];
-                        const __m256i ev = _mm256_setr_epi32(e0, e1, e0, e1, e0, e1, e0, e1);
-                        _mm256_storeu_si256((__m256i *)(void *)r, conv_rq_avx2(x, mv, ev, zp_out, lo, hi));
-                    } else { /* the 64-bit form: a shift above -2 (no real layer has one) */
-                        _mm256_storeu_si256((__m256i *)(void *)r, x);
-                        for (j = 0; j < ncol; ++j) {
-                            const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
-                            for (i = 0; i < nv; ++i) {
-                                r[2 * i + j] = tgrs_rq_s8(&rq, r[2 * i + j], lo, hi);
-                            }
-                        }
-                    }
-                    for (i = 0; i < nv; ++i) {
-                        o[i][oc] = (int8_t)r[2 * i];
-                        if (ncol == 2) {
-                            o[i][oc + 1] = (int8_t)r[2 * i + 1];
-                        }
-                    }
-                }
+    acc = conv_mk_avx2(cg->k, a, w0, w0 + (ncol - 1) * (int64_t)cg->k);
+    bv = _mm256_setr_epi32(bias[ch], bias[c1], bias[ch], bias[c1], bias[ch], bias[c1], bias[ch], bias[c1]);
+    x = _mm256_add_epi32(acc, bv); /* wrapping, like tgrs_wrap_add */
+    if (nm == TGRS_RQ_TFLM) {
+        const int32_t s0 = shift[ch], s1 = shift[c1];
+        const int32_t m0 = s0 <= -32 ? 0 : mult[ch], m1 = s1 <= -32 ? 0 : mult[c1];
+        const int32_t l0 = s0 > 0 ? s0 : 0, l1 = s1 > 0 ? s1 : 0;
+        const int32_t r0 = (s0 < 0 && s0 > -32) ? -s0 : 0, r1 = (s1 < 0 && s1 > -32) ? -s1 : 0;
+        _mm256_storeu_si256((__m256i *)(void *)r, tgrs_rq_tflm_avx2(
+            x, _mm256_setr_epi32(m0, m1, m0, m1, m0, m1, m0, m1), _mm256_setr_epi32(l0, l1, l0, l1, l0, l1, l0, l1),
+            _mm256_setr_epi32(r0, r1, r0, r1, r0, r1, r0, r1), _mm256_set1_epi32(zp_out), lo, hi));
+    } else if (conv_rq_fast_ok(shift[ch]) && conv_rq_fast_ok(shift[c1])) {
+        const __m256i mv = _mm256_setr_epi32(mult[ch], mult[c1], mult[ch], mult[c1], mult[ch], mult[c1], mult[ch],
+                                             mult[c1]);
+        const int32_t e0 = -1 - shift[ch], e1 = -1 - shift[c1];
+        const __m256i ev = _mm256_setr_epi32(e0, e1, e0, e1, e0, e1, e0, e1);
+        _mm256_storeu_si256((__m256i *)(void *)r, conv_rq_avx2(x, mv, ev, zp_out, lo, hi));
+    } else { /* the 64-bit form: a shift above -2 or at most -32 */
+        _mm256_storeu_si256((__m256i *)(void *)r, x);
+        for (j = 0; j < ncol; ++j) {
+            const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
+            for (i = 0; i < nv; ++i) {
+                r[2 * i + j] = tgrs_rq_s8(&rq, r[2 * i + j], lo, hi);
             }
         }
     }
-    return TGRS_OK;
+    for (i = 0; i < nv; ++i) {
+        o[i][oc] = (int8_t)r[2 * i];
+        if (ncol == 2) {
+            o[i][oc + 1] = (int8_t)r[2 * i + 1];
+        }
+    }
+    return 2;
 }
 
 #endif /* !TGRS_HAVE_AVXVNNI */

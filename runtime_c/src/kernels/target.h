@@ -65,8 +65,11 @@
 #elif TGRS_ISA == TGRS_ISA_AVX2
 #if TGRS_HAVE_AVXVNNI /* VPDPBUSD on biased activations, pixels in lanes (conv_vnni.h) */
 #define TGRS_CONV_S8 conv_s8_vnni
-#else
-#define TGRS_CONV_S8 conv_s8_avx2
+#else /* the plain loops' driver (conv.c conv_s8_blocks) with the AVX2 widening and channel step (conv_avx2.h) */
+#define TGRS_CONV_S8 conv_s8_blocks
+#define TGRS_CONV_ROWS_S16 conv_rows_avx2
+#define TGRS_CONV_MODE_S8 conv_mode_s8_avx2
+#define TGRS_CONV_CH_S8 conv_ch_s8_avx2
 #endif
 #define TGRS_CONV_F32 conv_f32_avx2
 #define TGRS_DW_F32 dw_f32_avx2
@@ -84,7 +87,10 @@
 #define TGRS_DW_FUSED_S8 dw_fused_s8_dsp
 #endif
 #else
-#define TGRS_CONV_S8 conv_s8_plain
+#define TGRS_CONV_S8 conv_s8_blocks
+#define TGRS_CONV_ROWS_S16 conv_rows_s16
+#define TGRS_CONV_MODE_S8 conv_mode_s8_plain
+#define TGRS_CONV_CH_S8 conv_ch_s8_plain
 #define TGRS_DW_TAPS_S8 dw_taps_s8_plain
 #define TGRS_DW_OUT_S8 dw_out_s8_plain
 #define TGRS_DW_FUSED_S8 dw_fused_s8_none
