@@ -251,6 +251,28 @@ static __m128i dw_tap8_avx2(const int8_t *x, int one, __m128i zpx)
     return !x ? zpx : one ? _mm_set1_epi8((char)*x) : _mm_loadl_epi64((const __m128i *)(const void *)x);
 }
 
+/* The tap sums of an interior pixel's 16 (wide) or 8 channels from base (tap (0, 0) at the group's first channel):
+ * taps in pairs with the group's interleaved weights wv; an odd last tap pairs with itself under zero weights. */
+static inline void dw_sum_inner_avx2(const int8_t *base, const int64_t *toff, int32_t ntaps, __m256i (*wv)[2],
+                                     int wide, __m256i *s0, __m256i *s1)
+{
+    int32_t p;
+    for (p = 0; 2 * p < ntaps; ++p) {
+        const int8_t *xa = base + toff[2 * p];
+        const int8_t *xb = 2 * p + 1 < ntaps ? base + toff[2 * p + 1] : xa;
+        if (wide) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)xa);
+            const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)xb);
+            *s0 = tgrs_dot16_avx2(*s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)), wv[p][0]);
+            *s1 = tgrs_dot16_avx2(*s1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)), wv[p][1]);
+        } else {
+            const __m128i a = _mm_loadl_epi64((const __m128i *)(const void *)xa);
+            const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)xb);
+            *s0 = tgrs_dot16_avx2(*s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)), wv[p][0]);
+        }
+    }
+}
+
 /*
  * The whole int8 op, depth multiplier 1, or any multiplier on a one-channel input (every output channel reads the same
  * input byte, broadcast) (target.h TGRS_DW_FUSED_S8; returns 0 to leave an op to the tap and output loops: no tap list,
@@ -339,38 +361,43 @@ static int dw_fused_s8_avx2(const tgrs_op_ctx *ctx, const dw_geom *dg, const int
                 for (ow = 0; ow < dg->ow; ++ow) {
                     int8_t *o = out + n * out_img + ((int64_t)r * dg->ow + ow) * c + c0;
                     __m256i s0 = _mm256_setzero_si256(), s1 = s0;
-                    if (dw_interior(dg, oh, ow)) {
-                        const int8_t *base = img + dw_base(dg, oh, ow) + (one ? 0 : c0);
-                        for (t = 0; t < ntaps; ++t) {
-                            xp[t] = base + toff[t];
-                        }
+                    if (!one && dw_interior(dg, oh, ow)) { /* every tap a load at the op's offsets */
+                        dw_sum_inner_avx2(img + dw_base(dg, oh, ow) + c0, toff, ntaps, wv, wide, &s0, &s1);
                     } else {
-                        t = 0;
-                        for (i = 0; i < w->kh; ++i) {
-                            const int32_t ih = oh * w->sh - w->pt + i * w->dh;
-                            for (j = 0; j < w->kw; ++j, ++t) {
-                                const int32_t iw = ow * w->sw - w->pl + j * w->dw;
-                                xp[t] = (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd)
-                                            ? img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * cin + (one ? 0 : c0)
-                                            : NULL; /* padded: the input zero point */
+                        if (dw_interior(dg, oh, ow)) {
+                            const int8_t *base = img + dw_base(dg, oh, ow) + (one ? 0 : c0);
+                            for (t = 0; t < ntaps; ++t) {
+                                xp[t] = base + toff[t];
+                            }
+                        } else {
+                            t = 0;
+                            for (i = 0; i < w->kh; ++i) {
+                                const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                                for (j = 0; j < w->kw; ++j, ++t) {
+                                    const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                                    const int64_t at = ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * cin;
+                                    xp[t] = (ih >= 0 && ih < dg->h && iw >= 0 && iw < dg->wd)
+                                                ? img + at + (one ? 0 : c0)
+                                                : NULL; /* padded: the input zero point */
+                                }
                             }
                         }
-                    }
-                    xp[ntaps] = NULL; /* an odd last tap pairs with zero weights */
-                    for (p = 0; p < npair; ++p) {
-                        const int8_t *xa = xp[2 * p], *xb = xp[2 * p + 1];
-                        if (wide) {
-                            const __m128i a = dw_tap16_avx2(xa, one, zpx);
-                            const __m128i b = dw_tap16_avx2(xb, one, zpx);
-                            s0 = tgrs_dot16_avx2(s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
-                                                 wv[p][0]);
-                            s1 = tgrs_dot16_avx2(s1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)),
-                                                 wv[p][1]);
-                        } else {
-                            const __m128i a = dw_tap8_avx2(xa, one, zpx);
-                            const __m128i b = dw_tap8_avx2(xb, one, zpx);
-                            s0 = tgrs_dot16_avx2(s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
-                                                 wv[p][0]);
+                        xp[ntaps] = NULL; /* an odd last tap pairs with zero weights */
+                        for (p = 0; p < npair; ++p) {
+                            const int8_t *xa = xp[2 * p], *xb = xp[2 * p + 1];
+                            if (wide) {
+                                const __m128i a = dw_tap16_avx2(xa, one, zpx);
+                                const __m128i b = dw_tap16_avx2(xb, one, zpx);
+                                s0 = tgrs_dot16_avx2(s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
+                                                     wv[p][0]);
+                                s1 = tgrs_dot16_avx2(s1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)),
+                                                     wv[p][1]);
+                            } else {
+                                const __m128i a = dw_tap8_avx2(xa, one, zpx);
+                                const __m128i b = dw_tap8_avx2(xb, one, zpx);
+                                s0 = tgrs_dot16_avx2(s0, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)),
+                                                     wv[p][0]);
+                            }
                         }
                     }
                     tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, _mm256_add_epi32(s0, b0), f0, lo, hi));
