@@ -122,7 +122,7 @@ def _cases() -> dict[str, MacCase]:
         oc, kc = int(rng.integers(1, 40)), int(rng.choice([1, 3]))
         c[f"rand_conv{i}_c{ch}_oc{oc}_{h}x{w}_k{kc}"] = MacCase("Conv", 1, ch, h, w, oc, kernel=(kc, kc),
                                                                 pads=(kc // 2,) * 4, act="relu", seed=50 + i)
-    # randomized fully connected shapes (also run packed FC_ROWS4 by test_arrangements.py): any K, OC and rows
+    # randomized fully connected shapes (also run packed FC_ROWS4 by test_packed_plans.py): any K, OC and rows
     rng = np.random.default_rng(2222)
     for i in range(3):
         k, oc, n = int(rng.integers(1, 90)), int(rng.integers(1, 30)), int(rng.integers(1, 4))
@@ -138,7 +138,7 @@ _PLANS: dict[str, tuple] = {}
 
 def _plan(key: str, tmp_dir: Path, target: str | None = None):
     """Compile the case once (module cache): plan bytes, the input's caller bytes and the host's output bytes.
-    ``target``: compile for that core (its weight arrangements; tests/cortex_m/test_arrangements.py)."""
+    ``target``: compile for that core (its weight arrangements; tests/cortex_m/test_packed_plans.py)."""
     if (key, target) not in _PLANS:
         import onnx
         from onnx import TensorProto, helper

@@ -3,7 +3,7 @@ FC_ROWS4 and records the target in the header; the generic default packs nothing
 the arrangement is a permutation with an exact inverse, packed plans round-trip through the reader, compile
 deterministically, and run on the host runtime (which reads every target's arrangement) with the outputs of the
 generic plan and the NumPy reference, bit for bit; both readers refuse a malformed arrangement with the same code,
-and a runtime built for another core refuses a packed plan with TGRS_ERR_TARGET. tests/cortex_m/test_arrangements.py
+and a runtime built for another core refuses a packed plan with TGRS_ERR_TARGET. tests/cortex_m/test_packed_plans.py
 runs the packed plans on the cores."""
 from __future__ import annotations
 
