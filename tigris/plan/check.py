@@ -142,8 +142,15 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int):
 
     unit = plan.units[k]
     allowed, errs, given = set(), [], set()
+    writers: dict[str, list[int]] = {}  # buffer -> the steps of the unit whose op writes exactly it
+    last_read: dict[str, int] = {}  # buffer -> the last step of the unit that reads it
+    for s, i in enumerate(unit.ops):
+        if len(bufs.writes[i]) == 1:
+            writers.setdefault(bufs.writes[i][0], []).append(s)
+        for n in bufs.reads[i]:
+            last_read[n] = s
     for y, x in unit.in_place.items():
-        steps = [s for s, i in enumerate(unit.ops) if bufs.writes[i] == (y,)]
+        steps = writers.get(y, [])
         if len(steps) != 1:
             errs.append(f"in-place {y}: written by {len(steps)} ops of the unit")
             continue
@@ -160,7 +167,7 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int):
                 (ty.dtype, tuple(ty.shape), ty.layout, ty.nbytes):
             why = f"{x} and {y} differ in shape, dtype, layout or size"
         # a later unit reading x reloads it from slow memory, which this unit does not write unless it spills x
-        elif any(x in bufs.reads[i] for i in unit.ops[s + 1:]) or x in unit.spill or x in bufs.inputs \
+        elif last_read.get(x, -1) > s or x in unit.spill or x in bufs.inputs \
                 or x in bufs.outputs or y in bufs.outputs:
             why = f"{x} is still needed after {op.name}"
         elif x in given:
