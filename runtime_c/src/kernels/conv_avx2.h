@@ -302,6 +302,22 @@ static int32_t conv_ch_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg, cons
 
 /* ---------------------------------------------------------------------------------------------------- float32 -- */
 
+/* Where a float micro-kernel call's outputs go: row i at o[i] (already at the call's first channel), the biases of
+ * its channels, the clamp. full: all four rows are stored and every panel of the call holds eight channels; the call
+ * then adds the bias, clamps and stores from its registers (conv_store_f32_avx2's operations), otherwise it leaves
+ * its sums in acc for conv_store_f32_avx2. */
+typedef struct conv_out_f32 {
+    float *o[CONV_MR];
+    const float *bias;
+    __m256 lo, hi;
+    int full;
+} conv_out_f32;
+
+#define CONV_OUT_F32(e, row, p, c)                                                                                   \
+    _mm256_storeu_ps((e)->o[row] + 8 * (p),                                                                          \
+                     _mm256_min_ps((e)->hi,                                                                          \
+                                   _mm256_max_ps((e)->lo, _mm256_add_ps(c, _mm256_loadu_ps((e)->bias + 8 * (p))))))
+
 /*
  * acc[i][p * 8 + j] = sum_k a_i[k] * b_p[k][j] for the CONV_MR = 4 rows and three CONV_NR = 8 panels b0, b1, b2: twelve
  * 8-lane accumulators, per k three panel loads, four broadcasts and twelve fused multiply-adds (VFMADD231PS). Each
@@ -309,7 +325,7 @@ static int32_t conv_ch_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg, cons
  * results may differ from the plain path's in the last bits (within the kernel tests' float tolerance).
  */
 static void conv_mk3_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, const float *b0, const float *b1,
-                              const float *b2, float acc[CONV_MR][3 * CONV_NR])
+                              const float *b2, float acc[CONV_MR][3 * CONV_NR], const conv_out_f32 *e)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
     __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
@@ -340,6 +356,21 @@ static void conv_mk3_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, c
             c32 = _mm256_fmadd_ps(x, w2, c32);
         }
     }
+    if (e->full) {
+        CONV_OUT_F32(e, 0, 0, c00);
+        CONV_OUT_F32(e, 0, 1, c01);
+        CONV_OUT_F32(e, 0, 2, c02);
+        CONV_OUT_F32(e, 1, 0, c10);
+        CONV_OUT_F32(e, 1, 1, c11);
+        CONV_OUT_F32(e, 1, 2, c12);
+        CONV_OUT_F32(e, 2, 0, c20);
+        CONV_OUT_F32(e, 2, 1, c21);
+        CONV_OUT_F32(e, 2, 2, c22);
+        CONV_OUT_F32(e, 3, 0, c30);
+        CONV_OUT_F32(e, 3, 1, c31);
+        CONV_OUT_F32(e, 3, 2, c32);
+        return;
+    }
     _mm256_storeu_ps(acc[0], c00);
     _mm256_storeu_ps(acc[0] + 8, c01);
     _mm256_storeu_ps(acc[0] + 16, c02);
@@ -356,7 +387,7 @@ static void conv_mk3_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, c
 
 /* conv_mk3_f32_avx2 for two panels: eight accumulators. */
 static void conv_mk2_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, const float *b0, const float *b1,
-                              float acc[CONV_MR][3 * CONV_NR])
+                              float acc[CONV_MR][3 * CONV_NR], const conv_out_f32 *e)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
     __m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
@@ -381,6 +412,17 @@ static void conv_mk2_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, c
             c31 = _mm256_fmadd_ps(x, w1, c31);
         }
     }
+    if (e->full) {
+        CONV_OUT_F32(e, 0, 0, c00);
+        CONV_OUT_F32(e, 0, 1, c01);
+        CONV_OUT_F32(e, 1, 0, c10);
+        CONV_OUT_F32(e, 1, 1, c11);
+        CONV_OUT_F32(e, 2, 0, c20);
+        CONV_OUT_F32(e, 2, 1, c21);
+        CONV_OUT_F32(e, 3, 0, c30);
+        CONV_OUT_F32(e, 3, 1, c31);
+        return;
+    }
     _mm256_storeu_ps(acc[0], c00);
     _mm256_storeu_ps(acc[0] + 8, c01);
     _mm256_storeu_ps(acc[1], c10);
@@ -393,7 +435,7 @@ static void conv_mk2_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, c
 
 /* conv_mk3_f32_avx2 for one panel: four accumulators, one per row (each output's sum in k order, like the others). */
 static void conv_mk1_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, const float *b0,
-                              float acc[CONV_MR][3 * CONV_NR])
+                              float acc[CONV_MR][3 * CONV_NR], const conv_out_f32 *e)
 {
     __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
     int32_t sg, kk;
@@ -407,6 +449,13 @@ static void conv_mk1_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, c
             c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a2 + kk), w0, c2);
             c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a3 + kk), w0, c3);
         }
+    }
+    if (e->full) {
+        CONV_OUT_F32(e, 0, 0, c0);
+        CONV_OUT_F32(e, 1, 0, c1);
+        CONV_OUT_F32(e, 2, 0, c2);
+        CONV_OUT_F32(e, 3, 0, c3);
+        return;
     }
     _mm256_storeu_ps(acc[0], c0);
     _mm256_storeu_ps(acc[1], c1);
@@ -579,15 +628,23 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     const int32_t ncol = (cg->ocg - oc0 < np * CONV_NR) ? cg->ocg - oc0 : np * CONV_NR;
                     const float *b0 = wg + (int64_t)pan * cg->k * CONV_NR;
                     const int64_t ps = (int64_t)cg->k * CONV_NR; /* one panel */
-                    if (np == 3) {
-                        conv_mk3_f32_avx2(nseg, rl, seg, b0, b0 + ps, b0 + 2 * ps, acc3);
-                    } else if (np == 2) {
-                        conv_mk2_f32_avx2(nseg, rl, seg, b0, b0 + ps, acc3);
-                    } else {
-                        conv_mk1_f32_avx2(nseg, rl, seg, b0, acc3);
+                    conv_out_f32 e;
+                    for (i = 0; i < CONV_MR; ++i) {
+                        e.o[i] = o[i] + oc0;
                     }
-                    for (i = 0; i < nv; ++i) {
-                        conv_store_f32_avx2(o[i] + oc0, acc3[i], bs, ncol, lo, hi);
+                    e.bias = bs;
+                    e.lo = _mm256_set1_ps(lo);
+                    e.hi = _mm256_set1_ps(hi);
+                    e.full = nv == CONV_MR && ncol == np * CONV_NR;
+                    if (np == 3) {
+                        conv_mk3_f32_avx2(nseg, rl, seg, b0, b0 + ps, b0 + 2 * ps, acc3, &e);
+                    } else if (np == 2) {
+                        conv_mk2_f32_avx2(nseg, rl, seg, b0, b0 + ps, acc3, &e);
+                    } else {
+                        conv_mk1_f32_avx2(nseg, rl, seg, b0, acc3, &e);
+                    }
+                    for (i = 0; i < nv && !e.full; ++i) {
+                        conv_store_f32_avx2(e.o[i], acc3[i], bs, ncol, lo, hi);
                     }
                 }
             }
