@@ -164,14 +164,37 @@ static int64_t conv_in_off(const conv_geom *cg, int32_t ih, int32_t iw)
 /* ---------------------------------------------------------------------------------------------------- float32 -- */
 
 #if TGRS_ISA != TGRS_ISA_AVX2 /* the AVX2 host build has its own float im2col and GEMM (conv_avx2.h) */
+/*
+ * One pixel's patch (padded taps 0). With one group and no horizontal dilation a kernel row's in-image taps are
+ * adjacent in the input, so they are copied as one run (a conv with few input channels, such as kws_dscnn's first
+ * one, would otherwise pay a library call per tap).
+ */
 static void conv_im2col_f32(const conv_geom *cg, const float *img, int32_t oh, int32_t ow, int32_t g, float *dst)
 {
     const tgrs_window *w = &cg->w;
+    const int32_t iw0 = ow * w->sw - w->pl;
+    const int runs = cg->g == 1 && w->dw == 1;
     int32_t i, j, e;
     for (i = 0; i < w->kh; ++i) {
         int32_t ih = oh * w->sh - w->pt + i * w->dh;
+        if (runs && ih >= 0 && ih < cg->h) {
+            const int32_t j0 = iw0 >= 0 ? 0 : (-iw0 < w->kw ? -iw0 : w->kw); /* in-image taps: [j0, j1) */
+            const int32_t j1 = iw0 + w->kw <= cg->wd ? w->kw : (cg->wd - iw0 > 0 ? cg->wd - iw0 : 0);
+            for (e = 0; e < j0 * cg->icg; ++e) {
+                dst[e] = 0.0f;
+            }
+            if (j1 > j0) {
+                memcpy(dst + (int64_t)j0 * cg->icg, img + conv_in_off(cg, ih, iw0 + j0),
+                       (size_t)(j1 - j0) * (size_t)cg->icg * sizeof(float));
+            }
+            for (e = (j1 > j0 ? j1 : j0) * cg->icg; e < w->kw * cg->icg; ++e) {
+                dst[e] = 0.0f;
+            }
+            dst += (int64_t)w->kw * cg->icg;
+            continue;
+        }
         for (j = 0; j < w->kw; ++j) {
-            int32_t iw = ow * w->sw - w->pl + j * w->dw;
+            int32_t iw = iw0 + j * w->dw;
             if (ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd) {
                 memcpy(dst, img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg, (size_t)cg->icg * sizeof(float));
             } else {
