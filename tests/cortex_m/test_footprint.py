@@ -48,12 +48,12 @@ def images(harness, kws_plan, board_objs, tmp_path_factory):
 
 # The int8 CNN subset's bound is the 16 KiB target; it measures 15,966 B at -Os on Cortex-M4F (DSP kernels, with the
 # FC_ROWS4 reader), with the weight-zero-point paths, TFLM's softmax and the maxpool code left out by the op resolver
-# (docs/runtime.md "Building and size"). The every-kernel image is over its 32 KiB target (49,670 B: every kind's
+# (docs/runtime.md "Building and size"). The every-kernel image is over its 32 KiB target (49,990 B: every kind's
 # full paths, the element-wise, reduction, unary, matmul, layernorm, cast, convtranspose, slice, depthspace and index
 # (ArgMax/TopK/NonMaxSuppression) families, the requantizing int8 Transpose, per-element quantize, the tap-table
-# Resize, the Pad modes, any-shape PRelu slopes, and the FPU float conv/dwconv/fc blocks, 1,542 B); its bound is the
-# measured figure plus a small margin, so growth fails.
-EVERY_KERNEL_BOUND = 48.65 * KIB
+# Resize, the Pad modes, any-shape PRelu slopes, and the FPU float conv/dwconv/fc blocks, about 1.9 KiB); its bound
+# is the measured figure plus a small margin, so growth fails.
+EVERY_KERNEL_BOUND = 48.95 * KIB
 INT8_CNN_SUBSET_BOUND = 16 * KIB
 
 
