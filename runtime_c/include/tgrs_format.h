@@ -68,6 +68,7 @@
 #define TGRS_UNIT_F_TILED 1u
 #define TGRS_UNIT_F_SHUFFLE 2u
 #define TGRS_UNIT_F_ACCUM 4u
+#define TGRS_UNIT_F_ROLLING 8u
 #define TGRS_STAGE_F_TILED 1u
 #define TGRS_NUMERICS_ONNX 0u
 #define TGRS_NUMERICS_TFLM 1u
@@ -77,7 +78,7 @@
 #define TGRS_ARRANGE_PLAIN 0u
 #define TGRS_ARRANGE_FC_ROWS4 1u
 #define TGRS_TARGET_COUNT 3u                             /* header target codes are 0..TGRS_TARGET_COUNT - 1 */
-#define TGRS_UNIT_FLAGS_KNOWN 7u                         /* any other unit flag bit is an error */
+#define TGRS_UNIT_FLAGS_KNOWN 15u                        /* any other unit flag bit is an error */
 #define TGRS_SHUFFLE_CHUNK 256u                          /* bytes per byte-plane shuffle chunk */
 
 /* ---- section ids (directory order = file order) ---- */
@@ -1108,7 +1109,7 @@ typedef char tgrs_check_off_op_scratch_size[(offsetof(tgrs_op_rec, scratch_size)
 #define TGRS_UNIT_OFF_WBLOB_SIZE 72u                     /* stored bytes of the blob (LZ4: compressed size) */
 #define TGRS_UNIT_OFF_WRAW_SIZE 76u                      /* bytes the blob expands to in the prefix, <= weight_bytes */
 #define TGRS_UNIT_OFF_PEAK_BYTES 80u                     /* fast high water of the unit */
-#define TGRS_UNIT_OFF_RESERVED 84u                       /* 0 */
+#define TGRS_UNIT_OFF_CARRY_FIRST 84u                    /* ROLLING: INDEX list of 2 x place_count u32, each placement's line buffer (offset, size), (NONE, 0) when it carries nothing; 0 otherwise */
 typedef struct tgrs_unit_rec {
     uint32_t flags;
     uint32_t op_first;
@@ -1131,7 +1132,7 @@ typedef struct tgrs_unit_rec {
     uint32_t wblob_size;
     uint32_t wraw_size;
     uint32_t peak_bytes;
-    uint32_t reserved;
+    uint32_t carry_first;
 } tgrs_unit_rec;
 typedef char tgrs_check_sizeof_unit[(sizeof(tgrs_unit_rec) == TGRS_UNIT_SIZE) ? 1 : -1];
 typedef char tgrs_check_off_unit_flags[(offsetof(tgrs_unit_rec, flags) == TGRS_UNIT_OFF_FLAGS) ? 1 : -1];
@@ -1155,7 +1156,7 @@ typedef char tgrs_check_off_unit_wblob_off[(offsetof(tgrs_unit_rec, wblob_off) =
 typedef char tgrs_check_off_unit_wblob_size[(offsetof(tgrs_unit_rec, wblob_size) == TGRS_UNIT_OFF_WBLOB_SIZE) ? 1 : -1];
 typedef char tgrs_check_off_unit_wraw_size[(offsetof(tgrs_unit_rec, wraw_size) == TGRS_UNIT_OFF_WRAW_SIZE) ? 1 : -1];
 typedef char tgrs_check_off_unit_peak_bytes[(offsetof(tgrs_unit_rec, peak_bytes) == TGRS_UNIT_OFF_PEAK_BYTES) ? 1 : -1];
-typedef char tgrs_check_off_unit_reserved[(offsetof(tgrs_unit_rec, reserved) == TGRS_UNIT_OFF_RESERVED) ? 1 : -1];
+typedef char tgrs_check_off_unit_carry_first[(offsetof(tgrs_unit_rec, carry_first) == TGRS_UNIT_OFF_CARRY_FIRST) ? 1 : -1];
 
 /* Fast buffer of one tensor in one unit (sorted by tensor within the unit). */
 #define TGRS_PLACEMENT_SIZE 16u

@@ -50,6 +50,41 @@ static uint32_t tgrs_view_fill(const tgrs_plan *plan, const uint8_t *u, uint32_t
     return p;
 }
 
+int32_t tgrs_carried_rows(const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t pos, int32_t *prev_row0)
+{
+    uint32_t flags = tgrs_rd_u32(unit + TGRS_UNIT_OFF_FLAGS);
+    uint32_t pc = tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_COUNT);
+    uint32_t rf = tgrs_rd_u32(unit + TGRS_UNIT_OFF_ROWS_FIRST);
+    const uint8_t *before;
+    const uint8_t *now;
+    int32_t r0;
+    int32_t n0;
+    int32_t r1;
+    if ((flags & TGRS_UNIT_F_ROLLING) == 0u || tile == 0u) {
+        return 0;
+    }
+    if ((flags & TGRS_UNIT_F_ACCUM) != 0u) {
+        /* The accumulating GAP's output holds the whole sum in every tile; it never carries. */
+        const uint8_t *last = tgrs_op(plan, tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_FIRST) +
+                                                tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_COUNT) - 1u);
+        uint32_t acc = tgrs_root(plan, tgrs_rd_u32(last + TGRS_OP_OFF_OUTPUT));
+        uint32_t pf = tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST);
+        if (tgrs_rd_u32(tgrs_placement(plan, pf + pos) + TGRS_PLACEMENT_OFF_TENSOR) == acc) {
+            return 0;
+        }
+    }
+    before = tgrs_rec(plan, TGRS_SEC_TILE_ROWS, rf + (tile - 1u) * pc + pos, TGRS_TILE_ROW_SIZE);
+    now = tgrs_rec(plan, TGRS_SEC_TILE_ROWS, rf + tile * pc + pos, TGRS_TILE_ROW_SIZE);
+    r0 = tgrs_rd_i32(before + TGRS_TILE_ROW_OFF_ROW0);
+    n0 = tgrs_rd_i32(before + TGRS_TILE_ROW_OFF_ROWS);
+    r1 = tgrs_rd_i32(now + TGRS_TILE_ROW_OFF_ROW0);
+    if (prev_row0 != NULL) {
+        *prev_row0 = r0;
+    }
+    /* row0 and rows are proven non-negative and within the tensor (step 14), so these sums do not overflow. */
+    return (n0 > 0 && r1 < r0 + n0) ? r0 + n0 - r1 : 0;
+}
+
 void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t op_index,
                         uint8_t *fast, const uint8_t *consts)
 {
@@ -59,6 +94,20 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
     uint32_t k;
     memset(&f->ctx, 0, sizeof f->ctx);
     f->place[0] = tgrs_view_fill(plan, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), fast, &f->out);
+    if ((uflags & TGRS_UNIT_F_ROLLING) != 0u) {
+        /* A carrying output: the op computes only the rows after the carried ones, which the executor moved to the
+           top of the buffer when the tile started (its consumers read the whole band). */
+        int32_t c = tgrs_carried_rows(plan, unit, tile, f->place[0] - tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST),
+                                      NULL);
+        if (c > 0) {
+            f->out.row0 += c;
+            f->out.rows -= c;
+            if (f->out.data != NULL) {
+                f->out.data = (uint8_t *)f->out.data +
+                              (size_t)c * tgrs_row_bytes(tgrs_tensor(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)));
+            }
+        }
+    }
     for (k = 0; k < n_in; ++k) {
         f->place[k + 1u] =
             tgrs_view_fill(plan, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k), fast, &f->views[k]);

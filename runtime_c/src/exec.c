@@ -3,7 +3,10 @@
  *
  * Per unit: bring the unit's weights into the fast prefix (copy or LZ4-decode; nothing with XIP), then for each tile
  * (one pass when untiled) reload the tile's input bands from the slow arena, run the unit's ops on views whose rows
- * come from the plan's per-tile bands, and spill the tile's output bands. Ops are dispatched by kind through a const
+ * come from the plan's per-tile bands, and spill the tile's output bands. In a ROLLING unit a carrying buffer's
+ * first rows come from its line buffer (copied to the top of the band just before its producer or reload), the
+ * producer or reload fills only the rows after them, and the rows the next tile carries are copied back into the
+ * line buffer right after. Ops are dispatched by kind through a const
  * table. Everything runs on the caller's memory: the only state is this call's stack frame.
  *
  * High-water marks: every buffer the run touches (a unit's weight prefix, a placement an op / reload / spill uses, a
@@ -41,6 +44,7 @@ typedef struct tgrs_at {
     uint32_t tile;
     uint32_t tiles;
     int tiled;
+    int rolling; /* ROLLING: carrying placements keep rows in their line buffers from tile to tile */
 } tgrs_at;
 
 static void tgrs_touch(uint32_t *peak, uint32_t off, uint32_t size)
@@ -49,6 +53,13 @@ static void tgrs_touch(uint32_t *peak, uint32_t off, uint32_t size)
     if (off + size > *peak) {
         *peak = off + size;
     }
+}
+
+/* Raise the fast peak to the end of placement p (absolute index). */
+static void tgrs_touch_placement(tgrs_exec *ex, uint32_t p)
+{
+    const uint8_t *pr = tgrs_placement(ex->plan, p);
+    tgrs_touch(&ex->fast_peak, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET), tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE));
 }
 
 /* The placement record of root tensor `root` in the current unit (the loader proved it exists). */
@@ -75,6 +86,52 @@ static void tgrs_band(const tgrs_exec *ex, const tgrs_at *at, const uint8_t *roo
     }
 }
 
+/* Halo reuse (ROLLING units, docs/format.md): placement `pos` is about to be filled in this tile. The rows it
+   carries from the tile before wait in its line buffer: copy them to the top of the band, where the band's first
+   rows belong. Returns the rows copied (0 when it carries nothing). */
+static int32_t tgrs_carry_in(tgrs_exec *ex, const tgrs_at *at, uint32_t pos)
+{
+    const uint8_t *pr = tgrs_placement(ex->plan, at->place_first + pos);
+    int32_t c = tgrs_carried_rows(ex->plan, at->unit, at->tile, pos, NULL);
+    uint32_t off;
+    uint32_t size;
+    if (c == 0) {
+        return 0;
+    }
+    tgrs_line_buffer(ex->plan, at->unit, pos, &off, &size);
+    /* c rows fit the line buffer and the band (step 15) */
+    memcpy(ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET), ex->fast + off,
+           (size_t)c * tgrs_row_bytes(tgrs_tensor(ex->plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR))));
+    tgrs_touch(&ex->fast_peak, off, size);
+    return c;
+}
+
+/* Placement `pos` now holds its whole band of this tile: keep the rows the next tile carries (the last rows of this
+   band) in its line buffer. */
+static void tgrs_carry_out(tgrs_exec *ex, const tgrs_at *at, uint32_t pos)
+{
+    const uint8_t *pr = tgrs_placement(ex->plan, at->place_first + pos);
+    uint32_t rb = tgrs_row_bytes(tgrs_tensor(ex->plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR)));
+    int32_t row0;
+    int32_t rows;
+    int32_t c;
+    uint32_t off;
+    uint32_t size;
+    if (at->tile + 1u >= at->tiles) {
+        return;
+    }
+    c = tgrs_carried_rows(ex->plan, at->unit, at->tile + 1u, pos, NULL);
+    if (c == 0) {
+        return;
+    }
+    tgrs_band(ex, at, NULL, pos, &row0, &rows);
+    tgrs_line_buffer(ex->plan, at->unit, pos, &off, &size);
+    /* the next band starts c rows before this one ends, no earlier than it starts (step 15): 0 < c <= rows */
+    memcpy(ex->fast + off, ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET) + (size_t)(rows - c) * rb,
+           (size_t)c * rb);
+    tgrs_touch(&ex->fast_peak, off, size);
+}
+
 /* Copy tensor t's band of this tile between its slow home and its fast placement. */
 static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
 {
@@ -89,6 +146,13 @@ static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
     int32_t rows;
     size_t n;
     tgrs_band(ex, at, rr, pidx, &row0, &rows);
+    if (to_fast && at->rolling) {
+        /* A carrying input: its first rows come from its line buffer; load only the rows after them. */
+        int32_t c = tgrs_carry_in(ex, at, pidx);
+        row0 += c;
+        rows -= c;
+        poff += (uint32_t)c * rb;
+    }
     n = (size_t)rows * rb;
     if (n != 0u) {
         uint8_t *f = ex->fast + poff;
@@ -99,8 +163,11 @@ static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
             memcpy(s, f, n);
         }
     }
-    tgrs_touch(&ex->fast_peak, poff, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE));
+    tgrs_touch_placement(ex, at->place_first + pidx);
     tgrs_touch(&ex->slow_peak, soff, tgrs_rd_u32(rr + TGRS_TENSOR_OFF_SLOW_SIZE));
+    if (to_fast && at->rolling) {
+        tgrs_carry_out(ex, at, pidx);
+    }
 }
 
 static void tgrs_move_list(tgrs_exec *ex, const tgrs_at *at, int to_fast)
@@ -113,13 +180,6 @@ static void tgrs_move_list(tgrs_exec *ex, const tgrs_at *at, int to_fast)
     }
 }
 
-/* Raise the fast peak to the end of placement p (absolute index). */
-static void tgrs_touch_placement(tgrs_exec *ex, uint32_t p)
-{
-    const uint8_t *pr = tgrs_placement(ex->plan, p);
-    tgrs_touch(&ex->fast_peak, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET), tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE));
-}
-
 static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
 {
     const uint8_t *r = tgrs_op(ex->plan, op_index);
@@ -128,11 +188,21 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     int xip = (ex->plan->flags & TGRS_FLAG_XIP) != 0u;
     tgrs_op_frame f;
     uint32_t k;
+    uint32_t opos;
+    int rc;
 
     /* The same context the loader's check of this op and tile saw (check.c), now with addresses. */
     tgrs_op_frame_fill(&f, ex->plan, at->unit, at->tile, op_index, ex->fast, xip ? ex->weights : ex->fast);
     tgrs_touch_placement(ex, f.place[0]);
+    opos = f.place[0] - at->place_first;
+    if (at->rolling) {
+        /* the carried rows first; f.out (filled above) holds only the rows after them */
+        (void)tgrs_carry_in(ex, at, opos);
+    }
     if (f.out.rows == 0) {
+        if (at->rolling) {
+            tgrs_carry_out(ex, at, opos);
+        }
         return TGRS_OK; /* this tile computes no row of this tensor */
     }
     for (k = 0; k < n_in; ++k) {
@@ -143,7 +213,11 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     }
     TGRS_DCHECK(f.out.data != NULL && (f.ctx.scratch_size == 0u || f.ctx.scratch != NULL));
     TGRS_DCHECK(kind >= 1u && kind <= TGRS_OP_COUNT && ex->kernels[kind] != NULL);
-    return ex->kernels[kind](&f.ctx);
+    rc = ex->kernels[kind](&f.ctx);
+    if (rc == TGRS_OK && at->rolling) {
+        tgrs_carry_out(ex, at, opos);
+    }
+    return rc;
 }
 
 /* Unit start: the unit's weights into the fast prefix [0, wraw_size). */
@@ -223,6 +297,7 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     at.place_first = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_PLACE_FIRST);
     at.place_count = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_PLACE_COUNT);
     at.tiled = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u;
+    at.rolling = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u;
     of = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_FIRST);
     oc = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT);
     tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);

@@ -599,6 +599,58 @@ static int tgrs_check_accumulate(const tgrs_plan *plan, const uint8_t *u)
     return next == (int64_t)h_in ? TGRS_OK : TGRS_ERR_TILE_ROWS;
 }
 
+/*
+ * End of step 15 for a ROLLING unit (docs/format.md "ROLLING units"): every line buffer lies in the fast arena after
+ * the weight prefix; a placement whose band overlaps its band in the tile before carries those rows, so its band
+ * may not move backwards (start or end earlier) and its line buffer must hold them. The executor relies on this:
+ * the carried rows are the first of the current band and the last of the earlier one, and both copies between the
+ * band and the line buffer stay inside the two buffers.
+ */
+static int tgrs_check_rolling(const tgrs_plan *plan, const uint8_t *u)
+{
+    uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+    uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+    uint32_t tiles = tgrs_rd_u32(u + TGRS_UNIT_OFF_TILES);
+    uint32_t wb = tgrs_rd_u32(u + TGRS_UNIT_OFF_WEIGHT_BYTES);
+    uint32_t t;
+    uint32_t p;
+    for (p = 0; p < pc; ++p) {
+        uint32_t off;
+        uint32_t size;
+        tgrs_line_buffer(plan, u, p, &off, &size);
+        if ((off != TGRS_NONE || size != 0u) &&
+            (off == TGRS_NONE || size == 0u || off % TGRS_ALIGN != 0u || off < wb || !tgrs_fits(off, size, plan->fast_arena))) {
+            return TGRS_ERR_ARENA_BOUNDS;
+        }
+    }
+    for (t = 1; t < tiles; ++t) {
+        for (p = 0; p < pc; ++p) {
+            int32_t r0 = 0;
+            int32_t n0;
+            int32_t r1;
+            int32_t n1;
+            uint32_t off;
+            uint32_t size;
+            int32_t c = tgrs_carried_rows(plan, u, t, p, &r0);
+            if (c == 0) {
+                continue;
+            }
+            tgrs_tile_band(plan, u, t - 1u, p, &r0, &n0);
+            tgrs_tile_band(plan, u, t, p, &r1, &n1);
+            if (r1 < r0 || (int64_t)r1 + n1 < (int64_t)r0 + n0) {
+                return TGRS_ERR_TILE_ROWS;
+            }
+            tgrs_line_buffer(plan, u, p, &off, &size);
+            if (off == TGRS_NONE ||
+                (uint64_t)c * tgrs_row_bytes(tgrs_tensor(plan, tgrs_rd_u32(tgrs_placement(plan, pf + p) +
+                                                                           TGRS_PLACEMENT_OFF_TENSOR))) > size) {
+                return TGRS_ERR_TILE_ROWS;
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 /* Step 18 for the ops of one unit. */
 static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
 {
@@ -692,7 +744,13 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
         }
     }
     if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u) {
-        return tgrs_check_accumulate(plan, u);
+        int rc = tgrs_check_accumulate(plan, u);
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+    }
+    if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u) {
+        return tgrs_check_rolling(plan, u);
     }
     return TGRS_OK;
 }
@@ -725,8 +783,10 @@ static int tgrs_check_units(const tgrs_plan *plan)
         uint32_t sf = tgrs_rd_u32(u + TGRS_UNIT_OFF_STAGE_FIRST);
         uint32_t sc = tgrs_rd_u32(u + TGRS_UNIT_OFF_STAGE_COUNT);
         uint32_t k;
-        if ((flags & ~TGRS_UNIT_FLAGS_KNOWN) != 0u || tgrs_rd_u32(u + TGRS_UNIT_OFF_RESERVED) != 0u || tiles == 0u ||
-            ((flags & TGRS_UNIT_F_ACCUM) != 0u && ((flags & TGRS_UNIT_F_TILED) == 0u || oc == 0u))) {
+        if ((flags & ~TGRS_UNIT_FLAGS_KNOWN) != 0u ||
+            ((flags & TGRS_UNIT_F_ROLLING) == 0u && tgrs_rd_u32(u + TGRS_UNIT_OFF_CARRY_FIRST) != 0u) || tiles == 0u ||
+            ((flags & TGRS_UNIT_F_ACCUM) != 0u && ((flags & TGRS_UNIT_F_TILED) == 0u || oc == 0u)) ||
+            ((flags & TGRS_UNIT_F_ROLLING) != 0u && (flags & TGRS_UNIT_F_TILED) == 0u)) {
             return TGRS_ERR_UNIT;
         }
         if ((flags & TGRS_UNIT_F_TILED) == 0u) {
@@ -759,6 +819,10 @@ static int tgrs_check_units(const tgrs_plan *plan)
         if (rc == TGRS_OK) {
             rc = tgrs_check_list(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_IROP_FIRST),
                                  tgrs_rd_u32(u + TGRS_UNIT_OFF_IROP_COUNT));
+        }
+        if (rc == TGRS_OK && (flags & TGRS_UNIT_F_ROLLING) != 0u) {
+            /* pc < 2^28 (it fits the PLACEMENTS section), so 2 * pc does not wrap. */
+            rc = tgrs_check_list(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_CARRY_FIRST), 2u * pc);
         }
         if (rc != TGRS_OK) {
             return rc;

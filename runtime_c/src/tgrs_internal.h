@@ -155,6 +155,25 @@ typedef struct tgrs_op_frame {
 void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t op_index,
                         uint8_t *fast, const uint8_t *consts);
 
+/*
+ * Halo reuse (docs/format.md "ROLLING units"): the rows placement `pos` (position in the unit's placements) of tiled
+ * unit `unit` carries from tile `tile` - 1 into tile `tile`: 0 unless the unit is ROLLING, tile >= 1, the placement
+ * is not an ACCUM unit's accumulator and its band overlaps its band in the tile before. *prev_row0 (when not NULL)
+ * receives the first row of that earlier band. The loader proved a carrying band never moves backwards, so the
+ * carried rows are the last rows of the earlier band and the first rows of the current one.
+ */
+int32_t tgrs_carried_rows(const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t pos, int32_t *prev_row0);
+
+/* The line buffer (fast offset, size) of placement `pos` of ROLLING unit `unit`: (TGRS_NONE, 0) when it carries
+   nothing. The loader proved the list inside INDEX and every line buffer inside the fast arena. */
+static inline void tgrs_line_buffer(const tgrs_plan *plan, const uint8_t *unit, uint32_t pos, uint32_t *off,
+                                    uint32_t *size)
+{
+    uint32_t first = tgrs_rd_u32(unit + TGRS_UNIT_OFF_CARRY_FIRST) + 2u * pos;
+    *off = tgrs_index_at(plan, first);
+    *size = tgrs_index_at(plan, first + 1u);
+}
+
 /* Steps 1-16 of tgrs_load (loader.c). */
 int tgrs_load_steps(tgrs_plan *plan, const void *bytes, size_t len);
 

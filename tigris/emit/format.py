@@ -141,9 +141,15 @@ class UnitFlag(IntEnum):
     # the first tile, every tile adds its input band, the average is formed after the last tile (before the spill).
     # Only on TILED units; docs/format.md lists what a reader checks.
     ACCUM = 4
+    # Halo reuse (line-buffer execution): a placement whose band in tile t overlaps its band in tile t-1 carries the
+    # overlapping rows instead of recomputing (or reloading) them: they wait in its line buffer (the unit's
+    # carry_first list) from its producer in tile t-1 to its producer in tile t, which then computes (or its reload
+    # loads) only the rows after them. Only on TILED units; the bands of a carrying placement never move backwards
+    # (docs/format.md "ROLLING units").
+    ROLLING = 8
 
 
-UNIT_FLAGS_KNOWN = UnitFlag.TILED | UnitFlag.SHUFFLE | UnitFlag.ACCUM
+UNIT_FLAGS_KNOWN = UnitFlag.TILED | UnitFlag.SHUFFLE | UnitFlag.ACCUM | UnitFlag.ROLLING
 # Bytes per byte-plane shuffle chunk (UnitFlag.SHUFFLE): chunk byte 4*i + p is stored at p * (CHUNK / 4) + i. The
 # runtime undoes it in place through a stack buffer of this size.
 SHUFFLE_CHUNK = 256
@@ -420,7 +426,8 @@ UNIT = Record(
         _u32("wblob_size", "stored bytes of the blob (LZ4: compressed size)"),
         _u32("wraw_size", "bytes the blob expands to in the prefix, <= weight_bytes"),
         _u32("peak_bytes", "fast high water of the unit"),
-        _u32("reserved", "0"),
+        _u32("carry_first", "ROLLING: INDEX list of 2 x place_count u32, each placement's line buffer (offset, "
+                            "size), (NONE, 0) when it carries nothing; 0 otherwise"),
     ),
     "An exec unit: what the runtime runs as one piece.",
 )

@@ -19,6 +19,7 @@ from tigris.ir import DTYPE_SIZE, TigrisError
 from tigris.layout import view_dims
 from tigris.ops import KINDS
 from tigris.ops.base import DTYPE_CODES, MAX_CONSTS, MAX_INPUTS, MAX_PARAMS
+from tigris.plan.spatial import carried_rows
 from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan
 
 DTYPE_NAMES = {v: k for k, v in DTYPE_CODES.items()}
@@ -154,6 +155,7 @@ class UnitInfo:
     wraw_size: int
     peak_bytes: int
     flags: int = 0  # UnitFlag bits as stored
+    carry: tuple[tuple[int, int], ...] = ()  # ROLLING: per placement, its line buffer (offset, size) or (NONE, 0)
 
     @property
     def shuffled(self) -> bool:
@@ -162,6 +164,10 @@ class UnitInfo:
     @property
     def accumulates(self) -> bool:
         return bool(self.flags & F.UnitFlag.ACCUM)
+
+    @property
+    def rolling(self) -> bool:
+        return bool(self.flags & F.UnitFlag.ROLLING)
 
 
 @dataclass(frozen=True)
@@ -280,12 +286,20 @@ class PlanFile:
                 {name[p.tensor]: (r0, r0 + n) for p, (r0, n) in zip(u.placements, tile)} for tile in u.tile_rows
             ]
             last = self.ops[u.op_first + u.op_count - 1] if u.op_count else None
+            acc_out = name[self.tensors[last.output].root] if u.accumulates and last is not None else None
+            rolling = sorted({
+                n for prev, tile in zip(tile_rows, tile_rows[1:]) for n in tile
+                if n != acc_out and carried_rows(prev[n], tile[n])
+            }) if u.rolling else []
             units.append(
                 ExecUnit(
                     stages=list(u.stages), ops=list(u.ir_ops), reload=[name[i] for i in u.reload],
                     spill=[name[i] for i in u.spill], fast=fast, scratch=scratch, weight_bytes=u.weight_bytes,
                     tiles=u.tiles, tile_rows=tile_rows, peak_bytes=u.peak_bytes,
                     accumulate=[last.ir_index] if u.accumulates and last is not None else [],
+                    rolling=rolling,
+                    carry={name[p.tensor]: Placement("fast", off, size) for p, (off, size) in zip(u.placements, u.carry)
+                           if off != F.NONE},
                 )
             )
         return MemoryPlan(
@@ -662,9 +676,10 @@ def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) ->
         of, oc = int(u["op_first"]), int(u["op_count"])
         if (
             uflags & ~int(F.UNIT_FLAGS_KNOWN)
-            or u["reserved"] != 0
+            or (u["carry_first"] != 0 and not uflags & F.UnitFlag.ROLLING)
             or tiles == 0
             or (uflags & F.UnitFlag.ACCUM and (not tiled or oc == 0))
+            or (uflags & F.UnitFlag.ROLLING and not tiled)
             or (not tiled and (tiles != 1 or rf != 0 or rc != 0))
             or (tiled and rc != tiles * pc)
             or of != next_op
@@ -683,6 +698,8 @@ def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) ->
         c.ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
         stages_u = c.ilist(int(u["stage_first"]), int(u["stage_count"]), f"{what} stages")
         c.ilist(int(u["irop_first"]), int(u["irop_count"]), f"{what} graph ops")
+        if uflags & F.UnitFlag.ROLLING:
+            c.ilist(int(u["carry_first"]), 2 * pc, f"{what} line buffers")
         if any(s >= n_stages for s in stages_u):
             raise _fail("ERR_STAGE", f"{what}: stage index out of range ({n_stages})")
         wbytes, wo, ws, wr = (int(u[k]) for k in ("weight_bytes", "wblob_off", "wblob_size", "wraw_size"))
@@ -771,7 +788,13 @@ def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo
         tuple(tile_rows), c.ilist(int(u["stage_first"]), int(u["stage_count"]), what),
         c.ilist(int(u["irop_first"]), int(u["irop_count"]), what), wbytes, int(u["wblob_off"]),
         int(u["wblob_size"]), int(u["wraw_size"]), int(u["peak_bytes"]), int(u["flags"]),
+        _carry_list(c, u) if int(u["flags"]) & F.UnitFlag.ROLLING else (),
     )
+
+
+def _carry_list(c: _Sections, u: dict) -> tuple[tuple[int, int], ...]:
+    flat = c.ilist(int(u["carry_first"]), 2 * int(u["place_count"]), "line buffers")
+    return tuple(zip(flat[0::2], flat[1::2]))
 
 
 def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], fast_arena: int,
@@ -847,7 +870,37 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
             )
         if u.accumulates:
             _check_accumulate(u, ops[-1], tensors)
+        if u.rolling:
+            _check_rolling(u, ops[-1] if u.accumulates else None, tensors, fast_arena)
     return ops
+
+
+def _check_rolling(u: UnitInfo, last: OpInfo | None, tensors: list[TensorInfo], fast_arena: int) -> None:
+    """Step 15, end of a ROLLING unit: every line buffer lies in the fast arena after the weight prefix; a
+    placement whose band overlaps its band in the tile before (other than an ACCUM unit's accumulator) carries those
+    rows, so its band must not move backwards and its line buffer must hold them: the executor keeps them there from
+    one tile's producer (or reload) to the next tile's, which computes (or loads) only the rows after them."""
+    what = f"unit {u.index}"
+    for j, (off, size) in enumerate(u.carry):
+        if (off, size) != (F.NONE, 0) and (
+            off == F.NONE or size == 0 or off % F.ALIGN or off < u.weight_bytes or off > fast_arena
+            or size > fast_arena - off
+        ):
+            raise _fail("ERR_ARENA_BOUNDS", f"{what}: line buffer {off}+{size} of "
+                                            f"{tensors[u.placements[j].tensor].name} outside the fast arena")
+    acc = tensors[last.output].root if last is not None else None
+    for t in range(1, u.tiles):
+        for j, pl in enumerate(u.placements):
+            (r0, n0), (r1, n1) = u.tile_rows[t - 1][j], u.tile_rows[t][j]
+            if pl.tensor == acc or n0 == 0 or r1 >= r0 + n0:
+                continue
+            name = tensors[pl.tensor].name
+            if r1 < r0 or r1 + n1 < r0 + n0:
+                raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} band {r1}+{n1} of {name} moves back from {r0}+{n0} "
+                                             "while carrying rows")
+            if u.carry[j][0] == F.NONE or (r0 + n0 - r1) * tensors[pl.tensor].row_bytes > u.carry[j][1]:
+                raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} carries {r0 + n0 - r1} rows of {name}, its line "
+                                             f"buffer holds {u.carry[j][1]} bytes")
 
 
 def _check_accumulate(u: UnitInfo, last: OpInfo, tensors: list[TensorInfo]) -> None:

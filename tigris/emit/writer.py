@@ -344,6 +344,7 @@ def _build_units(ctx: _Ctx) -> _Units:
         wblob_size = wraw_size = 0
         flags = int(F.UnitFlag.TILED) if tiled else 0
         flags |= int(F.UnitFlag.ACCUM) if getattr(unit, "accumulate", None) else 0
+        flags |= int(F.UnitFlag.ROLLING) if tiled and getattr(unit, "rolling", None) else 0
         if not ctx.xip:
             raw = group.image()
             acc.weight_raw += len(raw)
@@ -362,6 +363,11 @@ def _build_units(ctx: _Ctx) -> _Units:
         spill_first, spill_count = ctx.index.add([ctx.ti(n, where) for n in unit.spill])
         stage_first, stage_count = ctx.index.add(list(unit.stages))
         irop_first, irop_count = ctx.index.add(list(unit.ops))
+        carry_first = 0
+        if flags & F.UnitFlag.ROLLING:  # halo reuse: each placement's line buffer, (NONE, 0) when it carries nothing
+            lines = {ctx.root(n): p for n, p in getattr(unit, "carry", {}).items()}
+            carry = [v for n in placed for v in ((lines[n].offset, lines[n].size) if n in lines else (F.NONE, 0))]
+            carry_first, _ = ctx.index.add(carry)
         acc.units.append(
             dict(
                 flags=flags, op_first=op_first, op_count=len(acc.ops) - op_first,
@@ -371,6 +377,7 @@ def _build_units(ctx: _Ctx) -> _Units:
                 rows_count=len(bands) * len(placed), stage_first=stage_first, stage_count=stage_count,
                 irop_first=irop_first, irop_count=irop_count, weight_bytes=0 if ctx.xip else unit.weight_bytes,
                 wblob_off=0, wblob_size=wblob_size, wraw_size=wraw_size, peak_bytes=unit.peak_bytes,
+                carry_first=carry_first,
             )
         )
     return acc

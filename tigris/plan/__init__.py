@@ -28,7 +28,8 @@ from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess, uni
 from tigris.plan.order import reorder, search_order
 from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
-    MAX_TILES, TiledLayout, halo, min_tile_h, op_macs, row_bytes, stage_tileable, tiling_axis, untileable_reason,
+    MAX_TILES, TiledLayout, fresh_rows, halo, min_tile_h, op_macs, row_bytes, stage_tileable, tiling_axis,
+    untileable_reason,
 )
 from tigris.plan.temporal import (
     Costs, Uses, greedy_stages, grow_stage, stage_io, stage_timeline, stage_weight_bytes, uses,
@@ -142,11 +143,14 @@ def _tiled_unit(
         if lay.scratch_of.get(i):
             first = 0 if i in lay.accumulate else step  # an accumulator's scratch survives across tiles
             blocks.append(Block(("scratch", i), align_up(lay.scratch_of[i]), first, step))
+    for name, size in lay.carry.items():  # line buffers of halo reuse (spatial rule 9) live from tile to tile
+        blocks.append(Block(("carry", name), size, 0, len(ops) - 1))
     offsets, end = assign_offsets(blocks, wb, lay.peak)
     fast = {lt.name: Placement("fast", offsets[home[lt.name]], lt.size) for lt in lay.lives}
     scratch = {
         i: Placement("fast", offsets[("scratch", i)], align_up(s)) for i, s in lay.scratch_of.items() if s
     }
+    carry = {n: Placement("fast", offsets[("carry", n)], size) for n, size in lay.carry.items()}
     return ExecUnit(
         stages=[],
         ops=list(ops),
@@ -161,6 +165,8 @@ def _tiled_unit(
         timeline_peak=lay.peak,
         accumulate=list(lay.accumulate),
         in_place={lt.name: lt.inplace_of for lt in lay.lives if lt.inplace_of},
+        rolling=sorted(lay.rolling),
+        carry=carry,
     )
 
 
@@ -263,7 +269,7 @@ def _stage_plan(
     if lay is not None:
         steps = [unit.ops.index(i) for i in info.ops]
         lo, hi = steps[0], steps[-1] + 1
-        sub = [lt for lt in lay.lives if lt.birth < hi and lt.death >= lo]
+        sub = [lt for lt in lay.lives + lay.carry_lives if lt.birth < hi and lt.death >= lo]
         usage = sweep(sub, len(unit.ops), lay.scratch, base=unit.weight_bytes).usage
         sp.peak_bytes = max(usage[lo:hi])
         out = graph.ops[info.ops[-1]].outputs[0]
@@ -317,9 +323,13 @@ def _traffic(graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]) -> tupl
             spill += sum(bufs.nbytes[n] for n in unit.spill)
             reload += sum(bufs.nbytes[n] for n in unit.reload)
             continue
+        prev: dict[str, tuple[int, int]] = {}
         for rows in unit.tile_rows:
             spill += sum((rows[n][1] - rows[n][0]) * row_bytes(graph, n) for n in unit.spill)
-            reload += sum((rows[n][1] - rows[n][0]) * row_bytes(graph, n) for n in unit.reload)
+            for n in unit.reload:  # a carrying input (spatial rule 9) loads only its fresh rows
+                lo, hi = fresh_rows(prev.get(n), rows[n]) if n in unit.rolling else rows[n]
+                reload += (hi - lo) * row_bytes(graph, n)
+            prev = rows
     return spill, reload
 
 
@@ -393,13 +403,16 @@ def _partition(
     return min(cands, key=lambda p: _cost_of(graph, bufs, costs, p))
 
 
-def _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts) -> Costs:
+def _costs(
+    graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts, halo_reuse=False,
+) -> Costs:
     return Costs(
         weight_bytes_of or default_weight_bytes(graph),
         scratch_bytes_of or _no_scratch,
         xip,
         accumulate_gap,
         recompute_weight,
+        halo_reuse,
         {} if layouts is None else layouts,
     )
 
@@ -500,6 +513,7 @@ def plan(
     least_sram: bool = False,
     layouts: dict | None = None,
     op_order: str = "search",
+    halo_reuse: bool = True,
 ) -> PlanResult:
     """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring):
     :class:`Fit` or :class:`NoFit`.
@@ -526,6 +540,10 @@ def plan(
     more bytes through slow memory (``least_sram``: when it needs less fast plus slow arena); a NoFit is the graph
     order's. The plan's op indices are the graph's, in the order the units run them. ``"spec"`` plans the graph's
     own order only (the loader's DFS post-order, the baseline).
+
+    ``halo_reuse`` (``tigris`` only; the spec recomputes its halos) lets a tiled unit carry the rows its bands share
+    from tile to tile instead of recomputing them (spatial rule 9, the unit flag ROLLING) wherever that still fits;
+    False gives the recomputing plans of the earlier planner.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
@@ -534,7 +552,7 @@ def plan(
     if not graph.ops:
         return NoFit(None, None, 0, "empty", fast_budget)
     args = (fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight, feasibility, least_sram)
-    res = _plan_in_order(graph, *args, weight_bytes_of, scratch_bytes_of, layouts)
+    res = _plan_in_order(graph, *args, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse=halo_reuse)
     if op_order == "spec" or (feasibility and slow_budget is None and isinstance(res, Fit)):
         return res
     memo = {} if layouts is None else layouts
@@ -547,7 +565,7 @@ def plan(
     wb = weight_bytes_of or default_weight_bytes(graph)
     sb = scratch_bytes_of or _no_scratch
     other = _plan_in_order(reorder(graph, order), *args, lambda k: wb(order[k]), lambda k, rows: sb(order[k], rows),
-                           memo.setdefault(("op_order", order), {}))
+                           memo.setdefault(("op_order", order), {}), halo_reuse=halo_reuse)
     if isinstance(other, NoFit):
         return res
     mine = _in_graph_order(other.plan, order, res.plan.unscheduled_peak if isinstance(res, Fit) else None, graph)
@@ -577,12 +595,13 @@ def _in_graph_order(p: MemoryPlan, order: tuple[int, ...], unscheduled: int | No
 
 def _plan_in_order(
     graph: AnalyzedGraph, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight, feasibility,
-    least_sram, weight_bytes_of, scratch_bytes_of, layouts,
+    least_sram, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse: bool = True,
 ) -> PlanResult:
     """:func:`plan` of the graph's ops in the graph's order."""
     bufs = buffers(graph)
     u = uses(bufs)
-    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts)
+    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts,
+                   halo_reuse and strategy != "spec")
     planned = _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
                          least_sram=least_sram, slow_budget=slow_budget)
     if isinstance(planned, NoFit):

@@ -21,7 +21,7 @@ from typing import Sequence
 from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import ROW_LAYOUTS, Buffers
 from tigris.plan.spatial import (
-    SAMPLED_SEARCH_ROWS, TiledLayout, largest_fitting, min_tile_h, plan_bands, spec_tile_h, tiling_axis,
+    SAMPLED_SEARCH_ROWS, TiledLayout, largest_fitting, min_tile_h, plan_bands, row_bytes, spec_tile_h, tiling_axis,
 )
 from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
 
@@ -56,20 +56,37 @@ def link_reason(graph: AnalyzedGraph, bufs: Buffers, u: Uses, a: StageInfo, b: S
 
 def unit_bands(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, tile_h: int, sample: bool,
+    rolling: bool = False,
 ) -> TiledLayout | None:
     """:func:`plan_bands` of a candidate unit at one tile height, memoized in ``costs.layouts`` (callers treat the
-    layout as read-only).
+    layout as read-only). ``rolling`` plans halo reuse (spatial rule 9); such a layout whose bands carry nothing is
+    None (the unit has no halo to reuse: the recomputing layout is the plan).
 
     The bands are planned once without weights: the weight prefix only raises every step of the band timeline by
     the same amount, so the layout with weights is the same layout with its peak raised, and the searches with and
     without XIP share one memo."""
-    key = (tuple(ops), output, tile_h, sample, costs.accumulate_gap)
+    key = (tuple(ops), output, tile_h, sample, costs.accumulate_gap, rolling)
     if key not in costs.layouts:
-        costs.layouts[key] = plan_bands(graph, bufs, ops, output, tile_h, 0, costs.scratch_bytes, sample,
-                                        costs.accumulate_gap)
+        lay = plan_bands(graph, bufs, ops, output, tile_h, 0, costs.scratch_bytes, sample, costs.accumulate_gap,
+                         rolling)
+        costs.layouts[key] = None if rolling and lay is not None and not lay.rolling else lay
     lay = costs.layouts[key]
     wb = stage_weight_bytes(costs, ops)
     return replace(lay, peak=lay.peak + wb) if lay is not None and wb else lay
+
+
+def fitting_bands(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, tile_h: int, sample: bool,
+    budget: int,
+) -> TiledLayout | None:
+    """The layout a unit runs with at ``tile_h`` within ``budget``: halo reuse when enabled and it fits (it
+    recomputes nothing and reloads no halo row twice), else recompute; None when neither fits."""
+    if costs.halo_reuse:
+        lay = unit_bands(graph, bufs, costs, ops, output, tile_h, sample, True)
+        if lay is not None and lay.peak <= budget:
+            return lay
+    lay = unit_bands(graph, bufs, costs, ops, output, tile_h, sample)
+    return lay if lay is not None and lay.peak <= budget else None
 
 
 def fit_tiles(
@@ -84,12 +101,36 @@ def fit_tiles(
     """The largest output tile height whose tiled unit fits ``budget``; None when even one row does not fit.
 
     ``guess`` (the spec's ``floor(budget * H / peak) - halo``) is tried first: when it fits and one row more does not,
-    the search is skipped.
+    the search is skipped. With ``costs.halo_reuse`` the unit reuses its halos (spatial rule 9) at the largest tile
+    height where that fits, unless that fits nowhere or the recomputing layout recomputes nothing and reloads no
+    more.
     """
+    rec = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, False)
+    if not costs.halo_reuse:
+        return rec
+    roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True)
+    if roll is None:
+        return rec
+    if rec is not None and rec.recompute_macs == 0 and loaded_bytes(graph, bufs, ops, rec) <= \
+            loaded_bytes(graph, bufs, ops, roll):
+        return rec  # nothing to reuse at the recomputing unit's tile height (e.g. one tile)
+    return roll
+
+
+def loaded_bytes(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], lay: TiledLayout) -> int:
+    """Bytes a tiled layout reloads over its (counted) tiles: the rows of the buffers its ops do not produce."""
+    made = {n for i in ops for n in bufs.writes[i]}
+    return sum(rows * row_bytes(graph, n) for n, rows in lay.computed_rows.items() if n not in made)
+
+
+def _fit_tiles(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, budget: int,
+    guess: int | None, rolling: bool,
+) -> TiledLayout | None:
     _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
 
     def layout(th: int) -> TiledLayout | None:
-        return unit_bands(graph, bufs, costs, ops, output, th, False)
+        return unit_bands(graph, bufs, costs, ops, output, th, False, rolling)
 
     def fits(th: int) -> bool:
         lay = layout(th)
@@ -102,7 +143,7 @@ def fit_tiles(
         # A tall axis: search on sampled tiles (24 per height instead of h / tile_h), then confirm on every tile that
         # the estimate fits and one row more does not; only when that fails, search on every tile.
         def fits_sampled(th: int) -> bool:
-            lay = unit_bands(graph, bufs, costs, ops, output, th, True)
+            lay = unit_bands(graph, bufs, costs, ops, output, th, True, rolling)
             return lay is not None and lay.peak <= budget
 
         est = largest_fitting(fits_sampled, lo, h)
@@ -138,8 +179,7 @@ def form_chains(
                 break
             ops = range(infos[group[0]].ops.start, infos[j].ops.stop)
             _, h = tiling_axis(graph, bufs, ops, infos[j].outputs[0], costs.accumulate_gap)
-            lay = unit_bands(graph, bufs, costs, ops, infos[j].outputs[0], min_tile_h(h), False)
-            if lay is None or lay.peak > budget:
+            if fitting_bands(graph, bufs, costs, ops, infos[j].outputs[0], min_tile_h(h), False, budget) is None:
                 break
             group.append(j)
         groups.append(group)

@@ -12,6 +12,10 @@ intermediate results, and checks:
    fast memory); a tensor a later unit reads, or a graph output, is spilled;
 5. tiled units: every tile gives rows for every tensor; the output tiles are disjoint and cover the output exactly
    once; each op's input bands cover the rows its output band needs; every band fits its buffer;
+   rolling units (halo reuse, spatial rule 9): the buffers whose bands overlap from tile to tile are exactly the ones
+   the unit declares; their bands never move backwards; each op's input bands cover what its output's *fresh* rows
+   need (the carried rows were computed, or loaded, by an earlier tile); each has a line buffer, large enough for
+   the most rows it carries and live over every step (rule 3 sees it so); none takes part in an in-place pair;
 6. slow placements: every reloaded/spilled tensor has one, aligned; tensors whose unit intervals intersect do not
    overlap; the high water is within the slow budget.
 
@@ -24,7 +28,7 @@ from typing import Hashable
 
 from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import buffers, lifetimes, tensor_rows
-from tigris.plan.spatial import input_rows, row_bytes
+from tigris.plan.spatial import carried_rows, fresh_rows, input_rows, monotone, row_bytes
 from tigris.plan.types import ALIGN, MemoryPlan, Placement, align_up
 
 
@@ -97,6 +101,10 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
             errs.append(f"{where}: buffer {e.args[0]} has no fast placement")
             continue
         acc_out = {graph.ops[i].outputs[0] for i in unit.accumulate}
+        carrying = _carrying(unit, acc_out)
+        if carrying != set(unit.rolling):
+            errs.append(f"{where}: buffers {sorted(carrying ^ set(unit.rolling))} carry rows from tile to tile "
+                        f"but the unit declares {sorted(unit.rolling)}")
         items: list[tuple[Hashable, Placement, int, int]] = []
         for lt in lives:  # rule 2
             if lt.name in acc_out:  # an accumulator must survive every tile (spatial rule 7)
@@ -107,12 +115,21 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
             if not unit.tile_rows and p.size < bufs.nbytes[lt.name]:
                 errs.append(f"{where}: {lt.name} buffer {p.size} < tensor {bufs.nbytes[lt.name]}")
             items.append((lt.name, p, lt.birth, lt.death))
+        for n in sorted(carrying):  # rule 5: line buffers of halo reuse live from tile to tile
+            p = unit.carry.get(n)
+            need = max(carried_rows(a[n], b[n]) for a, b in zip(unit.tile_rows, unit.tile_rows[1:])) * \
+                row_bytes(graph, n)
+            if p is None or p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget or \
+                    p.size < need:
+                errs.append(f"{where}: {n} carries {need} bytes but its line buffer is {p}")
+                continue
+            items.append((f"carry[{n}]", p, 0, len(ops) - 1))
         for i, p in unit.scratch.items():
             step = ops.index(i)
             if p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget:
                 errs.append(f"{where}: scratch of op {i} placement {p} is misaligned or out of bounds")
             items.append((f"scratch[{i}]", p, 0 if i in unit.accumulate else step, step))
-        allowed, bad = _check_in_place(graph, bufs, plan, k)
+        allowed, bad = _check_in_place(graph, bufs, plan, k, carrying)
         errs += [f"{where}: {e}" for e in bad]
         errs += [f"{where}: {e}" for e in _overlaps(items, allowed)]  # rule 3
         top = max([unit.weight_bytes] + [p.end for _, p, _, _ in items])
@@ -122,7 +139,7 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
             if n not in bufs.inputs and not any(n in plan.units[j].spill for j in range(k)):
                 errs.append(f"{where}: {n} is reloaded before any unit spilled it")
         if unit.tile_rows:
-            errs += [f"{where}: {e}" for e in _check_tiles(graph, bufs, unit)]
+            errs += [f"{where}: {e}" for e in _check_tiles(graph, bufs, unit, carrying)]
     errs += _check_slow(bufs, plan)
     if plan.units and plan.fast_peak != max(u.peak_bytes for u in plan.units):
         errs.append(f"fast peak {plan.fast_peak} is not the largest unit peak")
@@ -131,7 +148,18 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
     return errs
 
 
-def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int):
+def _carrying(unit, acc_out: set[str]) -> set[str]:
+    """Spatial rule 9 as the runtime applies it: in a rolling unit, the buffers whose band in some tile overlaps their
+    band in the tile before (the accumulator excepted); none in any other unit."""
+    if not unit.rolling or not unit.tile_rows:
+        return set()
+    return {
+        n for prev, rows in zip(unit.tile_rows, unit.tile_rows[1:]) for n in rows
+        if n not in acc_out and n in prev and carried_rows(prev[n], rows[n])
+    }
+
+
+def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int, carrying: set[str] = frozenset()):
     """Rule 3's one exception, each declared in-place pair ``output -> input`` of unit ``k`` proven on its own:
     one op of the unit writes the output and reads the input, its kind may run in place, the two tensors have one
     shape, dtype, layout and size, share one offset and size (and the same band in every tile), and nothing reads
@@ -176,6 +204,8 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int):
             why = f"{y} does not take {x}'s placement"
         elif any(rows.get(x) != rows.get(y) for rows in unit.tile_rows):
             why = f"{x} and {y} have different bands"
+        elif x in carrying or y in carrying:
+            why = "a buffer carrying rows from tile to tile cannot share its home"
         if why:
             errs.append(f"in-place {y} over {x}: {why}")
             continue
@@ -184,7 +214,7 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int):
     return frozenset(allowed), errs
 
 
-def _check_tiles(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 5
+def _check_tiles(graph: AnalyzedGraph, bufs, unit, carrying: set[str] = frozenset()) -> list[str]:  # rule 5
     errs = []
     names = set(unit.fast)
     out = unit.spill[0] if unit.spill else None
@@ -198,6 +228,7 @@ def _check_tiles(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 5
             errs.append(f"accumulator {out} is not the row band (0, 1) in every tile")
         out, h = bufs.root(gap_in), tensor_rows(graph.tensors[gap_in])
     covered = 0
+    prev: dict[str, tuple[int, int]] = {}
     for t, rows in enumerate(unit.tile_rows):
         missing = names - set(rows)
         if missing:
@@ -212,18 +243,26 @@ def _check_tiles(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 5
                 errs.append(f"tile {t}: band {n} {rows[n]} is outside its rows")
             if (hi - lo) * row_bytes(graph, n) > unit.fast[n].size:
                 errs.append(f"tile {t}: band {n} {rows[n]} does not fit its buffer")
+        for n in carrying:
+            if n in rows and not monotone(prev.get(n), rows[n]):
+                errs.append(f"tile {t}: band {n} {rows[n]} moves back from {prev[n]} while carrying rows")
         for i in unit.ops:
             if i in unit.accumulate:
                 continue  # its input band is the tile itself (covered above)
             op = graph.ops[i]
             o = op.outputs[0]
+            # a carrying output: the op computes only the rows after the carried ones (spatial rule 9)
+            made = fresh_rows(prev.get(o), rows[o]) if o in carrying else rows[o]
+            if made[1] <= made[0]:
+                continue  # it computes nothing in this tile (the runtime skips it)
             for name in op.inputs:
                 if not name or graph.is_const(name):
                     continue
-                need = input_rows(graph, op, name, rows[o])
+                need = input_rows(graph, op, name, made)
                 have = rows[bufs.root(name)]
                 if need[0] < need[1] and not (have[0] <= need[0] and need[1] <= have[1]):
                     errs.append(f"tile {t}: {op.name} needs rows {need} of {name}, band holds {have}")
+        prev = rows
     if covered != h:
         errs.append(f"output tiles cover rows [0,{covered}) of {h}")
     return errs

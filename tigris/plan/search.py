@@ -28,7 +28,7 @@ from tigris.plan.lifetime import tensor_rows
 from tigris.plan.spatial import (
     largest_fitting, min_tile_h, op_macs, row_bytes, tiling_axis, untileable_reason,
 )
-from tigris.plan.chain import unit_bands
+from tigris.plan.chain import fitting_bands, unit_bands
 from tigris.plan.spatial import TiledLayout
 from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io
 
@@ -81,7 +81,8 @@ def dp_units(
             lay = unit_bands(graph, bufs, costs, ops, outs[0], min_tile_h(h), True)
             if lay is None:
                 continue
-            if lay.peak > budget:
+            if lay.peak > budget and fitting_bands(graph, bufs, costs, ops, outs[0], min_tile_h(h), True,
+                                                   budget) is None:
                 break
             relax(i, j, tiled_traffic(graph, bufs, costs, ops, ins, outs[0], budget), True)
     if best[n] == INF:
@@ -101,18 +102,22 @@ def tiled_traffic(
     """Rule 2's cost: bytes a tiled range reloads and spills at the largest tile height that fits (estimated on
     sampled tiles and scaled to all of them), so halo re-reads of the inputs are counted."""
     _, h = tiling_axis(graph, bufs, ops, out, costs.accumulate_gap)
+    lo = min_tile_h(h)
+    # the unit reuses its halos (spatial rule 9) when that fits at one row, as chain.fit_tiles plans it
+    one_row = fitting_bands(graph, bufs, costs, ops, out, lo, True, budget)
+    rolling = one_row is not None and bool(one_row.rolling)
 
     def lay(th: int) -> TiledLayout | None:
-        return unit_bands(graph, bufs, costs, ops, out, th, True)
+        return unit_bands(graph, bufs, costs, ops, out, th, True, rolling)
 
-    lo = min_tile_h(h)
     th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), lo, h) or lo
     layout = lay(th)
     assert layout is not None
     tiles = -(-h // th)
     sampled = len(layout.tile_rows)
     moved = [n for n in ins] + ([out] if layout.accumulate else [])  # an accumulator is spilled every tile
-    reload = sum((r[n][1] - r[n][0]) * row_bytes(graph, n) for r in layout.tile_rows for n in moved)
+    # rows loaded per tile: the whole band, or (rule 9) its fresh rows; computed_rows counts either
+    reload = sum(layout.computed_rows.get(n, 0) * row_bytes(graph, n) for n in moved)
     cost = reload * tiles // sampled + (0 if layout.accumulate else bufs.nbytes[out])
     if costs.recompute_weight:
         extra = 0

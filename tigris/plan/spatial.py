@@ -32,6 +32,18 @@ Rules:
    Such a GAP counts as the unit's spatial op.
 8. A Softmax whose axis is not the row axis (per-pixel class scores: Softmax over the channels of an NHWC tensor) is
    pointwise for tiling: each line lies inside one row, and the kernel runs on bands of such lines.
+9. Halo reuse (``rolling=True``, the unit flag ROLLING): tiles run in row order, so the rows a buffer's band in tile t
+   shares with its band in tile t-1 were computed by tile t-1. They are *carried* instead of recomputed: right after
+   its producer runs in tile t-1 the runtime copies them into the buffer's *line buffer*, a small buffer of its own
+   live from tile to tile, and right before the producer runs in tile t copies them back to the top of the band
+   buffer; the producer computes only the rows after them, the *fresh* rows (:func:`carried_rows`). A reloaded input
+   carries the same way and loads only its fresh rows. The walk of rule 6 derives an op's input needs from the fresh
+   rows of its output, not from its whole band, so every row of every buffer is computed (or loaded) once. A buffer
+   whose consumers need nothing new keeps its rows (its band ends no earlier than in the tile before). The band
+   buffer itself lives as in a recomputing unit (producer to last reader); its line buffer holds the most rows it
+   ever carries. A carrying buffer takes no part in an in-place pair. Bands of a carrying buffer never move
+   backwards (row maps are monotone; a unit where one would is not planned rolling). The accumulating GAP's output
+   (rule 7) never carries.
 """
 from __future__ import annotations
 
@@ -43,7 +55,7 @@ from tigris.ir import AnalyzedGraph, Op
 from tigris.layout import ROW_LAYOUTS
 from tigris.ops import kind_for
 from tigris.ops.base import OpKind
-from tigris.plan.lifetime import Buffers, lifetimes, tensor_rows
+from tigris.plan.lifetime import Buffers, Lifetime, lifetimes, tensor_rows
 from tigris.plan.timeline import sweep
 from tigris.plan.types import align_up
 
@@ -174,6 +186,28 @@ class TiledLayout:
     recompute_macs: int = 0
     computed_rows: dict[str, int] = field(default_factory=dict)  # buffer -> rows computed over all tiles
     accumulate: list[int] = field(default_factory=list)  # rule 7: GAP ops accumulating over the tiles
+    rolling: frozenset[str] = frozenset()  # rule 9: buffers that carry rows from tile to tile (empty: recompute)
+    carry: dict[str, int] = field(default_factory=dict)  # rule 9: carrying buffer -> bytes of its line buffer
+    carry_lives: list = field(default_factory=list)  # rule 9: Lifetime of each line buffer (every step of a tile)
+
+
+def carried_rows(prev: tuple[int, int] | None, cur: tuple[int, int]) -> int:
+    """Rule 9: rows of band ``cur`` a carrying buffer keeps from its band ``prev`` of the previous tile (0 when the
+    two do not overlap; the bands of a carrying buffer never move backwards, so the kept rows are the first of
+    ``cur``)."""
+    if prev is None or prev[1] <= prev[0] or cur[0] >= prev[1]:
+        return 0
+    return prev[1] - cur[0]
+
+
+def fresh_rows(prev: tuple[int, int] | None, cur: tuple[int, int]) -> tuple[int, int]:
+    """Rule 9: the rows of band ``cur`` a tile computes (or loads) when the buffer carries from band ``prev``."""
+    return (cur[0] + carried_rows(prev, cur), cur[1])
+
+
+def monotone(prev: tuple[int, int] | None, cur: tuple[int, int]) -> bool:
+    """Rule 9: a band that carries rows from ``prev`` starts and ends no earlier than ``prev``."""
+    return not carried_rows(prev, cur) or (prev[0] <= cur[0] and prev[1] <= cur[1])  # type: ignore[index]
 
 
 def same_rows(graph: AnalyzedGraph, view: str, root: str) -> bool:
@@ -207,70 +241,91 @@ def plan_bands(
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     sample: bool = False,
     accumulate_gap: bool = False,
+    rolling: bool = False,
 ) -> TiledLayout | None:
     """Bands of every tensor of a tiled unit whose single output is ``output`` (rule 6); None if a tensor of the unit
-    does not feed the output (its rows would be undefined) or ``tile_h`` makes more than MAX_TILES tiles.
+    does not feed the output (its rows would be undefined) or ``tile_h`` makes more than MAX_TILES tiles. With
+    ``rolling`` the bands follow rule 9 (halo reuse); None when a carrying band would move backwards.
 
     ``sample`` looks only at the first, middle and last eight tiles: band lengths depend on a tile's position only
     through clipping at the edges and the phase of the strides, so this is a fast *estimate* for searching; the
-    plan itself is always built from every tile (and proven by ``check.py``).
+    plan itself is always built from every tile (and proven by ``check.py``). A rolling band also depends on the
+    previous tile's, so each sampled run of tiles is preceded by one tile it is not counted for.
     """
     gap = accumulating_gap(graph, ops, output) if accumulate_gap else None
     src, h = tiling_axis(graph, bufs, ops, output, accumulate_gap)
     if tile_h < min_tile_h(h):
         return None  # more than MAX_TILES tiles
     starts = list(range(0, h, tile_h))
+    counted = [True] * len(starts)
     if sample and len(starts) > 24:
         mid = len(starts) // 2
-        starts = starts[:8] + starts[mid - 4 : mid + 4] + starts[-8:]
+        picks = [range(0, 8), range(mid - 4, mid + 4), range(len(starts) - 8, len(starts))]
+        if rolling:  # a warm-up tile before each run, so its first tile carries as it would
+            picks = [range(max(0, r.start - 1), r.stop) for r in picks]
+        idx = [j for r in picks for j in r]
+        # rolling: the first tile of a run (other than tile 0) is its warm-up, walked but not counted
+        counted = [not rolling or j == 0 or (k > 0 and idx[k - 1] == j - 1) for k, j in enumerate(idx)]
+        starts = [starts[j] for j in idx]
     tile_rows: list[dict[str, tuple[int, int]]] = []
     biggest: dict[str, int] = {}
     computed: dict[str, int] = {}
+    fresh_max: dict[str, int] = {}
+    carrying: set[str] = set()
     rev = [i for i in reversed(list(ops)) if i != gap]
-    for a in starts:
-        rows: dict[str, tuple[int, int]] = {src: (a, min(h, a + tile_h))}
-        if gap is not None:
-            rows[output] = (0, 1)  # rule 7: every tile adds its band into the one-row accumulator
-        for i in rev:
-            op = graph.ops[i]
-            if accumulates(op):
-                return None  # only the unit's last op may reduce over H
-            out_name = op.outputs[0]
-            if out_name not in rows:
+    prev: dict[str, tuple[int, int]] = {}
+    for a, count in zip(starts, counted):
+        if rolling:
+            walked = _rolling_tile(graph, bufs, rev, src, (a, min(h, a + tile_h)), output if gap is not None else None,
+                                   prev if count else {})
+            if walked is None:
                 return None
-            r = rows[out_name]
-            for name in op.inputs:
-                if not name or graph.is_const(name):
-                    continue
-                root = bufs.root(name)
-                if root != name and not same_rows(graph, name, root):
-                    return None  # bands of this reshaped view are not bands of its buffer
-                lo, hi = input_rows(graph, op, name, r)
-                name = root
-                if name in rows:
-                    plo, phi = rows[name]
-                    lo, hi = min(lo, plo), max(hi, phi)
-                rows[name] = (lo, hi)
+            rows, fresh = walked
+        else:
+            rows = _recompute_tile(graph, bufs, rev, src, (a, min(h, a + tile_h)), output if gap is not None else None)
+            if rows is None:
+                return None
+            fresh = rows
+        if count and rolling:
+            carrying.update(n for n in rows if fresh[n] != rows[n])
+        prev = rows
+        if not count:
+            continue
         for name, (lo, hi) in rows.items():
             n = hi - lo
             if n > biggest.get(name, 0):
                 biggest[name] = n
-            computed[name] = computed.get(name, 0) + n
+            f = fresh[name][1] - fresh[name][0]
+            computed[name] = computed.get(name, 0) + f
+            fresh_max[name] = max(fresh_max.get(name, 0), f)
         tile_rows.append(rows)
     band = {n: align_up(biggest[n] * row_bytes(graph, n)) for n in biggest}
-    out_rows_max = {i: biggest.get(graph.ops[i].outputs[0], 0) for i in ops}
+    # a kernel computes the fresh rows of its output (rule 9; every row of its band when recomputing)
+    out_rows_max = {i: fresh_max.get(graph.ops[i].outputs[0], 0) for i in ops}
     scratch_of = {i: (scratch_bytes_of(i, out_rows_max[i]) if scratch_bytes_of else 0) for i in ops}
     if gap is not None:
         scratch_of[gap] = max(scratch_of[gap], _kind(graph.ops[gap]).accumulator_bytes(graph, graph.ops[gap]))
     scratch = {step: align_up(scratch_of[i]) for step, i in enumerate(ops) if scratch_of[i] and i != gap}
-    # lifetime rule 6 in bands: an output takes an input's home only where their bands coincide in every tile
-    same_bands = lambda x, y: all(t.get(x) == t.get(y) for t in tile_rows)  # noqa: E731
+    # lifetime rule 6 in bands: an output takes an input's home only where their bands coincide in every tile, and
+    # (rule 9) neither carries rows from tile to tile
+    same_bands = lambda x, y: x not in carrying and y not in carrying and \
+        all(t.get(x) == t.get(y) for t in tile_rows)  # noqa: E731
     lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n], inplace=same_bands)
     base = weight_bytes
+    last = len(ops) - 1
     if gap is not None:  # rule 7: the accumulator and its scratch survive from the first tile to the last
         lives = [replace(lt, birth=0) if lt.name == output else lt for lt in lives]
         base += align_up(scratch_of[gap])
-    tl = sweep(lives, len(ops), scratch, base=base)
+    # rule 9: each carrying buffer has a line buffer for the rows it carries, live from tile to tile
+    carry_max: dict[str, int] = {}
+    for t0, t1 in zip(tile_rows, tile_rows[1:]):
+        for n in carrying:
+            c = carried_rows(t0.get(n), t1[n]) if n in t1 else 0
+            if c > carry_max.get(n, 0):
+                carry_max[n] = c
+    carry = {n: align_up(c * row_bytes(graph, n)) for n, c in sorted(carry_max.items())}
+    carry_lives = [Lifetime(n, size, 0, last) for n, size in carry.items()]
+    tl = sweep(lives + carry_lives, len(ops), scratch, base=base)
     extra = 0
     for i in ops:
         op = graph.ops[i]
@@ -278,8 +333,93 @@ def plan_bands(
         extra += op_macs(graph, op, computed[op.outputs[0]] - full) if computed[op.outputs[0]] > full else 0
     return TiledLayout(
         tile_h, tile_rows, band, lives, scratch, scratch_of, tl.peak, tl.peak_step, extra, computed,
-        [gap] if gap is not None else [],
+        [gap] if gap is not None else [], frozenset(carry), carry, carry_lives,
     )
+
+
+def _recompute_tile(
+    graph: AnalyzedGraph, bufs: Buffers, rev: list[int], src: str, out_rows: tuple[int, int], acc_out: str | None,
+) -> dict[str, tuple[int, int]] | None:
+    """Rule 6 for one tile: the band of every buffer, each op computing its output's whole band."""
+    rows: dict[str, tuple[int, int]] = {src: out_rows}
+    if acc_out is not None:
+        rows[acc_out] = (0, 1)  # rule 7: every tile adds its band into the one-row accumulator
+    for i in rev:
+        op = graph.ops[i]
+        if accumulates(op):
+            return None  # only the unit's last op may reduce over H
+        out_name = op.outputs[0]
+        if out_name not in rows:
+            return None
+        r = rows[out_name]
+        for name in op.inputs:
+            if not name or graph.is_const(name):
+                continue
+            root = bufs.root(name)
+            if root != name and not same_rows(graph, name, root):
+                return None  # bands of this reshaped view are not bands of its buffer
+            lo, hi = input_rows(graph, op, name, r)
+            name = root
+            if name in rows:
+                plo, phi = rows[name]
+                lo, hi = min(lo, plo), max(hi, phi)
+            rows[name] = (lo, hi)
+    return rows
+
+
+def _rolling_tile(
+    graph: AnalyzedGraph, bufs: Buffers, rev: list[int], src: str, out_rows: tuple[int, int], acc_out: str | None,
+    prev: dict[str, tuple[int, int]],
+) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]] | None:
+    """Rule 9 for one tile after a tile with bands ``prev`` (empty for the first): (band, fresh rows) of every
+    buffer. An op computes only its output's fresh rows, so its inputs' needs come from those."""
+    needs: dict[str, tuple[int, int]] = {src: out_rows}  # hull of the non-empty needs
+    seen = {src}  # buffers some op of the tile reads (or the unit output)
+    rows: dict[str, tuple[int, int]] = {}
+    fresh: dict[str, tuple[int, int]] = {}
+
+    def settle(name: str) -> bool:
+        # a buffer no consumer needs anything new of keeps its previous band (it carries it whole)
+        band = needs.get(name) or prev.get(name) or (0, 0)
+        p = prev.get(name)
+        if p is not None and p[0] < p[1] and band[0] < p[1] and band[1] < p[1]:
+            band = (band[0], p[1])  # what it needs was computed before: it keeps those rows, ending where it did
+        if not monotone(p, band):
+            return False
+        rows[name] = band
+        fresh[name] = fresh_rows(p, band)
+        return True
+
+    if acc_out is not None:
+        rows[acc_out] = fresh[acc_out] = (0, 1)  # rule 7: the accumulator never carries
+    for i in rev:
+        op = graph.ops[i]
+        if accumulates(op):
+            return None
+        out_name = op.outputs[0]
+        if out_name not in seen or not settle(out_name):
+            return None
+        f = fresh[out_name]
+        for name in op.inputs:
+            if not name or graph.is_const(name):
+                continue
+            root = bufs.root(name)
+            if root != name and not same_rows(graph, name, root):
+                return None
+            seen.add(root)
+            if f[1] <= f[0]:
+                continue  # nothing fresh: the op does not run in this tile
+            lo, hi = input_rows(graph, op, name, f)
+            if hi <= lo:
+                continue
+            if root in needs:
+                plo, phi = needs[root]
+                lo, hi = min(lo, plo), max(hi, phi)
+            needs[root] = (lo, hi)
+    for name in seen:
+        if name not in rows and not settle(name):  # buffers entering the unit: loaded fresh rows only
+            return None
+    return rows, fresh
 
 
 def accumulating_gap(graph: AnalyzedGraph, ops: Sequence[int], output: str) -> int | None:

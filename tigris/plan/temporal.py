@@ -69,6 +69,7 @@ class Costs:
     xip: bool
     accumulate_gap: bool = False  # spatial rule 7 (opt-in)
     recompute_weight: float = 0.0  # `tigris` strategy: bytes of slow traffic one recomputed halo MAC is worth
+    halo_reuse: bool = False  # spatial rule 9: tiled units carry halo rows from tile to tile where they still fit
     # Band layouts of candidate units (chain.unit_bands). A unit's bands do not depend on the budget, so one dict
     # shared by every probe of a budget search computes each once; it is only valid for one graph and one set of
     # the callables above.

@@ -83,6 +83,12 @@ class ExecUnit:
     # In-place ops (lifetime rule 6): output buffer -> the dying input whose home (same offset and size) it takes.
     # The two share bytes only at the op's step; the checker allows exactly these overlaps.
     in_place: dict[str, str] = field(default_factory=dict)
+    # Halo reuse (spatial rule 9; unit flag ROLLING): the buffers whose band in a tile overlaps their band in the tile
+    # before. They carry those rows from tile to tile instead of recomputing (or reloading) them: copied into the
+    # buffer's line buffer (``carry``) after the producer (or the reload) of one tile, back to the top of the band
+    # before the producer of the next, which computes only the rows after them. Empty: the unit recomputes its halos.
+    rolling: list[str] = field(default_factory=list)
+    carry: dict[str, Placement] = field(default_factory=dict)  # carrying buffer -> its line buffer, live every step
 
 
 @dataclass
