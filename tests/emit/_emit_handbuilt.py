@@ -118,6 +118,20 @@ def single_unit_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan:
     )
 
 
+def two_unit_rolling_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan:
+    """two_unit_tiled_plan with halo reuse in unit 0 (unit flag ROLLING): x's bands (0, 5) and (3, 8) share rows 3-4,
+    which tile 1 takes from x's 256-byte line buffer (2 rows of 128 B) and does not reload."""
+    plan = two_unit_tiled_plan(lowered, xip)
+    u0 = plan.units[0]
+    u0.rolling = ["x"]
+    u0.carry = {"x": Placement("fast", u0.weight_bytes + 2496, 256)}
+    u0.peak_bytes += 256
+    plan.stages[0].peak_bytes = u0.peak_bytes
+    plan.fast_peak = max(u.peak_bytes for u in plan.units)
+    plan.reload_bytes -= 256
+    return plan
+
+
 def two_unit_tiled_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan:
     """Unit 0 runs conv+maxpool in two row tiles (x reloaded, p1 spilled per tile); unit 1 runs the alias and gap."""
     wb0 = _prefix(lowered, [0, 1], xip)

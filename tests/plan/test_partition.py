@@ -79,9 +79,14 @@ def test_tigris_strategy_tiles_across_the_residual():
     # one tiled unit for all three ops (x is reloaded per band, only t2 is spilled), reported as two chained stages
     assert len(plan.units) == 1 and [s.ops for s in plan.stages] == [[0], [1, 2]]
     assert {s.chain for s in plan.stages} == {0}
-    # tile 0 needs x[0,13) (hull of conv0's [0,12)+1 and the Add's rows), tile 1 x[9,16): 20 rows x 16 B
-    assert plan.reload_bytes == 20 * 16 and plan.spill_bytes == 256
+    # halo reuse (spatial rule 9): x carries the rows both tiles read, so each of its 16 rows of 16 B loads once
+    assert plan.units[0].rolling and plan.recompute_macs == 0
+    assert plan.reload_bytes == 16 * 16 and plan.spill_bytes == 256
     assert plan.reload_bytes + plan.spill_bytes < spec.reload_bytes + spec.spill_bytes == 1280
+    # recomputing: tile 0 needs x[0,13) (hull of conv0's [0,12)+1 and the Add's rows), tile 1 x[9,16): 20 rows x 16 B
+    rec = plan_memory(graph, 600, strategy="tigris", xip=True, halo_reuse=False)
+    assert check_plan(graph, rec) == [] and not rec.units[0].rolling
+    assert rec.reload_bytes == 20 * 16 and rec.spill_bytes == 256
 
 
 def test_single_stage_plan_keeps_io_in_fast():

@@ -23,8 +23,9 @@ def _lower_all(graph: AnalyzedGraph):
 
 
 def compile_graph(graph: AnalyzedGraph, fast: int, *, xip: bool = False, compression: str = "none",
-                  slow: int | None = None) -> tuple[bytes, object]:
-    """(plan bytes, MemoryPlan) for ``graph`` at fast budget ``fast``, like tigris.api.compile_model does it."""
+                  slow: int | None = None, **plan_kw) -> tuple[bytes, object]:
+    """(plan bytes, MemoryPlan) for ``graph`` at fast budget ``fast``, like tigris.api.compile_model does it
+    (``plan_kw``: further planner options, e.g. ``halo_reuse``)."""
     from tigris.emit import emit_plan
     from tigris.ops import kind
     from tigris.plan import plan_memory
@@ -38,7 +39,8 @@ def compile_graph(graph: AnalyzedGraph, fast: int, *, xip: bool = False, compres
         low = lowered[i]
         return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, out_rows))
 
-    plan = plan_memory(graph, fast, slow, xip=xip, weight_bytes_of=weight_bytes_of, scratch_bytes_of=scratch_bytes_of)
+    plan = plan_memory(graph, fast, slow, xip=xip, weight_bytes_of=weight_bytes_of, scratch_bytes_of=scratch_bytes_of,
+                       **plan_kw)
     return emit_plan(graph, plan, lowered, xip=xip, compression=compression), plan
 
 

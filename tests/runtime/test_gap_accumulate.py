@@ -85,17 +85,22 @@ def _accum_units(data: bytes) -> list[int]:
     return [u.index for u in read_plan(data).units if u.accumulates]
 
 
-# (int8, fast budget) pairs where the planner accumulates the GAP over tiles (checked in the test).
-ACCUM_CASES = [(False, 4000), (False, 2500), (True, 3000), (True, 1600), (True, 1000)]
+# (int8, fast budget, halo reuse) where the planner accumulates the GAP over tiles (checked in the test); with halo
+# reuse the accumulating unit also carries rows from tile to tile (unit flag ROLLING, checked too).
+ACCUM_CASES = [(False, 4000, False), (False, 2500, False), (True, 3000, False), (True, 1600, False),
+               (True, 1000, False), (False, 4000, True), (True, 3000, True), (True, 1000, True)]
 
 
-@pytest.mark.parametrize("int8,fast", ACCUM_CASES)
-def test_synthetic_accumulating_plans_match_reference_and_untiled(session_cls, int8: bool, fast: int) -> None:
+@pytest.mark.parametrize("int8,fast,reuse", ACCUM_CASES)
+def test_synthetic_accumulating_plans_match_reference_and_untiled(session_cls, int8: bool, fast: int,
+                                                                  reuse: bool) -> None:
     from tigris.api import run_plan
 
     g = P.conv_gap_graph(int8=int8, h=16)
-    tiled, plan = P.compile_graph(g, fast)
+    tiled, plan = P.compile_graph(g, fast, halo_reuse=reuse)
     assert _accum_units(tiled), "this budget should make the GAP accumulate over tiles"
+    rolling = [u.index for u in read_plan(tiled).units if u.rolling]
+    assert (set(_accum_units(tiled)) <= set(rolling)) if reuse else not rolling
     untiled, _ = P.compile_graph(g, 1 << 20)
     assert not _accum_units(untiled)
     for seed in range(3):

@@ -120,7 +120,7 @@ def test_forged_fields_get_their_own_codes(plan_bytes: bytes) -> None:
         (F.SectionId.OPS, F.OP, 0, "n_in", 0, "ERR_OP"),
         (F.SectionId.OPS, F.OP, 0, "output", 10_000, "ERR_TENSOR_INDEX"),
         (F.SectionId.TENSORS, F.TENSOR, 0, "dtype", 77, "ERR_TENSOR"),
-        (F.SectionId.UNITS, F.UNIT, 0, "reserved", 1, "ERR_UNIT"),
+        (F.SectionId.UNITS, F.UNIT, 0, "carry_first", 1, "ERR_UNIT"),  # a line-buffer list without ROLLING
         (F.SectionId.PLACEMENTS, F.PLACEMENT, 0, "offset", 0x7FFFFFF0, "ERR_ARENA_BOUNDS"),
         (F.SectionId.TILE_ROWS, F.TILE_ROW, 0, "rows", 10_000, "ERR_TILE_ROWS"),
         (F.SectionId.IO, F.IO, 0, "direction", 1, "ERR_IO"),
