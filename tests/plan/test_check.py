@@ -118,3 +118,42 @@ def test_an_op_run_before_its_producer_is_caught():
     assert any("runs before t0 is produced" in e for e in check_plan(graph, bad))
     bad.units[0].ops = [0, 1, 2, 2]
     assert any("exactly once" in e for e in check_plan(graph, bad))
+
+
+def rolling_plan():
+    g = G()
+    x = g.input("x", (1, 1, 16, 16))
+    graph = g.graph([g.conv(g.conv(g.conv(x, 1), 1), 1)])
+    plan = plan_memory(graph, 500, xip=True)  # the tigris strategy carries halos (spatial rule 9)
+    unit = plan.units[0]
+    assert unit.rolling and unit.carry and check_plan(graph, plan) == []
+    return graph, plan
+
+
+def test_rolling_units_are_proven():
+    graph, plan = rolling_plan()
+    name = plan.units[0].rolling[0]
+    # undeclared: the runtime would carry rows the planner did not keep a line buffer for
+    bad = copy.deepcopy(plan)
+    bad.units[0].rolling = bad.units[0].rolling[1:]
+    assert any("carry rows from tile to tile but the unit declares" in e for e in check_plan(graph, bad))
+    # a line buffer too small for the rows it carries, or over another buffer live at some step
+    bad = copy.deepcopy(plan)
+    p = bad.units[0].carry[name]
+    bad.units[0].carry[name] = replace(p, size=p.size - 16)
+    assert any(f"{name} carries" in e for e in check_plan(graph, bad))
+    bad = copy.deepcopy(plan)
+    other = next(n for n in bad.units[0].fast if n != name)
+    bad.units[0].carry[name] = replace(p, offset=bad.units[0].fast[other].offset)
+    assert any("live together" in e for e in check_plan(graph, bad))
+    # a band that moves back while it carries
+    bad = copy.deepcopy(plan)
+    rows = bad.units[0].tile_rows
+    t = next(t for t in range(1, len(rows)) if rows[t][name][0] < rows[t - 1][name][1])
+    rows[t][name] = (rows[t][name][0], rows[t - 1][name][1] - 1)
+    assert any("moves back" in e for e in check_plan(graph, bad))
+    # an op whose fresh rows need input rows its band does not hold
+    bad = copy.deepcopy(plan)
+    rows = bad.units[0].tile_rows
+    rows[1]["x"] = (rows[1]["x"][0], rows[1]["x"][1] - 1)
+    assert any("needs rows" in e or "moves back" in e for e in check_plan(graph, bad))

@@ -1,5 +1,6 @@
-"""Property: on random DAGs of conv, depthwise, pool, add, concat (and GAP) at random budgets, every plan the planner accepts
-passes the checker and never exceeds the fast budget; a refusal is always a DoesNotFitError."""
+"""Property: on random DAGs of conv, depthwise, pool, add, concat (and GAP) at random budgets, with halo reuse on and
+off, every plan the planner accepts passes the checker and never exceeds the fast budget; a refusal is always a
+DoesNotFitError."""
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -51,19 +52,26 @@ def dags(draw):
     xip=st.booleans(),
     strategy=st.sampled_from(["spec", "tigris"]),
     acc=st.booleans(),
+    reuse=st.booleans(),
 )
-def test_accepted_plans_pass_the_checker(graph, frac, xip, strategy, acc):
+def test_accepted_plans_pass_the_checker(graph, frac, xip, strategy, acc, reuse):
+    """Halo reuse (spatial rule 9) on or off: rolling units are proven like the rest (monotone bands, fresh rows
+    covered, line buffers disjoint from everything live) and recompute nothing."""
     from tigris.plan.timeline import unscheduled_peak
 
     budget = max(64, int(unscheduled_peak(graph) * frac))
     try:
-        plan = plan_memory(graph, budget, xip=xip, strategy=strategy, accumulate_gap=acc)
+        plan = plan_memory(graph, budget, xip=xip, strategy=strategy, accumulate_gap=acc, halo_reuse=reuse)
     except DoesNotFitError as err:
         assert getattr(err, "need", 1) > 0
         return
     assert check_plan(graph, plan) == []
     assert plan.fast_peak <= budget
     assert all(u.peak_bytes >= u.timeline_peak for u in plan.units)
+    assert not any(u.rolling for u in plan.units) if strategy == "spec" or not reuse else True
+    for u in plan.units:
+        if u.rolling:
+            assert sum(plan.stages[s].recompute_macs for s in u.stages) == 0
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

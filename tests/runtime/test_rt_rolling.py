@@ -1,0 +1,177 @@
+"""Halo reuse (rolling units, unit flag ROLLING) on the C runtime: on random conv chains at random budgets, every plan
+with a rolling unit passes the checker, gives the untiled plan's int8 output bit for bit (float within 1e-5 x
+max(1, max|ref|)), recomputes no halo MAC in its rolling units, and the runtime's fast and slow high-water marks
+equal the plan's peaks. Then the readers' refusals of malformed rolling units, each with its own code."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import _rt_plans as P
+from tigris.emit import format as F
+from tigris.emit import read_plan
+from tigris.emit.reader import PlanFormatError
+from tigris.emit.writer import seal
+from tigris.ir import AnalyzedGraph, DoesNotFitError, Op, QuantParam, Tensor
+from tigris.plan.check import check_plan
+
+FLOAT_TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def session_cls():
+    try:
+        from tigris.host.session import PlanError, Session
+
+        from tigris.host.build import runtime
+
+        runtime()
+    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
+        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    return Session, PlanError
+
+
+def chain_graph(layers: list[tuple[str, int, int, int]], int8: bool, h: int, c: int, seed: int) -> AnalyzedGraph:
+    """x -> one conv per ``(kind, k, stride, dilation)`` layer ('conv' with c output channels, 'dw' depthwise) ->
+    y, every conv with weights, a bias and (int8) its own output quantization."""
+    rng = np.random.default_rng(seed)
+    dt = "int8" if int8 else "float32"
+
+    def act(name: str, hh: int, s: float, z: int) -> Tensor:
+        return Tensor(name, (1, c, hh, hh), dt, QuantParam(np.array([s], np.float32), np.array([z], np.int64))
+                      if int8 else None, "nhwc")
+
+    tensors = {"x": act("x", h, 0.05, -3)}
+    specs, ops, prev, hh, s_prev = [], [], "x", h, 0.05
+    for i, (kind, k, s, d) in enumerate(layers):
+        eff = (k - 1) * d + 1
+        p = (eff - 1) // 2
+        hh = (hh + 2 * p - eff) // s + 1
+        out = "y" if i == len(layers) - 1 else f"t{i}"
+        s_out = float(rng.uniform(0.04, 0.12))
+        tensors[out] = act(out, hh, s_out, int(rng.integers(-20, 20)))
+        specs.append((f"w{i}", f"b{i}", (c, 1 if kind == "dw" else c, k, k), s_prev))
+        attrs = dict(kernel_shape=[k, k], strides=[s, s], dilations=[d, d], pads=[p, p, p, p],
+                     group=c if kind == "dw" else 1, fused_activation="relu" if i % 2 == 0 else None)
+        ops.append(Op(f"op{i}", "DepthwiseConv" if kind == "dw" else "Conv", (prev, f"w{i}", f"b{i}"), (out,), attrs))
+        prev, s_prev = out, s_out
+    weights = P.conv_weights(rng, specs, int8, tensors)
+    return AnalyzedGraph("rollchain", tensors, ops, ["x"], ["y"], weights, {})
+
+
+LAYER = st.tuples(st.sampled_from(["conv", "dw"]), st.sampled_from([1, 3, 3, 5]), st.sampled_from([1, 1, 2]),
+                  st.sampled_from([1, 1, 2]))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(layers=st.lists(LAYER, min_size=2, max_size=5), int8=st.booleans(), h=st.integers(12, 28),
+       c=st.sampled_from([2, 4, 8]), frac=st.floats(0.05, 0.6), xip=st.booleans(), seed=st.integers(0, 9))
+def test_rolling_plans_run_like_untiled(session_cls, layers, int8, h, c, frac, xip, seed):
+    Session, _ = session_cls
+    layers = [(kind, k, s, 1 if k == 1 else d) for kind, k, s, d in layers]
+    g = chain_graph(layers, int8, h, c, seed)
+    untiled, whole = P.compile_graph(g, 1 << 22, xip=xip)
+    try:
+        data, plan = P.compile_graph(g, max(256, int(whole.fast_peak * frac)), xip=xip)
+    except DoesNotFitError:
+        return
+    assert check_plan(g, plan) == []
+    for unit in plan.units:
+        if unit.rolling:
+            assert all(plan.stages[s].recompute_macs == 0 for s in unit.stages)
+    x = P.random_input(g, seed)
+    got = Session(data).run(x)
+    want = Session(untiled).run(x).outputs["y"]
+    if int8:
+        np.testing.assert_array_equal(got.outputs["y"], want)
+    else:
+        assert float(np.abs(got.outputs["y"] - want).max()) <= FLOAT_TOL * max(1.0, float(np.abs(want).max()))
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+
+
+def test_a_chain_rolls_and_loads_every_input_row_once(session_cls):
+    """Three 3x3 convs at a budget that tiles them: the unit carries rows instead of recomputing them, reloads each
+    input row once, and runs bit-exact; the recomputing plan of the same graph spends extra MACs."""
+    Session, _ = session_cls
+    g = chain_graph([("conv", 3, 1, 1), ("dw", 3, 1, 1), ("conv", 3, 1, 1)], True, 24, 8, 0)
+    untiled, _ = P.compile_graph(g, 1 << 20)
+    data, plan = P.compile_graph(g, 6000)  # one tiled unit, 6 tiles (recomputing: 5 tiles)
+    rec_data, rec = P.compile_graph(g, 6000, halo_reuse=False)
+    assert [u.rolling for u in plan.units if u.tiles > 1] and plan.recompute_macs == 0 < rec.recompute_macs
+    assert plan.reload_bytes == g.tensors["x"].nbytes < rec.reload_bytes
+    assert read_plan(data).units[0].rolling and not read_plan(rec_data).units[0].rolling
+    x = P.random_input(g, 3)
+    want = Session(untiled).run(x).outputs["y"]
+    for d, p in ((data, plan), (rec_data, rec)):
+        got = Session(d).run(x)
+        np.testing.assert_array_equal(got.outputs["y"], want)
+        assert got.fast_peak == p.fast_peak
+
+
+# --- refusals -------------------------------------------------------------------------------------------------------
+
+
+def _rolling_base() -> bytes:
+    g = chain_graph([("conv", 3, 1, 1), ("dw", 3, 1, 1), ("conv", 3, 1, 1)], True, 24, 8, 0)
+    return P.compile_graph(g, 3000)[0]  # two tiled units, both rolling
+
+
+def _section(data: bytes, sid: F.SectionId) -> int:
+    return int(F.SECTION.unpack(data, F.DIR_OFFSET + (int(sid) - 1) * F.SECTION.size)["offset"])
+
+
+def _set_u32(data: bytes, pos: int, v: int) -> bytes:
+    b = bytearray(data)
+    struct.pack_into("<I", b, pos, v)
+    return seal(b)
+
+
+def _mutants(base: bytes):
+    pf = read_plan(base)
+    k = [u.index for u in pf.units if u.rolling][0]
+    unit = pf.units[k]
+    uoff = _section(base, F.SectionId.UNITS) + k * F.UNIT.size
+    u = F.UNIT.unpack(base, uoff)
+    # a carrying placement j and a tile t that carries c rows of it
+    t, j, c = next((t, j, r0 + n0 - r1) for t in range(1, unit.tiles) for j in range(len(unit.placements))
+                   for (r0, n0), (r1, n1) in [(unit.tile_rows[t - 1][j], unit.tile_rows[t][j])]
+                   if n0 and r1 < r0 + n0)
+    line = _section(base, F.SectionId.INDEX) + 4 * (int(u["carry_first"]) + 2 * j)
+    off, size = struct.unpack_from("<2I", base, line)
+    rb = pf.tensors[unit.placements[j].tensor].row_bytes
+    yield "line buffer misaligned", _set_u32(base, line, off + 4), "ERR_ARENA_BOUNDS"
+    yield "line buffer past the arena", _set_u32(base, line + 4, 1 << 30), "ERR_ARENA_BOUNDS"
+    yield "line buffer of size 0", _set_u32(base, line + 4, 0), "ERR_ARENA_BOUNDS"
+    yield "line buffer too small", _set_u32(base, line + 4, c * rb - 1), "ERR_TILE_ROWS"
+    yield "no line buffer", _set_u32(_set_u32(base, line, F.NONE), line + 4, 0), "ERR_TILE_ROWS"
+    flags = uoff + F.UNIT.offsets()["flags"]
+    yield "ROLLING untiled", _set_u32(base, flags, int(F.UnitFlag.ROLLING)), "ERR_UNIT"
+    yield "list without ROLLING", _set_u32(base, flags, int(F.UnitFlag.TILED)), "ERR_UNIT"
+    yield "list past INDEX", _set_u32(base, uoff + F.UNIT.offsets()["carry_first"], 1 << 20), "ERR_INDEX"
+    rows = _section(base, F.SectionId.TILE_ROWS) + (int(u["rows_first"]) + t * len(unit.placements) + j) * 8
+    # tile t's band keeps its start but ends a row before tile t - 1's did: it moves back while carrying
+    yield "band ends earlier while carrying", _set_u32(base, rows + 4, c - 1), "ERR_TILE_ROWS"
+    if unit.tile_rows[t - 1][j][0] > 0:
+        yield "band starts earlier while carrying", _set_u32(base, rows, unit.tile_rows[t - 1][j][0] - 1), \
+            "ERR_TILE_ROWS"
+
+
+def test_readers_refuse_malformed_rolling_units(session_cls):
+    Session, PlanError = session_cls
+    base = _rolling_base()
+    assert read_plan(base).units[0].rolling
+    Session(base)
+    seen = 0
+    for what, data, code in _mutants(base):
+        with pytest.raises(PlanFormatError) as py:
+            read_plan(data)
+        assert py.value.status == code, what
+        with pytest.raises(PlanError) as c:
+            Session(data)
+        assert c.value.name == f"TGRS_{code}", what
+        seen += 1
+    assert seen >= 9
