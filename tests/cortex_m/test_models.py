@@ -9,7 +9,8 @@ are built with -std=c99 -ffp-contract=off, so no multiply-add contraction separa
 
 The weight modes are spread over the models so the firmware exercises all three: LZ4-compressed copies (kws int8),
 plain copies into the fast arena (kws float), and XIP reads from the flash/QSPI region (vww, mobilenet_v2, ad); ad
-int8 also runs with LZ4 copies at a budget its Gemms' weights exceed, as output-channel weight groups.
+int8 also runs with LZ4 copies at a budget its Gemms' weights exceed, as output-channel weight groups. The vww and
+mobilenet_v2 int8 plans reuse their halos (ROLLING units: rows carried from tile to tile in line buffers).
 """
 from __future__ import annotations
 
@@ -34,12 +35,15 @@ class Case:
     staged: bool = True  # the plan must have several stages and spill to the slow arena
     numerics: str | None = None  # --numerics (None: the source's default)
     wgroups: bool = False  # the plan must run an op as output-channel weight groups (its weights exceed the budget)
+    rolling: bool = False  # the plan must carry halo rows from tile to tile (a ROLLING unit) instead of recomputing
 
 
 CASES = {
     "kws_dscnn_int8": Case("mlperf_tiny/kws_dscnn_int8.onnx", "32K", False, "lz4", False, True),
-    "vww_mbv1_025_96_int8": Case("mlperf_tiny/vww_mbv1_025_96_int8.onnx", "32K", True, "none", True, True),
-    "mobilenet_v2_035_96_int8": Case("torchvision/mobilenet_v2_035_96_int8.onnx", "32K", True, "none", True, True),
+    "vww_mbv1_025_96_int8": Case("mlperf_tiny/vww_mbv1_025_96_int8.onnx", "32K", True, "none", True, True,
+                                 rolling=True),
+    "mobilenet_v2_035_96_int8": Case("torchvision/mobilenet_v2_035_96_int8.onnx", "32K", True, "none", True, True,
+                                     rolling=True),
     "kws_dscnn_f32": Case("mlperf_tiny/kws_dscnn_f32.onnx", "48K", False, "none", True, False),
     # No convolutions and no way to split a Gemm: one stage whatever the budget. Kept because it is small and
     # exercises the int8 fully connected path and XIP weights on both cores.
@@ -140,6 +144,10 @@ def test_model_on_qemu_matches_host(harness, board_objs, shared_models, tmp_path
         whole = _compile(Case(case.model, "1M", case.xip, case.compression, False, True, False), str(
             shared_models / case.model))
         assert not whole.report["weight_groups"] and whole.host_out == c.host_out
+    if case.rolling:
+        from tigris.emit import read_plan
+
+        assert any(u.rolling for u in read_plan(c.plan).units), f"{key}: no unit reuses its halos at {case.fast}"
 
     elf = harness.build_plan_app(c.plan, board, tmp_path / "fw", obj_dir=board_objs[board] / "model")
     ins = [f"in{i}.bin" for i in range(len(c.in_bytes))]
