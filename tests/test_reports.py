@@ -305,16 +305,26 @@ def test_latency_estimate_in_ms():
 
 
 def test_objective_trades_recompute_for_traffic():
-    """mnist at 16K --xip: the traffic objective tiles with halo recompute, the others avoid it (at 32K the whole
-    model fits as one unit since its Adds run in place)."""
+    """mnist at 16K --xip: with halo reuse (the default) the traffic objective's tiled plan recomputes nothing, so
+    the recompute objective pays no traffic for avoiding recompute; the recomputing planner's traffic plan does
+    recompute halos, and the recompute objective then pays traffic to avoid them (at 32K the whole model fits as one
+    unit since its Adds run in place)."""
     runs = {o: json.loads(invoke("analyze", MNIST, "-m", "16K", "--xip", "--objective", o, "--json").stdout)
             for o in ("traffic", "recompute", "latency")}
     traffic, recompute = runs["traffic"], runs["recompute"]
-    assert traffic["tiling"]["recompute_macs"] > 0
-    assert recompute["tiling"]["recompute_macs"] == 0
+    assert traffic["tiling"]["recompute_macs"] == recompute["tiling"]["recompute_macs"] == 0
     t_bytes = traffic["slow"]["spill_bytes"] + traffic["slow"]["reload_bytes"]
     r_bytes = recompute["slow"]["spill_bytes"] + recompute["slow"]["reload_bytes"]
-    assert t_bytes < r_bytes  # what the recompute objective paid
+    assert t_bytes == r_bytes
+    from tigris.plan import plan_memory
+
+    prep = api.prepare(MNIST)
+    kw = api._plan_kwargs(prep, True, 0.0)
+    rec_traffic = plan_memory(prep.graph, 16 * 1024, halo_reuse=False, **kw)
+    rec_recompute = plan_memory(prep.graph, 16 * 1024, halo_reuse=False, **api._plan_kwargs(prep, True, 1e6))
+    assert rec_traffic.recompute_macs > 0 == rec_recompute.recompute_macs
+    assert rec_traffic.spill_bytes + rec_traffic.reload_bytes < rec_recompute.spill_bytes + rec_recompute.reload_bytes
+    assert t_bytes < rec_traffic.spill_bytes + rec_traffic.reload_bytes  # reuse also reloads no halo row twice
     trade = {t["objective"]: t for t in traffic["objective"]["tradeoff"]}
     assert set(trade) == {"traffic", "recompute", "latency"} and trade["traffic"]["chosen"]
     assert trade["recompute"]["recompute_macs"] == 0 and trade["traffic"]["slow_traffic_bytes"] == t_bytes
@@ -327,24 +337,32 @@ def test_objective_trades_recompute_for_traffic():
 @pytest.mark.parametrize("model,budget", [(MNIST, "16K"), (MNIST, "32K"), (MNIST, "96K"), (KWS, "16K"), (KWS, "1G")])
 def test_estimate_prices_the_executor_calls(model, budget):
     """The calls the estimate prices follow the executor (bench/latency_model.py also checks them against the
-    guest's log): one per op and tile with a non-empty band; untiled, they compute exactly the model's MACs."""
+    guest's log): one per op and tile with a non-empty band (in a rolling unit: with fresh rows, halo reuse); untiled,
+    they compute exactly the model's MACs; a tiled plan that recomputes no halo computes no more (rows no later op
+    reads, such as those a 3x3/3 pool drops, are not computed at all)."""
     from tigris import cost
+    from tigris.plan.spatial import fresh_rows
 
     a = api.analyze(model, budget, xip=True, tradeoff=False, objective="traffic")
     prep = a.prepared
     calls = list(cost.calls(prep.graph, a.plan, prep.lowered))
     want = 0
     for unit in a.plan.units:
-        for band in unit.tile_rows or [None]:
+        tiles = unit.tile_rows or [None]
+        for t, band in enumerate(tiles):
             for i in unit.ops:
                 if prep.lowered[i].alias:
                     continue
                 out = a.plan.alias_of.get(prep.graph.ops[i].outputs[0], prep.graph.ops[i].outputs[0])
-                want += band is None or band[out][1] > band[out][0]
+                r = band and (fresh_rows(tiles[t - 1][out] if t else None, band[out]) if out in unit.rolling
+                              else band[out])
+                want += band is None or r[1] > r[0]
     assert len(calls) == want
     assert {c.op for c in calls} == {i for i, low in enumerate(prep.lowered) if not low.alias}
     if not any(u.tile_rows for u in a.plan.units):
         assert sum(c.macs for c in calls) == a.json["model"]["macs"]
+    elif a.plan.recompute_macs == 0:
+        assert sum(c.macs for c in calls) <= a.json["model"]["macs"]
 
 
 def test_html_without_matplotlib_says_how_to_get_the_picture(tmp_path, monkeypatch):

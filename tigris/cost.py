@@ -134,13 +134,15 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
     """The executor's kernel calls in order (``runtime_c/src/exec.c``: units, tiles, op records; an op whose band
     in a tile is empty is skipped; alias ops have no record)."""
     from tigris.plan.lifetime import tensor_rows
-    from tigris.plan.spatial import row_bytes
+    from tigris.plan.spatial import fresh_rows, row_bytes
 
     root = lambda n: plan.alias_of.get(n, n)  # noqa: E731
     per_elem = [taps_per_output(graph, op) for op in graph.ops]
     for u, unit in enumerate(plan.units):
         tiles = unit.tile_rows or [None]
+        rolling = set(getattr(unit, "rolling", ()))
         for t, band in enumerate(tiles):
+            before = tiles[t - 1] if t > 0 else None
             for i in unit.ops:
                 low = lowered[i]
                 if low.alias:
@@ -155,6 +157,9 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
                     return tensor_rows(graph.tensors[name]) if r is None else r[1] - r[0]
 
                 rows = rows_of(out)
+                if band is not None and root(out) in rolling:  # halo reuse: the kernel computes the fresh rows
+                    lo, hi = fresh_rows(before.get(root(out)) if before else None, band[root(out)])
+                    rows = hi - lo
                 if rows <= 0:
                     continue
                 full = tensor_rows(graph.tensors[out])
@@ -216,11 +221,16 @@ def moved_bytes(graph: AnalyzedGraph, plan: Any, compression: str) -> tuple[int,
     """(bytes copied, bytes LZ4-decoded) per inference outside the kernels."""
     from tigris.plan.lifetime import buffers
 
+    from tigris.plan.spatial import carried_rows, row_bytes
+
     bufs = buffers(graph)
     io = sum(bufs.nbytes[bufs.root(n)] for n in list(graph.inputs) + list(graph.outputs) if bufs.root(n) in bufs.nbytes)
     weights = 0 if plan.xip else sum(u.weight_bytes for u in plan.units)
     lz4 = weights if compression == "lz4" else 0
-    copied = plan.spill_bytes + plan.reload_bytes + io + (0 if lz4 else weights)
+    # halo reuse: every carried row is copied into its line buffer and back out
+    carry = sum(2 * carried_rows(a[n], b[n]) * row_bytes(graph, n)
+                for u in plan.units for n in getattr(u, "rolling", ()) for a, b in zip(u.tile_rows, u.tile_rows[1:]))
+    copied = plan.spill_bytes + plan.reload_bytes + io + (0 if lz4 else weights) + carry
     return copied, lz4
 
 
