@@ -12,6 +12,7 @@ what accumulation buys. Every plan is proven by ``tigris.plan.check`` before it 
     python3 bench/plan_quality.py --scaling   # only the planning-time table (section plan_scaling)
     python3 bench/plan_quality.py --sram-only # only the SRAM-only table (section plan_sram_only)
     python3 bench/plan_quality.py --order     # only the operator-order table (section plan_order)
+    python3 bench/plan_quality.py --halo      # only the halo reuse table (section plan_halo_reuse; callgrind)
 """
 from __future__ import annotations
 
@@ -163,6 +164,124 @@ def recompute_tradeoff(models: Path) -> str:
 
 
 SCALING = [("relu_chain", [100, 1_000, 10_000, 100_000], "1M"), ("mobilenet_blocks", [1, 10, 100, 300], "64K")]
+
+
+COUNT_BUDGETS = ("64K", "32K")  # where the instruction counts are taken (the budgets that tile most)
+
+
+def _callgrind_runner(work: Path):
+    """A function plan bytes -> instructions of one host inference (callgrind, counting tgrs_run only), or None when
+    valgrind or a C compiler is missing. The runtime is built once from runtime_c/src (plain C99 kernels, -O2)."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("valgrind") or not shutil.which("gcc"):
+        return None
+    exe = work / "count_run"
+    srcs = sorted(str(p) for p in (REPO / "runtime_c" / "src").rglob("*.c"))
+    subprocess.run(["gcc", "-std=c11", "-O2", "-ffp-contract=off", f"-I{REPO / 'runtime_c' / 'include'}",
+                    f"-I{REPO / 'runtime_c' / 'src'}", *srcs, str(REPO / "bench" / "count_run.c"), "-lm", "-o",
+                    str(exe)], check=True)
+    seen: dict[bytes, int] = {}
+
+    def count(data: bytes) -> int:
+        import hashlib
+
+        key = hashlib.sha256(data).digest()
+        if key not in seen:
+            plan = work / "plan.tgrs"
+            plan.write_bytes(data)
+            out = work / "cg.out"
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
+                            "--toggle-collect=tgrs_run", str(exe), str(plan)], check=True, capture_output=True)
+            line = next(ln for ln in out.read_text().splitlines() if ln.startswith("summary:"))
+            seen[key] = int(line.split()[1])
+        return seen[key]
+
+    return count
+
+
+def halo_table(models: Path, count_instructions: bool = True, only: list[str] | None = None) -> str:
+    """Halo reuse (spatial rule 9) against the recomputing planner (``halo_reuse=False``, the baseline: today's
+    plans before the rule): recompute share, slow traffic and fast peak at every budget, and host instructions of
+    one inference of the tiled plans against the model's untiled plan (callgrind), both with --xip."""
+    import tempfile
+
+    from tigris import api
+    from tigris.emit import emit_plan
+
+    rows: list[list[object]] = []
+    over_rc: list[str] = []
+    over_ins: list[str] = []
+    n_fit = n_counted = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        count = _callgrind_runner(Path(tmp)) if count_instructions else None
+        for path in sorted(models.rglob("*.onnx")):
+            name = str(path.relative_to(models)).removesuffix(".onnx")
+            if only and not any(o in name for o in only):
+                continue
+            try:
+                prep = api.prepare(path)
+            except (TigrisError, ImportError, NotImplementedError, KeyError, ValueError):
+                continue
+            graph = prep.graph
+            kw = api._plan_kwargs(prep, True, 0.0)
+            macs = sum(op_macs(graph, op) for op in graph.ops)
+            untiled = None
+            for label, budget in BUDGETS:
+                plans = {}
+                for reuse in (False, True):
+                    try:
+                        plans[reuse] = plan_memory(graph, budget, halo_reuse=reuse, **kw)
+                    except DoesNotFitError:
+                        plans[reuse] = None
+                before, after = plans[False], plans[True]
+                if after is None and before is None:
+                    rows.append([name, label, "no fit", "", "", "", "", ""])
+                    continue
+                assert after is not None and not check_plan(graph, after), (name, label)
+                n_fit += 1
+                pct = lambda p: f"{100 * p.recompute_macs / macs:.1f}" if p and macs else "-"  # noqa: E731
+                kib_t = lambda p: kib(p.spill_bytes + p.reload_bytes) if p else "-"  # noqa: E731
+                if macs and after.recompute_macs * 20 > macs:
+                    over_rc.append(f"{name} {label}")
+                tiled = any(u.tile_rows for u in after.units)
+                ins = ""
+                if count is not None and label in COUNT_BUDGETS and tiled:
+                    if untiled is None:
+                        whole = plan_memory(graph, 1 << 30, **kw)
+                        untiled = count(emit_plan(graph, whole, prep.lowered, xip=True))
+                    got = {r: count(emit_plan(graph, p, prep.lowered, xip=True)) / untiled
+                           for r, p in plans.items() if p is not None}
+                    ins = f"{got[False]:.3f} -> {got[True]:.3f}" if False in got else f"- -> {got[True]:.3f}"
+                    n_counted += 1
+                    if got[True] > 1.05:
+                        over_ins.append(f"{name} {label}")
+                rows.append([name, label, f"{pct(before)} -> {pct(after)}", f"{kib_t(before)} -> {kib_t(after)}",
+                             f"{kib(before.fast_peak) if before else '-'} -> {kib(after.fast_peak)}",
+                             f"{sum(1 for u in after.units if u.rolling)}/{sum(1 for u in after.units if u.tile_rows)}",
+                             ins, f"{untiled:,}" if ins else ""])
+                print(rows[-1], flush=True)
+    headers = ["model", "fast budget", "recompute % (before -> after)", "spill+reload KiB", "fast peak KiB",
+               "rolling / tiled units", "instructions x untiled (before -> after)", "untiled instructions"]
+    targets = [
+        f"- {'met' if not over_rc else 'NOT met'}: halo recompute <= 5% of the model's MACs at every budget where the "
+        f"model fits ({n_fit - len(over_rc)} of {n_fit}" + (f"; over: {', '.join(over_rc)}" if over_rc else "") + ")",
+    ]
+    if count is not None:
+        targets.append(
+            f"- {'met' if not over_ins else 'NOT met'}: host instructions of every tiled plan <= 1.05x the untiled "
+            f"plan at {'/'.join(COUNT_BUDGETS)} ({n_counted - len(over_ins)} of {n_counted}"
+            + (f"; over: {', '.join(over_ins)}" if over_ins else "") + ")")
+    return (
+        "Halo reuse (`python3 bench/plan_quality.py --halo`; XIP; before = the recomputing planner, "
+        "`plan(halo_reuse=False)`, which is what every plan was before spatial rule 9; after = the default). "
+        "`rolling / tiled units`: tiled units of the default plan that carry halo rows from tile to tile. "
+        "Instructions: one host inference (`bench/count_run.c`, the runtime's plain C99 kernels at -O2, same input "
+        "bytes) counted by callgrind inside `tgrs_run`, over the model's untiled plan; measured at "
+        f"{' and '.join(COUNT_BUDGETS)} where the default plan tiles.\n\n"
+        + "\n".join(targets) + "\n\n" + markdown_table(headers, rows)
+    )
 
 
 def scaling_table(sizes: dict[str, list[int]] | None = None) -> str:
@@ -378,12 +497,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scaling", action="store_true", help="only the planning-time table (synthetic graphs)")
     ap.add_argument("--sram-only", action="store_true", help="only the SRAM-only table (no PSRAM)")
     ap.add_argument("--order", action="store_true", help="only the operator-order table (plan_order)")
+    ap.add_argument("--halo", action="store_true", help="only the halo reuse table (recompute, callgrind counts)")
+    ap.add_argument("--only", nargs="*", help="with --halo: models whose name contains one of these")
+    ap.add_argument("--no-count", action="store_true", help="with --halo: skip the instruction counts")
     args = ap.parse_args(argv)
     if args.order:
         body = order_table(Path(args.models))
         print(body)
         if not args.no_write:
             write_section("plan_order", body)
+        return 0
+    if args.halo:
+        body = halo_table(Path(args.models), not args.no_count, args.only)
+        print(body)
+        if not args.no_write and not args.only:
+            write_section("plan_halo_reuse", body)
         return 0
     if args.sram_only:
         body = sram_only_table(Path(args.models))

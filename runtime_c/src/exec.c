@@ -4,9 +4,9 @@
  * Per unit: bring the unit's weights into the fast prefix (copy or LZ4-decode; nothing with XIP), then for each tile
  * (one pass when untiled) reload the tile's input bands from the slow arena, run the unit's ops on views whose rows
  * come from the plan's per-tile bands, and spill the tile's output bands. In a ROLLING unit a carrying buffer's
- * first rows come from its line buffer (copied to the top of the band just before its producer or reload), the
- * producer or reload fills only the rows after them, and the rows the next tile carries are copied back into the
- * line buffer right after. Ops are dispatched by kind through a const
+ * first rows come from its line buffer (copied to the top of the band just before its producer or reload; without a
+ * line buffer, moved there from the end of the band the buffer kept since the tile before), the producer or reload
+ * fills only the rows after them, and the rows the next tile carries are copied into the line buffer right after. Ops are dispatched by kind through a const
  * table. Everything runs on the caller's memory: the only state is this call's stack frame.
  *
  * High-water marks: every buffer the run touches (a unit's weight prefix, a placement an op / reload / spill uses, a
@@ -87,22 +87,35 @@ static void tgrs_band(const tgrs_exec *ex, const tgrs_at *at, const uint8_t *roo
 }
 
 /* Halo reuse (ROLLING units, docs/format.md): placement `pos` is about to be filled in this tile. The rows it
-   carries from the tile before wait in its line buffer: copy them to the top of the band, where the band's first
-   rows belong. Returns the rows copied (0 when it carries nothing). */
+   carries from the tile before go to the top of the band, where the band's first rows belong: from its line
+   buffer, or (no line buffer: the band buffer survived the tile) from the end of the band they ended there.
+   Returns the rows carried (0 when it carries nothing). */
 static int32_t tgrs_carry_in(tgrs_exec *ex, const tgrs_at *at, uint32_t pos)
 {
     const uint8_t *pr = tgrs_placement(ex->plan, at->place_first + pos);
-    int32_t c = tgrs_carried_rows(ex->plan, at->unit, at->tile, pos, NULL);
+    uint8_t *band = ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET);
+    uint32_t rb = tgrs_row_bytes(tgrs_tensor(ex->plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR)));
+    int32_t row0 = 0;
+    int32_t c = tgrs_carried_rows(ex->plan, at->unit, at->tile, pos, &row0);
+    int32_t cur0;
+    int32_t rows;
     uint32_t off;
     uint32_t size;
     if (c == 0) {
         return 0;
     }
     tgrs_line_buffer(ex->plan, at->unit, pos, &off, &size);
-    /* c rows fit the line buffer and the band (step 15) */
-    memcpy(ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET), ex->fast + off,
-           (size_t)c * tgrs_row_bytes(tgrs_tensor(ex->plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR))));
-    tgrs_touch(&ex->fast_peak, off, size);
+    if (off != TGRS_NONE) {
+        /* c rows fit the line buffer and the band (step 15) */
+        memcpy(band, ex->fast + off, (size_t)c * rb);
+        tgrs_touch(&ex->fast_peak, off, size);
+    } else {
+        /* the earlier band held rows row0.. and ends with the c carried ones, which start at this band's row0 */
+        tgrs_band(ex, at, NULL, pos, &cur0, &rows);
+        if (cur0 > row0) {
+            memmove(band, band + (size_t)(cur0 - row0) * rb, (size_t)c * rb);
+        }
+    }
     return c;
 }
 
@@ -124,8 +137,11 @@ static void tgrs_carry_out(tgrs_exec *ex, const tgrs_at *at, uint32_t pos)
     if (c == 0) {
         return;
     }
-    tgrs_band(ex, at, NULL, pos, &row0, &rows);
     tgrs_line_buffer(ex->plan, at->unit, pos, &off, &size);
+    if (off == TGRS_NONE) {
+        return; /* it carries in place: the rows stay in the band buffer until the next tile moves them */
+    }
+    tgrs_band(ex, at, NULL, pos, &row0, &rows);
     /* the next band starts c rows before this one ends, no earlier than it starts (step 15): 0 < c <= rows */
     memcpy(ex->fast + off, ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET) + (size_t)(rows - c) * rb,
            (size_t)c * rb);

@@ -602,9 +602,9 @@ static int tgrs_check_accumulate(const tgrs_plan *plan, const uint8_t *u)
 /*
  * End of step 15 for a ROLLING unit (docs/format.md "ROLLING units"): every line buffer lies in the fast arena after
  * the weight prefix; a placement whose band overlaps its band in the tile before carries those rows, so its band
- * may not move backwards (start or end earlier) and its line buffer must hold them. The executor relies on this:
- * the carried rows are the first of the current band and the last of the earlier one, and both copies between the
- * band and the line buffer stay inside the two buffers.
+ * may not move backwards (start or end earlier) and its line buffer, if it has one, must hold them (without one
+ * they move inside the band buffer). The executor relies on this: the carried rows are the first of the current
+ * band and the last of the earlier one, and every copy stays inside the band and line buffers.
  */
 static int tgrs_check_rolling(const tgrs_plan *plan, const uint8_t *u)
 {
@@ -641,7 +641,7 @@ static int tgrs_check_rolling(const tgrs_plan *plan, const uint8_t *u)
                 return TGRS_ERR_TILE_ROWS;
             }
             tgrs_line_buffer(plan, u, p, &off, &size);
-            if (off == TGRS_NONE ||
+            if (off != TGRS_NONE &&
                 (uint64_t)c * tgrs_row_bytes(tgrs_tensor(plan, tgrs_rd_u32(tgrs_placement(plan, pf + p) +
                                                                            TGRS_PLACEMENT_OFF_TENSOR))) > size) {
                 return TGRS_ERR_TILE_ROWS;

@@ -878,8 +878,9 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
 def _check_rolling(u: UnitInfo, last: OpInfo | None, tensors: list[TensorInfo], fast_arena: int) -> None:
     """Step 15, end of a ROLLING unit: every line buffer lies in the fast arena after the weight prefix; a
     placement whose band overlaps its band in the tile before (other than an ACCUM unit's accumulator) carries those
-    rows, so its band must not move backwards and its line buffer must hold them: the executor keeps them there from
-    one tile's producer (or reload) to the next tile's, which computes (or loads) only the rows after them."""
+    rows, so its band must not move backwards and its line buffer (if it has one: without, they stay in the band
+    buffer) must hold them: the executor keeps them there from one tile's producer (or reload) to the next tile's,
+    which computes (or loads) only the rows after them."""
     what = f"unit {u.index}"
     for j, (off, size) in enumerate(u.carry):
         if (off, size) != (F.NONE, 0) and (
@@ -898,7 +899,7 @@ def _check_rolling(u: UnitInfo, last: OpInfo | None, tensors: list[TensorInfo], 
             if r1 < r0 or r1 + n1 < r0 + n0:
                 raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} band {r1}+{n1} of {name} moves back from {r0}+{n0} "
                                              "while carrying rows")
-            if u.carry[j][0] == F.NONE or (r0 + n0 - r1) * tensors[pl.tensor].row_bytes > u.carry[j][1]:
+            if u.carry[j][0] != F.NONE and (r0 + n0 - r1) * tensors[pl.tensor].row_bytes > u.carry[j][1]:
                 raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} carries {r0 + n0 - r1} rows of {name}, its line "
                                              f"buffer holds {u.carry[j][1]} bytes")
 

@@ -15,7 +15,8 @@ intermediate results, and checks:
    rolling units (halo reuse, spatial rule 9): the buffers whose bands overlap from tile to tile are exactly the ones
    the unit declares; their bands never move backwards; each op's input bands cover what its output's *fresh* rows
    need (the carried rows were computed, or loaded, by an earlier tile); each has a line buffer, large enough for
-   the most rows it carries and live over every step (rule 3 sees it so); none takes part in an in-place pair;
+   the most rows it carries and live over every step, or else its band buffer is live over every step (rule 3 sees
+   either so); none takes part in an in-place pair;
 6. slow placements: every reloaded/spilled tensor has one, aligned; tensors whose unit intervals intersect do not
    overlap; the high water is within the slow budget.
 
@@ -109,6 +110,8 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
         for lt in lives:  # rule 2
             if lt.name in acc_out:  # an accumulator must survive every tile (spatial rule 7)
                 lt = replace(lt, birth=0)
+            if lt.name in carrying and lt.name not in unit.carry:  # carries in place: survives every tile (rule 9)
+                lt = replace(lt, birth=0, death=len(ops) - 1)
             p = unit.fast[lt.name]
             if p.arena != "fast" or p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget:
                 errs.append(f"{where}: {lt.name} placement {p} is misaligned, in the prefix or over budget")
@@ -117,10 +120,11 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
             items.append((lt.name, p, lt.birth, lt.death))
         for n in sorted(carrying):  # rule 5: line buffers of halo reuse live from tile to tile
             p = unit.carry.get(n)
+            if p is None:
+                continue  # it carries in place (its band buffer lives over every step, above)
             need = max(carried_rows(a[n], b[n]) for a, b in zip(unit.tile_rows, unit.tile_rows[1:])) * \
                 row_bytes(graph, n)
-            if p is None or p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget or \
-                    p.size < need:
+            if p.offset % ALIGN or p.offset < unit.weight_bytes or p.end > plan.fast_budget or p.size < need:
                 errs.append(f"{where}: {n} carries {need} bytes but its line buffer is {p}")
                 continue
             items.append((f"carry[{n}]", p, 0, len(ops) - 1))

@@ -39,9 +39,12 @@ Rules:
    buffer; the producer computes only the rows after them, the *fresh* rows (:func:`carried_rows`). A reloaded input
    carries the same way and loads only its fresh rows. The walk of rule 6 derives an op's input needs from the fresh
    rows of its output, not from its whole band, so every row of every buffer is computed (or loaded) once. A buffer
-   whose consumers need nothing new keeps its rows (its band ends no earlier than in the tile before). The band
-   buffer itself lives as in a recomputing unit (producer to last reader); its line buffer holds the most rows it
-   ever carries. A carrying buffer takes no part in an in-place pair. Bands of a carrying buffer never move
+   whose consumers need nothing new keeps its rows (its band ends no earlier than in the tile before). Its band
+   buffer then lives as in a recomputing unit (producer to last reader) and its line buffer holds the most rows it
+   ever carries; or, without a line buffer, the band buffer lives from tile to tile and the runtime moves the
+   carried rows from its end to its top in place (cheaper when the band is live most of the tile anyway). Each unit
+   takes the cheaper of all-line and all-in-place, then switches single buffers while that lowers its peak. A
+   carrying buffer takes no part in an in-place pair. Bands of a carrying buffer never move
    backwards (row maps are monotone; a unit where one would is not planned rolling). The accumulating GAP's output
    (rule 7) never carries.
 """
@@ -187,7 +190,9 @@ class TiledLayout:
     computed_rows: dict[str, int] = field(default_factory=dict)  # buffer -> rows computed over all tiles
     accumulate: list[int] = field(default_factory=list)  # rule 7: GAP ops accumulating over the tiles
     rolling: frozenset[str] = frozenset()  # rule 9: buffers that carry rows from tile to tile (empty: recompute)
-    carry: dict[str, int] = field(default_factory=dict)  # rule 9: carrying buffer -> bytes of its line buffer
+    # rule 9: carrying buffer -> bytes of its line buffer; a carrying buffer without one carries in place (its band
+    # buffer lives from tile to tile, so its Lifetime in ``lives`` covers every step)
+    carry: dict[str, int] = field(default_factory=dict)
     carry_lives: list = field(default_factory=list)  # rule 9: Lifetime of each line buffer (every step of a tile)
 
 
@@ -323,9 +328,26 @@ def plan_bands(
             c = carried_rows(t0.get(n), t1[n]) if n in t1 else 0
             if c > carry_max.get(n, 0):
                 carry_max[n] = c
-    carry = {n: align_up(c * row_bytes(graph, n)) for n, c in sorted(carry_max.items())}
-    carry_lives = [Lifetime(n, size, 0, last) for n, size in carry.items()]
-    tl = sweep(lives + carry_lives, len(ops), scratch, base=base)
+    line = {n: align_up(c * row_bytes(graph, n)) for n, c in sorted(carry_max.items())}
+
+    def keep(lined: frozenset[str]):
+        # buffers in ``lined`` carry through their line buffer; the other carrying ones keep their band buffer
+        # alive from tile to tile and carry in place
+        lv = [replace(lt, birth=0, death=last) if lt.name in line and lt.name not in lined else lt for lt in lives]
+        cl = [Lifetime(n, line[n], 0, last) for n in sorted(lined)]
+        return sweep(lv + cl, len(ops), scratch, base=base), lv, cl
+
+    # the cheaper of all-line and all-in-place, then one pass of single switches that lower the peak
+    options = [keep(frozenset(line)), keep(frozenset())]
+    best_set = frozenset(line) if options[0][0].peak <= options[1][0].peak else frozenset()
+    best = min(options, key=lambda o: o[0].peak)
+    for n in line:
+        trial = best_set ^ {n}
+        got = keep(trial)
+        if got[0].peak < best[0].peak:
+            best, best_set = got, trial
+    tl, lives, carry_lives = best
+    carry = {n: line[n] for n in sorted(best_set)}
     extra = 0
     for i in ops:
         op = graph.ops[i]
@@ -333,7 +355,7 @@ def plan_bands(
         extra += op_macs(graph, op, computed[op.outputs[0]] - full) if computed[op.outputs[0]] > full else 0
     return TiledLayout(
         tile_h, tile_rows, band, lives, scratch, scratch_of, tl.peak, tl.peak_step, extra, computed,
-        [gap] if gap is not None else [], frozenset(carry), carry, carry_lives,
+        [gap] if gap is not None else [], frozenset(line), carry, carry_lives,
     )
 
 

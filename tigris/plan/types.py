@@ -86,7 +86,8 @@ class ExecUnit:
     # Halo reuse (spatial rule 9; unit flag ROLLING): the buffers whose band in a tile overlaps their band in the tile
     # before. They carry those rows from tile to tile instead of recomputing (or reloading) them: copied into the
     # buffer's line buffer (``carry``) after the producer (or the reload) of one tile, back to the top of the band
-    # before the producer of the next, which computes only the rows after them. Empty: the unit recomputes its halos.
+    # before the producer of the next, which computes only the rows after them; a carrying buffer without a line
+    # buffer keeps its band buffer alive from tile to tile and carries in place. Empty: the unit recomputes.
     rolling: list[str] = field(default_factory=list)
     carry: dict[str, Placement] = field(default_factory=dict)  # carrying buffer -> its line buffer, live every step
 
