@@ -227,8 +227,8 @@ def moved_bytes(graph: AnalyzedGraph, plan: Any, compression: str) -> tuple[int,
     io = sum(bufs.nbytes[bufs.root(n)] for n in list(graph.inputs) + list(graph.outputs) if bufs.root(n) in bufs.nbytes)
     weights = 0 if plan.xip else sum(u.weight_bytes for u in plan.units)
     lz4 = weights if compression == "lz4" else 0
-    # halo reuse: every carried row is copied into its line buffer and back out
-    carry = sum(2 * carried_rows(a[n], b[n]) * row_bytes(graph, n)
+    # halo reuse: every carried row is copied into its line buffer and back out, or moved once inside its band
+    carry = sum((2 if n in getattr(u, "carry", {}) else 1) * carried_rows(a[n], b[n]) * row_bytes(graph, n)
                 for u in plan.units for n in getattr(u, "rolling", ()) for a, b in zip(u.tile_rows, u.tile_rows[1:]))
     copied = plan.spill_bytes + plan.reload_bytes + io + (0 if lz4 else weights) + carry
     return copied, lz4
