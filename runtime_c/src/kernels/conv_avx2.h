@@ -556,6 +556,7 @@ static int32_t conv_panels_avx2(int32_t rem)
 }
 
 #define CONV_SEGS 16 /* kernel rows a patch may be read in place as (one run of the input each) */
+#define CONV_VB (2 * CONV_MR) /* pixels per block of a direct conv */
 
 /* The float GEMM with up to three panels per micro-kernel call (8 or 12 accumulators; a single panel, 4). The pixel
  * blocks and tail rows are conv_f32's. A patch is read in segments, each a run of K in k order: a direct conv's
@@ -576,9 +577,12 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
     const int64_t npix = (int64_t)cg->out_rows * cg->ow;
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
     const int in_place = (cg->g == 1 || w->kw == 1) && (w->dw == 1 || w->kw == 1) && w->kh <= CONV_SEGS;
+    /* a direct conv gathers nothing, so its blocks take two micro-kernel rows of pixels: each panel call's weights
+       are then read twice while they are in the first-level cache */
+    const int32_t mb = cg->direct ? CONV_VB : CONV_MR;
     float acc3[CONV_MR][3 * CONV_NR];
     const float *seg[CONV_SEGS * CONV_MR];
-    int32_t n, g, i, r, pan;
+    int32_t n, g, i, r, h, pan;
     int64_t q0;
     for (n = 0; n < cg->n; ++n) {
         const float *img = in + n * in_img;
@@ -586,13 +590,13 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
         for (g = 0; g < cg->g; ++g) {
             const float *wg = wt + (int64_t)g * cg->npan * cg->k * CONV_NR;
             int32_t boh = cg->out_row0, bow = 0; /* pixel q0 */
-            for (q0 = 0; q0 < npix; q0 += CONV_MR, conv_pixel_step(cg, boh, bow, CONV_MR, &boh, &bow)) {
-                float *o[CONV_MR];
-                int32_t oh[CONV_MR], ow[CONV_MR];
-                const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
+            for (q0 = 0; q0 < npix; q0 += mb, conv_pixel_step(cg, boh, bow, mb, &boh, &bow)) {
+                float *o[CONV_VB];
+                int32_t oh[CONV_VB], ow[CONV_VB];
+                const int32_t nv = (npix - q0 < mb) ? (int32_t)(npix - q0) : mb;
                 int32_t nseg = 1, rl = cg->k;
                 int inner = in_place && !cg->direct;
-                for (i = 0; i < CONV_MR; ++i) {
+                for (i = 0; i < mb; ++i) {
                     const int32_t d = i < nv ? i : nv - 1; /* tail rows repeat the last pixel, unstored */
                     conv_pixel_step(cg, boh, bow, d, &oh[i], &ow[i]);
                     o[i] = oimg + (q0 + d) * cg->oc + (int64_t)g * cg->ocg;
@@ -601,7 +605,7 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                         inner = ih0 >= 0 && ih0 + (w->kh - 1) * w->dh < cg->h && iw0 >= 0 && iw0 + w->kw <= cg->wd;
                     }
                 }
-                for (i = 0; i < CONV_MR; ++i) {
+                for (i = 0; i < mb; ++i) {
                     if (cg->direct) {
                         seg[i] = img + conv_in_off(cg, oh[i] * w->sh, ow[i] * w->sw) + (int64_t)g * cg->icg;
                     } else if (inner) {
@@ -628,23 +632,27 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     const int32_t ncol = (cg->ocg - oc0 < np * CONV_NR) ? cg->ocg - oc0 : np * CONV_NR;
                     const float *b0 = wg + (int64_t)pan * cg->k * CONV_NR;
                     const int64_t ps = (int64_t)cg->k * CONV_NR; /* one panel */
-                    conv_out_f32 e;
-                    for (i = 0; i < CONV_MR; ++i) {
-                        e.o[i] = o[i] + oc0;
-                    }
-                    e.bias = bs;
-                    e.lo = _mm256_set1_ps(lo);
-                    e.hi = _mm256_set1_ps(hi);
-                    e.full = nv == CONV_MR && ncol == np * CONV_NR;
-                    if (np == 3) {
-                        conv_mk3_f32_avx2(nseg, rl, seg, b0, b0 + ps, b0 + 2 * ps, acc3, &e);
-                    } else if (np == 2) {
-                        conv_mk2_f32_avx2(nseg, rl, seg, b0, b0 + ps, acc3, &e);
-                    } else {
-                        conv_mk1_f32_avx2(nseg, rl, seg, b0, acc3, &e);
-                    }
-                    for (i = 0; i < nv && !e.full; ++i) {
-                        conv_store_f32_avx2(e.o[i], acc3[i], bs, ncol, lo, hi);
+                    for (h = 0; h * CONV_MR < nv; ++h) { /* rows [4 h, 4 h + 4) of the block (one segment each) */
+                        const int32_t nh = (nv - h * CONV_MR < CONV_MR) ? nv - h * CONV_MR : CONV_MR;
+                        const float *const *sh = seg + h * CONV_MR;
+                        conv_out_f32 e;
+                        for (i = 0; i < CONV_MR; ++i) {
+                            e.o[i] = o[h * CONV_MR + i] + oc0;
+                        }
+                        e.bias = bs;
+                        e.lo = _mm256_set1_ps(lo);
+                        e.hi = _mm256_set1_ps(hi);
+                        e.full = nh == CONV_MR && ncol == np * CONV_NR;
+                        if (np == 3) {
+                            conv_mk3_f32_avx2(nseg, rl, sh, b0, b0 + ps, b0 + 2 * ps, acc3, &e);
+                        } else if (np == 2) {
+                            conv_mk2_f32_avx2(nseg, rl, sh, b0, b0 + ps, acc3, &e);
+                        } else {
+                            conv_mk1_f32_avx2(nseg, rl, sh, b0, acc3, &e);
+                        }
+                        for (i = 0; i < nh && !e.full; ++i) {
+                            conv_store_f32_avx2(e.o[i], acc3[i], bs, ncol, lo, hi);
+                        }
                     }
                 }
             }
