@@ -143,18 +143,6 @@ static inline void conv_pixel(const conv_geom *cg, int64_t q, int32_t *oh, int32
     *ow = (int32_t)(q % cg->ow);
 }
 
-/* The output pixel d places after (oh, ow) in the band's row-major order, without a division (d is a small step). */
-static inline void conv_pixel_step(const conv_geom *cg, int32_t oh, int32_t ow, int32_t d, int32_t *ohd, int32_t *owd)
-{
-    ow += d;
-    while (ow >= cg->ow) {
-        ow -= cg->ow;
-        ++oh;
-    }
-    *ohd = oh;
-    *owd = ow;
-}
-
 /* Offset (elements) of input pixel (ih, iw) in a batch image of the band; ih must be inside the band. */
 static int64_t conv_in_off(const conv_geom *cg, int32_t ih, int32_t iw)
 {

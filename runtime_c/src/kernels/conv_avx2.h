@@ -22,6 +22,19 @@
 
 #include "requant_avx2.h"
 
+/* The output pixel d places after (oh, ow) in the band's row-major order, without a division (d is a small step);
+   only the AVX2 and AVX-VNNI pixel-block loops step pixels this way. */
+static inline void conv_pixel_step(const conv_geom *cg, int32_t oh, int32_t ow, int32_t d, int32_t *ohd, int32_t *owd)
+{
+    ow += d;
+    while (ow >= cg->ow) {
+        ow -= cg->ow;
+        ++oh;
+    }
+    *ohd = oh;
+    *owd = ow;
+}
+
 #if !TGRS_HAVE_AVXVNNI /* the avxvnni level has its own int8 GEMM (conv_vnni.h) */
 
 /* n int8 values widened to int16. */
