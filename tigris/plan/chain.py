@@ -105,15 +105,16 @@ def fit_tiles(
     height where that fits, unless that fits nowhere or the recomputing layout recomputes nothing and reloads no
     more.
     """
-    rec = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, False)
-    if not costs.halo_reuse:
-        return rec
-    roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True)
+    roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True) if costs.halo_reuse else None
     if roll is None:
-        return rec
-    if rec is not None and rec.recompute_macs == 0 and loaded_bytes(graph, bufs, ops, rec) <= \
+        return _fit_tiles(graph, bufs, costs, ops, output, budget, guess, False)
+    # A recomputing layout recomputes nothing and reloads no more only as one tile: the rolling one carries rows, so
+    # its bands overlap, and a recomputing layout of more tiles computes (or reloads) those rows twice.
+    _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
+    one = unit_bands(graph, bufs, costs, ops, output, h, False)
+    if one is not None and one.peak <= budget and loaded_bytes(graph, bufs, ops, one) <= \
             loaded_bytes(graph, bufs, ops, roll):
-        return rec  # nothing to reuse at the recomputing unit's tile height (e.g. one tile)
+        return one
     return roll
 
 
