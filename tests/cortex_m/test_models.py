@@ -45,6 +45,9 @@ CASES = {
     "mobilenet_v2_035_96_int8": Case("torchvision/mobilenet_v2_035_96_int8.onnx", "32K", True, "none", True, True,
                                      rolling=True),
     "kws_dscnn_f32": Case("mlperf_tiny/kws_dscnn_f32.onnx", "48K", False, "none", True, False),
+    # The float MobileNetV2: the FPU / MVE-F float kernels (pointwise, depthwise 3x3 with stride 2, channel tails)
+    # on a real model, tiled, within the float tolerance of the host
+    "mobilenet_v2_035_96_f32": Case("torchvision/mobilenet_v2_035_96_f32.onnx", "256K", True, "none", True, False),
     # No convolutions and no way to split a Gemm: one stage whatever the budget. Kept because it is small and
     # exercises the int8 fully connected path and XIP weights on both cores.
     "ad_autoencoder_int8": Case("mlperf_tiny/ad_autoencoder_int8.onnx", "32K", True, "none", False, True, False),
