@@ -136,12 +136,14 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     return TGRS_OK;
 }
 
+#if !TGRS_HAVE_AVXVNNI /* the AVX-VNNI build's conv drivers step their pixels (conv_avx2.h conv_pixel_step) */
 /* Output pixel q of the band (row-major over rows x OW): its output row and column. */
 static inline void conv_pixel(const conv_geom *cg, int64_t q, int32_t *oh, int32_t *ow)
 {
     *oh = cg->out_row0 + (int32_t)(q / cg->ow);
     *ow = (int32_t)(q % cg->ow);
 }
+#endif
 
 /* Offset (elements) of input pixel (ih, iw) in a batch image of the band; ih must be inside the band. */
 static int64_t conv_in_off(const conv_geom *cg, int32_t ih, int32_t iw)
