@@ -102,8 +102,8 @@ def fit_tiles(
 
     ``guess`` (the spec's ``floor(budget * H / peak) - halo``) is tried first: when it fits and one row more does not,
     the search is skipped. With ``costs.halo_reuse`` the unit reuses its halos (spatial rule 9) at the largest tile
-    height where that fits, unless that fits nowhere or the recomputing layout recomputes nothing and reloads no
-    more.
+    height where that fits, unless that fits nowhere (then it recomputes them at the largest height that fits) or
+    the unit fits as one tile reloading no more.
     """
     roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True) if costs.halo_reuse else None
     if roll is None:
