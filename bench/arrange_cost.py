@@ -94,8 +94,8 @@ def code_size(work: Path) -> list[list[object]]:
     c = api.compile_model(str(REPO / "tests" / "models" / "kws_dscnn_int8.onnx"), "32K")
     rows = []
     for label, kernels, opt, cflags in (("every kernel", "all", "-Os", ""),
-                                        ("int8 CNN subset, int8-only", "plan", "-Os", qh.INT8_ONLY_CFLAGS),
-                                        ("int8 CNN subset, int8-only", "plan", "-O2", qh.INT8_ONLY_CFLAGS)):
+                                        ("int8 CNN subset, int8-only", "plan", "-Os", qh.SUBSET_CFLAGS),
+                                        ("int8 CNN subset, int8-only", "plan", "-O2", qh.SUBSET_CFLAGS)):
         elf = qh.build_plan_app(c.plan_bytes, BOARD, work / f"size-{kernels}{opt}", obj_dir=work / "obj-size",
                                 opt=opt, cflags=cflags, kernels=kernels)
         rt = qh.runtime_size((elf.parent / "model.map").read_text())

@@ -301,7 +301,7 @@ def footprint(work: Path) -> tuple[str, list[str]]:
     # The subset is what kws_dscnn_int8's generated firmware links: every source, int8-only, and the op resolver
     # table of its plan's kinds (docs/deploying.md); the other row's table names every kind.
     for label, res, target, cflags in (("every kernel", "all", 32, ""),
-                                       ("int8 CNN subset (op resolver), int8-only", "plan", 16, qh.INT8_ONLY_CFLAGS)):
+                                       ("int8 CNN subset (op resolver), int8-only", "plan", 16, qh.SUBSET_CFLAGS)):
         elf = qh.build_plan_app(c.plan_bytes, "mps2-an386", work / f"size-{label.split()[0]}",
                                 obj_dir=work / "obj-size", opt="-Os", cflags=cflags, kernels=res)
         map_text = (elf.parent / "model.map").read_text()
@@ -474,7 +474,8 @@ def main() -> None:
         "whose table names only the plan's kinds (conv, dwconv, avgpool, fc, softmax; the multiply-accumulate kinds "
         "through their `_sym` entries, as no op has weight zero points, and softmax through its `_onnx` entry, as no "
         "op has TFLM numerics), so `--gc-sections` drops every other kernel, the weight-zero-point paths and TFLM's "
-        "softmax (docs/deploying.md), and it is built with `-DTGRS_INT8_ONLY`: "
+        "softmax (docs/deploying.md), and it is built with `-DTGRS_INT8_ONLY -DTGRS_NO_ROLLING` (the plan has no "
+        "ROLLING unit, so the halo-reuse executor is left out too): "
         "the kernel registry (`runtime_c/src/kernels/registry.c`) then names no float variant, so `--gc-sections` "
         "drops every float kernel and libm (float ops fail with TGRS_ERR_UNSUPPORTED). What remains is the loader, "
         "the executor and the int8 kernels. The last size column is `arm-none-eabi-size` (Berkeley text = code + "

@@ -230,6 +230,8 @@ INT8_CNN_KINDS = ("conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "s
 # The int8-only runtime build: the kernel registry (runtime_c/src/kernels/registry.c) has no float entries, so the
 # link drops every float kernel variant (and libm).
 INT8_ONLY_CFLAGS = "-DTGRS_INT8_ONLY"
+# The int8 CNN subset of the size tables: int8-only and, for a plan with no ROLLING unit, without halo reuse.
+SUBSET_CFLAGS = "-DTGRS_INT8_ONLY -DTGRS_NO_ROLLING"
 
 
 def subset_sources(kinds: tuple[str, ...] = INT8_CNN_KINDS) -> list[Path]:

@@ -60,7 +60,7 @@ int32_t tgrs_carried_rows(const tgrs_plan *plan, const uint8_t *unit, uint32_t t
     int32_t r0;
     int32_t n0;
     int32_t r1;
-    if ((flags & TGRS_UNIT_F_ROLLING) == 0u || tile == 0u) {
+    if (!TGRS_ROLLING || (flags & TGRS_UNIT_F_ROLLING) == 0u || tile == 0u) {
         return 0;
     }
     if ((flags & TGRS_UNIT_F_ACCUM) != 0u) {
@@ -94,7 +94,7 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
     uint32_t k;
     memset(&f->ctx, 0, sizeof f->ctx);
     f->place[0] = tgrs_view_fill(plan, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), fast, &f->out);
-    if ((uflags & TGRS_UNIT_F_ROLLING) != 0u) {
+    if (TGRS_ROLLING && (uflags & TGRS_UNIT_F_ROLLING) != 0u) {
         /* A carrying output: the op computes only the rows after the carried ones, which the executor moved to the
            top of the buffer when the tile started (its consumers read the whole band). */
         int32_t c = tgrs_carried_rows(plan, unit, tile, f->place[0] - tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST),

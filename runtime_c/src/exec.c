@@ -162,7 +162,7 @@ static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
     int32_t rows;
     size_t n;
     tgrs_band(ex, at, rr, pidx, &row0, &rows);
-    if (to_fast && at->rolling) {
+    if (TGRS_ROLLING && to_fast && at->rolling) {
         /* A carrying input: its first rows come from its line buffer; load only the rows after them. */
         int32_t c = tgrs_carry_in(ex, at, pidx);
         row0 += c;
@@ -181,7 +181,7 @@ static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
     }
     tgrs_touch_placement(ex, at->place_first + pidx);
     tgrs_touch(&ex->slow_peak, soff, tgrs_rd_u32(rr + TGRS_TENSOR_OFF_SLOW_SIZE));
-    if (to_fast && at->rolling) {
+    if (TGRS_ROLLING && to_fast && at->rolling) {
         tgrs_carry_out(ex, at, pidx);
     }
 }
@@ -211,12 +211,12 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     tgrs_op_frame_fill(&f, ex->plan, at->unit, at->tile, op_index, ex->fast, xip ? ex->weights : ex->fast);
     tgrs_touch_placement(ex, f.place[0]);
     opos = f.place[0] - at->place_first;
-    if (at->rolling) {
+    if (TGRS_ROLLING && at->rolling) {
         /* the carried rows first; f.out (filled above) holds only the rows after them */
         (void)tgrs_carry_in(ex, at, opos);
     }
     if (f.out.rows == 0) {
-        if (at->rolling) {
+        if (TGRS_ROLLING && at->rolling) {
             tgrs_carry_out(ex, at, opos);
         }
         return TGRS_OK; /* this tile computes no row of this tensor */
@@ -230,7 +230,7 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     TGRS_DCHECK(f.out.data != NULL && (f.ctx.scratch_size == 0u || f.ctx.scratch != NULL));
     TGRS_DCHECK(kind >= 1u && kind <= TGRS_OP_COUNT && ex->kernels[kind] != NULL);
     rc = ex->kernels[kind](&f.ctx);
-    if (rc == TGRS_OK && at->rolling) {
+    if (TGRS_ROLLING && rc == TGRS_OK && at->rolling) {
         tgrs_carry_out(ex, at, opos);
     }
     return rc;
@@ -313,7 +313,7 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     at.place_first = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_PLACE_FIRST);
     at.place_count = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_PLACE_COUNT);
     at.tiled = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u;
-    at.rolling = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u;
+    at.rolling = TGRS_ROLLING && (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u;
     of = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_FIRST);
     oc = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT);
     tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);

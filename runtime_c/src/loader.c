@@ -749,7 +749,7 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
             return rc;
         }
     }
-    if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u) {
+    if (TGRS_ROLLING && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u) {
         return tgrs_check_rolling(plan, u);
     }
     return TGRS_OK;
@@ -789,6 +789,9 @@ static int tgrs_check_units(const tgrs_plan *plan)
             ((flags & TGRS_UNIT_F_ROLLING) != 0u && (flags & TGRS_UNIT_F_TILED) == 0u)) {
             return TGRS_ERR_UNIT;
         }
+        if (!TGRS_ROLLING && (flags & TGRS_UNIT_F_ROLLING) != 0u) {
+            return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_ROLLING */
+        }
         if ((flags & TGRS_UNIT_F_TILED) == 0u) {
             if (tiles != 1u || rf != 0u || rcnt != 0u) {
                 return TGRS_ERR_UNIT;
@@ -820,7 +823,7 @@ static int tgrs_check_units(const tgrs_plan *plan)
             rc = tgrs_check_list(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_IROP_FIRST),
                                  tgrs_rd_u32(u + TGRS_UNIT_OFF_IROP_COUNT));
         }
-        if (rc == TGRS_OK && (flags & TGRS_UNIT_F_ROLLING) != 0u) {
+        if (TGRS_ROLLING && rc == TGRS_OK && (flags & TGRS_UNIT_F_ROLLING) != 0u) {
             /* pc < 2^28 (it fits the PLACEMENTS section), so 2 * pc does not wrap. */
             rc = tgrs_check_list(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_CARRY_FIRST), 2u * pc);
         }

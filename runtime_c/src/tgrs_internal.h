@@ -19,6 +19,16 @@
  * no alignment assumed; a Cortex-M3/M4/M7/M33 emits a single unaligned LDR), which keeps the loader's couple of
  * hundred field reads from each becoming a call or four byte loads (docs/runtime.md "Code size"). Elsewhere the bytes
  * are assembled. The only place the byte order is chosen. */
+/* Halo reuse (ROLLING units, docs/format.md). A firmware whose plans have no ROLLING unit may build with
+ * -DTGRS_NO_ROLLING: the line-buffer moves of the executor and the loader's checks of them fold away (about 1.1 KiB
+ * on a Cortex-M4F at -Os), and the loader refuses a ROLLING unit with TGRS_ERR_UNSUPPORTED. tigris codegen says in
+ * the generated file whether its plan needs them. */
+#if defined(TGRS_NO_ROLLING)
+#define TGRS_ROLLING 0
+#else
+#define TGRS_ROLLING 1
+#endif
+
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define TGRS_NATIVE_LE 1
 #else

@@ -266,6 +266,12 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
         "",
         '#include "tgrs_op.h" /* tgrs_kernel_fn, the kernel entry points, tgrs_run_kernels */',
         "",
+        *(["/* This plan carries halo rows from tile to tile (ROLLING units): the runtime needs halo reuse. */",
+           "#if defined(TGRS_NO_ROLLING)",
+           '#error "this plan has ROLLING units: build the runtime without -DTGRS_NO_ROLLING"',
+           "#endif"] if info.rolling else
+          ["/* No unit of this plan is ROLLING: the runtime may be built with -DTGRS_NO_ROLLING (docs/deploying.md). */"]),
+        "",
         "/* The plan is read in place and never copied whole to RAM: its records on every run, and with XIP the",
         "   weights as well (otherwise each unit's weights are copied or decompressed into the fast arena). */",
         f"static const uint8_t {name}_plan_bytes[{P}_PLAN_BYTES]",

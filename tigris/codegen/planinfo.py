@@ -75,6 +75,8 @@ class PlanInfo:
     # The kinds of TFLM_KINDS with at least one op whose NUMERICS parameter is 1 (TFLM's arithmetic): the op
     # resolver names their full kernel; the others get tgrs_kernel_<kind>_onnx, which leaves the TFLM path out.
     tflm_kinds: tuple[int, ...] = ()
+    # Whether a unit is ROLLING (halo reuse): the generated file then refuses a -DTGRS_NO_ROLLING build.
+    rolling: bool = False
 
     @property
     def xip(self) -> bool:
@@ -204,7 +206,15 @@ def read_plan_info(data: bytes) -> PlanInfo:
         kinds=_op_kinds(data, sections.get(F.SectionId.OPS, (0, 0))),
         wzp_kinds=_wzp_kinds(data, sections.get(F.SectionId.OPS, (0, 0))),
         tflm_kinds=_kinds_with_param(data, sections.get(F.SectionId.OPS, (0, 0)), TFLM_KINDS, "numerics", 1),
+        rolling=_any_rolling(data, sections.get(F.SectionId.UNITS, (0, 0))),
     )
+
+
+def _any_rolling(data: bytes, section: tuple[int, int]) -> bool:
+    """Whether a UNIT record of the section has the ROLLING flag (its bounds were checked against the file above)."""
+    off, size = section
+    starts = range(off, off + size - F.UNIT.size + 1, F.UNIT.size)
+    return any(int(F.UNIT.unpack(data, o)["flags"]) & F.UnitFlag.ROLLING for o in starts)  # type: ignore[call-overload]
 
 
 def _op_kinds(data: bytes, section: tuple[int, int]) -> tuple[int, ...]:

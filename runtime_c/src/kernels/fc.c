@@ -301,8 +301,8 @@ static int fc_s8(const tgrs_op_ctx *ctx, const fc_geom *fg, fc_wzp_fn wzp)
         const int8_t *x = in + (int64_t)n * fg->k;
         for (o = 0; o < fg->oc; o += nr) {
             /* four rows per pass in FC_ROWS4 blocks, else two: the target's loop loads and widens each input value
-               once for all of them */
-            int32_t s[4];
+               once for all of them (s is cleared: GCC -O3 cannot see that only the first nr sums are read) */
+            int32_t s[4] = {0, 0, 0, 0};
             if (o < o4) {
                 TGRS_FC_DOT4R_S8(x, wt + (int64_t)o * fg->k, fg->k, s);
                 nr = 4;

@@ -13,6 +13,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kview.h"
 #include "tgrs_op.h"
@@ -68,9 +69,20 @@ static int idx_geometry(const int32_t *p, idx_geo *g, size_t numel_in, size_t nu
     return TGRS_OK;
 }
 
+/* An int8 value as float without a conversion instruction: 1.5 * 2^23 + v is exact in binary32 for |v| < 2^22, so
+ * the subtraction gives v exactly. GCC 12 for Helium cores at -Os otherwise if-converts idx_value's two loads into
+ * an IT block holding a conditional VCVT, which the assembler rejects on Armv8.1-M. */
+static float idx_s8_to_f32(int8_t v)
+{
+    uint32_t bits = 0x4B400000u + (uint32_t)(int32_t)v;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f - 12582912.0f;
+}
+
 static float idx_value(const tgrs_tview *in, size_t i)
 {
-    return in->dtype == TGRS_DT_F32 ? ((const float *)in->data)[i] : (float)((const int8_t *)in->data)[i];
+    return in->dtype == TGRS_DT_F32 ? ((const float *)in->data)[i] : idx_s8_to_f32(((const int8_t *)in->data)[i]);
 }
 
 /* ---- argmax ---------------------------------------------------------------------------------------------------- */

@@ -23,7 +23,16 @@
 #define TGRS_ISA_MVE 2
 #define TGRS_ISA_AVX2 3
 
-#if defined(TGRS_FORCE_PLAIN) || defined(__ARM_BIG_ENDIAN) /* the pair orders assume little-endian loads */
+/* An unoptimized Arm build (-O0) runs the plain loops too: it keeps the frame pointer in r7 and every operand in
+ * memory, so the hand-scheduled assembly blocks of the DSP/Helium/FPU variants, which ask for more low registers than
+ * are then free, do not compile. Every -O level from -O1 (-Og, -Os included) selects the target's variant. */
+#if defined(__arm__) && !defined(__OPTIMIZE__)
+#define TGRS_ARM_UNOPTIMIZED 1
+#else
+#define TGRS_ARM_UNOPTIMIZED 0
+#endif
+
+#if defined(TGRS_FORCE_PLAIN) || defined(__ARM_BIG_ENDIAN) || TGRS_ARM_UNOPTIMIZED /* the pair orders assume little-endian loads */
 #define TGRS_ISA TGRS_ISA_PLAIN
 #elif defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #define TGRS_ISA TGRS_ISA_MVE
@@ -120,7 +129,7 @@
 #define TGRS_FISA_MVEF 2
 #define TGRS_FISA_AVX2 3
 
-#if defined(TGRS_FORCE_PLAIN)
+#if defined(TGRS_FORCE_PLAIN) || TGRS_ARM_UNOPTIMIZED
 #define TGRS_FISA TGRS_FISA_PLAIN
 #elif TGRS_ISA == TGRS_ISA_AVX2
 #define TGRS_FISA TGRS_FISA_AVX2
