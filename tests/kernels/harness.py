@@ -246,17 +246,18 @@ def _registry_sources(paths: list[Path], workdir: Path) -> list[Path]:
 
 
 # The host builds' instruction-set variants: the plain reference (-DTGRS_FORCE_PLAIN), the compiler's default target
-# (generic), and the tigris.host.build levels' flags (avx2, avxvnni). Kernel families with host vector loops run their
+# (generic), and the tigris.host.build levels' flags (avx2, avxvnni, avx512). Kernel families with host vector loops run their
 # tests on every variant this CPU can execute (runnable_host_variants).
 HOST_VARIANTS = {"plain": ("-DTGRS_FORCE_PLAIN",), "generic": (), "avx2": ("-mavx2", "-mfma"),
-                 "avxvnni": ("-mavx2", "-mfma", "-mavxvnni")}
+                 "avxvnni": ("-mavx2", "-mfma", "-mavxvnni"),
+                 "avx512": ("-mavx2", "-mfma", "-mavxvnni", "-mavx512f", "-mavx512vl")}
 
 
 def runnable_host_variants() -> list[str]:
     """The HOST_VARIANTS this CPU runs (the plain and generic ones always)."""
-    from tigris.host.build import _cpu_has_avx2, _cpu_has_avxvnni
+    from tigris.host.build import _cpu_has_avx2, _cpu_has_avx512, _cpu_has_avxvnni
 
-    have = {"avx2": _cpu_has_avx2(), "avxvnni": _cpu_has_avxvnni()}
+    have = {"avx2": _cpu_has_avx2(), "avxvnni": _cpu_has_avxvnni(), "avx512": _cpu_has_avx512()}
     return [name for name in HOST_VARIANTS if have.get(name, True)]
 
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import HOST_VARIANTS, build_kernels, runnable_host_variants  # noqa: E402
 from mac_cases import MacCase  # noqa: E402
-from tigris.host.build import _cpu_has_avx2, _cpu_has_avxvnni  # noqa: E402
+from tigris.host.build import _cpu_has_avx2, _cpu_has_avx512, _cpu_has_avxvnni  # noqa: E402
 from tigris.ops import kind, lower  # noqa: E402
 
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -47,6 +47,8 @@ def test_avx2_variant_runs_where_the_cpu_has_it(libs):
     assert "avx2" in libs
     if _cpu_has_avxvnni():
         assert "avxvnni" in libs
+    if _cpu_has_avx512():
+        assert "avx512" in libs
 
 
 @st.composite
@@ -73,7 +75,7 @@ def cases(draw, op_type: str, int8: bool | None = None) -> MacCase:
     else:
         group = draw(st.sampled_from([1, 1, 1, 2]))
         c = group * draw(st.integers(1, 48))
-        oc = group * draw(st.integers(1, 40))  # up to five float panels
+        oc = group * draw(st.integers(1, 60))  # up to eight float panels (the avx512 level's groups of four and six)
     return MacCase(op_type=op_type, n=draw(st.sampled_from([1, 1, 2])), c=c, h=h, w=w, oc=oc, group=group,
                    kernel=(kh, kw), strides=(sh, sw), dils=(dh, dw), pads=pads, **common).build()
 
@@ -97,6 +99,8 @@ def _check(libs, case: MacCase):
     for name, data in got.items():
         if case.int8 or name == "generic":
             np.testing.assert_array_equal(data, got["plain"], err_msg=f"{name} differs from plain")
+    if "avx512" in got and "avx2" in got:  # 16-lane panel groups keep every output's fused multiply-adds in order
+        np.testing.assert_array_equal(got["avx512"], got["avx2"], err_msg="avx512 differs from avx2")
 
 
 @settings(max_examples=150, **SETTINGS)
@@ -126,7 +130,9 @@ def test_fc_variants(libs, case):
     ("Conv", 16, 5, 6, 29, (3, 3), (1, 1, 1, 1)),      # four float panels (two calls of two), 29 = 3 * 8 + 5
     ("Conv", 5, 4, 5, 55, (1, 1), (0, 0, 0, 0)),       # seven float panels (3 + 2 + 2), K = 5
     ("Conv", 9, 3, 5, 13, (1, 1), (0, 0, 0, 0)),       # K = 9: two 4-byte rows and a 1-byte tail; 8 + 5 channels
-    ("Conv", 2, 3, 3, 600, (1, 1), (0, 0, 0, 0)),      # K = 2 (a tail only); 600 channels: two bias chunks (512)
+    ("Conv", 2, 3, 3, 600, (1, 1), (0, 0, 0, 0)),
+    ("Conv", 12, 6, 5, 48, (3, 3), (1, 1, 1, 1)),      # six float panels: one 16-lane group of six (avx512)
+    ("Conv", 7, 5, 3, 76, (1, 1), (0, 0, 0, 0)),       # ten panels (6 + 4), 76 = 9 * 8 + 4: a partial last group      # K = 2 (a tail only); 600 channels: two bias chunks (512)
     ("Conv", 10, 3, 4, 16, (3, 3), (1, 1, 1, 1)),      # K = 90: taps that start inside a 4-byte row, 2-byte tail
     ("DepthwiseConv", 64, 6, 5, 64, (3, 3), (1, 1, 1, 1)),
     ("DepthwiseConv", 8, 7, 9, 8, (3, 3), (1, 1, 1, 1)),

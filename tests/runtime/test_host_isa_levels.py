@@ -1,4 +1,4 @@
-"""The host build's ISA levels (tigris/host/build.py: generic, avx2, avxvnni) run the repository's models alike.
+"""The host build's ISA levels (tigris/host/build.py: generic, avx2, avxvnni, avx512) run the repository's models alike.
 
 Each level compiles runtime_c with its own flags and target.h picks other kernels (docs/runtime.md "ISA level"), so
 the same plan runs here on the generic build and on every vector level the CPU has: int8 outputs must be the same
@@ -14,7 +14,7 @@ import pytest
 
 from tigris import api
 from tigris.host import Session
-from tigris.host.build import ISA_FLAGS, _cpu_has_avx2, _cpu_has_avxvnni, host_isa
+from tigris.host.build import ISA_FLAGS, _cpu_has_avx2, _cpu_has_avx512, _cpu_has_avxvnni, host_isa
 from tigris.ir import TigrisError
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -27,6 +27,8 @@ def _levels() -> list[str]:
         out.append("avx2")
     if _cpu_has_avxvnni():
         out.append("avxvnni")
+    if _cpu_has_avx512():
+        out.append("avx512")
     return out
 
 

@@ -41,7 +41,11 @@ CFLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-wrapv"
 # hold both builds.
 # "avxvnni" adds -mavxvnni on top (CPUs with AVX-VNNI): the int8 kernels fuse each multiply-add-pairs with its
 # accumulation; the same numbers.
-ISA_FLAGS = {"generic": (), "avx2": ("-mavx2", "-mfma"), "avxvnni": ("-mavx2", "-mfma", "-mavxvnni")}
+# "avx512" adds -mavx512f -mavx512vl on top of avxvnni (CPUs with both): the float conv GEMM then runs its wide panel
+# groups on 16-lane registers (conv_avx512.h), with each output's fused multiply-adds in the avx2 level's order, so
+# its float results are the avx2 level's bits.
+ISA_FLAGS = {"generic": (), "avx2": ("-mavx2", "-mfma"), "avxvnni": ("-mavx2", "-mfma", "-mavxvnni"),
+             "avx512": ("-mavx2", "-mfma", "-mavxvnni", "-mavx512f", "-mavx512vl")}
 
 
 def _cpu_flags() -> set[str]:
@@ -70,14 +74,22 @@ def _cpu_has_avxvnni() -> bool:
     return _cpu_has_avx2() and "avx_vnni" in _cpu_flags()
 
 
+def _cpu_has_avx512() -> bool:
+    """Whether this CPU also has AVX-512 F and VL (the avx512 level, on top of avxvnni)."""
+    flags = _cpu_flags()
+    return _cpu_has_avxvnni() and "avx512f" in flags and "avx512vl" in flags
+
+
 def host_isa() -> str:
-    """The level this process builds: ``$TIGRIS_HOST_ISA`` (``generic``, ``avx2`` or ``avxvnni``) if set, else the
+    """The level this process builds: ``$TIGRIS_HOST_ISA`` (``generic``, ``avx2``, ``avxvnni`` or ``avx512``) if set, else the
     highest level the CPU has. Another value is a TigrisError (the CLI's one-line error, exit code 2)."""
     env = os.environ.get("TIGRIS_HOST_ISA")
     if env:
         if env not in ISA_FLAGS:
             raise TigrisError(f"must be one of {sorted(ISA_FLAGS)}, not {env!r}", "TIGRIS_HOST_ISA")
         return env
+    if _cpu_has_avx512():
+        return "avx512"
     if _cpu_has_avxvnni():
         return "avxvnni"
     return "avx2" if _cpu_has_avx2() else "generic"

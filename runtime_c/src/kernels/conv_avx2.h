@@ -319,6 +319,8 @@ static int32_t conv_ch_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg, cons
  * its channels, the clamp. full: all four rows are stored and every panel of the call holds eight channels; the call
  * then adds the bias, clamps and stores from its registers (conv_store_f32_avx2's operations), otherwise it leaves
  * its sums in acc for conv_store_f32_avx2. */
+#define CONV_ACC_W (6 * CONV_NR) /* accumulator row of a partial block: up to six panels (the avx512 groups) */
+
 typedef struct conv_out_f32 {
     float *o[CONV_MR];
     const float *bias;
@@ -338,7 +340,7 @@ typedef struct conv_out_f32 {
  * results may differ from the plain path's in the last bits (within the kernel tests' float tolerance).
  */
 static void conv_mk3_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, const float *b0, const float *b1,
-                              const float *b2, float acc[CONV_MR][3 * CONV_NR], const conv_out_f32 *e)
+                              const float *b2, float acc[CONV_MR][CONV_ACC_W], const conv_out_f32 *e)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
     __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
@@ -400,7 +402,7 @@ static void conv_mk3_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, c
 
 /* conv_mk3_f32_avx2 for two panels: eight accumulators. */
 static void conv_mk2_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, const float *b0, const float *b1,
-                              float acc[CONV_MR][3 * CONV_NR], const conv_out_f32 *e)
+                              float acc[CONV_MR][CONV_ACC_W], const conv_out_f32 *e)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
     __m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
@@ -448,7 +450,7 @@ static void conv_mk2_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, c
 
 /* conv_mk3_f32_avx2 for one panel: four accumulators, one per row (each output's sum in k order, like the others). */
 static void conv_mk1_f32_avx2(int32_t nseg, int32_t rl, const float *const *a, const float *b0,
-                              float acc[CONV_MR][3 * CONV_NR], const conv_out_f32 *e)
+                              float acc[CONV_MR][CONV_ACC_W], const conv_out_f32 *e)
 {
     __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
     int32_t sg, kk;
@@ -568,6 +570,16 @@ static int32_t conv_panels_avx2(int32_t rem)
     return (rem == 4 || rem == 2) ? 2 : (rem >= 3 ? 3 : 1);
 }
 
+/* The avx512 level's micro-kernel for groups of four and six panels (conv_avx512.h); a stand-in elsewhere, where
+ * conv_panels_avx2 never asks for more than three. */
+static inline void conv_mkw_f32_none(int32_t np, int32_t nseg, int32_t rl, const float *const *a, const float *b0,
+                                     int64_t ps, float acc[CONV_MR][CONV_ACC_W], const conv_out_f32 *e)
+{
+    (void)np, (void)nseg, (void)rl, (void)a, (void)b0, (void)ps, (void)acc, (void)e;
+}
+
+#include "conv_avx512.h"
+
 #define CONV_SEGS 16 /* kernel rows a patch may be read in place as (one run of the input each) */
 #define CONV_VB (2 * CONV_MR) /* pixels per block of a direct conv */
 
@@ -593,7 +605,7 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
     /* a direct conv gathers nothing, so its blocks take two micro-kernel rows of pixels: each panel call's weights
        are then read twice while they are in the first-level cache */
     const int32_t mb = cg->direct ? CONV_VB : CONV_MR;
-    float acc3[CONV_MR][3 * CONV_NR];
+    float acc3[CONV_MR][CONV_ACC_W];
     const float *seg[CONV_SEGS * CONV_MR];
     int32_t n, g, i, r, h, pan;
     int64_t q0;
@@ -638,10 +650,10 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     nseg = w->kh;
                     rl = w->kw * cg->icg;
                 }
-                for (pan = 0; pan < cg->npan; pan += conv_panels_avx2(cg->npan - pan)) {
+                for (pan = 0; pan < cg->npan; pan += TGRS_CONV_PANELS_F32(cg->npan - pan)) {
                     const int32_t oc0 = pan * CONV_NR;
                     const float *bs = bias + (int64_t)g * cg->ocg + oc0;
-                    const int32_t np = conv_panels_avx2(cg->npan - pan);
+                    const int32_t np = TGRS_CONV_PANELS_F32(cg->npan - pan);
                     const int32_t ncol = (cg->ocg - oc0 < np * CONV_NR) ? cg->ocg - oc0 : np * CONV_NR;
                     const float *b0 = wg + (int64_t)pan * cg->k * CONV_NR;
                     const int64_t ps = (int64_t)cg->k * CONV_NR; /* one panel */
@@ -656,7 +668,9 @@ static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
                         e.lo = _mm256_set1_ps(lo);
                         e.hi = _mm256_set1_ps(hi);
                         e.full = nh == CONV_MR && ncol == np * CONV_NR;
-                        if (np == 3) {
+                        if (np > 3) {
+                            TGRS_CONV_MKW_F32(np, nseg, rl, sh, b0, ps, acc3, &e);
+                        } else if (np == 3) {
                             conv_mk3_f32_avx2(nseg, rl, sh, b0, b0 + ps, b0 + 2 * ps, acc3, &e);
                         } else if (np == 2) {
                             conv_mk2_f32_avx2(nseg, rl, sh, b0, b0 + ps, acc3, &e);

@@ -7,7 +7,7 @@
  *   TGRS_ISA_MVE    Cortex-M55/M85 Helium (M-profile vector extension, integer): __ARM_FEATURE_MVE bit 0
  *   TGRS_ISA_DSP    Cortex-M4/M7/M33 DSP extension (packed 16-bit multiply-accumulate): __ARM_FEATURE_DSP
  *   TGRS_ISA_AVX2   x86-64 with AVX2 and FMA (host builds on a CPU that has them: tigris/host/build.py): __AVX2__,
- *                   __FMA__
+ *                   __FMA__ (with AVX-VNNI and AVX-512 sub-levels: TGRS_HAVE_AVXVNNI, TGRS_HAVE_AVX512)
  *   TGRS_ISA_PLAIN  everything else, and any build with -DTGRS_FORCE_PLAIN (tests run the reference that way)
  *
  * Every variant computes the same exact integer sums and requantizes each output through requant.h, so int8 outputs
@@ -55,6 +55,18 @@
 #define TGRS_HAVE_AVXVNNI 1
 #else
 #define TGRS_HAVE_AVXVNNI 0
+#endif
+
+/* AVX-512 F and VL on top (the host's avx512 level, which also has AVX-VNNI): the float conv GEMM takes groups of
+ * four and six weight panels on 16-lane registers (conv_avx512.h); each output's sum is the AVX2 one's. */
+#if TGRS_HAVE_AVX2 && defined(__AVX512F__) && defined(__AVX512VL__)
+#define TGRS_HAVE_AVX512 1
+#define TGRS_CONV_PANELS_F32 conv_panels_avx512
+#define TGRS_CONV_MKW_F32 conv_mkw_f32_avx512
+#else
+#define TGRS_HAVE_AVX512 0
+#define TGRS_CONV_PANELS_F32 conv_panels_avx2
+#define TGRS_CONV_MKW_F32 conv_mkw_f32_none
 #endif
 
 /* 1 unless the build optimizes for size (-Os): kernels guard their extra speed-only paths with it, so the -Os image
