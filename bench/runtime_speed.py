@@ -5,7 +5,7 @@ of its runs, so the ratio holds up on a noisy shared machine. The plan is compil
 untiled stage (the kernels' speed), and again at 64K with --xip where it fits (what tiling and spilling cost).
 
 Targets: issue 6, float MobileNetV2-0.35 and EfficientNet-Lite0 within 5x of ONNX Runtime, int8 within 8x; issue 11,
-every shared model within 2x. The host build's ISA level (tigris.host.build.host_isa: generic, avx2 or avxvnni) is
+every shared model within 2x. The host build's ISA level (tigris.host.build.host_isa: generic, avx2, avxvnni or avx512) is
 stated with the table, since it selects the kernels.
 """
 from __future__ import annotations
