@@ -578,109 +578,181 @@ static inline void conv_mkw_f32_none(int32_t np, int32_t nseg, int32_t rl, const
     (void)np, (void)nseg, (void)rl, (void)a, (void)b0, (void)ps, (void)acc, (void)e;
 }
 
+/* The avx512 level's two-panel micro-kernel for eight rows (conv_avx512.h); a stand-in elsewhere, never called. */
+static inline void conv_mk2r_f32_none(int32_t nseg, int32_t rl, const float *const *a0, const float *const *a1,
+                                      const float *b0, int64_t ps, float acc[2][CONV_MR][CONV_ACC_W],
+                                      const conv_out_f32 *e)
+{
+    (void)nseg, (void)rl, (void)a0, (void)a1, (void)b0, (void)ps, (void)acc, (void)e;
+}
+
 #include "conv_avx512.h"
 
 #define CONV_SEGS 16 /* kernel rows a patch may be read in place as (one run of the input each) */
-#define CONV_VB (2 * CONV_MR) /* pixels per block of a direct conv */
+#define CONV_VB (2 * CONV_MR) /* pixels per block of the float GEMM */
 
-/* The float GEMM with up to three panels per micro-kernel call (8 or 12 accumulators; a single panel, 4). The pixel
- * blocks and tail rows are conv_f32's. A patch is read in segments, each a run of K in k order: a direct conv's
- * patch is one segment, the input row itself; a block whose four patches lie inside the image, with one group (or a
- * one-column window) and no dilation across, reads each kernel row in place (KW * C consecutive values, up to
- * CONV_SEGS rows); any other block is gathered into the scratch first (conv_im2col_f32_avx2), one segment per row.
- * Every output is still summed over k in order. */
+/* What the panel calls of one pixel block share: the group's panels and bias, the clamp, and how a patch is read
+ * (nseg segments of rl values). */
+typedef struct conv_blk_f32 {
+    const float *wg, *bias;
+    float lo, hi;
+    int32_t nseg, rl;
+} conv_blk_f32;
+
+/* The output fields of half h (rows 4 h .. 4 h + 3) of a block for the panels from oc0. */
+static void conv_half_f32_avx2(conv_out_f32 *e, const conv_blk_f32 *b, float *const *o, int32_t h, int32_t oc0,
+                               int full)
+{
+    int32_t i;
+    for (i = 0; i < CONV_MR; ++i) {
+        e->o[i] = o[h * CONV_MR + i] + oc0;
+    }
+    e->bias = b->bias + oc0;
+    e->lo = _mm256_set1_ps(b->lo);
+    e->hi = _mm256_set1_ps(b->hi);
+    e->full = full;
+}
+
+/* Every panel of rows [r0, r1) of a pixel block (r0 a multiple of 4; seg holds CONV_SEGS * CONV_MR segment pointers
+ * per half of four rows, each half's four rows valid; o the rows' outputs at the group's channel 0). A block of
+ * eight rows takes each panel call's weights twice while they are in the first-level cache; at the avx512 level a
+ * call of two panels takes all eight rows at once (TGRS_CONV_MK2R_F32: eight 16-lane accumulators). */
+static void conv_run_f32_avx2(const conv_geom *cg, const conv_blk_f32 *b, const float *const *seg, float *const *o,
+                              int32_t r0, int32_t r1)
+{
+    float acc[2][CONV_MR][CONV_ACC_W];
+    int32_t pan, h, i;
+    for (pan = 0; pan < cg->npan; pan += TGRS_CONV_PANELS_F32(cg->npan - pan)) {
+        const int32_t oc0 = pan * CONV_NR;
+        const int32_t np = TGRS_CONV_PANELS_F32(cg->npan - pan);
+        const int32_t ncol = (cg->ocg - oc0 < np * CONV_NR) ? cg->ocg - oc0 : np * CONV_NR;
+        const float *b0 = b->wg + (int64_t)pan * cg->k * CONV_NR;
+        const int64_t ps = (int64_t)cg->k * CONV_NR; /* one panel */
+        for (h = r0 / CONV_MR; h * CONV_MR < r1; ++h) {
+            const int32_t nh = (r1 - h * CONV_MR < CONV_MR) ? r1 - h * CONV_MR : CONV_MR;
+            const float *const *sh = seg + (int64_t)h * CONV_SEGS * CONV_MR;
+            const int full = nh == CONV_MR && ncol == np * CONV_NR;
+            conv_out_f32 e[2];
+            int32_t nd = 1, d;
+            conv_half_f32_avx2(&e[0], b, o, h, oc0, full);
+            if (TGRS_HAVE_AVX512 && np == 2 && r0 == 0 && r1 == CONV_VB && h == 0) {
+                conv_half_f32_avx2(&e[1], b, o, 1, oc0, full);
+                TGRS_CONV_MK2R_F32(b->nseg, b->rl, sh, sh + CONV_SEGS * CONV_MR, b0, ps, acc, e);
+                nd = 2;
+            } else if (np > 3) {
+                TGRS_CONV_MKW_F32(np, b->nseg, b->rl, sh, b0, ps, acc[0], &e[0]);
+            } else if (np == 3) {
+                conv_mk3_f32_avx2(b->nseg, b->rl, sh, b0, b0 + ps, b0 + 2 * ps, acc[0], &e[0]);
+            } else if (np == 2) {
+                conv_mk2_f32_avx2(b->nseg, b->rl, sh, b0, b0 + ps, acc[0], &e[0]);
+            } else {
+                conv_mk1_f32_avx2(b->nseg, b->rl, sh, b0, acc[0], &e[0]);
+            }
+            for (d = 0; d < nd && !full; ++d) {
+                for (i = 0; i < nh; ++i) {
+                    conv_store_f32_avx2(e[d].o[i], acc[d][i], e[d].bias, ncol, b->lo, b->hi);
+                }
+            }
+            h += nd - 1;
+        }
+    }
+}
+
+/* Whether output pixel (oh, ow)'s patch lies inside the image (its kernel rows can be read in place). */
+static int conv_inner_f32(const conv_geom *cg, int32_t oh, int32_t ow)
+{
+    const tgrs_window *w = &cg->w;
+    const int32_t ih0 = oh * w->sh - w->pt, iw0 = ow * w->sw - w->pl;
+    return ih0 >= 0 && ih0 + (w->kh - 1) * w->dh < cg->h && iw0 >= 0 && iw0 + w->kw <= cg->wd;
+}
+
+/* The segment pointers of block row i read in place: kernel row r at seg[CONV_SEGS * CONV_MR * (i / 4) + 4 r + i % 4]
+ * (a direct conv: its one segment, the input pixel itself). */
+static void conv_seg_f32_avx2(const conv_geom *cg, const float *img, int32_t g, int32_t oh, int32_t ow, int32_t i,
+                              const float **seg)
+{
+    const tgrs_window *w = &cg->w;
+    const float **s = seg + (int64_t)(i / CONV_MR) * CONV_SEGS * CONV_MR + i % CONV_MR;
+    int32_t r;
+    if (cg->direct) {
+        s[0] = img + conv_in_off(cg, oh * w->sh, ow * w->sw) + (int64_t)g * cg->icg;
+        return;
+    }
+    for (r = 0; r < w->kh; ++r) {
+        s[CONV_MR * r] = img + (int64_t)g * cg->icg + conv_in_off(cg, oh * w->sh - w->pt + r * w->dh, ow * w->sw - w->pl);
+    }
+}
+
+/* The float GEMM with up to three 8-lane panels per micro-kernel call (8 or 12 accumulators; a single panel, 4), or
+ * at the avx512 level groups of panels on 16 lanes (conv_avx512.h). Output pixels go in blocks of CONV_VB = 8 (the
+ * tail rows repeat the last pixel, unstored). A patch is read in segments, each a run of K in k order: a direct
+ * conv's patch is one segment, the input row itself; a block whose patches lie inside the image, with one group (or
+ * a one-column window) and no dilation across, reads each kernel row in place (KW * C consecutive values, up to
+ * CONV_SEGS rows); otherwise each half of four rows is read in place if it can be, else gathered into the scratch
+ * first (conv_im2col_f32_avx2), one segment per row, and run on its own. Every output is still summed over k in
+ * order. */
 static int conv_f32_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
     const tgrs_window *w = &cg->w;
     const float *wt = (const float *)ctx->c[TGRS_C_CONV_WEIGHT];
     const float *bias = (const float *)ctx->c[TGRS_C_CONV_BIAS];
-    const float lo = tgrs_p_f32(ctx, TGRS_P_CONV_FMIN);
-    const float hi = tgrs_p_f32(ctx, TGRS_P_CONV_FMAX);
     const float *in = (const float *)ctx->in[0]->data;
     float *out = (float *)ctx->out->data;
     float *scr = (float *)ctx->scratch;
     const int64_t npix = (int64_t)cg->out_rows * cg->ow;
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
     const int in_place = (cg->g == 1 || w->kw == 1) && (w->dw == 1 || w->kw == 1) && w->kh <= CONV_SEGS;
-    /* a direct conv gathers nothing, so its blocks take two micro-kernel rows of pixels: each panel call's weights
-       are then read twice while they are in the first-level cache */
-    const int32_t mb = cg->direct ? CONV_VB : CONV_MR;
-    float acc3[CONV_MR][CONV_ACC_W];
-    const float *seg[CONV_SEGS * CONV_MR];
-    int32_t n, g, i, r, h, pan;
+    const float *seg[2 * CONV_SEGS * CONV_MR];
+    conv_blk_f32 b;
+    int32_t n, g, i, h;
     int64_t q0;
+    b.lo = tgrs_p_f32(ctx, TGRS_P_CONV_FMIN);
+    b.hi = tgrs_p_f32(ctx, TGRS_P_CONV_FMAX);
     for (n = 0; n < cg->n; ++n) {
         const float *img = in + n * in_img;
         float *oimg = out + n * npix * cg->oc;
         for (g = 0; g < cg->g; ++g) {
-            const float *wg = wt + (int64_t)g * cg->npan * cg->k * CONV_NR;
             int32_t boh = cg->out_row0, bow = 0; /* pixel q0 */
-            for (q0 = 0; q0 < npix; q0 += mb, conv_pixel_step(cg, boh, bow, mb, &boh, &bow)) {
+            b.wg = wt + (int64_t)g * cg->npan * cg->k * CONV_NR;
+            b.bias = bias + (int64_t)g * cg->ocg;
+            for (q0 = 0; q0 < npix; q0 += CONV_VB, conv_pixel_step(cg, boh, bow, CONV_VB, &boh, &bow)) {
                 float *o[CONV_VB];
                 int32_t oh[CONV_VB], ow[CONV_VB];
-                const int32_t nv = (npix - q0 < mb) ? (int32_t)(npix - q0) : mb;
-                int32_t nseg = 1, rl = cg->k;
-                int inner = in_place && !cg->direct;
-                for (i = 0; i < mb; ++i) {
-                    const int32_t d = i < nv ? i : nv - 1; /* tail rows repeat the last pixel, unstored */
+                const int32_t nv = (npix - q0 < CONV_VB) ? (int32_t)(npix - q0) : CONV_VB;
+                int inner[2] = {in_place && !cg->direct, in_place && !cg->direct};
+                for (i = 0; i < CONV_VB; ++i) {
+                    const int32_t d = i < nv ? i : nv - 1;
                     conv_pixel_step(cg, boh, bow, d, &oh[i], &ow[i]);
                     o[i] = oimg + (q0 + d) * cg->oc + (int64_t)g * cg->ocg;
-                    if (inner) {
-                        const int32_t ih0 = oh[i] * w->sh - w->pt, iw0 = ow[i] * w->sw - w->pl;
-                        inner = ih0 >= 0 && ih0 + (w->kh - 1) * w->dh < cg->h && iw0 >= 0 && iw0 + w->kw <= cg->wd;
+                    if (inner[i / CONV_MR]) {
+                        inner[i / CONV_MR] = conv_inner_f32(cg, oh[i], ow[i]);
                     }
                 }
-                for (i = 0; i < mb; ++i) {
-                    if (cg->direct) {
-                        seg[i] = img + conv_in_off(cg, oh[i] * w->sh, ow[i] * w->sw) + (int64_t)g * cg->icg;
-                    } else if (inner) {
-                        for (r = 0; r < w->kh; ++r) {
-                            seg[CONV_MR * r + i] = img + (int64_t)g * cg->icg +
-                                                   conv_in_off(cg, oh[i] * w->sh - w->pt + r * w->dh,
-                                                               ow[i] * w->sw - w->pl);
-                        }
-                    } else if (i < nv) {
-                        conv_im2col_f32_avx2(cg, img, oh[i], ow[i], g, scr + (int64_t)i * cg->k);
-                        seg[i] = scr + (int64_t)i * cg->k;
-                    } else {
-                        seg[i] = seg[nv - 1];
+                if (cg->direct || (inner[0] && inner[1])) {
+                    b.nseg = cg->direct ? 1 : w->kh;
+                    b.rl = cg->direct ? cg->k : w->kw * cg->icg;
+                    for (i = 0; i < CONV_VB; ++i) {
+                        conv_seg_f32_avx2(cg, img, g, oh[i], ow[i], i, seg);
                     }
+                    conv_run_f32_avx2(cg, &b, seg, o, 0, nv);
+                    continue;
                 }
-                if (inner) {
-                    nseg = w->kh;
-                    rl = w->kw * cg->icg;
-                }
-                for (pan = 0; pan < cg->npan; pan += TGRS_CONV_PANELS_F32(cg->npan - pan)) {
-                    const int32_t oc0 = pan * CONV_NR;
-                    const float *bs = bias + (int64_t)g * cg->ocg + oc0;
-                    const int32_t np = TGRS_CONV_PANELS_F32(cg->npan - pan);
-                    const int32_t ncol = (cg->ocg - oc0 < np * CONV_NR) ? cg->ocg - oc0 : np * CONV_NR;
-                    const float *b0 = wg + (int64_t)pan * cg->k * CONV_NR;
-                    const int64_t ps = (int64_t)cg->k * CONV_NR; /* one panel */
-                    for (h = 0; h * CONV_MR < nv; ++h) { /* rows [4 h, 4 h + 4) of the block (one segment each) */
-                        const int32_t nh = (nv - h * CONV_MR < CONV_MR) ? nv - h * CONV_MR : CONV_MR;
-                        const float *const *sh = seg + h * CONV_MR;
-                        conv_out_f32 e;
-                        for (i = 0; i < CONV_MR; ++i) {
-                            e.o[i] = o[h * CONV_MR + i] + oc0;
-                        }
-                        e.bias = bs;
-                        e.lo = _mm256_set1_ps(lo);
-                        e.hi = _mm256_set1_ps(hi);
-                        e.full = nh == CONV_MR && ncol == np * CONV_NR;
-                        if (np > 3) {
-                            TGRS_CONV_MKW_F32(np, nseg, rl, sh, b0, ps, acc3, &e);
-                        } else if (np == 3) {
-                            conv_mk3_f32_avx2(nseg, rl, sh, b0, b0 + ps, b0 + 2 * ps, acc3, &e);
-                        } else if (np == 2) {
-                            conv_mk2_f32_avx2(nseg, rl, sh, b0, b0 + ps, acc3, &e);
+                for (h = 0; h * CONV_MR < nv; ++h) { /* each half on its own, read in place or gathered */
+                    const int32_t r1 = (nv - h * CONV_MR < CONV_MR) ? nv : (h + 1) * CONV_MR;
+                    const float **sh = seg + (int64_t)h * CONV_SEGS * CONV_MR;
+                    b.nseg = inner[h] ? w->kh : 1;
+                    b.rl = inner[h] ? w->kw * cg->icg : cg->k;
+                    for (i = h * CONV_MR; i < (h + 1) * CONV_MR; ++i) {
+                        if (inner[h]) {
+                            conv_seg_f32_avx2(cg, img, g, oh[i], ow[i], i, seg);
+                        } else if (i < nv) {
+                            conv_im2col_f32_avx2(cg, img, oh[i], ow[i], g, scr + (int64_t)(i % CONV_MR) * cg->k);
+                            sh[i % CONV_MR] = scr + (int64_t)(i % CONV_MR) * cg->k;
                         } else {
-                            conv_mk1_f32_avx2(nseg, rl, sh, b0, acc3, &e);
-                        }
-                        for (i = 0; i < nh && !e.full; ++i) {
-                            conv_store_f32_avx2(e.o[i], acc3[i], bs, ncol, lo, hi);
+                            sh[i % CONV_MR] = sh[(nv - 1) % CONV_MR];
                         }
                     }
+                    conv_run_f32_avx2(cg, &b, seg, o, h * CONV_MR, r1);
                 }
             }
         }

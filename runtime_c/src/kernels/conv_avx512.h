@@ -4,7 +4,8 @@
  * TGRS_CONV_MKW_F32 for the groups TGRS_CONV_PANELS_F32 chooses. Weights keep the plan's 8-channel panels: two
  * consecutive panels' rows at one k are joined into one 16-lane register (a 256-bit load and a 256-bit insert), so a
  * group of four or six panels is two or three registers per pixel row, 8 or 12 accumulators, with the same four
- * broadcasts per k as the AVX2 micro-kernels. Every lane is still one output summed from 0 in k order by fused
+ * broadcasts per k as the AVX2 micro-kernels; two panels take a block's eight pixel rows at once (eight accumulators).
+ * Every lane is still one output summed from 0 in k order by fused
  * multiply-adds (VFMADD231PS), so each output has the AVX2 level's bits; only the lane count per instruction changes.
  */
 #ifndef TGRS_CONV_AVX512_H
@@ -106,6 +107,45 @@ static void conv_mkw_f32_avx512(int32_t np, int32_t nseg, int32_t rl, const floa
     conv_out2_f32_avx512(e, acc, 2, 1, c21);
     conv_out2_f32_avx512(e, acc, 3, 0, c30);
     conv_out2_f32_avx512(e, acc, 3, 1, c31);
+}
+
+/*
+ * Two panels from b0 (ps floats apart) for eight rows: rows 0-3 from the segments a0, rows 4-7 from a1, one 16-lane
+ * accumulator each (eight chains, where four rows would leave the fused multiply-adds waiting on their latency); per
+ * k one joined panel load, eight broadcasts and eight fused multiply-adds. acc[d] and e[d] are half d's.
+ */
+static void conv_mk2r_f32_avx512(int32_t nseg, int32_t rl, const float *const *a0, const float *const *a1,
+                                 const float *b0, int64_t ps, float acc[2][CONV_MR][CONV_ACC_W],
+                                 const conv_out_f32 *e)
+{
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+    const int64_t step = (int64_t)rl * CONV_NR;
+    int32_t sg, kk;
+    for (sg = 0; sg < nseg; ++sg, b0 += step) {
+        const float *p0 = a0[CONV_MR * sg], *p1 = a0[CONV_MR * sg + 1];
+        const float *p2 = a0[CONV_MR * sg + 2], *p3 = a0[CONV_MR * sg + 3];
+        const float *p4 = a1[CONV_MR * sg], *p5 = a1[CONV_MR * sg + 1];
+        const float *p6 = a1[CONV_MR * sg + 2], *p7 = a1[CONV_MR * sg + 3];
+        for (kk = 0; kk < rl; ++kk) {
+            const __m512 wv = conv_w2_f32_avx512(b0 + (int64_t)kk * CONV_NR, ps);
+            c0 = _mm512_fmadd_ps(_mm512_set1_ps(p0[kk]), wv, c0);
+            c1 = _mm512_fmadd_ps(_mm512_set1_ps(p1[kk]), wv, c1);
+            c2 = _mm512_fmadd_ps(_mm512_set1_ps(p2[kk]), wv, c2);
+            c3 = _mm512_fmadd_ps(_mm512_set1_ps(p3[kk]), wv, c3);
+            c4 = _mm512_fmadd_ps(_mm512_set1_ps(p4[kk]), wv, c4);
+            c5 = _mm512_fmadd_ps(_mm512_set1_ps(p5[kk]), wv, c5);
+            c6 = _mm512_fmadd_ps(_mm512_set1_ps(p6[kk]), wv, c6);
+            c7 = _mm512_fmadd_ps(_mm512_set1_ps(p7[kk]), wv, c7);
+        }
+    }
+    conv_out2_f32_avx512(&e[0], acc[0], 0, 0, c0);
+    conv_out2_f32_avx512(&e[0], acc[0], 1, 0, c1);
+    conv_out2_f32_avx512(&e[0], acc[0], 2, 0, c2);
+    conv_out2_f32_avx512(&e[0], acc[0], 3, 0, c3);
+    conv_out2_f32_avx512(&e[1], acc[1], 0, 0, c4);
+    conv_out2_f32_avx512(&e[1], acc[1], 1, 0, c5);
+    conv_out2_f32_avx512(&e[1], acc[1], 2, 0, c6);
+    conv_out2_f32_avx512(&e[1], acc[1], 3, 0, c7);
 }
 
 /* Panels of the next micro-kernel call when rem are left: groups of six (three 16-lane registers) or four (two),

@@ -63,10 +63,12 @@
 #define TGRS_HAVE_AVX512 1
 #define TGRS_CONV_PANELS_F32 conv_panels_avx512
 #define TGRS_CONV_MKW_F32 conv_mkw_f32_avx512
+#define TGRS_CONV_MK2R_F32 conv_mk2r_f32_avx512
 #else
 #define TGRS_HAVE_AVX512 0
 #define TGRS_CONV_PANELS_F32 conv_panels_avx2
 #define TGRS_CONV_MKW_F32 conv_mkw_f32_none
+#define TGRS_CONV_MK2R_F32 conv_mk2r_f32_none
 #endif
 
 /* 1 unless the build optimizes for size (-Os): kernels guard their extra speed-only paths with it, so the -Os image
