@@ -197,6 +197,32 @@ static void conv_im2col_f32(const conv_geom *cg, const float *img, int32_t oh, i
     }
 }
 
+
+/* The CONV_MR rows of the float GEMM's pixel block at q0 of group g, shared by the plain, FPU and MVE-F drivers:
+   each row's input (the pixel's patch in place when the conv is direct, else its im2col copy in scr) and output
+   pointer. Tail rows past the band repeat the last pixel and are not stored. Returns the rows that are stored. */
+static int32_t conv_f32_rows(const conv_geom *cg, const float *img, float *oimg, int32_t g, int64_t q0, float *scr,
+                             const float **a, float **o)
+{
+    const int64_t npix = (int64_t)cg->out_rows * cg->ow;
+    const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
+    int32_t i;
+    for (i = 0; i < CONV_MR; ++i) {
+        int32_t oh, ow;
+        const int64_t q = q0 + (i < nv ? i : nv - 1);
+        conv_pixel(cg, q, &oh, &ow);
+        o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
+        if (cg->direct) {
+            a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
+        } else if (i < nv) {
+            conv_im2col_f32(cg, img, oh, ow, g, scr + (int64_t)i * cg->k);
+            a[i] = scr + (int64_t)i * cg->k;
+        } else {
+            a[i] = a[nv - 1];
+        }
+    }
+    return nv;
+}
 #endif
 
 #if TGRS_FISA == TGRS_FISA_PLAIN /* the FPU, MVE-F and AVX2 variants have their own */
@@ -259,21 +285,7 @@ static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
             for (q0 = 0; q0 < npix; q0 += CONV_MR) {
                 const float *a[CONV_MR];
                 float *o[CONV_MR];
-                const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
-                for (i = 0; i < CONV_MR; ++i) {
-                    int32_t oh, ow;
-                    const int64_t q = q0 + (i < nv ? i : nv - 1); /* tail rows repeat the last pixel, unstored */
-                    conv_pixel(cg, q, &oh, &ow);
-                    o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
-                    if (cg->direct) {
-                        a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
-                    } else if (i < nv) {
-                        conv_im2col_f32(cg, img, oh, ow, g, scr + (int64_t)i * cg->k);
-                        a[i] = scr + (int64_t)i * cg->k;
-                    } else {
-                        a[i] = a[nv - 1];
-                    }
-                }
+                const int32_t nv = conv_f32_rows(cg, img, oimg, g, q0, scr, a, o);
                 for (pan = 0; pan < cg->npan; ++pan) {
                     const int32_t oc0 = pan * CONV_NR;
                     const int32_t ncol = (cg->ocg - oc0 < CONV_NR) ? cg->ocg - oc0 : CONV_NR;

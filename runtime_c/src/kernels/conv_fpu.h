@@ -81,21 +81,7 @@ static int conv_f32_fpu(const tgrs_op_ctx *ctx, const conv_geom *cg)
             for (q0 = 0; q0 < npix; q0 += CONV_MR) {
                 const float *a[CONV_MR];
                 float *o[CONV_MR];
-                const int32_t nv = (npix - q0 < CONV_MR) ? (int32_t)(npix - q0) : CONV_MR;
-                for (i = 0; i < CONV_MR; ++i) {
-                    int32_t oh, ow;
-                    const int64_t q = q0 + (i < nv ? i : nv - 1); /* tail rows repeat the last pixel, unstored */
-                    conv_pixel(cg, q, &oh, &ow);
-                    o[i] = oimg + q * cg->oc + (int64_t)g * cg->ocg;
-                    if (cg->direct) {
-                        a[i] = img + conv_in_off(cg, oh * cg->w.sh, ow * cg->w.sw) + (int64_t)g * cg->icg;
-                    } else if (i < nv) {
-                        conv_im2col_f32(cg, img, oh, ow, g, scr + (int64_t)i * cg->k);
-                        a[i] = scr + (int64_t)i * cg->k;
-                    } else {
-                        a[i] = a[nv - 1];
-                    }
-                }
+                const int32_t nv = conv_f32_rows(cg, img, oimg, g, q0, scr, a, o);
                 for (pan = 0; pan < cg->npan; ++pan) {
                     const int32_t oc0 = pan * CONV_NR;
                     const int32_t ncol = (cg->ocg - oc0 < CONV_NR) ? cg->ocg - oc0 : CONV_NR;
