@@ -11,6 +11,8 @@ Vocabulary:
 * Row ranges are half-open ``(start, stop)`` over the tensor's H axis (axis 2 of the logical NCHW shape, axis 1 of
   the physical NHWC layout). For each tile of a tiled unit, ``tile_rows[t][name]`` is the band of ``name`` that the
   tile needs (inputs) or computes (everything else). A band buffer is sized for its largest band.
+* Column ranges are half-open ``(start, stop)`` over the W axis (physical NHWC axis 2). Only a column-split unit has
+  them (``tile_cols``, parallel to ``tile_rows``); every other unit computes full rows.
 
 Offsets are byte offsets into the arena, 16-byte aligned. In the fast arena, ``[0, unit.weight_bytes)`` is the
 reserved prefix that receives the unit's weights when the plan is not XIP (copied or LZ4-decompressed before the
@@ -74,6 +76,11 @@ class ExecUnit:
     weight_bytes: int = 0  # reserved fast prefix for this unit's weights (0 with XIP)
     tiles: int = 1
     tile_rows: list[dict[str, tuple[int, int]]] = field(default_factory=list)  # per tile; empty when untiled
+    # Column tiles (unit flag COLS; docs/memory-planning.md "Column tiles"): per tile, the same keys as ``tile_rows``
+    # and each buffer's half-open column band ``(start, stop)`` along W (physical NHWC axis 2). Empty for every unit
+    # that is not column-split. A column-split unit's band buffers are dense ``[rows, cols, C]`` blocks (row stride
+    # ``cols * C * elem``), sized for the largest ``rows * cols`` of any tile; tiles run row-band-major.
+    tile_cols: list[dict[str, tuple[int, int]]] = field(default_factory=list)
     peak_bytes: int = 0  # fast high water of this unit (prefix + activations + scratch), from the assigned offsets
     timeline_peak: int = 0  # the stage-4 timeline peak of the same buffers: the lower bound peak_bytes is judged by
     # GlobalAveragePool ops that accumulate over the tiles (planner rule 7, on by default; docs/memory-planning.md):
