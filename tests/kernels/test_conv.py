@@ -314,6 +314,32 @@ def test_conv_real_layer_sizes(lib, int8, c, oc, kernel, pads):
         assert_float_close(got, ref)
 
 
+@pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.parametrize("w", [5, 6, 7])
+@pytest.mark.parametrize("oc, kernel, pads", [(64, (1, 1), (0, 0, 0, 0)), (40, (3, 3), (1, 1, 1, 1)),
+                                               (17, (1, 1), (0, 0, 0, 0))])
+def test_conv_one_row_bands_equal_whole(lib, int8, w, oc, kernel, pads):
+    """One-row bands of a narrow image end every pixel block in a tail of 1-3 pixels (the float GEMM's one-row,
+    four-panel tail kernel, and its one-panel kernel for the panels left over); each band equals the whole output's
+    rows bit-exactly, and the whole output matches the reference. Tolerances as in the module doc."""
+    case = MacCase(op_type="Conv", n=1, c=24, h=4, w=w, oc=oc, kernel=kernel, pads=pads, act="relu6", int8=int8,
+                   seed=oc + w).build()
+    low = lowered(case)
+    ref = reference(case, low)
+    st, got = run_c(lib, case, low)
+    assert st == lib.const["TGRS_OK"]
+    if int8:
+        np.testing.assert_array_equal(got, ref)
+    else:
+        assert_float_close(got, ref)
+    win = window_from_attrs(case.attrs())
+    for row0 in range(case.out_hw()[0]):
+        lo, hi = rows_needed(win, row0, row0 + 1, case.h)
+        st, band = run_c(lib, case, low, row0, 1, in_band=case.in_view(lo, hi - lo))
+        assert st == lib.const["TGRS_OK"]
+        np.testing.assert_array_equal(band, got[:, row0:row0 + 1])
+
+
 @pytest.mark.parametrize("op_type", ["Conv", "DepthwiseConv", "Gemm"])
 def test_per_tensor_weight_scale_equals_uniform_per_channel(op_type):
     """A per-tensor weight scale lowers exactly like per-channel scales that are all equal (exact equality)."""

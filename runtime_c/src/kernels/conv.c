@@ -261,8 +261,102 @@ static void conv_mk_f32(int32_t k, const float *const a[CONV_MR], const float *b
     CONV_STORE(c3, 3);
 }
 
+/* A pixel block's tail (1 to CONV_MR - 1 pixels: a band narrower than the block, such as a one-row tile of a
+   5-pixel image) would cost the 4-row kernel's full work through repeated rows. It runs one row at a time against
+   four panels at once instead (conv_mk1x4_f32: as many multiply-adds per weight load as conv_mk_f32), and the panels
+   left over (fewer than four) through conv_mk1_f32. Each accumulator sums the same products in the same order as
+   conv_mk_f32, so a pixel's result does not depend on its place in a block. */
+#define CONV_PAN(c, x, p)                                                                                            \
+    c##0 += (x) * (p)[0]; c##1 += (x) * (p)[1]; c##2 += (x) * (p)[2]; c##3 += (x) * (p)[3];                         \
+    c##4 += (x) * (p)[4]; c##5 += (x) * (p)[5]; c##6 += (x) * (p)[6]; c##7 += (x) * (p)[7]
+
+static void conv_mk1x4_f32(int32_t k, const float *a0, const float *b, int64_t pstride, float acc[4][CONV_NR])
+{
+    float c00 = 0, c01 = 0, c02 = 0, c03 = 0, c04 = 0, c05 = 0, c06 = 0, c07 = 0;
+    float c10 = 0, c11 = 0, c12 = 0, c13 = 0, c14 = 0, c15 = 0, c16 = 0, c17 = 0;
+    float c20 = 0, c21 = 0, c22 = 0, c23 = 0, c24 = 0, c25 = 0, c26 = 0, c27 = 0;
+    float c30 = 0, c31 = 0, c32 = 0, c33 = 0, c34 = 0, c35 = 0, c36 = 0, c37 = 0;
+    const float *p0 = b, *p1 = b + pstride, *p2 = b + 2 * pstride, *p3 = b + 3 * pstride;
+    int32_t kk;
+    for (kk = 0; kk < k; ++kk) {
+        const float x = a0[kk];
+        CONV_PAN(c0, x, p0);
+        CONV_PAN(c1, x, p1);
+        CONV_PAN(c2, x, p2);
+        CONV_PAN(c3, x, p3);
+        p0 += CONV_NR;
+        p1 += CONV_NR;
+        p2 += CONV_NR;
+        p3 += CONV_NR;
+    }
+    CONV_STORE(c0, 0);
+    CONV_STORE(c1, 1);
+    CONV_STORE(c2, 2);
+    CONV_STORE(c3, 3);
+}
+
+static void conv_mk1_f32(int32_t k, const float *a0, const float *b, float acc[CONV_NR])
+{
+    float c00 = 0, c01 = 0, c02 = 0, c03 = 0, c04 = 0, c05 = 0, c06 = 0, c07 = 0;
+    int32_t kk;
+    for (kk = 0; kk < k; ++kk) {
+        const float x = a0[kk];
+        CONV_PAN(c0, x, b);
+        b += CONV_NR;
+    }
+    acc[0] = c00; acc[1] = c01; acc[2] = c02; acc[3] = c03; acc[4] = c04; acc[5] = c05; acc[6] = c06; acc[7] = c07;
+}
+
+#undef CONV_PAN
 #undef CONV_ROW
 #undef CONV_STORE
+
+/* Bias, clamp and store one row of one panel (its first ncol channels). */
+static void conv_store_f32(float *o, const float *acc, const float *bs, int32_t ncol, float lo, float hi)
+{
+    int32_t j;
+    if (ncol == CONV_NR) { /* a whole panel: a fixed trip count, which compilers turn into a few vector steps */
+        for (j = 0; j < CONV_NR; ++j) {
+            float v = acc[j] + bs[j];
+            v = (v < lo) ? lo : v;
+            v = (v > hi) ? hi : v;
+            o[j] = v;
+        }
+        return;
+    }
+    for (j = 0; j < ncol; ++j) {
+        float v = acc[j] + bs[j];
+        v = (v < lo) ? lo : v;
+        v = (v > hi) ? hi : v;
+        o[j] = v;
+    }
+}
+
+/* The nv < CONV_MR rows of a tail block of group g (weights wg, bias bg): each row against four panels at a time,
+   then the panels left over. Out of line: inlined, its pointers crowd the main block's registers. */
+TGRS_NOINLINE static void conv_tail_f32(const conv_geom *cg, int32_t nv, const float *const a[CONV_MR],
+                                        float *const o[CONV_MR], const float *wg, const float *bg, float lo, float hi)
+{
+    const int64_t pstride = (int64_t)cg->k * CONV_NR; /* floats from one panel to the next */
+    const int32_t pan4 = cg->npan - cg->npan % 4;
+    float acc[4][CONV_NR];
+    int32_t i, p, pan;
+    for (i = 0; i < nv; ++i) {
+        for (pan = 0; pan < cg->npan; pan += (pan < pan4) ? 4 : 1) {
+            const int32_t np = (pan < pan4) ? 4 : 1;
+            if (np == 4) {
+                conv_mk1x4_f32(cg->k, a[i], wg + pan * pstride, pstride, acc);
+            } else {
+                conv_mk1_f32(cg->k, a[i], wg + pan * pstride, acc[0]);
+            }
+            for (p = 0; p < np; ++p) {
+                const int32_t oc0 = (pan + p) * CONV_NR;
+                conv_store_f32(o[i] + oc0, acc[p], bg + oc0, cg->ocg - oc0 < CONV_NR ? cg->ocg - oc0 : CONV_NR, lo,
+                               hi);
+            }
+        }
+    }
+}
 
 static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
@@ -276,7 +370,7 @@ static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
     const int64_t npix = (int64_t)cg->out_rows * cg->ow;
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
     float acc[CONV_MR][CONV_NR];
-    int32_t n, g, i, j, pan;
+    int32_t n, g, i, pan;
     int64_t q0;
     for (n = 0; n < cg->n; ++n) {
         const float *img = in + n * in_img;
@@ -286,18 +380,18 @@ static int conv_f32(const tgrs_op_ctx *ctx, const conv_geom *cg)
                 const float *a[CONV_MR];
                 float *o[CONV_MR];
                 const int32_t nv = conv_f32_rows(cg, img, oimg, g, q0, scr, a, o);
+                if (nv < CONV_MR) {
+                    conv_tail_f32(cg, nv, a, o, wt + (int64_t)g * cg->npan * cg->k * CONV_NR,
+                                  bias + (int64_t)g * cg->ocg, lo, hi);
+                    continue;
+                }
                 for (pan = 0; pan < cg->npan; ++pan) {
                     const int32_t oc0 = pan * CONV_NR;
                     const int32_t ncol = (cg->ocg - oc0 < CONV_NR) ? cg->ocg - oc0 : CONV_NR;
                     const float *bs = bias + (int64_t)g * cg->ocg + oc0;
                     conv_mk_f32(cg->k, a, wt + ((int64_t)g * cg->npan + pan) * cg->k * CONV_NR, acc);
-                    for (i = 0; i < nv; ++i) {
-                        for (j = 0; j < ncol; ++j) {
-                            float v = acc[i][j] + bs[j];
-                            v = (v < lo) ? lo : v;
-                            v = (v > hi) ? hi : v;
-                            o[i][oc0 + j] = v;
-                        }
+                    for (i = 0; i < CONV_MR; ++i) {
+                        conv_store_f32(o[i] + oc0, acc[i], bs, ncol, lo, hi);
                     }
                 }
             }

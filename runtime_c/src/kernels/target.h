@@ -18,6 +18,14 @@
 
 #include "tgrs_format.h"
 
+/* Keeps a helper out of its caller where inlining it would make the caller's hot loop spill its pointers (GCC and
+   Clang; elsewhere the compiler decides). */
+#if defined(__GNUC__)
+#define TGRS_NOINLINE __attribute__((noinline))
+#else
+#define TGRS_NOINLINE
+#endif
+
 #define TGRS_ISA_PLAIN 0
 #define TGRS_ISA_DSP 1
 #define TGRS_ISA_MVE 2
