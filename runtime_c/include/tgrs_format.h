@@ -69,6 +69,7 @@
 #define TGRS_UNIT_F_SHUFFLE 2u
 #define TGRS_UNIT_F_ACCUM 4u
 #define TGRS_UNIT_F_ROLLING 8u
+#define TGRS_UNIT_F_COLS 16u
 #define TGRS_STAGE_F_TILED 1u
 #define TGRS_NUMERICS_ONNX 0u
 #define TGRS_NUMERICS_TFLM 1u
@@ -78,8 +79,9 @@
 #define TGRS_ARRANGE_PLAIN 0u
 #define TGRS_ARRANGE_FC_ROWS4 1u
 #define TGRS_TARGET_COUNT 3u                             /* header target codes are 0..TGRS_TARGET_COUNT - 1 */
-#define TGRS_UNIT_FLAGS_KNOWN 15u                        /* any other unit flag bit is an error */
+#define TGRS_UNIT_FLAGS_KNOWN 31u                        /* any other unit flag bit is an error */
 #define TGRS_SHUFFLE_CHUNK 256u                          /* bytes per byte-plane shuffle chunk */
+#define TGRS_COLS_WINDOW_MAX 4096                        /* COLS: window params a reader proves pads of */
 
 /* ---- section ids (directory order = file order) ---- */
 #define TGRS_SEC_PLAN 1u                                 /* record tgrs_plan_rec; exactly one record */
@@ -133,6 +135,8 @@
 #define TGRS_ERR_SHAPE (-44)                             /* inconsistent dims */
 #define TGRS_ERR_UNSUPPORTED (-45)                       /* no kernel for this kind / variant */
 #define TGRS_ERR_TARGET (-46)                            /* weights arranged for another target than this runtime's */
+#define TGRS_ERR_TILE_COLS (-47)                         /* tile column band outside the tensor, the buffer capacity or the op's window */
+#define TGRS_ERR_COLS_OP (-48)                           /* op not allowed in a column-split unit (its kind, or an alias operand) */
 
 /* ---- op kinds, parameter and const slot indices ---- */
 #define TGRS_OP_CONV 1u
@@ -770,6 +774,54 @@ static inline int tgrs_op_arrange_slot(uint32_t kind)
     }
 }
 
+/* Column tiling (unit flag COLS, docs/format.md "COLS units"): how a kind runs on a band of columns shown
+   as a standalone tensor of that width. TGRS_COLS_NONE: not allowed in a COLS unit; PIXEL: output column c
+   reads input column c; WINDOW: a window along W whose pads the executor makes band-relative. */
+#define TGRS_COLS_NONE 0
+#define TGRS_COLS_PIXEL 1
+#define TGRS_COLS_WINDOW 2
+static inline int tgrs_op_cols_class(uint32_t kind)
+{
+    switch (kind) {
+    case TGRS_OP_CONV: return 2;
+    case TGRS_OP_DWCONV: return 2;
+    case TGRS_OP_MAXPOOL: return 2;
+    case TGRS_OP_AVGPOOL: return 2;
+    case TGRS_OP_ADD: return 1;
+    case TGRS_OP_MUL: return 1;
+    case TGRS_OP_UNARY: return 1;
+    case TGRS_OP_QUANTIZE: return 1;
+    case TGRS_OP_DEQUANTIZE: return 1;
+    case TGRS_OP_EWISE: return 1;
+    case TGRS_OP_CAST: return 1;
+    default: return TGRS_COLS_NONE;
+    }
+}
+
+/* Param slot `i` (0 kw, 1 sw, 2 dw, 3 pl, 4 pr) of a WINDOW kind's window along W, -1 for other kinds. */
+static inline int tgrs_op_col_window(uint32_t kind, int i)
+{
+    switch (kind) {
+    case TGRS_OP_CONV: return i == 0 ? 1 : i == 1 ? 3 : i == 2 ? 5 : i == 3 ? 7 : i == 4 ? 9 : -1;
+    case TGRS_OP_DWCONV: return i == 0 ? 1 : i == 1 ? 3 : i == 2 ? 5 : i == 3 ? 7 : i == 4 ? 9 : -1;
+    case TGRS_OP_MAXPOOL: return i == 0 ? 1 : i == 1 ? 3 : i == 2 ? 5 : i == 3 ? 7 : i == 4 ? 9 : -1;
+    case TGRS_OP_AVGPOOL: return i == 0 ? 1 : i == 1 ? 3 : i == 2 ? 5 : i == 3 ? 7 : i == 4 ? 9 : -1;
+    default: return -1;
+    }
+}
+
+/* Param slot `i` of the W extents a PIXEL kind states (an operand's dims[2]) that take a band's cols when
+   they equal the output's full W (> 1); -1 past the last. */
+static inline int tgrs_op_col_dim(uint32_t kind, int i)
+{
+    switch (kind) {
+    case TGRS_OP_ADD: return i == 0 ? 3 : i == 1 ? 7 : -1;
+    case TGRS_OP_MUL: return i == 0 ? 3 : i == 1 ? 7 : -1;
+    case TGRS_OP_EWISE: return i == 0 ? 3 : i == 1 ? 7 : -1;
+    default: return -1;
+    }
+}
+
 /* The target (TGRS_TARGET_*) whose runtime reads weight arrangement `arrange`, and the kind (TGRS_OP_*) it
    applies to; -1 and 0 for an id this format does not define (TGRS_ARRANGE_PLAIN: generic, every kind). */
 static inline int tgrs_arrange_target(int32_t arrange)
@@ -831,6 +883,8 @@ static inline const char *tgrs_status_str(int status)
     case TGRS_ERR_SHAPE: return "inconsistent dims";
     case TGRS_ERR_UNSUPPORTED: return "no kernel for this kind / variant";
     case TGRS_ERR_TARGET: return "weights arranged for another target than this runtime's";
+    case TGRS_ERR_TILE_COLS: return "tile column band outside the tensor, the buffer capacity or the op's window";
+    case TGRS_ERR_COLS_OP: return "op not allowed in a column-split unit (its kind, or an alias operand)";
     default: return "unknown status";
     }
 }
@@ -1099,7 +1153,7 @@ typedef char tgrs_check_off_op_scratch_size[(offsetof(tgrs_op_rec, scratch_size)
 #define TGRS_UNIT_OFF_PLACE_COUNT 32u
 #define TGRS_UNIT_OFF_TILES 36u                          /* tiles run (1 when untiled) */
 #define TGRS_UNIT_OFF_ROWS_FIRST 40u                     /* first TILE_ROW record (tiled only) */
-#define TGRS_UNIT_OFF_ROWS_COUNT 44u                     /* tiles x place_count when TILED, else 0 */
+#define TGRS_UNIT_OFF_ROWS_COUNT 44u                     /* tiles x place_count when TILED (COLS: twice that), else 0 */
 #define TGRS_UNIT_OFF_STAGE_FIRST 48u                    /* INDEX list of stage indices in this unit */
 #define TGRS_UNIT_OFF_STAGE_COUNT 52u
 #define TGRS_UNIT_OFF_IROP_FIRST 56u                     /* INDEX list of graph op indices (alias ops included), execution order */
@@ -1187,6 +1241,18 @@ typedef struct tgrs_tile_row_rec {
 typedef char tgrs_check_sizeof_tile_row[(sizeof(tgrs_tile_row_rec) == TGRS_TILE_ROW_SIZE) ? 1 : -1];
 typedef char tgrs_check_off_tile_row_row0[(offsetof(tgrs_tile_row_rec, row0) == TGRS_TILE_ROW_OFF_ROW0) ? 1 : -1];
 typedef char tgrs_check_off_tile_row_rows[(offsetof(tgrs_tile_row_rec, rows) == TGRS_TILE_ROW_OFF_ROWS) ? 1 : -1];
+
+/* Column band of one placement in one tile of a COLS unit (stored in TILE_ROWS after the unit's row bands). */
+#define TGRS_TILE_COL_SIZE 8u
+#define TGRS_TILE_COL_OFF_COL0 0u                        /* first column of axis 2 in the band */
+#define TGRS_TILE_COL_OFF_COLS 4u                        /* columns in the band */
+typedef struct tgrs_tile_col_rec {
+    int32_t col0;
+    int32_t cols;
+} tgrs_tile_col_rec;
+typedef char tgrs_check_sizeof_tile_col[(sizeof(tgrs_tile_col_rec) == TGRS_TILE_COL_SIZE) ? 1 : -1];
+typedef char tgrs_check_off_tile_col_col0[(offsetof(tgrs_tile_col_rec, col0) == TGRS_TILE_COL_OFF_COL0) ? 1 : -1];
+typedef char tgrs_check_off_tile_col_cols[(offsetof(tgrs_tile_col_rec, cols) == TGRS_TILE_COL_OFF_COLS) ? 1 : -1];
 
 /* A temporal stage (reporting; the runtime does not need it to execute). */
 #define TGRS_STAGE_SIZE 72u

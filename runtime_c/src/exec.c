@@ -45,6 +45,7 @@ typedef struct tgrs_at {
     uint32_t tiles;
     int tiled;
     int rolling; /* ROLLING: carrying placements keep rows in their line buffers from tile to tile */
+    int cols;    /* COLS: bands are also cut along W and stored dense */
 } tgrs_at;
 
 static void tgrs_touch(uint32_t *peak, uint32_t off, uint32_t size)
@@ -170,6 +171,24 @@ static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
         poff += (uint32_t)c * rb;
     }
     n = (size_t)rows * rb;
+    if (at->cols) {
+        /* A dense [rows, cols, C] band <-> the same pixels of the full-width home, one row run at a time. */
+        int32_t col0;
+        int32_t cols;
+        int32_t r;
+        size_t pixel = rb / (uint32_t)tgrs_rd_i32(rr + TGRS_TENSOR_OFF_DIMS + 8u);
+        tgrs_tile_cols(ex->plan, at->unit, at->tile, pidx, &col0, &cols);
+        for (r = 0; r < rows; ++r) {
+            uint8_t *f = ex->fast + poff + (size_t)r * (size_t)cols * pixel;
+            uint8_t *s = ex->slow + soff + (size_t)(row0 + r) * rb + (size_t)col0 * pixel;
+            if (to_fast) {
+                memcpy(f, s, (size_t)cols * pixel);
+            } else {
+                memcpy(s, f, (size_t)cols * pixel);
+            }
+        }
+        n = 0u;
+    }
     if (n != 0u) {
         uint8_t *f = ex->fast + poff;
         uint8_t *s = ex->slow + soff + (size_t)row0 * rb;
@@ -314,6 +333,7 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     at.place_count = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_PLACE_COUNT);
     at.tiled = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u;
     at.rolling = TGRS_ROLLING && (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u;
+    at.cols = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u;
     of = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_FIRST);
     oc = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT);
     tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);

@@ -446,10 +446,23 @@ static int tgrs_check_io(const tgrs_plan *plan)
     return TGRS_OK;
 }
 
+/* Band of placement position `pos` of unit `u` in tile `t` (tiled units; the loader checked the record exists). */
+static void tgrs_tile_band(const tgrs_plan *plan, const uint8_t *u, uint32_t t, uint32_t pos, int32_t *row0,
+                           int32_t *rows)
+{
+    const uint8_t *r = tgrs_rec(plan, TGRS_SEC_TILE_ROWS,
+                                tgrs_rd_u32(u + TGRS_UNIT_OFF_ROWS_FIRST) +
+                                    t * tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT) + pos,
+                                TGRS_TILE_ROW_SIZE);
+    *row0 = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROW0);
+    *rows = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROWS);
+}
+
 /* Steps 15-17 for one unit: placements, tile rows, reload and spill lists. */
 static int tgrs_check_unit_buffers(const tgrs_plan *plan, const uint8_t *u)
 {
     uint32_t tiled = tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED;
+    uint32_t cols = tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS;
     uint32_t wb = tgrs_rd_u32(u + TGRS_UNIT_OFF_WEIGHT_BYTES);
     uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
     uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
@@ -479,8 +492,9 @@ static int tgrs_check_unit_buffers(const tgrs_plan *plan, const uint8_t *u)
         }
         tr = tgrs_tensor(plan, t);
         h = (uint32_t)tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u);
+        /* A COLS unit's buffers hold dense column bands: their capacity is checked per tile below. */
         if (band < 1u || band > h || (!tiled && band != h) ||
-            (uint64_t)band * tgrs_row_bytes(tr) > (uint64_t)size) {
+            (!cols && (uint64_t)band * tgrs_row_bytes(tr) > (uint64_t)size)) {
             return TGRS_ERR_TILE_ROWS;
         }
     }
@@ -497,6 +511,30 @@ static int tgrs_check_unit_buffers(const tgrs_plan *plan, const uint8_t *u)
                 if (row0 < 0 || rows < 0 || (uint32_t)rows > tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_BAND_ROWS) ||
                     (int64_t)row0 + rows > (int64_t)h) {
                     return TGRS_ERR_TILE_ROWS;
+                }
+            }
+        }
+    }
+    if (cols) {
+        /* Column bands: inside [0, W) of a one-image tensor, and the dense [rows, cols, C] block inside the buffer. */
+        uint32_t i;
+        for (i = 0; i < tiles; ++i) {
+            for (p = 0; p < pc; ++p) {
+                const uint8_t *pr = tgrs_placement(plan, pf + p);
+                const uint8_t *tr = tgrs_tensor(plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR));
+                int32_t h = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u);
+                int32_t w = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 8u);
+                uint32_t pixel = tgrs_rd_u32(tr + TGRS_TENSOR_OFF_NBYTES) / ((uint32_t)h * (uint32_t)w);
+                int32_t row0;
+                int32_t rows;
+                int32_t col0;
+                int32_t ncol;
+                tgrs_tile_band(plan, u, i, p, &row0, &rows);
+                tgrs_tile_cols(plan, u, i, p, &col0, &ncol);
+                if (tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS) != 1 || col0 < 0 || ncol < 1 ||
+                    (int64_t)col0 + ncol > (int64_t)w ||
+                    (uint64_t)rows * (uint64_t)ncol * pixel > (uint64_t)tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE)) {
+                    return TGRS_ERR_TILE_COLS;
                 }
             }
         }
@@ -542,18 +580,6 @@ static int tgrs_check_op_tensor(const tgrs_plan *plan, const uint8_t *u, uint32_
         return TGRS_ERR_TILE_ROWS;
     }
     return TGRS_OK;
-}
-
-/* Band of placement position `pos` of unit `u` in tile `t` (tiled units; the loader checked the record exists). */
-static void tgrs_tile_band(const tgrs_plan *plan, const uint8_t *u, uint32_t t, uint32_t pos, int32_t *row0,
-                           int32_t *rows)
-{
-    const uint8_t *r = tgrs_rec(plan, TGRS_SEC_TILE_ROWS,
-                                tgrs_rd_u32(u + TGRS_UNIT_OFF_ROWS_FIRST) +
-                                    t * tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT) + pos,
-                                TGRS_TILE_ROW_SIZE);
-    *row0 = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROW0);
-    *rows = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROWS);
 }
 
 /*
@@ -651,6 +677,72 @@ static int tgrs_check_rolling(const tgrs_plan *plan, const uint8_t *u)
     return TGRS_OK;
 }
 
+/*
+ * End of step 15 for a COLS unit (docs/format.md "COLS units"): in every tile a windowed op's input band is exactly
+ * the columns its output band reads, clipped to the input, so the band-relative pads the executor derives
+ * (tgrs_op_frame_fill) are >= 0 and > 0 only at the tensor's real edges; a per-pixel op's operands of the output's
+ * width have the output's band. A window outside the kernels' limit is left to the kind check (step 17).
+ */
+static int tgrs_check_cols(const tgrs_plan *plan, const uint8_t *u)
+{
+    uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+    uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+    uint32_t tiles = tgrs_rd_u32(u + TGRS_UNIT_OFF_TILES);
+    uint32_t of = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_FIRST);
+    uint32_t oc = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_COUNT);
+    uint32_t t;
+    uint32_t i;
+    for (t = 0; t < tiles; ++t) {
+        for (i = of; i < of + oc; ++i) {
+            const uint8_t *r = tgrs_op(plan, i);
+            uint32_t kind = tgrs_rd_u32(r + TGRS_OP_OFF_KIND);
+            uint32_t out = tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT);
+            int32_t ow = tgrs_rd_i32(tgrs_tensor(plan, out) + TGRS_TENSOR_OFF_DIMS + 8u);
+            uint32_t n_in = tgrs_rd_u32(r + TGRS_OP_OFF_N_IN);
+            int32_t o0;
+            int32_t on;
+            int32_t c0;
+            int32_t cn;
+            uint32_t k;
+            tgrs_tile_cols(plan, u, t, tgrs_find_placement(plan, pf, pc, out) - pf, &o0, &on);
+            if (tgrs_op_cols_class(kind) == TGRS_COLS_WINDOW) {
+                int64_t w[5];
+                uint32_t x = tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS);
+                int64_t iw = tgrs_rd_i32(tgrs_tensor(plan, x) + TGRS_TENSOR_OFF_DIMS + 8u);
+                int64_t lo;
+                int64_t hi;
+                if (!tgrs_col_window(r, kind, w)) {
+                    continue;
+                }
+                tgrs_tile_cols(plan, u, t, tgrs_find_placement(plan, pf, pc, x) - pf, &c0, &cn);
+                lo = (int64_t)o0 * w[1] - w[3];
+                hi = (int64_t)(o0 + on - 1) * w[1] - w[3] + (w[0] - 1) * w[2] + 1;
+                if (lo < 0) {
+                    lo = 0;
+                }
+                if (hi > iw) {
+                    hi = iw;
+                }
+                if ((int64_t)c0 != lo || (int64_t)c0 + cn != hi) {
+                    return TGRS_ERR_TILE_COLS;
+                }
+            } else {
+                for (k = 0; k < n_in; ++k) {
+                    uint32_t x = tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k);
+                    if (tgrs_rd_i32(tgrs_tensor(plan, x) + TGRS_TENSOR_OFF_DIMS + 8u) != ow) {
+                        continue;
+                    }
+                    tgrs_tile_cols(plan, u, t, tgrs_find_placement(plan, pf, pc, x) - pf, &c0, &cn);
+                    if (c0 != o0 || cn != on) {
+                        return TGRS_ERR_TILE_COLS;
+                    }
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 /* Step 18 for the ops of one unit. */
 static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
 {
@@ -694,6 +786,19 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
         rc = tgrs_check_op_tensor(plan, u, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT));
         if (rc != TGRS_OK) {
             return rc;
+        }
+        if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
+            /* A kind that runs on column bands, on tensors that own their buffers (a view's W is its root's band). */
+            if (tgrs_op_cols_class(kind) == TGRS_COLS_NONE ||
+                tgrs_root(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) != tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) {
+                return TGRS_ERR_COLS_OP;
+            }
+            for (k = 0; k < n_in; ++k) {
+                uint32_t t = tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k);
+                if (tgrs_root(plan, t) != t) {
+                    return TGRS_ERR_COLS_OP;
+                }
+            }
         }
         np = tgrs_op_nparams(kind);
         for (k = (uint32_t)(np < 0 ? 0 : np); k < (uint32_t)TGRS_MAX_PARAMS; ++k) {
@@ -752,6 +857,9 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
     if (TGRS_ROLLING && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u) {
         return tgrs_check_rolling(plan, u);
     }
+    if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
+        return tgrs_check_cols(plan, u);
+    }
     return TGRS_OK;
 }
 
@@ -786,7 +894,9 @@ static int tgrs_check_units(const tgrs_plan *plan)
         if ((flags & ~TGRS_UNIT_FLAGS_KNOWN) != 0u ||
             ((flags & TGRS_UNIT_F_ROLLING) == 0u && tgrs_rd_u32(u + TGRS_UNIT_OFF_CARRY_FIRST) != 0u) || tiles == 0u ||
             ((flags & TGRS_UNIT_F_ACCUM) != 0u && ((flags & TGRS_UNIT_F_TILED) == 0u || oc == 0u)) ||
-            ((flags & TGRS_UNIT_F_ROLLING) != 0u && (flags & TGRS_UNIT_F_TILED) == 0u)) {
+            ((flags & TGRS_UNIT_F_ROLLING) != 0u && (flags & TGRS_UNIT_F_TILED) == 0u) ||
+            ((flags & TGRS_UNIT_F_COLS) != 0u &&
+             ((flags & TGRS_UNIT_F_TILED) == 0u || (flags & (TGRS_UNIT_F_ROLLING | TGRS_UNIT_F_ACCUM)) != 0u))) {
             return TGRS_ERR_UNIT;
         }
         if (!TGRS_ROLLING && (flags & TGRS_UNIT_F_ROLLING) != 0u) {
@@ -796,7 +906,8 @@ static int tgrs_check_units(const tgrs_plan *plan)
             if (tiles != 1u || rf != 0u || rcnt != 0u) {
                 return TGRS_ERR_UNIT;
             }
-        } else if (pc == 0u || (uint64_t)tiles * pc != (uint64_t)rcnt) {
+        } else if (pc == 0u ||
+                   (uint64_t)tiles * pc * ((flags & TGRS_UNIT_F_COLS) != 0u ? 2u : 1u) != (uint64_t)rcnt) {
             /* pc >= 1 ties the tile count to TILE_ROWS records, so no loop over tiles outgrows the file. */
             return TGRS_ERR_UNIT;
         }

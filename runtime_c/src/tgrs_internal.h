@@ -184,6 +184,36 @@ static inline void tgrs_line_buffer(const tgrs_plan *plan, const uint8_t *unit, 
     *size = tgrs_index_at(plan, first + 1u);
 }
 
+/* Column band (col0, cols) of placement `pos` of COLS unit `unit` in tile `tile`: the TILE_ROWS record after the
+   unit's row bands (docs/format.md "COLS units"; the loader proved it inside the section). */
+static inline void tgrs_tile_cols(const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t pos,
+                                  int32_t *col0, int32_t *cols)
+{
+    const uint8_t *r = tgrs_rec(plan, TGRS_SEC_TILE_ROWS,
+                                tgrs_rd_u32(unit + TGRS_UNIT_OFF_ROWS_FIRST) +
+                                    (tgrs_rd_u32(unit + TGRS_UNIT_OFF_TILES) + tile) *
+                                        tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_COUNT) + pos,
+                                TGRS_TILE_COL_SIZE);
+    *col0 = tgrs_rd_i32(r + TGRS_TILE_COL_OFF_COL0);
+    *cols = tgrs_rd_i32(r + TGRS_TILE_COL_OFF_COLS);
+}
+
+/* The W window (kw, sw, dw, pl, pr) of OP record `op` of a TGRS_COLS_WINDOW kind into w[5]: 1 when every value is
+   within the kernels' window limit (then the band arithmetic cannot overflow), 0 otherwise (the kind check refuses
+   such an op). */
+static inline int tgrs_col_window(const uint8_t *op, uint32_t kind, int64_t *w)
+{
+    int i;
+    for (i = 0; i < 5; ++i) {
+        int32_t v = tgrs_rd_i32(op + TGRS_OP_OFF_PARAMS + 4u * (uint32_t)tgrs_op_col_window(kind, i));
+        if (v < (i < 3 ? 1 : 0) || v > TGRS_COLS_WINDOW_MAX) {
+            return 0;
+        }
+        w[i] = v;
+    }
+    return 1;
+}
+
 /* Steps 1-16 of tgrs_load (loader.c). */
 int tgrs_load_steps(tgrs_plan *plan, const void *bytes, size_t len);
 

@@ -147,9 +147,17 @@ class UnitFlag(IntEnum):
     # loads) only the rows after them. Only on TILED units; the bands of a carrying placement never move backwards
     # (docs/format.md "ROLLING units").
     ROLLING = 8
+    # Column tiling (2-D tiles): the tiles also cut the unit's tensors along W (dims[2]). The unit owns twice the
+    # TILE_ROWS records: the row bands, then the column bands (TILE_COL records). Every band is stored dense as a
+    # [rows, cols, C] block; kernels see it as a standalone tensor of width cols whose windowed ops take band-relative
+    # W pads. Only on TILED units, never with ROLLING or ACCUM (docs/format.md "COLS units").
+    COLS = 16
 
 
-UNIT_FLAGS_KNOWN = UnitFlag.TILED | UnitFlag.SHUFFLE | UnitFlag.ACCUM | UnitFlag.ROLLING
+UNIT_FLAGS_KNOWN = UnitFlag.TILED | UnitFlag.SHUFFLE | UnitFlag.ACCUM | UnitFlag.ROLLING | UnitFlag.COLS
+# The largest kernel extent, stride, dilation or pad of a windowed op whose COLS band-relative pads a reader proves
+# (the kernels' own window limit, TGRS_WINDOW_MAX; a larger one is the kind check's to refuse).
+COLS_WINDOW_MAX = 4096
 # Bytes per byte-plane shuffle chunk (UnitFlag.SHUFFLE): chunk byte 4*i + p is stored at p * (CHUNK / 4) + i. The
 # runtime undoes it in place through a stack buffer of this size.
 SHUFFLE_CHUNK = 256
@@ -169,7 +177,7 @@ class SectionId(IntEnum):
     OPS = 5  # OP records, in execution order (units own contiguous ranges)
     UNITS = 6  # UNIT records, in execution order
     PLACEMENTS = 7  # PLACEMENT records (units own contiguous ranges)
-    TILE_ROWS = 8  # TILE_ROW records (tiled units own tiles x place_count, tile-major)
+    TILE_ROWS = 8  # TILE_ROW records (tiled units own tiles x place_count, tile-major; COLS units then as many TILE_COL)
     INDEX = 9  # u32 lists referenced by (first, count) from units and stages
     STAGES = 10  # STAGE records (reporting)
     WEIGHTS = 11  # bytes: constant blobs (XIP) or one raw/LZ4 blob per unit
@@ -416,7 +424,7 @@ UNIT = Record(
         _u32("place_count", ""),
         _u32("tiles", "tiles run (1 when untiled)"),
         _u32("rows_first", "first TILE_ROW record (tiled only)"),
-        _u32("rows_count", "tiles x place_count when TILED, else 0"),
+        _u32("rows_count", "tiles x place_count when TILED (COLS: twice that), else 0"),
         _u32("stage_first", "INDEX list of stage indices in this unit"),
         _u32("stage_count", ""),
         _u32("irop_first", "INDEX list of graph op indices (alias ops included), execution order"),
@@ -450,6 +458,17 @@ TILE_ROW = Record(
         _i32("rows", "rows in the band"),
     ),
     "Row band of one placement in one tile.",
+)
+
+# A COLS unit's column bands live in the TILE_ROWS section after its row bands, one record per (tile, placement):
+# the same 8 bytes, read as (col0, cols) along W.
+TILE_COL = Record(
+    "tile_col",
+    (
+        _i32("col0", "first column of axis 2 in the band"),
+        _i32("cols", "columns in the band"),
+    ),
+    "Column band of one placement in one tile of a COLS unit (stored in TILE_ROWS after the unit's row bands).",
 )
 
 STAGE = Record(
@@ -500,7 +519,7 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec(SectionId.WEIGHTS, None, "16-aligned constant blobs"),
 )
 
-RECORDS: tuple[Record, ...] = (HEADER, SECTION, PLAN, TENSOR, IO, OP, UNIT, PLACEMENT, TILE_ROW, STAGE)
+RECORDS: tuple[Record, ...] = (HEADER, SECTION, PLAN, TENSOR, IO, OP, UNIT, PLACEMENT, TILE_ROW, TILE_COL, STAGE)
 
 DIR_OFFSET = HEADER.size  # the directory follows the header directly
 DATA_START = DIR_OFFSET + SECTION.size * len(SECTIONS)  # first section offset (before alignment)
@@ -560,6 +579,8 @@ STATUS: tuple[Status, ...] = (
     Status("ERR_UNSUPPORTED", -45, "no kernel for this kind / variant"),
     # Loader, after the kernel codes: appended, so the numbers above stay.
     Status("ERR_TARGET", -46, "weights arranged for another target than this runtime's"),
+    Status("ERR_TILE_COLS", -47, "tile column band outside the tensor, the buffer capacity or the op's window"),
+    Status("ERR_COLS_OP", -48, "op not allowed in a column-split unit (its kind, or an alias operand)"),
 )
 
 STATUS_BY_NAME = {s.name: s for s in STATUS}

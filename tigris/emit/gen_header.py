@@ -55,6 +55,24 @@ def _kind_tables() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
     return out
 
 
+COLS_CODES = {None: 0, "pixel": 1, "window": 2}  # TGRS_COLS_*: how a kind runs on a band of columns
+
+
+def kind_cols() -> list[tuple[int, tuple[int, ...], tuple[int, ...]]]:
+    """Per kind in KINDS order, its column-tiling class (COLS_CODES), the param slots of its W window (kw, sw, dw,
+    pl, pr; empty unless "window") and the param slots the executor sets to a band's cols (COL_DIMS): the header's
+    tgrs_op_cols_class / tgrs_op_col_window / tgrs_op_col_dim, and what the Python reader checks with."""
+    out = []
+    for kname, mod, cls in KINDS:
+        k = getattr(importlib.import_module(f"tigris.ops.{mod}"), cls)
+        low = [p.lower() for p in k.PARAMS]
+        code = COLS_CODES[k.COLS]
+        win = tuple(low.index(n.lower()) for n in k.COL_WINDOW) if code == COLS_CODES["window"] else ()
+        dims = tuple(low.index(n.lower()) for n in k.COL_DIMS) if code else ()
+        out.append((code, win, dims))
+    return out
+
+
 def _records() -> list[str]:
     lines: list[str] = []
     for rec in F.RECORDS:
@@ -148,6 +166,7 @@ def generate() -> str:
     L.append(_define("TGRS_TARGET_COUNT", f"{len(F.Target)}u", "header target codes are 0..TGRS_TARGET_COUNT - 1"))
     L.append(_define("TGRS_UNIT_FLAGS_KNOWN", f"{int(F.UNIT_FLAGS_KNOWN)}u", "any other unit flag bit is an error"))
     L.append(_define("TGRS_SHUFFLE_CHUNK", f"{F.SHUFFLE_CHUNK}u", "bytes per byte-plane shuffle chunk"))
+    L.append(_define("TGRS_COLS_WINDOW_MAX", f"{F.COLS_WINDOW_MAX}", "COLS: window params a reader proves pads of"))
     L += ["", "/* ---- section ids (directory order = file order) ---- */"]
     for spec in F.SECTIONS:
         rec = f"record tgrs_{spec.record.name}_rec" if spec.record else "bytes"
@@ -222,6 +241,46 @@ def generate() -> str:
         names = [p.lower() for p in (params or ())]
         if "arrange" in names:
             L.append(f"    case TGRS_OP_{_macro(kname)}: return {names.index('arrange')};")
+    L += ["    default: return -1;", "    }", "}", ""]
+    cols = kind_cols()
+    L += [
+        "/* Column tiling (unit flag COLS, docs/format.md \"COLS units\"): how a kind runs on a band of columns shown",
+        "   as a standalone tensor of that width. TGRS_COLS_NONE: not allowed in a COLS unit; PIXEL: output column c",
+        "   reads input column c; WINDOW: a window along W whose pads the executor makes band-relative. */",
+    ]
+    for name, code in (("NONE", 0), ("PIXEL", 1), ("WINDOW", 2)):
+        L.append(_define(f"TGRS_COLS_{name}", f"{code}"))
+    L += [
+        "static inline int tgrs_op_cols_class(uint32_t kind)",
+        "{",
+        "    switch (kind) {",
+    ]
+    for (kname, _p, _c), (code, _w, _d) in zip(tables, cols):
+        if code:
+            L.append(f"    case TGRS_OP_{_macro(kname)}: return {code};")
+    L += ["    default: return TGRS_COLS_NONE;", "    }", "}", ""]
+    L += [
+        "/* Param slot `i` (0 kw, 1 sw, 2 dw, 3 pl, 4 pr) of a WINDOW kind's window along W, -1 for other kinds. */",
+        "static inline int tgrs_op_col_window(uint32_t kind, int i)",
+        "{",
+        "    switch (kind) {",
+    ]
+    for (kname, _p, _c), (code, win, _d) in zip(tables, cols):
+        if win:
+            cond = " : ".join(f"i == {j} ? {d}" for j, d in enumerate(win))
+            L.append(f"    case TGRS_OP_{_macro(kname)}: return {cond} : -1;")
+    L += ["    default: return -1;", "    }", "}", ""]
+    L += [
+        "/* Param slot `i` of the W extents a PIXEL kind states (an operand's dims[2]) that take a band's cols when",
+        "   they equal the output's full W (> 1); -1 past the last. */",
+        "static inline int tgrs_op_col_dim(uint32_t kind, int i)",
+        "{",
+        "    switch (kind) {",
+    ]
+    for (kname, _p, _c), (code, _w, dims) in zip(tables, cols):
+        if dims:
+            cond = " : ".join(f"i == {j} ? {d}" for j, d in enumerate(dims))
+            L.append(f"    case TGRS_OP_{_macro(kname)}: return {cond} : -1;")
     L += ["    default: return -1;", "    }", "}", ""]
     kind_macro = {kname: f"TGRS_OP_{_macro(kname)}" for kname, _p, _c in tables}
     L += [

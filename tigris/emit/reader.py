@@ -56,6 +56,15 @@ def arrange_slots() -> tuple[int, ...]:
                  for _n, params, _c in _kind_tables())
 
 
+@lru_cache(maxsize=None)
+def cols_table() -> tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]:
+    """Per kind id - 1: (column class, W-window param slots, W-extent param slots), the header's tgrs_op_cols_class,
+    tgrs_op_col_window and tgrs_op_col_dim."""
+    from tigris.emit.gen_header import kind_cols
+
+    return tuple(kind_cols())
+
+
 def numerics_slots() -> tuple[int, ...]:
     """Per kind id - 1, the slot of its NUMERICS parameter or -1 (the header's tgrs_op_numerics_slot)."""
     from tigris.emit.gen_header import _kind_tables
@@ -156,6 +165,7 @@ class UnitInfo:
     peak_bytes: int
     flags: int = 0  # UnitFlag bits as stored
     carry: tuple[tuple[int, int], ...] = ()  # ROLLING: per placement, its line buffer (offset, size) or (NONE, 0)
+    tile_cols: tuple[tuple[tuple[int, int], ...], ...] = ()  # COLS: [tile][placement] = (col0, cols)
 
     @property
     def shuffled(self) -> bool:
@@ -168,6 +178,10 @@ class UnitInfo:
     @property
     def rolling(self) -> bool:
         return bool(self.flags & F.UnitFlag.ROLLING)
+
+    @property
+    def col_split(self) -> bool:
+        return bool(self.flags & F.UnitFlag.COLS)
 
 
 @dataclass(frozen=True)
@@ -300,6 +314,9 @@ class PlanFile:
                     rolling=rolling,
                     carry={name[p.tensor]: Placement("fast", off, size) for p, (off, size) in zip(u.placements, u.carry)
                            if off != F.NONE},
+                    tile_cols=[
+                        {name[p.tensor]: (c0, c0 + n) for p, (c0, n) in zip(u.placements, tile)} for tile in u.tile_cols
+                    ],
                 )
             )
         return MemoryPlan(
@@ -680,8 +697,9 @@ def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) ->
             or tiles == 0
             or (uflags & F.UnitFlag.ACCUM and (not tiled or oc == 0))
             or (uflags & F.UnitFlag.ROLLING and not tiled)
+            or (uflags & F.UnitFlag.COLS and (not tiled or uflags & (F.UnitFlag.ROLLING | F.UnitFlag.ACCUM)))
             or (not tiled and (tiles != 1 or rf != 0 or rc != 0))
-            or (tiled and rc != tiles * pc)
+            or (tiled and rc != (2 if uflags & F.UnitFlag.COLS else 1) * tiles * pc)
             or of != next_op
             or of > n_ops
             or oc > n_ops - of
@@ -741,6 +759,7 @@ def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo
     place_raw = c.records(F.SectionId.PLACEMENTS)
     rows_raw = c.records(F.SectionId.TILE_ROWS)
     tiled = bool(int(u["flags"]) & F.UnitFlag.TILED)
+    col_split = bool(int(u["flags"]) & F.UnitFlag.COLS)
     pf, pc, rf, tiles = int(u["place_first"]), int(u["place_count"]), int(u["rows_first"]), int(u["tiles"])
     wbytes = int(u["weight_bytes"])
     placements: list[PlacementInfo] = []
@@ -756,7 +775,9 @@ def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo
         if off % F.ALIGN or off < wbytes or off > fast_arena or psz > fast_arena - off:
             raise _fail("ERR_ARENA_BOUNDS", f"{what}: placement {off}+{psz} of {tensors[ti].name} outside fast")
         t = tensors[ti]
-        if band < 1 or band > t.dims[1] or (not tiled and band != t.dims[1]) or band * t.row_bytes > psz:
+        # A COLS unit's buffers hold dense column bands: their capacity is checked per tile below.
+        if band < 1 or band > t.dims[1] or (not tiled and band != t.dims[1]) or (
+                not col_split and band * t.row_bytes > psz):
             raise _fail("ERR_TILE_ROWS", f"{what}: {t.name} band of {band} rows does not fit {psz} bytes")
         placements.append(PlacementInfo(ti, off, psz, band))
     tile_rows: list[tuple[tuple[int, int], ...]] = []
@@ -771,6 +792,21 @@ def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo
                     raise _fail("ERR_TILE_ROWS", f"{what}: tile {tile} band {r0}+{nr} of {t.name} is invalid")
                 row.append((r0, nr))
             tile_rows.append(tuple(row))
+    tile_cols: list[tuple[tuple[int, int], ...]] = []
+    if col_split:
+        for tile in range(tiles):
+            row = []
+            for j, pl in enumerate(placements):
+                r = rows_raw[rf + (tiles + tile) * pc + j]
+                c0, nc = int(r["row0"]), int(r["rows"])
+                t = tensors[pl.tensor]
+                pixel = t.nbytes // (t.dims[1] * t.dims[2])
+                if (t.dims[0] != 1 or c0 < 0 or nc < 1 or c0 + nc > t.dims[2]
+                        or tile_rows[tile][j][1] * nc * pixel > pl.size):
+                    raise _fail("ERR_TILE_COLS", f"{what}: tile {tile} column band {c0}+{nc} of {t.name} is outside "
+                                                 f"the tensor or its {pl.size}-byte buffer")
+                row.append((c0, nc))
+            tile_cols.append(tuple(row))
     placed = {pl.tensor for pl in placements}
     reload = c.ilist(int(u["reload_first"]), int(u["reload_count"]), f"{what} reload")
     spill = c.ilist(int(u["spill_first"]), int(u["spill_count"]), f"{what} spill")
@@ -788,7 +824,7 @@ def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo
         tuple(tile_rows), c.ilist(int(u["stage_first"]), int(u["stage_count"]), what),
         c.ilist(int(u["irop_first"]), int(u["irop_count"]), what), wbytes, int(u["wblob_off"]),
         int(u["wblob_size"]), int(u["wraw_size"]), int(u["peak_bytes"]), int(u["flags"]),
-        _carry_list(c, u) if int(u["flags"]) & F.UnitFlag.ROLLING else (),
+        _carry_list(c, u) if int(u["flags"]) & F.UnitFlag.ROLLING else (), tuple(tile_cols),
     )
 
 
@@ -833,6 +869,10 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
                 if u.tiled and rt != x and tensors[x].dims[1] != tensors[rt].dims[1]:
                     # Bands are per root buffer: an alias whose rows differ has no band in a tile.
                     raise _fail("ERR_TILE_ROWS", f"{what} ({op_name}): alias {tensors[x].name} rows differ from root")
+            if u.col_split and (cols_table()[kid - 1][0] == 0 or any(tensors[x].root != x
+                                                                     for x in (*tins, int(o["output"])))):
+                raise _fail("ERR_COLS_OP", f"{what} ({op_name}): a {kname} op or an alias operand cannot run on "
+                                           "column bands")
             if any(v != 0 for v in o["params"][nparams:]):
                 raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): parameter past its {nparams} is not zero")
             nm = int(o["params"][nslots[kid - 1]]) if nslots[kid - 1] >= 0 else want_nm
@@ -872,7 +912,47 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
             _check_accumulate(u, ops[-1], tensors)
         if u.rolling:
             _check_rolling(u, ops[-1] if u.accumulates else None, tensors, fast_arena)
+        if u.col_split:
+            _check_cols(u, ops[u.op_first : u.op_first + u.op_count], tensors)
     return ops
+
+
+def col_need(win: tuple[int, int, int, int, int], a: int, b: int, width: int) -> tuple[int, int]:
+    """Input columns [c0, c1) output columns [a, b) of a window (kw, sw, dw, pl, pr) read, clipped to the input's
+    width: a COLS unit's input band must be exactly this."""
+    kw, sw, dw, pl, _pr = win
+    return max(0, a * sw - pl), min(width, (b - 1) * sw - pl + (kw - 1) * dw + 1)
+
+
+def _check_cols(u: UnitInfo, ops: list[OpInfo], tensors: list[TensorInfo]) -> None:
+    """Step 15, end of a COLS unit: in every tile, a windowed op's input band is exactly the columns its output band
+    reads, clipped to the input (so the band-relative pads the executor derives are >= 0 and > 0 only at the
+    tensor's real edges), and a per-pixel op's operands of the output's width have the output's band."""
+    what = f"unit {u.index}"
+    pos = {pl.tensor: j for j, pl in enumerate(u.placements)}
+    table = cols_table()
+    for t, tile in enumerate(u.tile_cols):
+        for op in ops:
+            code, win_slots, _dims = table[op.kind_id - 1]
+            o0, on = tile[pos[op.output]]
+            out_w = tensors[op.output].dims[2]
+            if code == 2:
+                win = tuple(op.params[s] for s in win_slots)
+                if not (all(1 <= v <= F.COLS_WINDOW_MAX for v in win[:3])
+                        and all(0 <= v <= F.COLS_WINDOW_MAX for v in win[3:])):
+                    continue  # out of the kernels' range: the kind check refuses the op (step 17)
+                x = op.inputs[0]
+                i0, i_n = tile[pos[x]]
+                if (i0, i0 + i_n) != col_need(win, o0, o0 + on, tensors[x].dims[2]):  # type: ignore[arg-type]
+                    raise _fail("ERR_TILE_COLS", f"{what}: tile {t} op {op.index} ({op.kind}) reads columns "
+                                                 f"{i0}+{i_n} of {tensors[x].name}, not what its output band "
+                                                 f"{o0}+{on} needs")
+            else:
+                for x in op.inputs:
+                    if tensors[x].dims[2] == out_w and tile[pos[x]] != (o0, on):
+                        raise _fail("ERR_TILE_COLS", f"{what}: tile {t} op {op.index} ({op.kind}) reads columns "
+                                                     f"{tile[pos[x]]} of {tensors[x].name}, its output band is "
+                                                     f"{(o0, on)}")
 
 
 def _check_rolling(u: UnitInfo, last: OpInfo | None, tensors: list[TensorInfo], fast_arena: int) -> None:

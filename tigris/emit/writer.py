@@ -314,6 +314,36 @@ def _bands(ctx: _Ctx, u: int, placed: list[str]) -> list[list[tuple[int, int]]]:
     return out
 
 
+def _col_bands(ctx: _Ctx, u: int, placed: list[str]) -> list[list[tuple[int, int]]]:
+    """(col0, cols) of every placed tensor in every tile of a COLS unit, in placement order (a tensor the plan gives
+    no column band for is banded whole)."""
+    out = []
+    for tile in ctx.plan.units[u].tile_cols:
+        by_root: dict[str, tuple[int, int]] = {}
+        for key in sorted(tile):
+            r = ctx.root(key)
+            if r not in by_root or key == r:
+                by_root[r] = tile[key]
+        row = []
+        for n in placed:
+            t = ctx.graph.tensors[n]
+            a, b = by_root.get(n, (0, view_dims(t.shape, t.layout)[2]))
+            row.append((int(a), int(b) - int(a)))
+        out.append(row)
+    return out
+
+
+def _check_cols_unit(ctx: _Ctx, u: int) -> None:
+    """What the format can say about a column-split unit (docs/format.md "COLS units"): refuse the rest here, with
+    the unit named, rather than as a reader code."""
+    unit = ctx.plan.units[u]
+    where = f"unit {u}"
+    if not unit.tile_rows or len(unit.tile_cols) != len(unit.tile_rows):
+        raise TigrisError(f"{len(unit.tile_cols)} column tiles for {len(unit.tile_rows)} row tiles", where)
+    if getattr(unit, "rolling", None) or getattr(unit, "accumulate", None):
+        raise TigrisError("a column-split unit cannot also carry rows or accumulate", where)
+
+
 def _build_units(ctx: _Ctx) -> _Units:
     """UNITS, PLACEMENTS, TILE_ROWS and OPS, unit by unit, with each unit's weight group."""
     acc = _Units()
@@ -324,6 +354,10 @@ def _build_units(ctx: _Ctx) -> _Units:
         tiled = bool(unit.tile_rows)
         placed = sorted(fast, key=lambda n: ctx.ti(n, where))
         bands = _bands(ctx, u, placed) if tiled else []
+        col_split = bool(getattr(unit, "tile_cols", None))
+        if col_split:
+            _check_cols_unit(ctx, u)
+        cbands = _col_bands(ctx, u, placed) if col_split else []
         place_first = len(acc.placements)
         for j, n in enumerate(placed):
             p = fast[n]
@@ -335,6 +369,8 @@ def _build_units(ctx: _Ctx) -> _Units:
         rows_first = len(acc.tile_rows) if tiled else 0
         for b in bands:
             acc.tile_rows.extend(_pack(F.TILE_ROW, dict(row0=r0, rows=nr), where) for r0, nr in b)
+        for b in cbands:  # a COLS unit's column bands follow its row bands
+            acc.tile_rows.extend(_pack(F.TILE_COL, dict(col0=c0, cols=nc), where) for c0, nc in b)
 
         group = acc.xip_group if ctx.xip else WeightGroup()
         op_first = len(acc.ops)
@@ -345,6 +381,7 @@ def _build_units(ctx: _Ctx) -> _Units:
         flags = int(F.UnitFlag.TILED) if tiled else 0
         flags |= int(F.UnitFlag.ACCUM) if getattr(unit, "accumulate", None) else 0
         flags |= int(F.UnitFlag.ROLLING) if tiled and getattr(unit, "rolling", None) else 0
+        flags |= int(F.UnitFlag.COLS) if col_split else 0
         if not ctx.xip:
             raw = group.image()
             acc.weight_raw += len(raw)
@@ -374,7 +411,7 @@ def _build_units(ctx: _Ctx) -> _Units:
                 reload_first=reload_first, reload_count=reload_count, spill_first=spill_first,
                 spill_count=spill_count, place_first=place_first, place_count=len(placed),
                 tiles=len(unit.tile_rows) if tiled else 1, rows_first=rows_first,
-                rows_count=len(bands) * len(placed), stage_first=stage_first, stage_count=stage_count,
+                rows_count=(len(bands) + len(cbands)) * len(placed), stage_first=stage_first, stage_count=stage_count,
                 irop_first=irop_first, irop_count=irop_count, weight_bytes=0 if ctx.xip else unit.weight_bytes,
                 wblob_off=0, wblob_size=wblob_size, wraw_size=wraw_size, peak_bytes=unit.peak_bytes,
                 carry_first=carry_first,

@@ -106,6 +106,18 @@ class OpKind:
     accumulates: ClassVar[bool] = False
     # The op can be an alias (output shares the input buffer); the layout pass records which ones are.
     may_alias: ClassVar[bool] = False
+    # Column tiling (unit flag COLS, docs/format.md "COLS units"): how the kernel runs on a band of columns presented
+    # as a standalone tensor of that width. "window": a sliding window along W whose pads the executor replaces by
+    # band-relative ones (COL_WINDOW names its kw, sw, dw, pl, pr parameters); "pixel": output column c reads input
+    # column c only; None: the kind may not appear in a COLS unit. This is the kind's bound, read by the plan format
+    # (gen_header, the readers); whether one op of the kind is column-local (a broadcast along W, a concat axis) is
+    # the planner's question.
+    COLS: ClassVar[Literal["window", "pixel"] | None] = None
+    COL_WINDOW: ClassVar[tuple[str, str, str, str, str]] = ("kw", "sw", "dw", "pl", "pr")
+    # "pixel" kinds: parameters that state an operand's or the output's W extent (a binary op's operand dims). In a
+    # COLS unit the executor sets each one that equals the output's full W (> 1) to the band's cols; one of 1 (a
+    # broadcast along W) stays.
+    COL_DIMS: ClassVar[tuple[str, ...]] = ()
     # The kernel may run with its output over an input of the same shape, dtype and layout (out == in): it writes
     # every output element only after reading the input elements at that same index, in both dtypes and every target
     # variant. The planner then lets the output take the home of such an input whose last use is this op

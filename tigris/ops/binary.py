@@ -157,6 +157,8 @@ def _operand(low: Lowered, slot: str, inputs: Sequence[TensorView], out: TensorV
 
 
 class _Binary(OpKind):
+    COLS = "pixel"
+    COL_DIMS = ("A_D2", "B_D2")
     SINGLE_INPUT = False
     TILING = "pointwise"
     in_place = True  # binary.c: y[i] is stored after x[i] and z[i] are read, dense or broadcast
@@ -274,6 +276,8 @@ class Ewise(OpKind):
                 "Pow": "a one-element constant exponent (the unary table x ** e); float: any exponent operand"}
     INT8_EXACTNESS = {"Max": "bit-exact", "Min": "bit-exact", "Div": "bit-exact", "Pow": "<= 1 LSB"}
     PARAMS = EWISE_PARAMS
+    COLS = "pixel"
+    COL_DIMS = ("A_D2", "B_D2")
     CONSTS = ("K",)
     SINGLE_INPUT = False
     TILING = "pointwise"

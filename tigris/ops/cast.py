@@ -19,6 +19,7 @@ INT32_LO, INT32_HI = -(2.0**31), 2.0**31 - 128  # the largest float32 below 2**3
 
 
 class Cast(OpKind):
+    COLS = "pixel"
     name = "cast"
     ir_ops = ("Cast",)
     ONNX_OPS = {"Cast": "float32 to int32 (truncation toward zero, saturated)"}

@@ -54,6 +54,7 @@ def is_direct(win: Window) -> bool:
 
 class Conv(_mac.WindowedMacKind):
     name = "conv"
+    COLS = "window"
     ir_ops = ("Conv", "Conv1D")
     ONNX_OPS = {"Conv": "2-D and 1-D ([N, C, L]), group (grouped), kernel_shape, strides, dilations, pads, auto_pad; "
                         "bias; fused Relu/Relu6/Clip(0, 6); int8 weights per channel or per tensor, weight zero points"}

@@ -22,6 +22,7 @@ from tigris.ops.base import Lowered, TensorView
 
 class DepthwiseConv(_mac.WindowedMacKind):
     name = "dwconv"
+    COLS = "window"
     ir_ops = ("DepthwiseConv",)
     ONNX_OPS = {"Conv": "group == C_in > 1 (depthwise, channel multiplier m), kernel_shape, strides, dilations, pads, "
                         "auto_pad; bias; fused Relu/Relu6; int8 weights per channel or per tensor"}

@@ -162,6 +162,9 @@ def _window_reference(low: Lowered, x: TensorView, out: TensorView, mode: str) -
 class _WindowPool(OpKind):
     """MaxPool and AveragePool: a window over the input rows, 2-D on [N, C, H, W] or 1-D on [N, C, L]."""
 
+    COLS = "window"
+    COL_WINDOW = ("KW", "SW", "DW", "PL", "PR")
+
     TILING = "spatial"
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:

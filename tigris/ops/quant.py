@@ -52,6 +52,8 @@ def _scale_zp(low: Lowered, out: TensorView, scale, zp):
 class _QuantBoundary(OpKind):
     """Quantize and Dequantize: float32 on one side, per-tensor int8 on the other."""
 
+    COLS = "pixel"
+
     TILING = "pointwise"
 
     def unsupported(self, graph: AnalyzedGraph, op: Op) -> str | None:

@@ -173,6 +173,7 @@ def tflm_table(func: int, s_in: float, zp_in: int, s_out: float, zp_out: int, wh
 
 
 class Unary(OpKind):
+    COLS = "pixel"
     name = "unary"
     ir_ops = tuple(FUNCS)
     ONNX_OPS = {"Relu": "", "Clip": "constant min/max (Relu6 when 0/6)", "Sigmoid": "", "Tanh": "",

@@ -54,6 +54,9 @@ int tgrs_window_load(tgrs_window *w, const int32_t *p)
     return 1;
 }
 
+/* The loader proves COLS band-relative pads for windows within the kernels' limit: the two limits are one. */
+typedef char tgrs_check_cols_window_max[(TGRS_COLS_WINDOW_MAX == TGRS_WINDOW_MAX) ? 1 : -1];
+
 /* requant.h spells the codes without the generated header; they must agree. */
 typedef char tgrs_check_rq_onnx[(TGRS_RQ_ONNX == TGRS_NUMERICS_ONNX) ? 1 : -1];
 typedef char tgrs_check_rq_tflm[(TGRS_RQ_TFLM == TGRS_NUMERICS_TFLM) ? 1 : -1];

@@ -1,0 +1,216 @@
+"""Column tiling (unit flag COLS, docs/format.md "COLS units") on the C runtime.
+
+Hand-built COLS plans (tests/runtime/_cols_plans.py: a grid of row x column tiles over a chain of conv, depthwise,
+pools and per-pixel ops, every band computed from the ops' window arithmetic) run on the host runtime and give the
+untiled plan's output bit for bit, int8 and float; the float plan of an ONNX model agrees with ONNX Runtime; the
+runtime's fast and slow high-water marks equal the plan's peaks; the reader round-trips the column bands. Then the
+readers' refusals of malformed COLS units, each with its own code, from both the C loader and the Python reader."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+import _cols_plans as C
+import _rt_plans as P
+from tigris.emit import format as F
+from tigris.emit import read_plan
+from tigris.emit.reader import PlanFormatError
+from tigris.emit.writer import seal
+from tigris.ir import TigrisError
+
+FLOAT_TOL = 1e-5
+
+CHAINS = {
+    "conv": [("conv", 3, 1, 1, 1)],
+    "conv-relu-dw-pw": [("conv", 3, 1, 1, 1), ("relu",), ("dw", 3, 2, 1, 1), ("conv", 1, 1, 1, 0)],
+    "dilated-strided-pools": [("dw", 5, 1, 2, 4), ("conv", 3, 2, 1, 1), ("maxpool", 3, 2, 1), ("avgpool", 3, 1, 1)],
+    "unpadded-sigmoid": [("conv", 3, 2, 1, 0), ("sigmoid",), ("dw", 3, 1, 1, 1)],
+}
+GRIDS = [(1, 2), (2, 3), (3, 5), (1, 7)]
+
+
+@pytest.fixture(scope="module")
+def session_cls():
+    try:
+        from tigris.host.build import runtime
+        from tigris.host.session import PlanError, Session
+
+        runtime()
+    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
+        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    return Session, PlanError
+
+
+@pytest.mark.parametrize("int8", [True, False], ids=["int8", "float"])
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_cols_plans_run_like_untiled(session_cls, name, int8):
+    Session, _ = session_cls
+    g = C.chain(CHAINS[name], int8, 17, 23, 8, 0)
+    low = C.lower_all(g)
+    untiled, _ = P.compile_graph(g, 1 << 22)
+    x = P.random_input(g, 1)
+    want = Session(untiled).run(x).outputs["y"]
+    for xip, comp in ((False, "none"), (True, "none"), (False, "lz4")):
+        for rt, ct in GRIDS:
+            data, plan = C.emit_cols(g, low, rt, ct, xip=xip, compression=comp)
+            pf = read_plan(data)
+            assert [u.col_split for u in pf.units] == [True]
+            assert pf.to_memory_plan().units[0].tile_cols == plan.units[0].tile_cols
+            got = Session(data).run(x)
+            # each output element is computed by the same kernel arithmetic on the same inputs: bit-identical, float too
+            np.testing.assert_array_equal(got.outputs["y"], want, err_msg=f"{name} {rt}x{ct} xip={xip} {comp}")
+            assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+
+
+def test_column_bands_shrink_the_buffers():
+    """Cutting the width cuts the buffers: the 1x4 grid's fast peak is well below the 1-row-band plan's."""
+    g = C.chain(CHAINS["conv-relu-dw-pw"], True, 16, 64, 16, 0)
+    low = C.lower_all(g)
+    rows_only = C.cols_plan(g, low, 16, 1)
+    grid = C.cols_plan(g, low, 16, 4)
+    acts = lambda p: sum(pl.size for pl in p.units[0].fast.values())  # noqa: E731
+    assert acts(grid) < 0.45 * acts(rows_only)
+
+
+def _onnx_chain(path):
+    """x [1,3,15,21] -Conv3x3 pad1-> -Relu-> -Conv3x3/2 depthwise-> -Conv1x1-> y, float, as an ONNX file."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    w1 = rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3
+    w2 = rng.standard_normal((8, 1, 3, 3)).astype(np.float32) * 0.3
+    w3 = rng.standard_normal((6, 8, 1, 1)).astype(np.float32) * 0.3
+    b1, b2, b3 = (rng.standard_normal(n).astype(np.float32) for n in (8, 8, 6))
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["d1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                         group=8),
+        helper.make_node("Conv", ["d1", "w3", "b3"], ["y"], kernel_shape=[1, 1]),
+    ]
+    inits = [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"),
+                                                         (w3, "w3"), (b3, "b3"))]
+    graph = helper.make_graph(nodes, "colsonnx", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 15, 21])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 8, 11])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def test_float_cols_plan_matches_onnxruntime(session_cls, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from tigris import api
+
+    Session, _ = session_cls
+    path = tmp_path / "chain.onnx"
+    _onnx_chain(path)
+    prep = api.prepare(path)
+    x = {"x": np.random.default_rng(2).standard_normal((1, 3, 15, 21)).astype(np.float32)}
+    ref = api.run_onnxruntime(path, x)
+    ref_y = ref["y"] if isinstance(ref, dict) else ref[0]
+    for rt, ct in ((2, 3), (4, 4)):
+        data, plan = C.emit_cols(prep.graph, prep.lowered, rt, ct)
+        got = api.run_plan(data, x)
+        y = got.outputs["y"]
+        assert y.shape == ref_y.shape
+        assert float(np.abs(y - ref_y).max()) <= FLOAT_TOL * max(1.0, float(np.abs(ref_y).max()))
+        assert got.fast_peak == plan.fast_peak
+
+
+# --- refusals -------------------------------------------------------------------------------------------------------
+
+
+def _base() -> tuple[bytes, object]:
+    g = C.chain(CHAINS["conv-relu-dw-pw"], True, 9, 13, 4, 0)
+    return C.emit_cols(g, C.lower_all(g), 2, 3)
+
+
+def _section(data: bytes, sid: F.SectionId) -> int:
+    return int(F.SECTION.unpack(data, F.DIR_OFFSET + (int(sid) - 1) * F.SECTION.size)["offset"])
+
+
+def _set(data: bytes, pos: int, v: int, fmt: str = "<I") -> bytes:
+    b = bytearray(data)
+    struct.pack_into(fmt, b, pos, v)
+    return seal(b)
+
+
+def _mutants(base: bytes):
+    pf = read_plan(base)
+    unit = pf.units[0]
+    pc, tiles = len(unit.placements), unit.tiles
+    uoff = _section(base, F.SectionId.UNITS)
+    u = F.UNIT.unpack(base, uoff)
+    flags = uoff + F.UNIT.offsets()["flags"]
+    cols = F.UnitFlag.COLS | F.UnitFlag.TILED
+    yield "COLS untiled", _set(base, flags, int(F.UnitFlag.COLS)), "ERR_UNIT"
+    yield "COLS with ROLLING", _set(base, flags, int(cols | F.UnitFlag.ROLLING)), "ERR_UNIT"
+    yield "COLS with ACCUM", _set(base, flags, int(cols | F.UnitFlag.ACCUM)), "ERR_UNIT"
+    yield "row records only", _set(base, uoff + F.UNIT.offsets()["rows_count"], tiles * pc), "ERR_UNIT"
+    yield "no COLS flag", _set(base, flags, int(F.UnitFlag.TILED)), "ERR_UNIT"  # twice the records of a tiled unit
+
+    rows = _section(base, F.SectionId.TILE_ROWS) + 8 * int(u["rows_first"])
+    name = [t.name for t in pf.tensors]
+    pos = {name[p.tensor]: j for j, p in enumerate(unit.placements)}
+
+    def col_rec(t: int, tensor: str) -> int:
+        return rows + 8 * ((tiles + t) * pc + pos[tensor])
+
+    w = {n: pf.tensor(n).dims[2] for n in pos}
+    yield "column band before 0", _set(base, col_rec(0, "t0"), -1, "<i"), "ERR_TILE_COLS"
+    yield "empty column band", _set(base, col_rec(1, "y") + 4, 0, "<i"), "ERR_TILE_COLS"
+    c0, n = unit.tile_cols[tiles - 1][pos["t1"]]
+    yield "column band past W", _set(base, col_rec(tiles - 1, "t1") + 4, w["t1"] - c0 + 1, "<i"), "ERR_TILE_COLS"
+    # the buffer of x, 16 bytes short of its largest dense band
+    px = unit.placements[pos["x"]]
+    poff = _section(base, F.SectionId.PLACEMENTS) + F.PLACEMENT.size * pos["x"] + F.PLACEMENT.offsets()["size"]
+    yield "band buffer too small", _set(base, poff, px.size - 16), "ERR_TILE_COLS"
+    # t1 feeds the depthwise conv: one column less than its window needs (a narrower band fits its buffer)
+    c0, n = unit.tile_cols[0][pos["t1"]]
+    yield "input band short of the window", _set(base, col_rec(0, "t1") + 4, n - 1, "<i"), "ERR_TILE_COLS"
+    yield "input band not at the need", _set(base, col_rec(0, "t1"), c0 + 1, "<i") if c0 + n < w["t1"] else \
+        _set(base, col_rec(0, "t1") + 4, n - 1, "<i"), "ERR_TILE_COLS"
+    # relu (t0 -> t1) per pixel: its input band one column narrower than its output band
+    c0, n = unit.tile_cols[1][pos["t0"]]
+    yield "per-pixel operand band differs", _set(base, col_rec(1, "t0") + 4, n - 1, "<i"), "ERR_TILE_COLS"
+    # the relu op record as a GlobalAveragePool: a kind that cannot run on column bands
+    ops = _section(base, F.SectionId.OPS)
+    relu = next(o.index for o in pf.ops if o.kind == "unary")
+    yield "kind not column-local", _set(base, ops + relu * F.OP.size, 6), "ERR_COLS_OP"
+
+
+def test_readers_refuse_malformed_cols_units(session_cls):
+    Session, PlanError = session_cls
+    base, _ = _base()
+    assert read_plan(base).units[0].col_split
+    Session(base)
+    seen = 0
+    for what, data, code in _mutants(base):
+        with pytest.raises(PlanFormatError) as py:
+            read_plan(data)
+        assert py.value.status == code, what
+        with pytest.raises(PlanError) as c:
+            Session(data)
+        assert c.value.name == f"TGRS_{code}", what
+        seen += 1
+    assert seen == 13
+
+
+def test_writer_refuses_what_a_cols_unit_cannot_say():
+    g = C.chain(CHAINS["conv"], True, 9, 13, 4, 0)
+    low = C.lower_all(g)
+    plan = C.cols_plan(g, low, 2, 3)
+    plan.units[0].tile_cols = plan.units[0].tile_cols[:-1]
+    with pytest.raises(TigrisError, match="column tiles"):
+        from tigris.emit import emit_plan
+
+        emit_plan(g, plan, low, xip=False)
+    plan = C.cols_plan(g, low, 2, 3)
+    plan.units[0].rolling = ["x"]
+    with pytest.raises(TigrisError, match="carry rows or accumulate"):
+        from tigris.emit import emit_plan
+
+        emit_plan(g, plan, low, xip=False)
