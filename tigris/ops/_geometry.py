@@ -94,6 +94,22 @@ def _row_window(ks: tuple, strides: tuple, dilations: tuple, pads: tuple) -> tup
     return w.kh, w.sh, w.dh, w.pt
 
 
+def col_window(attrs: Mapping[str, Any]) -> tuple[int, int, int, int] | None:
+    """(kernel, stride, dilation, leading pad) along W of a 2-D window op; None for a 1-D one (its W is 1)."""
+    ks = tuple(attrs.get("kernel_shape") or (1,))
+    if len(ks) != 2:
+        return None
+    return _col_window(ks, tuple(attrs.get("strides") or ()), tuple(attrs.get("dilations") or ()),
+                       tuple(attrs.get("pads") or ()))
+
+
+@lru_cache(maxsize=4096)
+def _col_window(ks: tuple, strides: tuple, dilations: tuple, pads: tuple) -> tuple[int, int, int, int]:
+    attrs = {"kernel_shape": list(ks), "strides": list(strides), "dilations": list(dilations), "pads": list(pads)}
+    w = window_from_attrs(attrs)
+    return w.kw, w.sw, w.dw, w.pl
+
+
 def out_size(n: int, k: int, s: int, d: int, p0: int, p1: int) -> int:
     """Output length of a window along one axis (floor mode)."""
     return (n + p0 + p1 - ((k - 1) * d + 1)) // s + 1

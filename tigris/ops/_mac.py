@@ -21,8 +21,8 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor, TigrisError
 from tigris.ops import qmath
-from tigris.ops._geometry import row_window
-from tigris.ops.base import OpKind, f32_bits
+from tigris.ops._geometry import col_window, row_window
+from tigris.ops.base import OpKind, cols_reason, f32_bits
 
 INT32_LIMIT = 2**31
 
@@ -84,6 +84,16 @@ class WindowedMacKind(MacKind):
 
     def window(self, op: Op) -> tuple[int, int, int, int]:
         return row_window(op.attrs)
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        # each output pixel is the dot product of its own KHxKW window (all input channels of its group) with the
+        # weights: a W window like the row window; a 1-D conv has no W to cut
+        if col_window(op.attrs) is None:
+            return f"1-D {op.op_type}"
+        return cols_reason(graph, op, per_pixel=False)
+
+    def col_window(self, op: Op) -> tuple[int, int, int, int] | None:
+        return col_window(op.attrs)
 
 
 def optional_input(op: Op, i: int) -> str | None:

@@ -201,6 +201,28 @@ class OpKind:
         """Why an otherwise pointwise op cannot run on row bands (an output row reads other rows), or None."""
         return None
 
+    # -- column tiling (the planner's questions about W; docs/memory-planning.md "Column tiles") ------------------
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        """Why ``op`` cannot run on column bands (its output column ``c`` does not read only a window of input
+        columns around ``c``), or None when it can: per-pixel along W (:meth:`col_window` None) or windowed along W.
+        Only kinds whose kernels compute each output pixel from its own window, with nothing indexed by the absolute
+        column, answer None."""
+        return f"{op.op_type} is not column-local"
+
+    def col_window(self, op: Op) -> tuple[int, int, int, int] | None:
+        """(kernel, stride, dilation, leading pad) along the W axis of a windowed column-local op; None for a
+        per-pixel one."""
+        return None
+
+    def cols_needed(self, op: Op, a: int, b: int) -> tuple[int, int]:
+        """Input columns (unclipped) that output columns ``[a, b)`` read: the W window, or the same columns for a
+        per-pixel op. The planner clips them to the input (an input of width 1 is read whole)."""
+        win = self.col_window(op)
+        if win is None:
+            return a, b
+        k, s, d, p = win
+        return a * s - p, (b - 1) * s - p + (k - 1) * d + 1
+
     def accumulator_bytes(self, graph: AnalyzedGraph, op: Op) -> int:
         """Scratch an accumulating op keeps from the first tile to the last (only when :attr:`accumulates`)."""
         return 0
@@ -252,6 +274,31 @@ class OpKind:
             if not -(2**31) <= v < 2**31:
                 raise ValueError(f"{self.name}: param out of int32 range in {low.op_name}")
         return vec + [0] * (MAX_PARAMS - len(vec))
+
+
+def cols_reason(graph: AnalyzedGraph, op: Op, per_pixel: bool) -> str | None:
+    """The tensor conditions of a column-local op (``OpKind.col_local``), or why they fail: its output and every
+    activation input are single-image ``nhwc`` tensors (the runtime cuts their physical axis 2). A per-pixel op's
+    activation inputs also have the output's width or width 1 (read whole), and none of its constants varies along
+    W (logical last axis 1): a kernel indexes a broadcast operand from the band's own column 0, so an operand that
+    differs from column to column would be read at the wrong columns."""
+    out = graph.tensors[op.outputs[0]]
+    if out.layout != "nhwc" or len(out.shape) != 4 or out.shape[0] != 1:
+        return f"output {out.name} is not a single nhwc image"
+    for name in op.inputs:
+        if not name:
+            continue
+        if graph.is_const(name):
+            shape = tuple(np.asarray(graph.weights[name]).shape) if name in graph.weights else ()
+            if per_pixel and shape and shape[-1] != 1:
+                return f"constant {name} varies along W"
+            continue
+        t = graph.tensors[name]
+        if t.layout != "nhwc" or len(t.shape) != 4 or t.shape[0] != 1:
+            return f"input {name} is not a single nhwc image"
+        if per_pixel and t.shape[3] not in (1, out.shape[3]):
+            return f"input {name} has another width"
+    return None
 
 
 @dataclass

@@ -47,7 +47,7 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.ops._common import (TileError, act_bounds, broadcast_phys_dims, const_to_phys, dtype_kind,
                                 float_act_bounds, operand_phys_dims, per_tensor, rshift_half_even)
-from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
+from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, cols_reason, f32_bits
 from tigris.ops.qmath import numerics_code, quantize_multiplier, requantize_tflm, rounding_rshift
 
 PARAMS = ("K_POS", "A_D0", "A_D1", "A_D2", "A_D3", "B_D0", "B_D1", "B_D2", "B_D3", "SUB", "F_LO", "F_HI",
@@ -162,6 +162,10 @@ class _Binary(OpKind):
     SINGLE_INPUT = False
     TILING = "pointwise"
     in_place = True  # binary.c: y[i] is stored after x[i] and z[i] are read, dense or broadcast
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        # per pixel along W: output element (h, w, c) reads its operands at (h, w) (or their broadcast 1)
+        return cols_reason(graph, op, per_pixel=True)
 
     def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
         for n in op.inputs:
@@ -282,6 +286,10 @@ class Ewise(OpKind):
     SINGLE_INPUT = False
     TILING = "pointwise"
     in_place = True  # tgrs_kernel_ewise stores out[i] after reading a[ia], b[ib] of the same element
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        # per pixel along W: output element (h, w, c) reads its operands at (h, w) (or their broadcast 1)
+        return cols_reason(graph, op, per_pixel=True)
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         ins = [i for i in op.inputs if i]

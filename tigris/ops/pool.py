@@ -30,8 +30,8 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
 from tigris.ops._common import TileError, act_bounds, dtype_kind, per_tensor, requantize_even
-from tigris.ops._geometry import row_window
-from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops._geometry import col_window, row_window
+from tigris.ops.base import Lowered, OpKind, TensorView, cols_reason
 from tigris.ops.qmath import numerics_code, quantize_multiplier, requantize_tflm
 
 WINDOW_PARAMS = ("KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL", "PB", "PR", "COUNT_PAD", "MULT", "SHIFT", "LO", "HI",
@@ -183,6 +183,16 @@ class _WindowPool(OpKind):
 
     def window(self, op: Op) -> tuple[int, int, int, int]:
         return row_window(op.attrs)
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        # an output pixel reduces its own window; the AveragePool divisor counts taps inside the image plus the real
+        # pads, which the band-relative pads of a column tile reproduce (they are the real ones at the image edges)
+        if col_window(op.attrs) is None:
+            return f"1-D {op.op_type}"
+        return cols_reason(graph, op, per_pixel=False)
+
+    def col_window(self, op: Op) -> tuple[int, int, int, int] | None:
+        return col_window(op.attrs)
 
 
 class MaxPool(_WindowPool):

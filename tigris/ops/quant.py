@@ -19,7 +19,7 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.ops._common import const_to_phys, per_tensor, same_rows
-from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
+from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, cols_reason, f32_bits
 
 RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 
@@ -55,6 +55,12 @@ class _QuantBoundary(OpKind):
     COLS = "pixel"
 
     TILING = "pointwise"
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        # per pixel with one scale; per-element scales are indexed by the absolute position
+        if op.attrs.get("per_element"):
+            return "per-element scales"
+        return cols_reason(graph, op, per_pixel=True)
 
     def unsupported(self, graph: AnalyzedGraph, op: Op) -> str | None:
         ins = [i for i in op.inputs if i]

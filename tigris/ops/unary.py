@@ -41,7 +41,7 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
 from tigris.ops._common import broadcast_phys_dims, const_to_phys, dtype_kind, per_tensor, requantize_even, same_rows
-from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
+from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, cols_reason, f32_bits
 from tigris.ops.qmath import quantize_float, quantize_multiplier
 
 # FUNC codes shared with unary.c (Gelu with approximate="tanh" takes GELU_TANH).
@@ -185,6 +185,10 @@ class Unary(OpKind):
     TILING = "pointwise"
     in_place = True  # unary.c: y[i] = f(x[i]) (float) or lut[x[i]] (int8), one index at a time
 
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        # per pixel along W: output element (h, w, c) reads its operands at (h, w) (or their broadcast 1)
+        return cols_reason(graph, op, per_pixel=True)
+
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         why = super().check_operands(graph, op)
         if why is None and op.op_type == "Clip" and ("min" not in op.attrs or "max" not in op.attrs):
@@ -228,6 +232,10 @@ class Unary(OpKind):
 class PRelu(OpKind):
     name = "prelu"
     ir_ops = ("PRelu",)
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        # per pixel; a slope that varies along W (per position) is indexed by the absolute column: not column-local
+        return cols_reason(graph, op, per_pixel=True)
     ONNX_OPS = {"PRelu": "constant slope of any shape that broadcasts to the input (scalar, per channel, per "
                          "position)"}
     SINGLE_INPUT = False
