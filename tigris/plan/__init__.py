@@ -24,7 +24,8 @@ from typing import Callable
 
 from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
-from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess, unit_bands
+from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess, unit_bands, unit_col_bands
+from tigris.plan.cols import cols_reason, pixel_bytes, width
 from tigris.plan.order import reorder, search_order
 from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
@@ -35,7 +36,7 @@ from tigris.plan.temporal import (
     Costs, Uses, greedy_stages, grow_stage, stage_io, stage_timeline, stage_weight_bytes, uses,
 )
 from tigris.plan.timeline import sweep, unscheduled_peak
-from tigris.plan.types import XIP_DEFAULT, ExecUnit, Fit, MemoryPlan, NoFit, Placement, PlanResult, StagePlan, align_up
+from tigris.plan.types import COL_TILES_DEFAULT, XIP_DEFAULT, ExecUnit, Fit, MemoryPlan, NoFit, Placement, PlanResult, StagePlan, align_up
 
 __all__ = [
     "plan",
@@ -161,6 +162,7 @@ def _tiled_unit(
         weight_bytes=wb,
         tiles=len(lay.tile_rows),
         tile_rows=lay.tile_rows,
+        tile_cols=lay.tile_cols,
         peak_bytes=end,
         timeline_peak=lay.peak,
         accumulate=list(lay.accumulate),
@@ -282,6 +284,8 @@ def _stage_plan(
 
 
 def _recompute(graph: AnalyzedGraph, ops: range, lay: TiledLayout) -> int:
+    if lay.tile_cols:
+        return sum(lay.extra_of.get(i, 0) for i in ops)
     extra = 0
     for i in ops:
         out = graph.ops[i].outputs[0]
@@ -322,6 +326,12 @@ def _traffic(graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]) -> tupl
         if not unit.tile_rows:
             spill += sum(bufs.nbytes[n] for n in unit.spill)
             reload += sum(bufs.nbytes[n] for n in unit.reload)
+            continue
+        if unit.tile_cols:  # a column-split unit moves the pixels of its bands (tigris.plan.cols rule 4)
+            for rows, cols in zip(unit.tile_rows, unit.tile_cols):
+                px = lambda n: (rows[n][1] - rows[n][0]) * (cols[n][1] - cols[n][0]) * pixel_bytes(graph, n)  # noqa
+                spill += sum(px(n) for n in unit.spill)
+                reload += sum(px(n) for n in unit.reload)
             continue
         prev: dict[str, tuple[int, int]] = {}
         for rows in unit.tile_rows:
@@ -405,6 +415,7 @@ def _partition(
 
 def _costs(
     graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts, halo_reuse=False,
+    col_tiles=False, force_cols=0,
 ) -> Costs:
     return Costs(
         weight_bytes_of or default_weight_bytes(graph),
@@ -413,6 +424,8 @@ def _costs(
         accumulate_gap,
         recompute_weight,
         halo_reuse,
+        col_tiles,
+        force_cols,
         {} if layouts is None else layouts,
     )
 
@@ -424,6 +437,8 @@ def fast_lower_bound(
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     accumulate_gap: bool = True,
     layouts: dict | None = None,
+    col_tiles: bool = COL_TILES_DEFAULT,
+    strategy: str = "tigris",
     **_ignored,
 ) -> int:
     """A lower bound on the fast budget of any plan: the largest of :func:`op_lower_bounds`.
@@ -434,7 +449,8 @@ def fast_lower_bound(
     if not graph.ops:
         return 0
     bufs = buffers(graph)
-    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, layouts)
+    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, layouts,
+                   col_tiles=col_tiles and strategy != "spec")
     return _lower_bound(graph, bufs, uses(bufs), costs)
 
 
@@ -445,6 +461,8 @@ def op_lower_bounds(
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     accumulate_gap: bool = True,
     layouts: dict | None = None,
+    col_tiles: bool = COL_TILES_DEFAULT,
+    strategy: str = "tigris",
     **_ignored,
 ) -> list[int]:
     """Per op, a lower bound on the fast budget of any plan holding it: what the op needs as a unit of its own,
@@ -460,7 +478,8 @@ def op_lower_bounds(
     if not graph.ops:
         return []
     bufs = buffers(graph)
-    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, layouts)
+    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, layouts,
+                   col_tiles=col_tiles and strategy != "spec")
     return list(_op_bounds(graph, bufs, uses(bufs), costs))
 
 
@@ -472,7 +491,8 @@ def _lower_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> 
 def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tuple[int, ...]:
     """:func:`op_lower_bounds`, memoized in ``costs.layouts`` under the per-op weight bytes it depends on (the
     scratch sizes and ``accumulate_gap`` are fixed for one memo, see ``Costs.layouts``)."""
-    key = ("lower_bound", costs.accumulate_gap, tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
+    key = ("lower_bound", costs.accumulate_gap, costs.col_tiles,
+           tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
     if key in costs.layouts:
         return costs.layouts[key]
     bounds = []
@@ -494,6 +514,12 @@ def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tu
                 continue
             band = max((lay.band_bytes.get(x, 0) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
             need = min(need, lay.peak - band)
+            if costs.col_tiles:  # the op alone at one row by one output column per tile (tigris.plan.cols)
+                th = min_tile_h(h)
+                grid = unit_col_bands(graph, bufs, costs, range(i, i + 1), outs[0], th, width(graph, outs[0]), True) \
+                    if cols_reason(graph, bufs, range(i, i + 1), outs[0]) is None else None
+                if grid is not None:
+                    need = min(need, grid.peak)
         bounds.append(need)
     costs.layouts[key] = tuple(bounds)
     return costs.layouts[key]
@@ -514,6 +540,8 @@ def plan(
     layouts: dict | None = None,
     op_order: str = "search",
     halo_reuse: bool = True,
+    col_tiles: bool = COL_TILES_DEFAULT,
+    force_cols: int = 0,
 ) -> PlanResult:
     """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring):
     :class:`Fit` or :class:`NoFit`.
@@ -544,6 +572,12 @@ def plan(
     ``halo_reuse`` (``tigris`` only; the spec recomputes its halos) lets a tiled unit carry the rows its bands share
     from tile to tile instead of recomputing them (spatial rule 9, the unit flag ROLLING) wherever that still fits;
     False gives the recomputing plans of the earlier planner.
+
+    ``col_tiles`` (``tigris`` only) lets a tiled range that does not fit at one output row per tile cut its width
+    too (column tiles, :mod:`tigris.plan.cols`, the unit flag COLS). It is a fallback: the graph is planned without
+    column tiles first and again with them only when that does not fit, so every plan that fits without them is
+    unchanged. ``force_cols`` (tests) plans with column tiles at once and runs every tiled unit that can be
+    column-split as exactly that many column tiles (when such a grid fits).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
@@ -552,7 +586,8 @@ def plan(
     if not graph.ops:
         return NoFit(None, None, 0, "empty", fast_budget)
     args = (fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight, feasibility, least_sram)
-    res = _plan_in_order(graph, *args, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse=halo_reuse)
+    cols = dict(halo_reuse=halo_reuse, col_tiles=col_tiles, force_cols=force_cols)
+    res = _plan_in_order(graph, *args, weight_bytes_of, scratch_bytes_of, layouts, **cols)
     if op_order == "spec" or (feasibility and slow_budget is None and isinstance(res, Fit)):
         return res
     memo = {} if layouts is None else layouts
@@ -565,7 +600,7 @@ def plan(
     wb = weight_bytes_of or default_weight_bytes(graph)
     sb = scratch_bytes_of or _no_scratch
     other = _plan_in_order(reorder(graph, order), *args, lambda k: wb(order[k]), lambda k, rows: sb(order[k], rows),
-                           memo.setdefault(("op_order", order), {}), halo_reuse=halo_reuse)
+                           memo.setdefault(("op_order", order), {}), **cols)
     if isinstance(other, NoFit):
         return res
     mine = _in_graph_order(other.plan, order, res.plan.unscheduled_peak if isinstance(res, Fit) else None, graph)
@@ -595,15 +630,27 @@ def _in_graph_order(p: MemoryPlan, order: tuple[int, ...], unscheduled: int | No
 
 def _plan_in_order(
     graph: AnalyzedGraph, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight, feasibility,
-    least_sram, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse: bool = True,
+    least_sram, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse: bool = True, col_tiles: bool = False,
+    force_cols: int = 0,
 ) -> PlanResult:
     """:func:`plan` of the graph's ops in the graph's order."""
     bufs = buffers(graph)
     u = uses(bufs)
-    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts,
-                   halo_reuse and strategy != "spec")
-    planned = _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
-                         least_sram=least_sram, slow_budget=slow_budget)
+    col_tiles = col_tiles and strategy != "spec"
+    force_cols = force_cols if col_tiles else 0
+
+    def attempt(cols: bool) -> Planned | NoFit:
+        costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts,
+                       halo_reuse and strategy != "spec", cols, force_cols if cols else 0)
+        return _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
+                          least_sram=least_sram, slow_budget=slow_budget)
+
+    # column tiles are a fallback below the row floor (tigris.plan.cols rule 5): plans that fit without them stay
+    planned = attempt(bool(force_cols))
+    if isinstance(planned, NoFit) and col_tiles and not force_cols and planned.cause not in ("slow_memory", "empty"):
+        with_cols = attempt(True)
+        if not isinstance(with_cols, NoFit):
+            planned = with_cols
     if isinstance(planned, NoFit):
         return planned
     units, stages = planned

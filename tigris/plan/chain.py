@@ -24,6 +24,7 @@ from tigris.plan.spatial import (
     SAMPLED_SEARCH_ROWS, TiledLayout, largest_fitting, min_tile_h, plan_bands, row_bytes, spec_tile_h, tiling_axis,
 )
 from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
+from tigris.plan.cols import cols_reason, fit_cols, max_cols, moved_bytes, plan_col_bands, with_weights
 
 
 @dataclass
@@ -75,6 +76,49 @@ def unit_bands(
     return replace(lay, peak=lay.peak + wb) if lay is not None and wb else lay
 
 
+def unit_col_bands(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, tile_h: int, n_cols: int,
+    bound: bool = False,
+) -> TiledLayout | None:
+    """:func:`tigris.plan.cols.plan_col_bands` of a candidate unit, memoized in ``costs.layouts`` like
+    :func:`unit_bands` (planned without weights, the weight prefix added to the peak)."""
+    key = ("cols", tuple(ops), output, tile_h, n_cols, bound)
+    if key not in costs.layouts:
+        costs.layouts[key] = plan_col_bands(graph, bufs, ops, output, tile_h, n_cols, 0, costs.scratch_bytes, bound)
+    return with_weights(costs.layouts[key], stage_weight_bytes(costs, ops))
+
+
+def col_layout(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, budget: int,
+) -> TiledLayout | None:
+    """The column-split layout a tiled range runs with below the row floor (cols rule 5), None when none fits or
+    the range cannot be column-split; exactly ``costs.force_cols`` column tiles when that is set."""
+    key = ("cols_reason", tuple(ops), output)
+    if key not in costs.layouts:
+        costs.layouts[key] = cols_reason(graph, bufs, ops, output)
+    if costs.layouts[key] is not None:
+        return None
+    return fit_cols(lambda th, n: unit_col_bands(graph, bufs, costs, ops, output, th, n), graph, output, budget,
+                    costs.force_cols or None)
+
+
+def col_fits_somewhere(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, budget: int,
+) -> bool:
+    """Whether a column-split layout of the range fits ``budget``: the narrowest columns at the smallest height."""
+    if not costs.col_tiles:
+        return False
+    key = ("cols_reason", tuple(ops), output)
+    if key not in costs.layouts:
+        costs.layouts[key] = cols_reason(graph, bufs, ops, output)
+    if costs.layouts[key] is not None:
+        return False
+    _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
+    th = min_tile_h(h)
+    lay = unit_col_bands(graph, bufs, costs, ops, output, th, max_cols(graph, output, th))
+    return lay is not None and lay.peak <= budget
+
+
 def fitting_bands(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, tile_h: int, sample: bool,
     budget: int,
@@ -98,16 +142,24 @@ def fit_tiles(
     budget: int,
     guess: int | None = None,
 ) -> TiledLayout | None:
-    """The largest output tile height whose tiled unit fits ``budget``; None when even one row does not fit.
+    """The largest output tile height whose tiled unit fits ``budget``; None when even one row does not fit (and,
+    with ``costs.col_tiles``, no column split fits either: then the column-split layout, tigris.plan.cols).
 
     ``guess`` (the spec's ``floor(budget * H / peak) - halo``) is tried first: when it fits and one row more does not,
     the search is skipped. With ``costs.halo_reuse`` the unit reuses its halos (spatial rule 9) at the largest tile
     height where that fits, unless that fits nowhere (then it recomputes them at the largest height that fits) or
     the unit fits as one tile reloading no more.
     """
+    if costs.col_tiles and costs.force_cols:
+        forced = col_layout(graph, bufs, costs, ops, output, budget)
+        if forced is not None:
+            return forced
     roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True) if costs.halo_reuse else None
     if roll is None:
-        return _fit_tiles(graph, bufs, costs, ops, output, budget, guess, False)
+        rows = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, False)
+        if rows is None and costs.col_tiles:  # below the row floor: cut the width too (cols rule 5)
+            return col_layout(graph, bufs, costs, ops, output, budget)
+        return rows
     # A recomputing layout recomputes nothing and reloads no more only as one tile: the rolling one carries rows, so
     # its bands overlap, and a recomputing layout of more tiles computes (or reloads) those rows twice.
     _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
@@ -121,7 +173,7 @@ def fit_tiles(
 def loaded_bytes(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], lay: TiledLayout) -> int:
     """Bytes a tiled layout reloads over its (counted) tiles: the rows of the buffers its ops do not produce."""
     made = {n for i in ops for n in bufs.writes[i]}
-    return sum(rows * row_bytes(graph, n) for n, rows in lay.computed_rows.items() if n not in made)
+    return sum(moved_bytes(graph, lay, n) for n in lay.computed_rows if n not in made)
 
 
 def _fit_tiles(

@@ -18,7 +18,12 @@ intermediate results, and checks:
    the most rows it carries and live over every step, or else its band buffer is live over every step (rule 3 sees
    either so); none takes part in an in-place pair;
 6. slow placements: every reloaded/spilled tensor has one, aligned; tensors whose unit intervals intersect do not
-   overlap; the high water is within the slow budget.
+   overlap; the high water is within the slow budget;
+7. column-split units (``tile_cols``, tigris.plan.cols): no rolling, accumulating or in-place buffers; every op
+   column-local per its kind, every buffer its own root with at most one consumer in the unit; the output tiles form
+   a grid, row band by row band, whose column bands cover ``[0, W)`` left to right, and whose row bands cover the
+   rows once; every band of every tile is exactly the rows and columns its consumer needs (clipped), within the
+   tensor, and its dense ``rows x cols`` block fits its buffer.
 
 :func:`check_plan` returns the list of violations (empty = proven); :func:`assert_plan` raises on the first few.
 """
@@ -142,7 +147,9 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
         for n in unit.reload:  # rule 4: a reload reads what an earlier unit spilled (or a graph input)
             if n not in bufs.inputs and not any(n in plan.units[j].spill for j in range(k)):
                 errs.append(f"{where}: {n} is reloaded before any unit spilled it")
-        if unit.tile_rows:
+        if unit.tile_cols:
+            errs += [f"{where}: {e}" for e in _check_cols(graph, bufs, unit)]
+        elif unit.tile_rows:
             errs += [f"{where}: {e}" for e in _check_tiles(graph, bufs, unit, carrying)]
     errs += _check_slow(bufs, plan)
     if plan.units and plan.fast_peak != max(u.peak_bytes for u in plan.units):
@@ -269,6 +276,81 @@ def _check_tiles(graph: AnalyzedGraph, bufs, unit, carrying: set[str] = frozense
         prev = rows
     if covered != h:
         errs.append(f"output tiles cover rows [0,{covered}) of {h}")
+    return errs
+
+
+def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
+    """A column-split unit (tigris.plan.cols): its scope, the grid of its output bands, every band exactly what its
+    one consumer needs in both axes (clipped), and every dense band within its buffer."""
+    from tigris.ops import kind_for
+    from tigris.plan.cols import pixel_bytes, width
+
+    errs: list[str] = []
+    if len(unit.tile_cols) != len(unit.tile_rows) or unit.tiles != len(unit.tile_rows):
+        return [f"{len(unit.tile_cols)} column bands for {len(unit.tile_rows)} row bands of {unit.tiles} tiles"]
+    if unit.rolling or unit.carry or unit.accumulate or unit.in_place:
+        errs.append("a column-split unit carries, accumulates or runs an op in place")
+    if len(unit.spill) != 1:
+        return errs + [f"a column-split unit spills {len(unit.spill)} tensors"]
+    out = unit.spill[0]
+    consumers: dict[str, set[int]] = {}
+    for i in unit.ops:
+        op = graph.ops[i]
+        kind = kind_for(op.op_type)
+        why = kind.col_local(graph, op) if kind is not None else f"{op.op_type} has no kind"
+        if why:
+            errs.append(f"{op.name} is not column-local: {why}")
+        for n in (*op.inputs, *op.outputs):
+            if n and not graph.is_const(n) and bufs.root(n) != n:
+                errs.append(f"{op.name}: {n} is an alias view in a column-split unit")
+        for n in bufs.reads[i]:
+            consumers.setdefault(n, set()).add(i)
+    for n, who in sorted(consumers.items()):
+        if len(who) > 1:
+            errs.append(f"{n} has {len(who)} consumers in a column-split unit")
+    if errs:
+        return errs
+    names = set(unit.fast)
+    h, w = tensor_rows(graph.tensors[out]), width(graph, out)
+    row_at, col_at = 0, 0  # the grid: row-band-major, column bands left to right covering [0, W) per row band
+    for t, (rows, cols) in enumerate(zip(unit.tile_rows, unit.tile_cols)):
+        if set(rows) != names or set(cols) != names:
+            errs.append(f"tile {t} gives bands for {sorted(set(rows) & set(cols))}, not every buffer of the unit")
+            continue
+        (a, b), (c0, c1) = rows[out], cols[out]
+        if col_at == 0:
+            if a != row_at or b <= a:
+                errs.append(f"tile {t}: output rows {rows[out]} do not continue from row {row_at}")
+            band_rows = (a, b)
+        elif (a, b) != band_rows:
+            errs.append(f"tile {t}: output rows {rows[out]} change inside row band {band_rows}")
+        if c0 != col_at or c1 <= c0:
+            errs.append(f"tile {t}: output columns {cols[out]} do not continue from column {col_at}")
+        col_at = c1
+        if col_at >= w:
+            col_at, row_at = 0, b
+        for n in names:
+            (lo, hi), (l0, l1) = rows[n], cols[n]
+            if not (0 <= lo <= hi <= tensor_rows(graph.tensors[n]) and 0 <= l0 <= l1 <= width(graph, n)):
+                errs.append(f"tile {t}: band {n} rows {rows[n]} columns {cols[n]} is outside the tensor")
+            if (hi - lo) * (l1 - l0) * pixel_bytes(graph, n) > unit.fast[n].size:
+                errs.append(f"tile {t}: band {n} rows {rows[n]} columns {cols[n]} does not fit its buffer")
+        for i in unit.ops:
+            op = graph.ops[i]
+            o = op.outputs[0]
+            kind = kind_for(op.op_type)
+            for name in op.inputs:
+                if not name or graph.is_const(name):
+                    continue
+                need_r = input_rows(graph, op, name, rows[o])
+                wi = width(graph, name)
+                lo, hi = (0, 1) if wi == 1 else kind.cols_needed(op, *cols[o])
+                need_c = (max(0, lo), max(max(0, lo), min(wi, hi)))
+                if rows[name] != need_r or cols[name] != need_c:
+                    errs.append(f"tile {t}: {op.name} needs rows {need_r} columns {need_c} of {name}, band is "
+                                f"rows {rows[name]} columns {cols[name]}")
+    if col_at != 0 or row_at != h:
+        errs.append(f"output tiles cover rows [0,{row_at}) and columns [0,{col_at}) of {h}x{w}")
     return errs
 
 

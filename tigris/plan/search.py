@@ -28,7 +28,8 @@ from tigris.plan.lifetime import tensor_rows
 from tigris.plan.spatial import (
     largest_fitting, min_tile_h, op_macs, row_bytes, tiling_axis, untileable_reason,
 )
-from tigris.plan.chain import fitting_bands, unit_bands
+from tigris.plan.chain import col_fits_somewhere, col_layout, fitting_bands, unit_bands
+from tigris.plan.cols import moved_bytes
 from tigris.plan.spatial import TiledLayout
 from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io
 
@@ -83,7 +84,13 @@ def dp_units(
                 continue
             if lay.peak > budget and fitting_bands(graph, bufs, costs, ops, outs[0], min_tile_h(h), True,
                                                    budget) is None:
-                break
+                # below the row floor: the range may still fit with its width cut too (tigris.plan.cols)
+                cost = col_traffic(graph, bufs, costs, ops, ins, outs[0], budget) \
+                    if col_fits_somewhere(graph, bufs, costs, ops, outs[0], budget) else None
+                if cost is None:
+                    break
+                relax(i, j, cost, True)
+                continue
             relax(i, j, tiled_traffic(graph, bufs, costs, ops, ins, outs[0], budget), True)
     if best[n] == INF:
         return None
@@ -126,6 +133,20 @@ def tiled_traffic(
             rows = layout.computed_rows.get(o, 0) * tiles // sampled - tensor_rows(graph.tensors[o])
             extra += op_macs(graph, graph.ops[i], rows) if rows > 0 else 0
         cost += int(costs.recompute_weight * extra)
+    return cost
+
+
+def col_traffic(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: range, ins: list[str], out: str, budget: int
+) -> int | None:
+    """Rule 2's cost of a range that fits only with column tiles: the input pixels its grid reloads (halos in both
+    directions) plus its output, at the layout ``chain.fit_tiles`` gives it; recompute priced as for row tiles."""
+    layout = col_layout(graph, bufs, costs, ops, out, budget)
+    if layout is None:  # the narrowest grid fits but the search found no grid (a non-monotone corner)
+        return None
+    cost = sum(moved_bytes(graph, layout, n) for n in ins) + bufs.nbytes[out]
+    if costs.recompute_weight:
+        cost += int(costs.recompute_weight * layout.recompute_macs)
     return cost
 
 

@@ -194,6 +194,11 @@ class TiledLayout:
     # buffer lives from tile to tile, so its Lifetime in ``lives`` covers every step)
     carry: dict[str, int] = field(default_factory=dict)
     carry_lives: list = field(default_factory=list)  # rule 9: Lifetime of each line buffer (every step of a tile)
+    # column tiles (tigris.plan.cols): per tile the column band of every buffer (empty: full rows), pixels of every
+    # buffer over all tiles, and each op's recomputed MACs
+    tile_cols: list = field(default_factory=list)
+    pixels: dict[str, int] = field(default_factory=dict)
+    extra_of: dict[int, int] = field(default_factory=dict)
 
 
 def carried_rows(prev: tuple[int, int] | None, cur: tuple[int, int]) -> int:

@@ -70,6 +70,9 @@ class Costs:
     accumulate_gap: bool = False  # spatial rule 7 (opt-in)
     recompute_weight: float = 0.0  # `tigris` strategy: bytes of slow traffic one recomputed halo MAC is worth
     halo_reuse: bool = False  # spatial rule 9: tiled units carry halo rows from tile to tile where they still fit
+    # column tiles (tigris.plan.cols): a tiled range that does not fit at one output row per tile may cut its width
+    col_tiles: bool = False
+    force_cols: int = 0  # tests: every tiled unit that can be column-split runs exactly this many column tiles
     # Band layouts of candidate units (chain.unit_bands). A unit's bands do not depend on the budget, so one dict
     # shared by every probe of a budget search computes each once; it is only valid for one graph and one set of
     # the callables above.

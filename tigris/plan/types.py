@@ -29,6 +29,10 @@ ALIGN = 16
 # (tigris.api) and the CLI's --xip flag share this one default.
 XIP_DEFAULT = False
 
+# Column tiles (tigris.plan.cols) below the row floor: off until the emitter and the runtime run COLS units, so no
+# plan is written that the runtime would run on full rows.
+COL_TILES_DEFAULT = False
+
 
 def align_up(n: int, a: int = ALIGN) -> int:
     return (n + a - 1) // a * a
