@@ -156,8 +156,12 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
             tgrs_view_fill(plan, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k), fast, &f->views[k]);
         f->ctx.in[k] = &f->views[k];
     }
-    for (k = 0; k < (uint32_t)TGRS_MAX_PARAMS; ++k) {
-        f->params[k] = tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * k);
+    if (TGRS_NATIVE_LE) {
+        memcpy(f->params, r + TGRS_OP_OFF_PARAMS, sizeof f->params); /* one block copy per op and tile */
+    } else {
+        for (k = 0; k < (uint32_t)TGRS_MAX_PARAMS; ++k) {
+            f->params[k] = tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * k);
+        }
     }
     for (k = 0; k < (uint32_t)TGRS_MAX_CONSTS; ++k) {
         uint32_t len = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_LEN + 4u * k);

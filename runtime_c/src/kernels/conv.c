@@ -130,7 +130,8 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     cg->direct = conv_is_direct(&cg->w);
     /* the size only: the executor points scratch into the arena whenever scratch_size > 0 (the loader's check has
        no arena) */
-    if ((elem == 1 || !cg->direct) && ctx->scratch_size < tgrs_conv_scratch_size(p, in, out)) {
+    if ((elem == 1 || !cg->direct) &&
+        ctx->scratch_size < (uint32_t)CONV_MR * (uint32_t)cg->k * (elem == 1 ? 2u : 4u)) { /* tgrs_conv_scratch_size */
         return TGRS_ERR_SCRATCH;
     }
     return TGRS_OK;
@@ -311,17 +312,20 @@ static void conv_mk1_f32(int32_t k, const float *a0, const float *b, float acc[C
 #undef CONV_ROW
 #undef CONV_STORE
 
-/* Bias, clamp and store one row of one panel (its first ncol channels). */
+/* Bias, clamp and store one row of one panel (its first ncol channels). A whole panel reads its accumulators and
+   biases into locals before it stores (o may alias neither, but the compiler cannot know): eight isomorphic
+   statements, which SLP vectorizers turn into two-vector steps. */
+#define CONV_OUT(j)                                                                                                  \
+    v##j = acc[j] + bs[j];                                                                                           \
+    v##j = (v##j < lo) ? lo : v##j;                                                                                  \
+    v##j = (v##j > hi) ? hi : v##j
 static void conv_store_f32(float *o, const float *acc, const float *bs, int32_t ncol, float lo, float hi)
 {
     int32_t j;
-    if (ncol == CONV_NR) { /* a whole panel: a fixed trip count, which compilers turn into a few vector steps */
-        for (j = 0; j < CONV_NR; ++j) {
-            float v = acc[j] + bs[j];
-            v = (v < lo) ? lo : v;
-            v = (v > hi) ? hi : v;
-            o[j] = v;
-        }
+    if (ncol == CONV_NR) {
+        float v0, v1, v2, v3, v4, v5, v6, v7;
+        CONV_OUT(0); CONV_OUT(1); CONV_OUT(2); CONV_OUT(3); CONV_OUT(4); CONV_OUT(5); CONV_OUT(6); CONV_OUT(7);
+        o[0] = v0; o[1] = v1; o[2] = v2; o[3] = v3; o[4] = v4; o[5] = v5; o[6] = v6; o[7] = v7;
         return;
     }
     for (j = 0; j < ncol; ++j) {
@@ -331,6 +335,7 @@ static void conv_store_f32(float *o, const float *acc, const float *bs, int32_t 
         o[j] = v;
     }
 }
+#undef CONV_OUT
 
 /* The nv < CONV_MR rows of a tail block of group g (weights wg, bias bg): each row against four panels at a time,
    then the panels left over. Out of line: inlined, its pointers crowd the main block's registers. */

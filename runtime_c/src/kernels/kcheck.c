@@ -42,12 +42,18 @@ int tgrs_requant_check(const int32_t *mult, const int32_t *shift, int32_t n)
 
 int tgrs_window_load(tgrs_window *w, const int32_t *p)
 {
+    /* kernel, strides, dilations in [1, MAX], pads in [0, MAX]: one unsigned compare each (a negative value wraps
+       above MAX), OR-ed without branches, since a kernel call runs this on every tile */
+    uint32_t bad = 0u;
     int i;
-    for (i = 0; i < 10; ++i) {
-        int32_t lo = (i < 6) ? 1 : 0;
-        if (p[i] < lo || p[i] > TGRS_WINDOW_MAX) {
-            return 0;
-        }
+    for (i = 0; i < 6; ++i) {
+        bad |= (uint32_t)((uint32_t)p[i] - 1u > (uint32_t)TGRS_WINDOW_MAX - 1u);
+    }
+    for (i = 6; i < 10; ++i) {
+        bad |= (uint32_t)((uint32_t)p[i] > (uint32_t)TGRS_WINDOW_MAX);
+    }
+    if (bad != 0u) {
+        return 0;
     }
     w->kh = p[0]; w->kw = p[1]; w->sh = p[2]; w->sw = p[3]; w->dh = p[4];
     w->dw = p[5]; w->pt = p[6]; w->pl = p[7]; w->pb = p[8]; w->pr = p[9];
