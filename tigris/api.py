@@ -238,6 +238,9 @@ def _min_fast(prep: Prepared, slow: int | None, xip: bool, recompute_weight: flo
 
 
 OBJECTIVES = ("traffic", "recompute", "latency")
+# What the planner minimizes when no --objective is given: the latency estimate of the target (generic when none), so
+# a plan that reuses its halos wins over one that recomputes them to save some traffic (docs/cli.md "--objective").
+DEFAULT_OBJECTIVE = "latency"
 RECOMPUTE_FIRST = 1e6  # the recompute objective: one recomputed MAC outweighs any traffic a plan can save
 
 
@@ -473,8 +476,8 @@ def analyze(
 
     ``target``/``clock``/``psram_bandwidth`` feed the latency estimate (tigris/cost.py; the generic target when
     None), and the emitted plan's weights are arranged for ``target`` (docs/format.md "Weight arrangements"; generic
-    and None arrange nothing); ``objective`` chooses what the planner trades (traffic, recompute or latency; latency when a target is
-    given, traffic otherwise); ``io_buffers`` is ``separate`` (the caller's input/output buffers count in the RAM
+    and None arrange nothing); ``objective`` chooses what the planner trades (traffic, recompute or latency; None is
+    ``DEFAULT_OBJECTIVE``, latency); ``io_buffers`` is ``separate`` (the caller's input/output buffers count in the RAM
     total), ``excluded`` (the application accounts for them) or ``in-arena`` (the firmware exchanges I/O at its homes
     inside the arenas, tgrs_run_in_place, so the total is the two arenas); ``tradeoff`` also plans the other objectives so the
     report shows what was traded. ``groups_advice``: when the model does not fit without XIP and its copied weights
@@ -505,7 +508,7 @@ def analyze(
         if op_order not in OP_ORDERS:
             raise TigrisError(f"unknown operator order {op_order!r}; use {' or '.join(OP_ORDERS)}", "op_order")
         prep = replace(prep, op_order=op_order)  # the same memo of layouts: it holds each order's separately
-    obj = objective or ("latency" if target else "traffic")
+    obj = objective or DEFAULT_OBJECTIVE
     weight = objective_weight(prep, obj, cost_target, clock_hz, bandwidth)
     graph = prep.graph
     macs = int(sum(low.macs for low in prep.lowered))
@@ -700,8 +703,8 @@ def compile_model(
     """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written.
     ``prepared`` reuses stages 1-2 of an earlier call on the same model (tests compile one model many ways).
     ``target`` (cortex-m4, cortex-m55 or generic; None: generic) is the core the plan is for, as in
-    :func:`analyze`: the weights are arranged for its kernels and the latency estimate (and with it the default
-    objective, latency) is that core's. None gives the plans of a compiler that knows no targets."""
+    :func:`analyze`: the weights are arranged for its kernels and the latency estimate (which the default
+    objective, latency, minimizes) is that core's. None is the generic core: no arrangement, generic estimate."""
     if compression not in ("none", "lz4"):
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
     a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared,

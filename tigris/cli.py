@@ -212,7 +212,7 @@ def _report_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      "inside the arena (tgrs_run_in_place), which adds nothing.")(f)
     f = click.option("--objective", type=click.Choice(list(api.OBJECTIVES)), default=None,
                      help="What the planner minimizes: slow traffic, halo recompute, or estimated latency "
-                     "(default: latency with --target, else traffic).")(f)
+                     "(default: latency, of the generic core without --target).")(f)
     f = click.option("--psram-bandwidth", default=None, metavar="BYTES/S",
                      help="Slow-memory bandwidth for the latency estimate (e.g. 40M = 40 MiB/s).")(f)
     f = click.option("--clock", default=None, metavar="HZ", help="Core clock for ms estimates (e.g. 168M).")(f)
@@ -220,7 +220,7 @@ def _report_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-TARGET_HELP = ("Core the plan is for: the latency estimate (and the default objective, latency) and the weight "
+TARGET_HELP = ("Core the plan is for: the latency estimate (which the default objective minimizes) and the weight "
                "arrangement of its kernels (docs/format.md); default generic: no arrangement, runs on every runtime.")
 
 
@@ -291,7 +291,7 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Plan file to write (default: MODEL with .tgrs).")
 @click.option("--objective", type=click.Choice(list(api.OBJECTIVES)), default=None,
-              help="What the planner minimizes (default: latency with --target, else traffic; see analyze).")
+              help="What the planner minimizes (default: latency; see analyze).")
 @_target_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")

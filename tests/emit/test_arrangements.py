@@ -29,7 +29,7 @@ KWS = REPO / "tests" / "models" / "kws_dscnn_int8.onnx"  # its last op is an int
 @pytest.fixture(scope="module")
 def plans():
     prep = api.prepare(str(KWS))
-    generic = api.compile_model(str(KWS), "32K", compression="lz4", prepared=prep).plan_bytes
+    generic = api.compile_model(str(KWS), "32K", compression="lz4", prepared=prep, objective="traffic").plan_bytes
     packed = api.compile_model(str(KWS), "32K", compression="lz4", prepared=prep, target="cortex-m4",
                                objective="traffic").plan_bytes
     return prep, generic, packed

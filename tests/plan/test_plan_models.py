@@ -72,7 +72,7 @@ def test_arena_offsets_reach_the_timeline_peak(budget_k):
 def test_recompute_weight_trades_traffic_for_recompute():
     rel = "mlperf_tiny/resnet8_cifar_f32.onnx"
     # among recomputing plans (no halo reuse), pricing recompute trades slow traffic for it
-    free = planned(rel, 64 * KIB, halo_reuse=False)
+    free = planned(rel, 64 * KIB, recompute_weight=0.0, halo_reuse=False)
     priced = planned(rel, 64 * KIB, recompute_weight=1.0, halo_reuse=False)
     assert priced.recompute_macs < free.recompute_macs
     assert priced.spill_bytes + priced.reload_bytes >= free.spill_bytes + free.reload_bytes
@@ -87,3 +87,35 @@ def test_halo_reuse_removes_recompute_and_traffic(rel):
     assert rec.recompute_macs > 0 and ours.recompute_macs == 0
     assert any(u.rolling for u in ours.units)
     assert ours.spill_bytes + ours.reload_bytes < rec.spill_bytes + rec.reload_bytes
+
+
+@pytest.mark.parametrize("rel, budget_k", [
+    ("mlperf_tiny/vww_mbv1_025_96_f32.onnx", 32),
+    ("torchvision/efficientnet_lite0_128_int8.onnx", 32),
+    ("torchvision/mobilenet_v2_035_96_f32.onnx", 32),
+])
+def test_default_objective_rolls_where_traffic_only_recomputes(rel, budget_k):
+    """The traffic-only objective takes a partition whose units recompute their halos to save a few boundaries
+    (their rolling layouts do not fit the budget; rolling parts of them would cost more boundary traffic). The
+    default prices a recomputed MAC (DEFAULT_RECOMPUTE_WEIGHT), so it takes the rolling partition, within 5% of the
+    model's MACs, and never moves more through slow memory than the spec strategy."""
+    from tigris.plan.spatial import op_macs
+
+    graph = normalized(rel)
+    macs = sum(op_macs(graph, op) for op in graph.ops)
+    traffic_only = planned(rel, budget_k * KIB, recompute_weight=0.0)
+    default = planned(rel, budget_k * KIB)
+    spec = planned(rel, budget_k * KIB, strategy="spec")
+    moved = lambda p: p.spill_bytes + p.reload_bytes  # noqa: E731
+    assert traffic_only.recompute_macs * 20 > macs >= default.recompute_macs * 20
+    assert moved(traffic_only) <= moved(default) <= moved(spec)
+
+
+def test_priced_plans_never_move_more_than_the_spec_strategy():
+    """However high recompute is priced, the plan stays within the spec partition's slow traffic (the recompute
+    objective of tigris.api prices a MAC at 1e6 bytes)."""
+    rel = "torchvision/efficientnet_lite0_128_int8.onnx"
+    spec = planned(rel, 32 * KIB, strategy="spec")
+    for w in (1.0, 1e6):
+        p = planned(rel, 32 * KIB, recompute_weight=w)
+        assert p.spill_bytes + p.reload_bytes <= spec.spill_bytes + spec.reload_bytes

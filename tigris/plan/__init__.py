@@ -6,7 +6,8 @@ The driver, in the order a reader meets the spec:
 2. ``temporal.greedy_stages``: the spec's greedy forward pass over the stage timeline (stages 4-5).
 3. ``chain.form_chains``: consecutive tileable stages that may share a tile loop become one unit (stage 6, chains).
    Steps 2-3 are the ``spec`` strategy; the default ``tigris`` strategy also plans the partition of
-   ``search.dp_units`` (unit boundaries that minimize slow-memory traffic) and keeps the cheaper of the two plans.
+   ``search.dp_units`` (unit boundaries that minimize slow-memory traffic plus priced halo recompute) and keeps the
+   cheaper of the two plans.
 4. Every unit is planned: an untiled stage keeps whole tensors; a stage over budget, or a chain, is tiled along H at
    the largest tile height that fits (``chain.fit_tiles`` on ``spatial.plan_bands``).
 5. ``arena.assign_offsets`` places every buffer of every unit in the fast arena (after the weight prefix when not
@@ -46,6 +47,7 @@ __all__ = [
     "min_fast_budget",
     "min_sram_only_budget",
     "SramOnly",
+    "DEFAULT_RECOMPUTE_WEIGHT",
     "unscheduled_peak",
     "is_alias",
     "MemoryPlan",
@@ -54,6 +56,11 @@ __all__ = [
 
 STRATEGIES = ("spec", "tigris")
 OP_ORDERS = ("spec", "search")
+# The price of one recomputed halo MAC in bytes of slow traffic when the caller names none: recompute-aware, so a
+# partition whose units roll (spatial rule 9) wins over one that recomputes to save a few boundaries. The generic
+# target's latency estimate prices a MAC at 1.3-1.6 bytes on the shared models (0.3-2.4 over the targets);
+# tigris.api's latency objective passes its own figure, its traffic objective 0.
+DEFAULT_RECOMPUTE_WEIGHT = 1.0
 # Below fast_lower_bound no plan fits, so when the spec's partition fails there a plan skips the DP and returns the
 # spec's NoFit at once (the DP is most of a probe's cost). Tests switch it off to check the bound independently.
 PRUNE_BELOW_BOUND = True
@@ -406,11 +413,26 @@ def _partition(
     cands = [p for p in (dp, spec) if p is not None and not isinstance(p, NoFit)]
     if not cands:
         return spec
+    if costs.recompute_weight and not isinstance(spec, NoFit):
+        cands = _within_spec_traffic(graph, bufs, u, costs, budget, spec, cands, memo)
     if slow_budget is not None:
         cands = [p for p in cands if _slow_arena(graph, bufs, p[0])[1] <= slow_budget] or cands
     if least_sram:
         return min(cands, key=lambda p: (_sram_of(graph, bufs, p), _cost_of(graph, bufs, costs, p)))
     return min(cands, key=lambda p: _cost_of(graph, bufs, costs, p))
+
+
+def _within_spec_traffic(graph, bufs, u, costs, budget, spec: Planned, cands: list[Planned], memo: dict) -> list:
+    """The candidates moving no more bytes through slow memory than the spec's partition: pricing recompute trades
+    traffic for it only up to the baseline's traffic. When the priced DP's partition moves more, the traffic-only
+    DP's (the least traffic the search finds) competes in its place."""
+    cap = sum(_traffic(graph, bufs, spec[0]))
+    ok = [p for p in cands if sum(_traffic(graph, bufs, p[0])) <= cap]
+    if len(ok) < len(cands):
+        plain = _partition_with(graph, bufs, u, replace(costs, recompute_weight=0.0), budget, _dp_partition, memo)
+        if plain is not None and not isinstance(plain, NoFit) and sum(_traffic(graph, bufs, plain[0])) <= cap:
+            ok.append(plain)
+    return ok
 
 
 def _costs(
@@ -534,7 +556,7 @@ def plan(
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     strategy: str = "tigris",
     accumulate_gap: bool = True,
-    recompute_weight: float = 0.0,
+    recompute_weight: float = DEFAULT_RECOMPUTE_WEIGHT,
     feasibility: bool = False,
     least_sram: bool = False,
     layouts: dict | None = None,
@@ -547,7 +569,9 @@ def plan(
     :class:`Fit` or :class:`NoFit`.
 
     ``strategy="spec"`` is the spec's greedy partition and chain rule exactly; ``"tigris"`` (the default) also tries
-    the traffic-minimizing partition of ``search.py`` and keeps whichever moves fewer bytes through slow memory.
+    the partition of ``search.py`` and keeps whichever costs less: slow traffic plus ``recompute_weight`` bytes per
+    recomputed halo MAC (``DEFAULT_RECOMPUTE_WEIGHT`` unless given; 0 minimizes traffic alone). A priced plan never
+    moves more bytes through slow memory than the spec's partition does (``_within_spec_traffic``).
 
     ``accumulate_gap`` enables spatial rule 7 (a GlobalAveragePool may end a tiled unit, accumulating over its
     tiles; the format's unit flag ACCUM and the runtime implement ``ExecUnit.accumulate``). On by default; False
