@@ -148,6 +148,8 @@ const char *tgrs_status_name(int code)
         TGRS_NAME(TGRS_ERR_SHAPE)
         TGRS_NAME(TGRS_ERR_UNSUPPORTED)
         TGRS_NAME(TGRS_ERR_TARGET)
+        TGRS_NAME(TGRS_ERR_TILE_COLS)
+        TGRS_NAME(TGRS_ERR_COLS_OP)
     default:
         return "TGRS_ERR_UNKNOWN";
     }
