@@ -245,7 +245,7 @@ def halo_table(models: Path, count_instructions: bool = True, only: list[str] | 
                         plans[v] = None
                 before, after = plans["before"], plans["after"]
                 if after is None and before is None:
-                    rows.append([name, label, "no fit", "", "", "", "", ""])
+                    rows.append([name, label, "no fit", "", "", "", "", "", ""])
                     continue
                 assert after is not None and not check_plan(graph, after), (name, label)
                 n_fit += 1
