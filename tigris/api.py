@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tigris.ir import AnalyzedGraph, DoesNotFitError, TigrisError, UnsupportedModelError
+from tigris.ir import AnalyzedGraph, DoesNotFitError, Op, TigrisError, UnsupportedModelError
 from tigris.ops import Lowered
 from tigris.plan.types import XIP_DEFAULT, MemoryPlan, NoFit, PlanResult
 
@@ -287,30 +287,37 @@ MAX_SPLIT_ROUNDS = 8  # re-plans _split_weights may make before it gives up
 
 
 def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float, res: PlanResult,
-                   max_plans: int = MAX_SPLIT_ROUNDS) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
-    """Weight groups (docs/memory-planning.md "Weights that do not fit"): when a plan without XIP does not fit
-    because ops' copied weights leave too little fast memory, split those ops into output-channel groups
-    (``tigris.passes.weight_split``) and plan again.
+                   max_plans: int = MAX_SPLIT_ROUNDS, detail: dict[str, Any] | None = None,
+                   ) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
+    """Weight and channel groups (docs/memory-planning.md "Weights that do not fit", "Channel groups"): when a plan
+    does not fit because single ops need more fast memory than the budget even as units of their own, split those
+    ops into channel groups (``tigris.passes.weight_split``) and plan again.
 
-    An op is split when its lower bound (``tigris.plan.op_lower_bounds``: what it needs as a unit of its own) exceeds
-    the budget, it is a Conv/Gemm with independent output channels, and the rest of what it needs (the bound less
-    its weights) fits: into the smallest count whose largest group fits what the budget leaves. When the plan still
-    fails at a split op (or at another op whose weights are what fails), its count grows (at least by one) and the
-    graph is planned again, at most ``MAX_SPLIT_ROUNDS`` rounds (and at most ``max_plans`` plans: a count still
-    over the budget in the split graph's own op bounds grows without a plan). Returns the prepared graph the plan is
-    for, the plan result and one record per split op; the input prepared graph and result unchanged when no split
-    fits, so a model that fits without groups keeps exactly its plan (the split is tried only after a NoFit).
+    An op whose lower bound (``tigris.plan.op_lower_bounds``: what it needs as a unit of its own) exceeds the budget
+    is split by its weights when it is a Conv/Gemm with independent output channels, its weights are copied (no
+    XIP) and the rest of what it needs (the bound less its weights) fits: into the smallest count whose largest
+    group fits what the budget leaves. Otherwise (weights in flash, or its activations are what does not fit: a
+    depthwise conv's input rows, a conv's output row) it is split by its *channels*: into the fewest groups whose
+    largest, planned as a unit of its own (``weight_split.group_op``: a depthwise conv's input Slice and the sub-op),
+    fits the budget. When the plan still fails at a split op (or at another op a split can help), its count grows
+    (at least by one) and the graph is planned again, at most ``MAX_SPLIT_ROUNDS`` rounds (and at most
+    ``max_plans`` plans: a count still over the budget in the split graph's own op bounds grows without a plan).
+    Returns the prepared graph the plan is for, the plan result and one record per split op; the input prepared
+    graph and result unchanged when no split fits, so a model that fits without groups keeps exactly its plan (the
+    split is tried only after a NoFit). ``detail`` receives the last split graph planned and its result
+    (``prepared``, ``result``), also when it did not fit, for the minimum-budget search.
     """
     from tigris.ops import lower
     from tigris.passes.weight_split import max_groups, split_op, splittable
     from tigris.plan import op_lower_bounds
     from tigris.plan.types import align_up
 
-    if xip or not isinstance(res, NoFit):
+    if not isinstance(res, NoFit):
         return prep, res, []
     g0 = prep.graph
     index = {op.name: i for i, op in enumerate(g0.ops)}
     splits: dict[str, int] = {}
+    by_channels: dict[str, int] = {}  # ops split for their activations -> the largest group's own bound
 
     def dep(low: Lowered) -> int:
         """The bytes of an op that shrink with its group: its weights, and the float32 copy of float16 weights its
@@ -324,7 +331,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         not shrink with it."""
         i = index[name]
         avail = fast - (need - w_cur)
-        if w_cur == 0 or avail <= 0 or splittable(g0, g0.ops[i]) is not None:
+        if xip or w_cur == 0 or avail <= 0 or splittable(g0, g0.ops[i]) is not None:
             return False
         old, limit = splits.get(name, 1), max_groups(g0, g0.ops[i])
         if old >= limit:
@@ -332,11 +339,43 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         splits[name] = min(limit, max(old + 1, -(-dep(prep.lowered[i]) // avail)))
         return True
 
+    def grow_channels(name: str) -> bool:
+        """Split ``name`` (further) by its channels: the fewest groups, more than it has, whose largest group fits
+        the budget as a unit of its own."""
+        op = g0.ops[index[name]]
+        if splittable(g0, op, channels=True) is not None:
+            return False
+        least, limit = splits.get(name, 1) + 1, max_groups(g0, op)
+        if least > limit:
+            return False
+        units = output_channels(g0, op)
+        step = channel_step(g0, op)
+        steps = -(-units // step)
+        if joining_need(g0, op) > fast or group_need(g0, op, min(step, units), prep, xip, weight) > fast:
+            return False  # the joining Concat does not fit, or not even one channel (panel) does
+        lo, hi = 1, -(-steps // least)  # the largest group of ``least`` groups has ``hi`` steps
+        while lo < hi:  # the most steps whose group fits
+            mid = (lo + hi + 1) // 2
+            if group_need(g0, op, min(mid * step, units), prep, xip, weight) <= fast:
+                lo = mid
+            else:
+                hi = mid - 1
+        splits[name] = min(limit, max(least, -(-steps // lo)))
+        by_channels[name] = group_need(g0, op, min(-(-steps // splits[name]) * step, units), prep, xip, weight)
+        return True
+
+    def grow_any(name: str, need: int, w_cur: int) -> bool:
+        return (name not in by_channels and grow(name, need, w_cur)) or grow_channels(name)
+
+    from tigris.passes.weight_split import channel_step, output_channels
+
     bounds = op_lower_bounds(g0, **_plan_kwargs(prep, xip, weight))
     for i, op in enumerate(g0.ops):
-        if bounds[i] > fast and not grow(op.name, bounds[i], dep(prep.lowered[i])):
-            # an op over the budget whose weights are not the problem (or that cannot be split) is over it in every
-            # plan of every split graph too: give up before planning anything (a refusal stays as cheap as it was)
+        if bounds[i] > fast and not grow_any(op.name, bounds[i], dep(prep.lowered[i])):
+            if detail is not None:
+                detail["need_bytes"] = bounds[i]
+            # an op over the budget that no split helps is over it in every plan of every split graph too: give up
+            # before planning anything (a refusal stays as cheap as it was)
             return prep, res, []
     kept = {low.op_name: low for low in prep.lowered}
     cache: dict[tuple, Lowered] = {}  # lowered groups across rounds (a group whose count did not change is reused)
@@ -375,7 +414,11 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
                     o = origin(cur.graph, i)
                     if o in grown:
                         continue
-                    if o not in index or not grow(o, cb[i], dep(cur.lowered[i])):
+                    # a joining Concat holds a whole output band and its inputs' whatever the count
+                    joining = cur.graph.ops[i].attrs.get("weight_group", ("", 0))[1] < 0
+                    if o not in index or joining or not grow_any(o, cb[i], dep(cur.lowered[i])):
+                        if detail is not None:
+                            detail["need_bytes"] = cb[i]  # what the split graph's op needs, split no further
                         return prep, res, []
                     grown.add(o)
                 continue
@@ -383,13 +426,15 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
                 break
             max_plans -= 1
             cur_res = _plan(cur, fast, slow, xip, weight)
+            if detail is not None:
+                detail.update(prepared=cur, result=cur_res)
         if not isinstance(cur_res, NoFit) or cur_res.op is None or cur_res.cause not in ("one_row", "untileable"):
             break
         failing = next((i for i, o in enumerate(cur.graph.ops) if o.name == cur_res.op), None)
         if failing is None:
             break
         o = origin(cur.graph, failing)
-        if o not in index or not grow(o, cur_res.need_bytes, dep(cur.lowered[failing])):
+        if o not in index or not grow_any(o, cur_res.need_bytes, dep(cur.lowered[failing])):
             break
     if isinstance(cur_res, NoFit) or not splits:
         return prep, res, []
@@ -397,9 +442,96 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     for name, groups in splits.items():
         subs = [i for i, op in enumerate(cur.graph.ops) if op.attrs.get("weight_group", ("",))[0] == name
                 and op.attrs["weight_group"][1] >= 0]
-        records.append({"op": name, "groups": groups, "weight_bytes": _const_bytes(prep.lowered[index[name]]),
+        records.append({"op": name, "groups": groups, "cause": "activations" if name in by_channels else "weights",
+                        "need_bytes": int(bounds[index[name]]), "max_group_need_bytes": by_channels.get(name),
+                        "weight_bytes": _const_bytes(prep.lowered[index[name]]),
                         "max_group_bytes": max(_const_bytes(cur.lowered[i]) for i in subs)})
     return cur, cur_res, records
+
+
+def joining_need(graph: AnalyzedGraph, op: Op) -> int:
+    """What the last Concat joining channel groups of ``op`` needs at least, whatever the count: its output band
+    and, beside it, input bands of as many bytes (one row of each when the output is a row layout, else whole)."""
+    from tigris.layout import ROW_LAYOUTS
+    from tigris.plan.types import align_up
+
+    y = graph.tensors[op.outputs[0]]
+    rows = y.shape[2] if y.layout in ROW_LAYOUTS and len(y.shape) >= 3 else 1
+    return 2 * align_up(-(-y.nbytes // rows))
+
+
+def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float) -> int:
+    """What one group of ``channels`` channels of ``op`` (``weight_split.group_op``) needs as units of its own: the
+    largest lower bound of its ops, with the weight bytes and scratch its lowering gives (memoized per Prepared)."""
+    from tigris.ops import lower
+    from tigris.passes.weight_split import group_op
+    from tigris.plan import op_lower_bounds
+
+    key = ("group_need", op.name, channels, xip)
+    memo = prep.layouts
+    if key not in memo:
+        mini = group_op(graph, op.name, channels)
+        sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops])
+        memo[key] = max(op_lower_bounds(mini, **_plan_kwargs(sub, xip, weight)))
+    return memo[key]
+
+
+def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: float, upper: int,
+                        known_fail: int) -> tuple[int, NoFit | None] | None:
+    """The smallest fast budget below ``upper`` (the smallest without groups) at which channel groups make the
+    model compile, and the split graph's refusal 16 bytes below it; None when groups do not lower the minimum.
+
+    The bound with groups is every op's lower bound, a depthwise conv's (with XIP also a Conv's/Gemm's: without
+    it weight groups answer separately, ``weight_groups_budget``) cut to what its smallest group needs; it is a lower
+    bound over every split graph. The bound is probed first, then, while a probe fails, the bytes its refusal says
+    the failing op needs (5% more when that is not above the probe), at most ``CHANNEL_PROBES`` probes below
+    ``upper``. Every probe is what ``analyze`` does at that budget (an ordinary plan, then ``_split_weights``), so the
+    answer is a budget that compiles; the refusal of the probe before it names what limits it."""
+    from tigris.passes.weight_split import CHANNEL_TYPES, channel_step, output_channels, splittable
+    from tigris.plan import op_lower_bounds
+    from tigris.plan.types import align_up
+
+    g = prep.graph
+    bounds = op_lower_bounds(g, **_plan_kwargs(prep, xip, weight))
+    lb0 = max(bounds, default=0)
+    lb = 0
+    for i, op in enumerate(g.ops):
+        b = bounds[i]
+        if b > lb and splittable(g, op, channels=True) is None and (xip or op.op_type in CHANNEL_TYPES):
+            b = min(b, max(joining_need(g, op),
+                           group_need(g, op, min(channel_step(g, op), output_channels(g, op)), prep, xip, weight)))
+        lb = max(lb, b)
+    if lb >= lb0:
+        return None  # the op that bounds the unsplit graph is not one a split helps
+
+    def probe(budget: int) -> tuple[PlanResult, int]:
+        """What analyze gets at ``budget``: the plan, else the split graph's refusal, and the bytes that refusal
+        says an op needs."""
+        res = _plan(prep, budget, slow, xip, weight)
+        if not isinstance(res, NoFit):
+            return res, 0
+        d: dict[str, Any] = {}
+        res = _split_weights(prep, budget, slow, xip, weight, res, detail=d)[1]
+        if isinstance(res, NoFit) and isinstance(d.get("result"), NoFit):
+            res = d["result"]  # what the split graph's plan refuses on, not the unsplit op split away
+        return res, int(d.get("need_bytes") or getattr(res, "need_bytes", 0) or 0)
+
+    budget = max(align_up(max(lb, 16), 16), known_fail + 16)
+    below: NoFit | None = None
+    for _ in range(CHANNEL_PROBES):
+        if budget >= upper:
+            return None
+        r, need = probe(budget)
+        if not isinstance(r, NoFit):
+            return budget, below
+        below = r
+        # the refusal names what the failing op needs: the next budget to try (else 5% more)
+        need = align_up(need, 16)
+        budget = need if need > budget else align_up(int(budget * 1.05) + 16, 16)
+    return None
+
+
+CHANNEL_PROBES = 10  # budgets _channel_groups_min probes at most
 
 
 GROUP_LADDER = 4  # budgets _groups_budget probes at most
@@ -534,6 +666,11 @@ def analyze(
         graph = prep.graph
         result.prepared = prep
         for g in groups:
+            if g["cause"] == "activations":
+                result.notes.append(
+                    f"op {g['op']} runs as {g['groups']} channel groups: it needs {g['need_bytes']} bytes of fast "
+                    f"memory even with one output row per tile, each group at most {g['max_group_need_bytes']}")
+                continue
             result.notes.append(
                 f"op {g['op']} runs as {g['groups']} output-channel weight groups: its {g['weight_bytes']} bytes "
                 f"of weights do not fit the fast budget, each group's at most {g['max_group_bytes']} do")
@@ -549,6 +686,18 @@ def analyze(
                                 "need_bytes": res.need_bytes, "cause": res.cause}}
         if result.min_fast_budget:
             advice["limiting_op"] = _limiting(prep, result.min_fast_budget, slow_b, xip, weight, failed)
+            # channel groups may lower the minimum (docs/memory-planning.md "Channel groups"): then it is the
+            # budget at which analyze/compile split ops, and the limiting op is what fails just below it
+            ch = None if not groups_advice else _channel_groups_min(prep, slow_b, xip, weight,
+                                                                    result.min_fast_budget, fast_b)
+            if ch is not None:
+                advice["min_fast_budget_without_groups_bytes"] = result.min_fast_budget
+                result.min_fast_budget, below = ch
+                advice["min_fast_budget_bytes"] = result.min_fast_budget
+                advice["min_fast_budget"] = format_size(result.min_fast_budget)
+                advice["limiting_op"] = None if below is None or below.op is None else {
+                    "stage": below.stage, "op": below.op, "op_type": below.op_type, "need_bytes": below.need_bytes,
+                    "cause": below.cause, "message": below.message}
         if not xip:
             m_xip = _min_fast(prep, slow_b, True, weight)
             advice["min_fast_budget_xip_bytes"] = m_xip

@@ -87,3 +87,64 @@ def seg_argmax() -> onnx.ModelProto:
 
 
 FAMILIES = {"lraspp": lraspp, "seg_argmax": seg_argmax}
+
+
+# MobileNetV3-Large's bneck table (kernel, expanded channels, output channels, squeeze-excite, activation, stride,
+# dilation) as torchvision's LRASPP uses it: the last stage dilated (stride 1, dilation 2), so the 960-channel
+# features are at stride 16 and the low-level features (the output of the fifth block, 40 channels) at stride 8.
+MBV3_LARGE = ((3, 16, 16, False, "RE", 1, 1), (3, 64, 24, False, "RE", 2, 1), (3, 72, 24, False, "RE", 1, 1),
+              (5, 72, 40, True, "RE", 2, 1), (5, 120, 40, True, "RE", 1, 1), (5, 120, 40, True, "RE", 1, 1),
+              (3, 240, 80, False, "HS", 2, 1), (3, 200, 80, False, "HS", 1, 1), (3, 184, 80, False, "HS", 1, 1),
+              (3, 184, 80, False, "HS", 1, 1), (3, 480, 112, True, "HS", 1, 1), (3, 672, 112, True, "HS", 1, 1),
+              (5, 672, 160, True, "HS", 1, 2), (5, 960, 160, True, "HS", 1, 2), (5, 960, 160, True, "HS", 1, 2))
+LOW_BLOCK = 5  # blocks up to and including the fifth (the last of stride 8) give the low-level features
+
+
+def _divisible8(v: float) -> int:
+    """torchvision's _make_divisible(v, 8): the nearest multiple of 8, never more than 10% below ``v``."""
+    n = max(8, int(v + 4) // 8 * 8)
+    return n + 8 if n < 0.9 * v else n
+
+
+def lraspp_mobilenet_v3_large(size: int = 128, classes: int = 21, seed: int = 43) -> onnx.ModelProto:
+    """LRASPP with a MobileNetV3-Large backbone, torchvision's layer shapes with seeded random weights (BatchNorms
+    folded into the convs as an exporter writes them): stem 3x3/2 to 16 + HardSwish; the 15 bneck blocks above
+    (1x1 expand + act when expanded, depthwise k x k with its stride and dilation + act, squeeze-excite with
+    ``_divisible8(expanded / 4)`` channels (1x1 + ReLU, 1x1 + HardSigmoid, Mul), 1x1 project, residual Add when the
+    shape is kept); 1x1 to 960 + HardSwish; the LRASPP head (128 inter channels) on the 960-channel features and the
+    40-channel low-level ones, bilinear Resizes as fam_seg.lraspp."""
+    g = _new(seed)
+    acts = {"RE": "Relu", "HS": "HardSwish"}
+    x = g.op("HardSwish", [g.conv("x", 3, 16, 3, 2)])
+    cin = 16
+    low = x
+    for i, (k, exp, cout, se, act, stride, dil) in enumerate(MBV3_LARGE):
+        e = x
+        if exp != cin:
+            e = g.op(acts[act], [g.conv(e, cin, exp, 1)])
+        dw = g.conv(e, exp, exp, k, stride, pad=(k - 1) // 2 * dil, group=exp)
+        if dil > 1:
+            node = g.nodes[-1]
+            node.attribute.append(helper.make_attribute("dilations", [dil, dil]))
+        e = g.op(acts[act], [dw])
+        if se:
+            sq = _divisible8(exp / 4)
+            s = g.op("GlobalAveragePool", [e])
+            s = g.op("Relu", [g.conv(s, exp, sq, 1)])
+            s = g.op("HardSigmoid", [g.conv(s, sq, exp, 1)], alpha=1.0 / 6, beta=0.5)
+            e = g.op("Mul", [e, s])
+        y = g.conv(e, exp, cout, 1)
+        x = g.op("Add", [x, y]) if stride == 1 and cin == cout else y
+        cin = cout
+        if i + 1 == LOW_BLOCK:
+            low = x
+    high = g.op("HardSwish", [g.conv(x, cin, 960, 1)])                        # 960 x size/16 x size/16
+    cbr = g.op("Relu", [g.conv(high, 960, 128, 1, bias=False)])
+    gate = g.op("Sigmoid", [g.conv(g.op("GlobalAveragePool", [high]), 960, 128, 1, bias=False)])
+    m = g.op("Mul", [cbr, gate])
+    up = _resize_to(g, m, low, "linear", "pytorch_half_pixel")                 # 128 x size/8 x size/8
+    out = g.op("Add", [g.conv(low, 40, classes, 1), g.conv(up, 128, classes, 1)])
+    out = g.op("Resize", [out, "", "", g.const(np.array([1, classes, size, size], np.int64), "sizes")], mode="linear",
+               coordinate_transformation_mode="pytorch_half_pixel")
+    return finish_typed(g, f"lraspp_mbv3_large_{size}", [1, 3, size, size],
+                        [(out, TensorProto.FLOAT, [1, classes, size, size])], opset=14)

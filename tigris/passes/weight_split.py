@@ -26,6 +26,15 @@ results are the same bytes as the unsplit op's (tests/passes/test_weight_split.p
 runtime), float results equal within rounding (a float kernel blocks channels, so a channel's summation order may
 depend on where its group starts).
 
+Channel groups: a ``DepthwiseConv`` (any channel multiplier ``m``) computes output channels ``[c*m, (c+1)*m)`` from
+input channel ``c`` alone, so it splits along its *input* channels: group ``g`` is a ``Slice`` of input channels
+``[c_g, c_{g+1})`` (a strided copy of a channel run per pixel; int8 keeps the input's encoding, so it copies bytes),
+a depthwise conv over them with ``group = c_{g+1} - c_g`` and the slice ``[c_g*m, c_{g+1}*m)`` of its weights, bias
+and per-channel quantization, and the same joining Concats. ``tigris.api`` splits a depthwise conv (and, when the
+weights are not what fails, a Conv/Gemm/MatMul) when its *activations* do not fit even at one output row per tile
+("Channel groups" in docs/memory-planning.md); ``group_op`` builds one group on its own, which is how the group
+count is found (the bound of one group as a unit of its own).
+
 Group bounds: float convs store their weights in panels of ``PACK_NR`` (8) output channels with zero-filled tail
 channels, so their groups are whole panels (except the last) to store no extra padding; other ops split at any
 channel. Groups are as even as that allows.
@@ -38,7 +47,8 @@ from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor, TigrisError
 from tigris.layout import physical_axis
 from tigris.ops.base import MAX_INPUTS
 
-SPLIT_TYPES = ("Conv", "Conv1D", "Gemm", "MatMul")
+SPLIT_TYPES = ("Conv", "Conv1D", "Gemm", "MatMul")  # independent output channels given the weights
+CHANNEL_TYPES = ("DepthwiseConv",)  # independent channels: a group reads only its own input channels
 # Every op the rewrite makes carries attrs["weight_group"] = (original op name, group index or -1 for a joining
 # Concat, group count), so a caller can map a planner's answer about it back to the op it came from.
 GROUP_SUFFIX = "/wgroup"  # sub-op names are f"{op.name}{GROUP_SUFFIX}{g}"
@@ -53,16 +63,30 @@ def _weight_axis(op: Op) -> int:
 
 
 def output_channels(graph: AnalyzedGraph, op: Op) -> int:
-    """Output channels of a splittable op (its weight's output-channel axis)."""
+    """The channels a group count divides: output channels of a splittable op (its weight's output-channel axis),
+    input channels of a depthwise conv (each one with its ``m`` output channels)."""
+    if op.op_type in CHANNEL_TYPES:
+        return int(graph.tensors[op.inputs[0]].shape[1])
     return int(np.asarray(graph.weights[op.inputs[1]]).shape[_weight_axis(op)])
 
 
-def splittable(graph: AnalyzedGraph, op: Op) -> str | None:
-    """None when ``op`` may run as output-channel groups, else why not."""
-    if op.op_type not in SPLIT_TYPES:
+def _depth_mult(graph: AnalyzedGraph, op: Op) -> int:
+    return int(np.asarray(graph.weights[op.inputs[1]]).shape[0]) // output_channels(graph, op)
+
+
+def splittable(graph: AnalyzedGraph, op: Op, channels: bool = False) -> str | None:
+    """None when ``op`` may run as output-channel (weight) groups, else why not; ``channels``: as channel groups,
+    which also takes a depthwise conv."""
+    if op.op_type not in SPLIT_TYPES and not (channels and op.op_type in CHANNEL_TYPES):
         return f"{op.op_type} has no independent output channels to split"
     if len(op.inputs) < 2 or op.inputs[1] not in graph.weights:
         return "its weight is not a constant"
+    if op.op_type in CHANNEL_TYPES:
+        x = graph.tensors[op.inputs[0]]
+        w = np.asarray(graph.weights[op.inputs[1]])
+        if len(x.shape) not in (3, 4) or int(op.attrs.get("group", 0)) != x.shape[1] or w.shape[0] % x.shape[1]:
+            return "not a depthwise conv over its input's channels"
+        return None if x.shape[1] >= 2 else "one channel"
     if op.op_type == "MatMul" and (np.asarray(graph.weights[op.inputs[1]]).ndim != 2 or graph.is_const(op.inputs[0])
                                    or len(graph.tensors[op.inputs[0]].shape) < 2):
         return "a MatMul splits only with a constant 2-D B and a variable A of rank >= 2"
@@ -123,56 +147,114 @@ def _slice_const(g: AnalyzedGraph, name: str, oc: int, a: int, b: int, new: str,
     return new
 
 
-def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
-    """``graph`` with op ``name`` rewritten into ``groups`` output-channel groups and the Concats that join them (see
-    the module docstring). A new graph; ``graph`` is unchanged. TigrisError if the op cannot be split so."""
-    idx = next((i for i, o in enumerate(graph.ops) if o.name == name), None)
-    if idx is None:
-        raise TigrisError("no such op to split into weight groups", name)
-    op = graph.ops[idx]
-    why = splittable(graph, op)
-    if why is not None:
-        raise TigrisError(f"cannot split into weight groups: {why}", name)
-    oc = output_channels(graph, op)
-    try:
-        bounds = group_bounds(oc, groups, channel_step(graph, op))
-    except ValueError as e:
-        raise TigrisError(f"cannot split into weight groups: {e}", name) from None
-    g = graph.replace()
+def _fresh_names(g: AnalyzedGraph):
+    """``passes._util.fresh_name`` on a name set kept up to date here (one set per split, not one per name)."""
     used = set(g.tensors) | {o.name for o in g.ops}
 
     def fresh_name(_g: AnalyzedGraph, base: str) -> str:
-        """``passes._util.fresh_name`` on a name set kept up to date here (one set per split, not one per name)."""
         name, k = base, 1
         while name in used:
             name, k = f"{base}_{k}", k + 1
         used.add(name)
         return name
 
+    return fresh_name
+
+
+def _channel_axis(op: Op, y: Tensor) -> int:
+    """The logical channel axis of the op's output."""
+    return len(y.shape) - 1 if op.op_type in ("Gemm", "MatMul") else 1
+
+
+def _add_group(g: AnalyzedGraph, op: Op, a: int, b: int, k: int, groups: int, fresh_name) -> tuple[list[Op], str]:
+    """Add to ``g`` the tensors and constants of group ``k`` of ``op`` (channels ``[a, b)`` as ``output_channels``
+    counts them) and return its ops (a depthwise conv's input Slice, then the sub-op) and its output tensor."""
+    from tigris.passes.slice_normalize import slice_op
+
     y = g.tensors[op.outputs[0]]
-    cax = len(y.shape) - 1 if op.op_type in ("Gemm", "MatMul") else 1  # the logical channel axis of the output
-    if y.shape[cax] != oc:
-        raise TigrisError(f"output {y.name} has {y.shape[cax]} channels, its weight {oc}", name)
-    subs: list[Op] = []
+    tag = f"{GROUP_SUFFIX}{k}"
+    ins = list(op.inputs)
+    ops: list[Op] = []
+    attrs = {**op.attrs, "weight_group": (op.name, k, groups)}
+    if op.op_type in CHANNEL_TYPES:
+        m = _depth_mult(g, op)
+        oc, wa, wb = output_channels(g, op) * m, a * m, b * m
+        x = g.tensors[op.inputs[0]]
+        shape = list(x.shape)
+        shape[1] = b - a
+        xs = fresh_name(g, x.name + tag)
+        g.tensors[xs] = Tensor(xs, tuple(shape), x.dtype, x.quant, x.layout)
+        start = [0] * len(shape)
+        start[1] = a
+        sl = slice_op(fresh_name(g, f"{op.name}{GROUP_SUFFIX}slice{k}"), x.name, xs, start, [1] * len(shape),
+                      shape)
+        ops.append(sl.with_(attrs={**sl.attrs, "weight_group": (op.name, k, groups)}))
+        ins[0] = xs
+        attrs["group"] = b - a
+    else:
+        oc, wa, wb = output_channels(g, op), a, b
+    for j in range(1, len(ins)):
+        if ins[j] and ins[j] in g.weights:
+            axis = _weight_axis(op) if j == 1 else None
+            if j == 2 and op.op_type == "MatMul":
+                c = np.asarray(g.weights[ins[j]])
+                if c.ndim == 0 or c.shape[-1] != oc:
+                    continue  # broadcast along N (a scalar or a column): every group reads the same bias
+                axis = c.ndim - 1
+            ins[j] = _slice_const(g, ins[j], oc, wa, wb, fresh_name(g, ins[j] + tag), axis)
+    shape = list(y.shape)
+    shape[_channel_axis(op, y)] = wb - wa
+    t = fresh_name(g, y.name + tag)
+    g.tensors[t] = Tensor(t, tuple(shape), y.dtype, y.quant, y.layout)
+    ops.append(op.with_(name=fresh_name(g, op.name + tag), inputs=tuple(ins), outputs=(t,), attrs=attrs))
+    return ops, t
+
+
+def _check(graph: AnalyzedGraph, name: str, channels: bool) -> tuple[int, Op]:
+    idx = next((i for i, o in enumerate(graph.ops) if o.name == name), None)
+    if idx is None:
+        raise TigrisError("no such op to split into weight groups", name)
+    op = graph.ops[idx]
+    why = splittable(graph, op, channels=channels or op.op_type in CHANNEL_TYPES)
+    if why is not None:
+        raise TigrisError(f"cannot split into weight groups: {why}", name)
+    y = graph.tensors[op.outputs[0]]
+    oc = output_channels(graph, op) * (_depth_mult(graph, op) if op.op_type in CHANNEL_TYPES else 1)
+    if y.shape[_channel_axis(op, y)] != oc:
+        raise TigrisError(f"output {y.name} has {y.shape[_channel_axis(op, y)]} channels, its weight {oc}", name)
+    return idx, op
+
+
+def group_op(graph: AnalyzedGraph, name: str, channels: int) -> AnalyzedGraph:
+    """A graph of one group of op ``name`` on its own: channels ``[0, channels)`` (as ``output_channels`` counts
+    them), its ops (a depthwise conv's Slice and the sub-op) and nothing else; the graph's input is the op's input,
+    its output the group's. What a group needs as a unit of its own is ``tigris.plan.op_lower_bounds`` of it."""
+    _, op = _check(graph, name, True)
+    g = graph.replace()
+    ops, t = _add_group(g, op, 0, channels, 0, 2, _fresh_names(g))
+    ins = [n for o in ops for n in o.inputs if n and n not in g.weights and n not in {p for q in ops for p in q.outputs}]
+    g.ops, g.inputs, g.outputs = ops, list(dict.fromkeys(ins)), [t]
+    return g
+
+
+def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
+    """``graph`` with op ``name`` rewritten into ``groups`` channel groups and the Concats that join them (see the
+    module docstring). A new graph; ``graph`` is unchanged. TigrisError if the op cannot be split so."""
+    idx, op = _check(graph, name, False)
+    oc = output_channels(graph, op)
+    try:
+        bounds = group_bounds(oc, groups, channel_step(graph, op))
+    except ValueError as e:
+        raise TigrisError(f"cannot split into weight groups: {e}", name) from None
+    g = graph.replace()
+    fresh_name = _fresh_names(g)
+    y = g.tensors[op.outputs[0]]
+    cax = _channel_axis(op, y)
+    subs: list[list[Op]] = []
     outs: list[str] = []
     for k, (a, b) in enumerate(bounds):
-        tag = f"{GROUP_SUFFIX}{k}"
-        ins = list(op.inputs)
-        for j in range(1, len(ins)):
-            if ins[j] and ins[j] in g.weights:
-                axis = _weight_axis(op) if j == 1 else None
-                if j == 2 and op.op_type == "MatMul":
-                    c = np.asarray(g.weights[ins[j]])
-                    if c.ndim == 0 or c.shape[-1] != oc:
-                        continue  # broadcast along N (a scalar or a column): every group reads the same bias
-                    axis = c.ndim - 1
-                ins[j] = _slice_const(g, ins[j], oc, a, b, fresh_name(g, ins[j] + tag), axis)
-        shape = list(y.shape)
-        shape[cax] = b - a
-        t = fresh_name(g, y.name + tag)
-        g.tensors[t] = Tensor(t, tuple(shape), y.dtype, y.quant, y.layout)
-        attrs = {**op.attrs, "weight_group": (op.name, k, groups)}
-        subs.append(op.with_(name=fresh_name(g, op.name + tag), inputs=tuple(ins), outputs=(t,), attrs=attrs))
+        ops, t = _add_group(g, op, a, b, k, groups, fresh_name)
+        subs.append(ops)
         outs.append(t)
     rank = len(y.shape)
     cat_attrs = {"axis": physical_axis(cax, rank), "logical_axis": cax, "axis_physical": True,
@@ -184,7 +266,7 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
     while pending:
         take = MAX_INPUTS - len(acc)
         chunk, pending = pending[:take], pending[take:]
-        new_ops += [s for s, _ in chunk]
+        new_ops += [o for s, _ in chunk for o in s]
         acc += [t for _, t in chunk]
         if pending:
             shape = list(y.shape)
@@ -204,4 +286,3 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
             del g.weights[n]
             g.tensors.pop(n, None)
     return g
-
