@@ -11,6 +11,13 @@ compile`` writes (proven by the checker, read back by the reader). Writes the ta
 ``<!-- weight_groups:begin -->`` and ``<!-- weight_groups:end -->``.
 
     python3 bench/weight_groups.py [--no-write]
+    python3 bench/weight_groups.py --channel-groups [--no-write]   # only the channel-groups table
+
+``--channel-groups`` (section ``channel_groups``): with ``--xip``, for every shared model, every family of
+tests/families (float32 and its ORT QDQ int8 twin), LRASPP with a MobileNetV3-Large backbone at 128x128 (float32 and
+int8) and MobileNetV2-1.0 at 144x144 float32: the smallest fitting fast budget without channel groups (the
+planner's ``min_fast_budget``) and with them (what ``tigris analyze`` reports), the slow traffic of the plan
+``tigris compile`` writes at each, and for the models the groups help ``tigris verify`` at the new minimum.
 """
 from __future__ import annotations
 
@@ -32,10 +39,99 @@ def _weights(prep: api.Prepared) -> int:
     return sum(api._const_bytes(low) for low in prep.lowered)
 
 
+def _channel_models(tmp: Path) -> list[tuple[str, Path]]:
+    import logging
+
+    import onnx
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "families"))
+    import builders
+    import fam_seg
+
+    logging.getLogger().setLevel(logging.ERROR)  # ORT's quantizer advice
+    out = [(p.relative_to(SHARED).as_posix(), p) for p in sorted([*SHARED.glob("*/*.onnx"), *SHARED.glob("*/*.tflite")])]
+    for fam in sorted(builders.FAMILIES):
+        fp = tmp / f"{fam}.onnx"
+        onnx.save(builders.FAMILIES[fam](), str(fp))
+        out.append((f"family {fam} f32", fp))
+        qp = tmp / f"{fam}_int8.onnx"
+        try:
+            builders.quantize(fp, qp, "int8", True)
+        except Exception as e:  # noqa: BLE001 - a family ORT cannot quantize has no int8 row
+            print(f"family {fam}: no int8 twin ({type(e).__name__})", flush=True)
+            continue
+        out.append((f"family {fam} int8", qp))
+    fp = tmp / "lraspp_mbv3_large_128.onnx"
+    onnx.save(fam_seg.lraspp_mobilenet_v3_large(), str(fp))
+    qp = tmp / "lraspp_mbv3_large_128_int8.onnx"
+    builders.quantize(fp, qp, "int8", True)
+    mb = tmp / "mobilenet_v2_1.0_144.onnx"
+    onnx.save(builders.mobilenet_v2_224(size=144), str(mb))
+    return out + [("LRASPP MobileNetV3-Large 128 f32", fp), ("LRASPP MobileNetV3-Large 128 int8", qp),
+                  ("MobileNetV2-1.0 144 f32", mb)]
+
+
+def channel_groups_table() -> str:
+    import tempfile
+
+    rows = []
+    helped = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        models = _channel_models(Path(tmp))
+        for label, path in models:
+            try:
+                prep = api.prepare(path)
+            except Exception as e:  # noqa: BLE001 - listed, not planned
+                print(f"{label}: {e}", flush=True)
+                continue
+            before = api._min_fast(prep, None, True)
+            probe = api.analyze(path, 16, xip=True, prepared=prep, tradeoff=False, emit=False, groups_advice=True)
+            after = 16 if probe.fits else probe.json["min_fast_budget_bytes"]
+            if before is None or after is None:
+                rows.append([label, before, after, "-", "-", "-", "-", "-"])
+                continue
+
+            def traffic(budget: int) -> tuple[int, list]:
+                a = api.analyze(path, budget, xip=True, prepared=prep, tradeoff=False)
+                assert a.fits, (label, budget, a.reason)
+                return a.plan.spill_bytes + a.plan.reload_bytes, a.json["weight_groups"]
+
+            t0, _ = traffic(before)
+            if after >= before:
+                rows.append([label, before, before, "1.00", "-", t0, t0, "-"])
+                continue
+            helped += 1
+            t1, wg = traffic(after)
+            counts = sorted(g["groups"] for g in wg)
+            split = f"{len(wg)} op{'s' if len(wg) > 1 else ''}, " + (
+                f"{counts[0]} groups" if counts[0] == counts[-1] else f"{counts[0]}-{counts[-1]} groups")
+            v = api.verify(path, after, xip=True)
+            rows.append([label, before, after, f"{after / before:.2f}", split, t0, t1, "pass" if v["pass"] else "FAIL"])
+            print(label, before, after, flush=True)
+    return (
+        "Channel groups (`python3 bench/weight_groups.py --channel-groups`; `--xip`; docs/memory-planning.md "
+        "\"Channel groups\"). `before`: the smallest fitting fast budget without channel groups (the planner's "
+        "`min_fast_budget`, bytes); `after`: the one `tigris analyze` reports with them (a budget `tigris compile` "
+        "compiles); `split ops`: the ops that run as channel groups at `after`; traffic: spill + reload bytes of "
+        "the plan compiled at `before` and at `after`; `verify`: `tigris verify --xip -m after` (host runtime against "
+        f"ONNX Runtime, int8 bit-exact against the NumPy reference). Channel groups lower the minimum of {helped} of "
+        f"{len(rows)} models.\n\n"
+        + markdown_table(["model", "before (B)", "after (B)", "after/before", "split ops at after",
+                          "traffic at before (B)", "traffic at after (B)", "verify"], rows)
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--channel-groups", action="store_true", help="only the channel-groups table (--xip)")
     args = ap.parse_args()
+    if args.channel_groups:
+        body = channel_groups_table()
+        print(body)
+        if not args.no_write:
+            write_section("channel_groups", body)
+        return
     rows = []
     refused_before = fixed = 0
     for path in sorted([*SHARED.glob("*/*.onnx"), *SHARED.glob("*/*.tflite")]):
