@@ -514,6 +514,10 @@ def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: flo
         res = _split_weights(prep, budget, slow, xip, weight, res, detail=d)[1]
         if isinstance(res, NoFit) and isinstance(d.get("result"), NoFit):
             res = d["result"]  # what the split graph's plan refuses on, not the unsplit op split away
+            sub = next((o for o in d["prepared"].graph.ops if o.name == res.op), None)
+            if sub is not None and "weight_group" in sub.attrs:  # named as the model names it
+                name = sub.attrs["weight_group"][0]
+                res = replace(res, op=name, op_type=next(o.op_type for o in g.ops if o.name == name))
         return res, int(d.get("need_bytes") or getattr(res, "need_bytes", 0) or 0)
 
     budget = max(align_up(max(lb, 16), 16), known_fail + 16)
@@ -700,6 +704,10 @@ def analyze(
                     "cause": below.cause, "message": below.message}
         if not xip:
             m_xip = _min_fast(prep, slow_b, True, weight)
+            ch_xip = None if not (groups_advice and m_xip) else _channel_groups_min(prep, slow_b, True, weight,
+                                                                                     m_xip, 0)
+            if ch_xip is not None:  # with --xip channel groups lower it too
+                m_xip = ch_xip[0]
             advice["min_fast_budget_xip_bytes"] = m_xip
             advice["min_fast_budget_xip"] = format_size(m_xip) if m_xip else None
             if m_xip is not None and m_xip <= fast_b:
