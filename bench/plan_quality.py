@@ -159,7 +159,7 @@ def recompute_tradeoff(models: Path) -> str:
     heads = ["model", "fast budget"] + [f"weight {w}" for w in WEIGHTS]
     return (
         "Slow traffic / halo recompute (share of MACs) as `plan_memory(recompute_weight=w)` prices one recomputed MAC "
-        "at w bytes of slow traffic (default 0: traffic only).\n\n" + markdown_table(heads, out)
+        "at w bytes of slow traffic (0: traffic only; the planner's default is `DEFAULT_RECOMPUTE_WEIGHT`, 1.0).\n\n" + markdown_table(heads, out)
     )
 
 
