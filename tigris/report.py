@@ -404,7 +404,10 @@ def render_inspect(info: dict[str, Any], width: int | None = None) -> str:
             rows_desc = ""
             if u.get("tile_rows"):
                 first = u["tile_rows"][0]
-                rows_desc = "tile 0: " + ", ".join(f"{n} {a}-{b}" for n, (a, b) in first.items())
+                cols0 = (u.get("tile_cols") or [{}])[0]
+                rows_desc = "tile 0: " + ", ".join(
+                    f"{n} {a}-{b}" + (f" x cols {cols0[n][0]}-{cols0[n][1]}" if n in cols0 else "")
+                    for n, (a, b) in first.items())
             urows.append([u["index"], " ".join(map(str, u["stages"])), u["kernel_calls"], u["tiles"],
                           format_size(u["peak_bytes"]), format_size(u["weight_prefix_bytes"]),
                           ", ".join(u["reload"]), ", ".join(u["spill"]), rows_desc])

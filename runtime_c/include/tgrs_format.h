@@ -798,27 +798,29 @@ static inline int tgrs_op_cols_class(uint32_t kind)
     }
 }
 
-/* Param slot `i` (0 kw, 1 sw, 2 dw, 3 pl, 4 pr) of a WINDOW kind's window along W, -1 for other kinds. */
-static inline int tgrs_op_col_window(uint32_t kind, int i)
+/* The param slots of a WINDOW kind's window along W, packed 5 bits each: kw | sw << 5 | dw << 10 | pl << 15 |
+   pr << 20 (TGRS_COL_SLOT(packed, i) is slot i); 0 for other kinds. */
+#define TGRS_COL_SLOT(packed, i) ((int)(((packed) >> (5u * (uint32_t)(i))) & 31u))
+static inline uint32_t tgrs_op_col_window(uint32_t kind)
 {
     switch (kind) {
-    case TGRS_OP_CONV: return i == 0 ? 1 : i == 1 ? 3 : i == 2 ? 5 : i == 3 ? 7 : i == 4 ? 9 : -1;
-    case TGRS_OP_DWCONV: return i == 0 ? 1 : i == 1 ? 3 : i == 2 ? 5 : i == 3 ? 7 : i == 4 ? 9 : -1;
-    case TGRS_OP_MAXPOOL: return i == 0 ? 1 : i == 1 ? 3 : i == 2 ? 5 : i == 3 ? 7 : i == 4 ? 9 : -1;
-    case TGRS_OP_AVGPOOL: return i == 0 ? 1 : i == 1 ? 3 : i == 2 ? 5 : i == 3 ? 7 : i == 4 ? 9 : -1;
-    default: return -1;
+    case TGRS_OP_CONV: return 9671777u; /* slots 1, 3, 5, 7, 9 */
+    case TGRS_OP_DWCONV: return 9671777u; /* slots 1, 3, 5, 7, 9 */
+    case TGRS_OP_MAXPOOL: return 9671777u; /* slots 1, 3, 5, 7, 9 */
+    case TGRS_OP_AVGPOOL: return 9671777u; /* slots 1, 3, 5, 7, 9 */
+    default: return 0u;
     }
 }
 
-/* Param slot `i` of the W extents a PIXEL kind states (an operand's dims[2]) that take a band's cols when
-   they equal the output's full W (> 1); -1 past the last. */
-static inline int tgrs_op_col_dim(uint32_t kind, int i)
+/* The W extents a PIXEL kind states (an operand's dims[2]), which take a band's cols when they equal the
+   output's full W (> 1): their param slots plus one, packed 5 bits each, 0 after the last. */
+static inline uint32_t tgrs_op_col_dims(uint32_t kind)
 {
     switch (kind) {
-    case TGRS_OP_ADD: return i == 0 ? 3 : i == 1 ? 7 : -1;
-    case TGRS_OP_MUL: return i == 0 ? 3 : i == 1 ? 7 : -1;
-    case TGRS_OP_EWISE: return i == 0 ? 3 : i == 1 ? 7 : -1;
-    default: return -1;
+    case TGRS_OP_ADD: return 260u; /* slots 3, 7 */
+    case TGRS_OP_MUL: return 260u; /* slots 3, 7 */
+    case TGRS_OP_EWISE: return 260u; /* slots 3, 7 */
+    default: return 0u;
     }
 }
 

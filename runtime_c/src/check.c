@@ -38,7 +38,7 @@ static uint32_t tgrs_view_fill(const tgrs_plan *plan, const uint8_t *u, uint32_t
                                     TGRS_TILE_ROW_SIZE);
         v->row0 = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROW0);
         v->rows = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROWS);
-        if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
+        if (TGRS_COLS && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
             /* A column band is a standalone tensor of its width: its buffer holds it dense (docs/format.md). */
             int32_t col0;
             tgrs_tile_cols(plan, u, tile, p - pf, &col0, &v->dims[2]);
@@ -90,6 +90,20 @@ int32_t tgrs_carried_rows(const tgrs_plan *plan, const uint8_t *unit, uint32_t t
     return (n0 > 0 && r1 < r0 + n0) ? r0 + n0 - r1 : 0;
 }
 
+int tgrs_col_window(const uint8_t *op, uint32_t kind, int64_t *w)
+{
+    uint32_t slots = tgrs_op_col_window(kind);
+    int i;
+    for (i = 0; i < 5; ++i) {
+        int32_t v = tgrs_rd_i32(op + TGRS_OP_OFF_PARAMS + 4u * (uint32_t)TGRS_COL_SLOT(slots, i));
+        if (v < (i < 3 ? 1 : 0) || v > TGRS_COLS_WINDOW_MAX) {
+            return 0;
+        }
+        w[i] = v;
+    }
+    return 1;
+}
+
 /*
  * A COLS unit (docs/format.md "COLS units"): the op sees its bands as standalone tensors, so the parameters that
  * speak of W speak of the band. A windowed op's W pads become band-relative: with output columns [a, b) and input
@@ -104,9 +118,9 @@ static void tgrs_cols_params(tgrs_op_frame *f, const tgrs_plan *plan, const uint
     uint32_t pf = tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST);
     int32_t a;
     int32_t n;
-    int i;
     tgrs_tile_cols(plan, unit, tile, f->place[0] - pf, &a, &n);
     if (tgrs_op_cols_class(kind) == TGRS_COLS_WINDOW) {
+        uint32_t slots = tgrs_op_col_window(kind);
         int64_t w[5];
         int32_t c0;
         int32_t cn;
@@ -114,13 +128,14 @@ static void tgrs_cols_params(tgrs_op_frame *f, const tgrs_plan *plan, const uint
             return; /* outside the kernels' window limit: the kind check refuses the op */
         }
         tgrs_tile_cols(plan, unit, tile, f->place[1] - pf, &c0, &cn);
-        f->params[tgrs_op_col_window(kind, 3)] = (int32_t)(c0 - ((int64_t)a * w[1] - w[3]));
-        f->params[tgrs_op_col_window(kind, 4)] =
+        f->params[TGRS_COL_SLOT(slots, 3)] = (int32_t)(c0 - ((int64_t)a * w[1] - w[3]));
+        f->params[TGRS_COL_SLOT(slots, 4)] =
             (int32_t)((int64_t)(a + n - 1) * w[1] - w[3] + (w[0] - 1) * w[2] + 1 - ((int64_t)c0 + cn));
     } else {
         int32_t full = tgrs_rd_i32(tgrs_tensor(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) + TGRS_TENSOR_OFF_DIMS + 8u);
-        for (i = 0; tgrs_op_col_dim(kind, i) >= 0; ++i) {
-            int32_t *d = &f->params[tgrs_op_col_dim(kind, i)];
+        uint32_t dims;
+        for (dims = tgrs_op_col_dims(kind); dims != 0u; dims >>= 5) {
+            int32_t *d = &f->params[(dims & 31u) - 1u];
             if (*d == full && full > 1) {
                 *d = n;
             }
@@ -171,7 +186,7 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
             f->ctx.clen[k] = len;
         }
     }
-    if ((uflags & TGRS_UNIT_F_COLS) != 0u) {
+    if (TGRS_COLS && (uflags & TGRS_UNIT_F_COLS) != 0u) {
         tgrs_cols_params(f, plan, unit, tile, r);
     }
     f->ctx.p = f->params;

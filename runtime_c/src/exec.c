@@ -171,7 +171,7 @@ static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
         poff += (uint32_t)c * rb;
     }
     n = (size_t)rows * rb;
-    if (at->cols) {
+    if (TGRS_COLS && at->cols) {
         /* A dense [rows, cols, C] band <-> the same pixels of the full-width home, one row run at a time. */
         int32_t col0;
         int32_t cols;
@@ -333,7 +333,7 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     at.place_count = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_PLACE_COUNT);
     at.tiled = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u;
     at.rolling = TGRS_ROLLING && (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u;
-    at.cols = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u;
+    at.cols = TGRS_COLS && (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u;
     of = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_FIRST);
     oc = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT);
     tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);

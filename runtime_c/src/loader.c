@@ -462,7 +462,7 @@ static void tgrs_tile_band(const tgrs_plan *plan, const uint8_t *u, uint32_t t, 
 static int tgrs_check_unit_buffers(const tgrs_plan *plan, const uint8_t *u)
 {
     uint32_t tiled = tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED;
-    uint32_t cols = tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS;
+    uint32_t cols = TGRS_COLS ? tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS : 0u;
     uint32_t wb = tgrs_rd_u32(u + TGRS_UNIT_OFF_WEIGHT_BYTES);
     uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
     uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
@@ -787,7 +787,7 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
         if (rc != TGRS_OK) {
             return rc;
         }
-        if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
+        if (TGRS_COLS && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
             /* A kind that runs on column bands, on tensors that own their buffers (a view's W is its root's band). */
             if (tgrs_op_cols_class(kind) == TGRS_COLS_NONE ||
                 tgrs_root(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) != tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) {
@@ -857,7 +857,7 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
     if (TGRS_ROLLING && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u) {
         return tgrs_check_rolling(plan, u);
     }
-    if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
+    if (TGRS_COLS && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
         return tgrs_check_cols(plan, u);
     }
     return TGRS_OK;
@@ -901,6 +901,9 @@ static int tgrs_check_units(const tgrs_plan *plan)
         }
         if (!TGRS_ROLLING && (flags & TGRS_UNIT_F_ROLLING) != 0u) {
             return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_ROLLING */
+        }
+        if (!TGRS_COLS && (flags & TGRS_UNIT_F_COLS) != 0u) {
+            return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_COLS */
         }
         if ((flags & TGRS_UNIT_F_TILED) == 0u) {
             if (tiles != 1u || rf != 0u || rcnt != 0u) {

@@ -28,6 +28,14 @@
 #else
 #define TGRS_ROLLING 1
 #endif
+/* Column tiling (COLS units, docs/format.md). Likewise -DTGRS_NO_COLS folds away the executor's strided band copies,
+ * the band-relative parameters and the loader's column checks (about 1.5 KiB on a Cortex-M4F at -Os); the loader
+ * then refuses a COLS unit with TGRS_ERR_UNSUPPORTED, and tigris codegen says whether its plan needs them. */
+#if defined(TGRS_NO_COLS)
+#define TGRS_COLS 0
+#else
+#define TGRS_COLS 1
+#endif
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define TGRS_NATIVE_LE 1
@@ -200,19 +208,8 @@ static inline void tgrs_tile_cols(const tgrs_plan *plan, const uint8_t *unit, ui
 
 /* The W window (kw, sw, dw, pl, pr) of OP record `op` of a TGRS_COLS_WINDOW kind into w[5]: 1 when every value is
    within the kernels' window limit (then the band arithmetic cannot overflow), 0 otherwise (the kind check refuses
-   such an op). */
-static inline int tgrs_col_window(const uint8_t *op, uint32_t kind, int64_t *w)
-{
-    int i;
-    for (i = 0; i < 5; ++i) {
-        int32_t v = tgrs_rd_i32(op + TGRS_OP_OFF_PARAMS + 4u * (uint32_t)tgrs_op_col_window(kind, i));
-        if (v < (i < 3 ? 1 : 0) || v > TGRS_COLS_WINDOW_MAX) {
-            return 0;
-        }
-        w[i] = v;
-    }
-    return 1;
-}
+   such an op). One copy (check.c) for the loader and the executor. */
+int tgrs_col_window(const uint8_t *op, uint32_t kind, int64_t *w);
 
 /* Steps 1-16 of tgrs_load (loader.c). */
 int tgrs_load_steps(tgrs_plan *plan, const void *bytes, size_t len);

@@ -1,6 +1,7 @@
 """Base plans for the fuzzers and the reader/loader differential test: the runtime tests' small graphs (elementwise,
 and a conv chain with weights, scratch, requantization) in every weight mode, untiled and tiled/chained, a conv chain
-ending in a GlobalAveragePool that accumulates over tiles, plus a few small real models; and the plan mutator."""
+ending in a GlobalAveragePool that accumulates over tiles, a column-split (COLS) grid, plus a few small real models;
+and the plan mutator."""
 from __future__ import annotations
 
 import random
@@ -11,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 
+import _cols_plans as C  # noqa: E402
 import _rt_plans as P  # noqa: E402
 from tigris.emit import format as F  # noqa: E402
 from tigris.emit.writer import seal  # noqa: E402
@@ -41,6 +43,12 @@ def _cached() -> tuple[bytes, ...]:
             out.append(P.compile_graph(P.conv_gap_graph(int8=int8, h=16), fast, compression=comp)[0])
         except Exception:
             continue
+    # Column tiles (unit flag COLS): a hand-built grid over conv, relu, a strided depthwise and a pointwise conv, so
+    # the mutator reaches the column bands, the dense band buffers and the band-relative window pads.
+    layers = [("conv", 3, 1, 1, 1), ("relu",), ("dw", 3, 2, 1, 1), ("conv", 1, 1, 1, 0)]
+    for int8, xip, comp in ((True, False, "none"), (False, True, "none"), (True, False, "lz4")):
+        g = C.chain(layers, int8, 9, 13, 4, 0)
+        out.append(C.emit_cols(g, C.lower_all(g), 2, 3, xip=xip, compression=comp)[0])
     out += _model_plans()
     return tuple(out)
 

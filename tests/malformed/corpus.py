@@ -83,6 +83,31 @@ def _plan(d: Path) -> str:
     return "p.tgrs"
 
 
+def _cols_plan(d: Path, mutate: str) -> str:
+    """A hand-built plan with a column-split unit (tests/runtime/_cols_plans.py: conv -> relu -> depthwise/2 -> conv in
+    2 x 3 tiles), one field of it broken and the CRC resealed, so only the COLS checks can refuse it."""
+    import struct
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "runtime"))
+    import _cols_plans as C
+
+    from tigris.emit import format as TF
+    from tigris.emit.writer import seal
+
+    g = C.chain([("conv", 3, 1, 1, 1), ("relu",), ("dw", 3, 2, 1, 1), ("conv", 1, 1, 1, 0)], True, 9, 13, 4, 0)
+    data = bytearray(C.emit_cols(g, C.lower_all(g), 2, 3)[0])
+    units = struct.unpack_from("<I", data, TF.DIR_OFFSET + (int(TF.SectionId.UNITS) - 1) * TF.SECTION.size + 4)[0]
+    rows = struct.unpack_from("<I", data, TF.DIR_OFFSET + (int(TF.SectionId.TILE_ROWS) - 1) * TF.SECTION.size + 4)[0]
+    u = TF.UNIT.unpack(data, units)
+    if mutate == "band":  # the first column band of tile 0 (placement 0, the input x) starts before column 0
+        struct.pack_into("<i", data, rows + 8 * (int(u["rows_first"]) + int(u["tiles"]) * int(u["place_count"])), -1)
+    else:  # COLS together with ROLLING
+        struct.pack_into("<I", data, units, int(u["flags"]) | int(TF.UnitFlag.ROLLING))
+    (d / "c.tgrs").write_bytes(seal(data))
+    return "c.tgrs"
+
+
 def _empty(d: Path, name: str) -> str:
     (d / name).write_bytes(b"")
     return name
@@ -254,6 +279,11 @@ CASES: list[Case] = [
                                                  (d / "p.tgrs").write_bytes((d / "p.tgrs").read_bytes()[:100]),
                                                  ["run", "p.tgrs", "--input", f"Input3={_mnist_input(d)}",
                                                   "--output", "o.npz"])[-1], 2, "p.tgrs"),
+    Case("cols-band-before-column-0-inspect", lambda d: ["inspect", _cols_plan(d, "band")], 2, "TGRS_ERR_TILE_COLS"),
+    Case("cols-band-before-column-0-run", lambda d: ["run", _cols_plan(d, "band"), "--input",
+                                                     f"x={_npy(d, 'x.npy', np.zeros((1, 4, 9, 13), np.int8))}",
+                                                     "--output", "o.npz"], 2, "TGRS_ERR_TILE_COLS"),
+    Case("cols-with-rolling-inspect", lambda d: ["inspect", _cols_plan(d, "rolling")], 2, "TGRS_ERR_UNIT"),
     Case("plan-garbage-inspect", lambda d: ["inspect", (d / "p.tgrs").write_bytes(b"TGRS" + b"\xff" * 60) and "p.tgrs"],
          2, "p.tgrs"),
     Case("codegen-garbage-plan", lambda d: ["codegen", (d / "p.tgrs").write_bytes(b"TGRS" + b"\0" * 60) and "p.tgrs",

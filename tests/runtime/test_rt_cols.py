@@ -214,3 +214,48 @@ def test_writer_refuses_what_a_cols_unit_cannot_say():
         from tigris.emit import emit_plan
 
         emit_plan(g, plan, low, xip=False)
+
+
+def test_inspect_shows_the_column_bands():
+    from tigris.emit.inspect import inspect_plan
+    from tigris.report import render_inspect
+
+    g = C.chain(CHAINS["conv"], True, 9, 13, 4, 0)
+    data, plan = C.emit_cols(g, C.lower_all(g), 2, 3)
+    info = inspect_plan(data)
+    (u,) = info["units"]
+    assert u["column_split"] is True and u["tiles"] == 6
+    assert u["tile_cols"] == [{n: list(b) for n, b in t.items()} for t in plan.units[0].tile_cols]
+    assert u["tile_rows"][0] == {"x": [0, 5], "y": [0, 4]}
+    assert "y 0-4 x cols 0-4" in render_inspect(info, width=200)
+
+
+def test_codegen_says_whether_a_plan_needs_column_tiling(tmp_path):
+    """The generated file of a COLS plan stops a -DTGRS_NO_COLS build; one without COLS units says it may use it.
+    The guard itself is compiled (host gcc, -fsyntax-only) both ways."""
+    import shutil
+    import subprocess
+
+    from tigris.codegen import generate_c
+    from tigris.codegen.planinfo import read_plan_info as plan_info
+
+    g = C.chain(CHAINS["conv"], True, 9, 13, 4, 0)
+    cols, _ = C.emit_cols(g, C.lower_all(g), 2, 3)
+    plain, _ = P.compile_graph(g, 1 << 20)
+    assert plan_info(cols).cols and not plan_info(plain).cols
+    c_cols, h_cols = generate_c(cols, "model")
+    c_plain, h_plain = generate_c(plain, "model")
+    assert '#error "this plan has COLS units' in c_cols and "TGRS_NO_COLS" in c_plain
+    assert "#error \"this plan has COLS" not in c_plain
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return
+    inc = P._REPO / "runtime_c" / "include"
+    for src, hdr, flag, ok in ((c_cols, h_cols, "-DTGRS_NO_COLS", False), (c_cols, h_cols, "", True),
+                               (c_plain, h_plain, "-DTGRS_NO_COLS", True)):
+        f = tmp_path / "m.c"
+        f.write_text(src)
+        (tmp_path / "model.h").write_text(hdr)
+        r = subprocess.run([gcc, "-std=c99", "-fsyntax-only", f"-I{inc}", f"-I{tmp_path}", *([flag] if flag else []),
+                            str(f)], capture_output=True, text=True)
+        assert (r.returncode == 0) == ok and ("this plan has COLS units" in r.stderr) != ok, r.stderr

@@ -271,6 +271,11 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
            '#error "this plan has ROLLING units: build the runtime without -DTGRS_NO_ROLLING"',
            "#endif"] if info.rolling else
           ["/* No unit of this plan is ROLLING: the runtime may be built with -DTGRS_NO_ROLLING (docs/deploying.md). */"]),
+        *(["/* This plan cuts tiles along the width too (COLS units): the runtime needs column tiling. */",
+           "#if defined(TGRS_NO_COLS)",
+           '#error "this plan has COLS units: build the runtime without -DTGRS_NO_COLS"',
+           "#endif"] if info.cols else
+          ["/* No unit of this plan is COLS: the runtime may be built with -DTGRS_NO_COLS (docs/deploying.md). */"]),
         "",
         "/* The plan is read in place and never copied whole to RAM: its records on every run, and with XIP the",
         "   weights as well (otherwise each unit's weights are copied or decompressed into the fast arena). */",

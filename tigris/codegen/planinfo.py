@@ -77,6 +77,8 @@ class PlanInfo:
     tflm_kinds: tuple[int, ...] = ()
     # Whether a unit is ROLLING (halo reuse): the generated file then refuses a -DTGRS_NO_ROLLING build.
     rolling: bool = False
+    # Whether a unit is COLS (column tiles): the generated file then refuses a -DTGRS_NO_COLS build.
+    cols: bool = False
 
     @property
     def xip(self) -> bool:
@@ -206,15 +208,16 @@ def read_plan_info(data: bytes) -> PlanInfo:
         kinds=_op_kinds(data, sections.get(F.SectionId.OPS, (0, 0))),
         wzp_kinds=_wzp_kinds(data, sections.get(F.SectionId.OPS, (0, 0))),
         tflm_kinds=_kinds_with_param(data, sections.get(F.SectionId.OPS, (0, 0)), TFLM_KINDS, "numerics", 1),
-        rolling=_any_rolling(data, sections.get(F.SectionId.UNITS, (0, 0))),
+        rolling=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.ROLLING),
+        cols=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.COLS),
     )
 
 
-def _any_rolling(data: bytes, section: tuple[int, int]) -> bool:
-    """Whether a UNIT record of the section has the ROLLING flag (its bounds were checked against the file above)."""
+def _any_unit_flag(data: bytes, section: tuple[int, int], flag: int) -> bool:
+    """Whether a UNIT record of the section has ``flag`` (its bounds were checked against the file above)."""
     off, size = section
     starts = range(off, off + size - F.UNIT.size + 1, F.UNIT.size)
-    return any(int(F.UNIT.unpack(data, o)["flags"]) & F.UnitFlag.ROLLING for o in starts)  # type: ignore[call-overload]
+    return any(int(F.UNIT.unpack(data, o)["flags"]) & flag for o in starts)  # type: ignore[call-overload]
 
 
 def _op_kinds(data: bytes, section: tuple[int, int]) -> tuple[int, ...]:

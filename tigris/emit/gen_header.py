@@ -259,29 +259,33 @@ def generate() -> str:
         if code:
             L.append(f"    case TGRS_OP_{_macro(kname)}: return {code};")
     L += ["    default: return TGRS_COLS_NONE;", "    }", "}", ""]
+    # Slots are < 32 (MAX_PARAMS), so each packs into 5 bits: one table lookup instead of a switch per slot.
+    assert MAX_PARAMS <= 31
     L += [
-        "/* Param slot `i` (0 kw, 1 sw, 2 dw, 3 pl, 4 pr) of a WINDOW kind's window along W, -1 for other kinds. */",
-        "static inline int tgrs_op_col_window(uint32_t kind, int i)",
+        "/* The param slots of a WINDOW kind's window along W, packed 5 bits each: kw | sw << 5 | dw << 10 | pl << 15 |",
+        "   pr << 20 (TGRS_COL_SLOT(packed, i) is slot i); 0 for other kinds. */",
+        "#define TGRS_COL_SLOT(packed, i) ((int)(((packed) >> (5u * (uint32_t)(i))) & 31u))",
+        "static inline uint32_t tgrs_op_col_window(uint32_t kind)",
         "{",
         "    switch (kind) {",
     ]
     for (kname, _p, _c), (code, win, _d) in zip(tables, cols):
         if win:
-            cond = " : ".join(f"i == {j} ? {d}" for j, d in enumerate(win))
-            L.append(f"    case TGRS_OP_{_macro(kname)}: return {cond} : -1;")
-    L += ["    default: return -1;", "    }", "}", ""]
+            packed = sum(s << (5 * j) for j, s in enumerate(win))
+            L.append(f"    case TGRS_OP_{_macro(kname)}: return {packed}u; /* slots {', '.join(map(str, win))} */")
+    L += ["    default: return 0u;", "    }", "}", ""]
     L += [
-        "/* Param slot `i` of the W extents a PIXEL kind states (an operand's dims[2]) that take a band's cols when",
-        "   they equal the output's full W (> 1); -1 past the last. */",
-        "static inline int tgrs_op_col_dim(uint32_t kind, int i)",
+        "/* The W extents a PIXEL kind states (an operand's dims[2]), which take a band's cols when they equal the",
+        "   output's full W (> 1): their param slots plus one, packed 5 bits each, 0 after the last. */",
+        "static inline uint32_t tgrs_op_col_dims(uint32_t kind)",
         "{",
         "    switch (kind) {",
     ]
     for (kname, _p, _c), (code, _w, dims) in zip(tables, cols):
         if dims:
-            cond = " : ".join(f"i == {j} ? {d}" for j, d in enumerate(dims))
-            L.append(f"    case TGRS_OP_{_macro(kname)}: return {cond} : -1;")
-    L += ["    default: return -1;", "    }", "}", ""]
+            packed = sum((s + 1) << (5 * j) for j, s in enumerate(dims))
+            L.append(f"    case TGRS_OP_{_macro(kname)}: return {packed}u; /* slots {', '.join(map(str, dims))} */")
+    L += ["    default: return 0u;", "    }", "}", ""]
     kind_macro = {kname: f"TGRS_OP_{_macro(kname)}" for kname, _p, _c in tables}
     L += [
         "/* The target (TGRS_TARGET_*) whose runtime reads weight arrangement `arrange`, and the kind (TGRS_OP_*) it",

@@ -63,12 +63,17 @@ def plan_summary(pf: PlanFile) -> dict[str, Any]:
             "weight_stored_bytes": u.wblob_size,
             "weights_shuffled": u.shuffled,  # LZ4 block over byte planes (unit flag SHUFFLE)
             "accumulates_gap": u.accumulates,  # last op is a GlobalAveragePool summing over the tiles (ACCUM)
+            "column_split": u.col_split,  # tiles also cut along W, dense column bands (COLS)
             "reload": [names[i] for i in u.reload],
             "spill": [names[i] for i in u.spill],
         }
         if u.tiled:
             entry["tile_rows"] = [
                 {names[p.tensor]: [r0, r0 + n] for p, (r0, n) in zip(u.placements, tile)} for tile in u.tile_rows
+            ]
+        if u.col_split:
+            entry["tile_cols"] = [
+                {names[p.tensor]: [c0, c0 + n] for p, (c0, n) in zip(u.placements, tile)} for tile in u.tile_cols
             ]
         units.append(entry)
     chains: dict[int, list[int]] = {}
