@@ -152,11 +152,13 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
     uint32_t k;
     memset(&f->ctx, 0, sizeof f->ctx);
     f->place[0] = tgrs_view_fill(plan, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), fast, &f->out);
+    f->carried = 0;
     if (TGRS_ROLLING && (uflags & TGRS_UNIT_F_ROLLING) != 0u) {
         /* A carrying output: the op computes only the rows after the carried ones, which the executor moved to the
            top of the buffer when the tile started (its consumers read the whole band). */
         int32_t c = tgrs_carried_rows(plan, unit, tile, f->place[0] - tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST),
                                       NULL);
+        f->carried = c;
         if (c > 0) {
             f->out.row0 += c;
             f->out.rows -= c;

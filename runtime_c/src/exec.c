@@ -90,21 +90,24 @@ static void tgrs_band(const tgrs_exec *ex, const tgrs_at *at, const uint8_t *roo
 /* Halo reuse (ROLLING units, docs/format.md): placement `pos` is about to be filled in this tile. The rows it
    carries from the tile before go to the top of the band, where the band's first rows belong: from its line
    buffer, or (no line buffer: the band buffer survived the tile) from the end of the band they ended there.
-   Returns the rows carried (0 when it carries nothing). */
-static int32_t tgrs_carry_in(tgrs_exec *ex, const tgrs_at *at, uint32_t pos)
+   c: the rows it carries, tgrs_carried_rows of this tile (the caller has it: the op's frame, or the reload's own
+   call); nothing to do when 0. */
+static void tgrs_carry_in(tgrs_exec *ex, const tgrs_at *at, uint32_t pos, int32_t c)
 {
-    const uint8_t *pr = tgrs_placement(ex->plan, at->place_first + pos);
-    uint8_t *band = ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET);
-    uint32_t rb = tgrs_row_bytes(tgrs_tensor(ex->plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR)));
+    const uint8_t *pr;
+    uint8_t *band;
+    uint32_t rb;
     int32_t row0 = 0;
-    int32_t c = tgrs_carried_rows(ex->plan, at->unit, at->tile, pos, &row0);
     int32_t cur0;
     int32_t rows;
     uint32_t off;
     uint32_t size;
     if (c == 0) {
-        return 0;
+        return;
     }
+    pr = tgrs_placement(ex->plan, at->place_first + pos);
+    band = ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET);
+    rb = tgrs_row_bytes(tgrs_tensor(ex->plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR)));
     tgrs_line_buffer(ex->plan, at->unit, pos, &off, &size);
     if (off != TGRS_NONE) {
         /* c rows fit the line buffer and the band (step 15) */
@@ -112,12 +115,12 @@ static int32_t tgrs_carry_in(tgrs_exec *ex, const tgrs_at *at, uint32_t pos)
         tgrs_touch(&ex->fast_peak, off, size);
     } else {
         /* the earlier band held rows row0.. and ends with the c carried ones, which start at this band's row0 */
+        (void)tgrs_carried_rows(ex->plan, at->unit, at->tile, pos, &row0);
         tgrs_band(ex, at, NULL, pos, &cur0, &rows);
         if (cur0 > row0) {
             memmove(band, band + (size_t)(cur0 - row0) * rb, (size_t)c * rb);
         }
     }
-    return c;
 }
 
 /* Placement `pos` now holds its whole band of this tile: keep the rows the next tile carries (the last rows of this
@@ -165,7 +168,8 @@ static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
     tgrs_band(ex, at, rr, pidx, &row0, &rows);
     if (TGRS_ROLLING && to_fast && at->rolling) {
         /* A carrying input: its first rows come from its line buffer; load only the rows after them. */
-        int32_t c = tgrs_carry_in(ex, at, pidx);
+        int32_t c = tgrs_carried_rows(ex->plan, at->unit, at->tile, pidx, NULL);
+        tgrs_carry_in(ex, at, pidx, c);
         row0 += c;
         rows -= c;
         poff += (uint32_t)c * rb;
@@ -232,7 +236,7 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     opos = f.place[0] - at->place_first;
     if (TGRS_ROLLING && at->rolling) {
         /* the carried rows first; f.out (filled above) holds only the rows after them */
-        (void)tgrs_carry_in(ex, at, opos);
+        tgrs_carry_in(ex, at, opos, f.carried);
     }
     if (f.out.rows == 0) {
         if (TGRS_ROLLING && at->rolling) {

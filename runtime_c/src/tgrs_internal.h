@@ -161,6 +161,7 @@ typedef struct tgrs_op_frame {
     tgrs_tview out;
     int32_t params[TGRS_MAX_PARAMS];
     uint32_t place[TGRS_MAX_INPUTS + 1]; /* absolute PLACEMENT index of the output [0] and of input k at [k + 1] */
+    int32_t carried;                     /* rows the output band carries from the tile before (ROLLING), else 0 */
     tgrs_op_ctx ctx;
 } tgrs_op_frame;
 
