@@ -790,6 +790,7 @@ static inline int tgrs_op_cols_class(uint32_t kind)
     case TGRS_OP_ADD: return 1;
     case TGRS_OP_MUL: return 1;
     case TGRS_OP_UNARY: return 1;
+    case TGRS_OP_PRELU: return 1;
     case TGRS_OP_QUANTIZE: return 1;
     case TGRS_OP_DEQUANTIZE: return 1;
     case TGRS_OP_EWISE: return 1;
@@ -820,6 +821,18 @@ static inline uint32_t tgrs_op_col_dims(uint32_t kind)
     case TGRS_OP_ADD: return 260u; /* slots 3, 7 */
     case TGRS_OP_MUL: return 260u; /* slots 3, 7 */
     case TGRS_OP_EWISE: return 260u; /* slots 3, 7 */
+    default: return 0u;
+    }
+}
+
+/* The parameters that must be 0 for a PIXEL kind's op in a COLS unit (a table indexed by the full tensor's
+   column): their slots plus one, packed 5 bits each, 0 after the last. */
+static inline uint32_t tgrs_op_col_zero(uint32_t kind)
+{
+    switch (kind) {
+    case TGRS_OP_PRELU: return 9u; /* slots 8 */
+    case TGRS_OP_QUANTIZE: return 6u; /* slots 5 */
+    case TGRS_OP_DEQUANTIZE: return 4u; /* slots 3 */
     default: return 0u;
     }
 }

@@ -789,9 +789,15 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
         }
         if (TGRS_COLS && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
             /* A kind that runs on column bands, on tensors that own their buffers (a view's W is its root's band). */
+            uint32_t zero;
             if (tgrs_op_cols_class(kind) == TGRS_COLS_NONE ||
                 tgrs_root(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) != tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) {
                 return TGRS_ERR_COLS_OP;
+            }
+            for (zero = tgrs_op_col_zero(kind); zero != 0u; zero >>= 5) {
+                if (tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * ((zero & 31u) - 1u)) != 0) {
+                    return TGRS_ERR_COLS_OP; /* a table indexed by the full tensor's column */
+                }
             }
             for (k = 0; k < n_in; ++k) {
                 uint32_t t = tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k);

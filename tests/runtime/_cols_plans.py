@@ -120,8 +120,8 @@ def _q(s: float, z: int) -> QuantParam:
 
 def chain(layers: list[tuple], int8: bool, h: int, w: int, c: int, seed: int) -> AnalyzedGraph:
     """x [1, c, h, w] -> one op per layer -> y. A layer is ("conv"|"dw", k, stride, dilation, pad) (a conv keeps c
-    channels), ("maxpool"|"avgpool", k, stride, pad), or ("relu",) / ("sigmoid",); int8 ops each with their own
-    output quantization."""
+    channels), ("maxpool"|"avgpool", k, stride, pad), ("prelu", per_position) (a slope per channel, or per channel
+    and position), or ("relu",) / ("sigmoid",); int8 ops each with their own output quantization."""
     from _rt_plans import conv_weights
 
     rng = np.random.default_rng(seed)
@@ -132,6 +132,7 @@ def chain(layers: list[tuple], int8: bool, h: int, w: int, c: int, seed: int) ->
 
     tensors = {"x": act("x", h, w, 0.05, -3)}
     specs, ops, prev, hh, ww, s_prev, z_prev = [], [], "x", h, w, 0.05, -3
+    weights_extra: dict[str, np.ndarray] = {}
     for i, layer in enumerate(layers):
         out = "y" if i == len(layers) - 1 else f"t{i}"
         s_out, z_out = float(rng.uniform(0.04, 0.12)), int(rng.integers(-20, 20))
@@ -152,13 +153,18 @@ def chain(layers: list[tuple], int8: bool, h: int, w: int, c: int, seed: int) ->
                 s_out, z_out = s_prev, z_prev  # int8 MaxPool keeps its input's quantization
             attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p, p, p, p], count_include_pad=0)
             ops.append(Op(f"op{i}", "MaxPool" if op_kind == "maxpool" else "AveragePool", (prev,), (out,), attrs))
+        elif op_kind == "prelu":
+            shape = (c, hh, ww) if layer[1] else (c, 1, 1)
+            weights_extra[f"s{i}"] = (rng.uniform(-0.5, 0.5, shape)).astype(np.float32)
+            tensors[f"s{i}"] = Tensor(f"s{i}", shape)
+            ops.append(Op(f"op{i}", "PRelu", (prev, f"s{i}"), (out,), {}))
         else:
             if layer[0] == "relu":
                 s_out, z_out = s_prev, z_prev
             ops.append(Op(f"op{i}", layer[0].capitalize(), (prev,), (out,), {}))
         tensors[out] = act(out, hh, ww, s_out, z_out)
         prev, s_prev, z_prev = out, s_out, z_out
-    weights = conv_weights(rng, specs, int8, tensors)
+    weights = {**conv_weights(rng, specs, int8, tensors), **weights_extra}
     return AnalyzedGraph("colchain", tensors, ops, ["x"], ["y"], weights, {})
 
 

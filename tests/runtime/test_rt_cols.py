@@ -27,6 +27,7 @@ CHAINS = {
     "conv-relu-dw-pw": [("conv", 3, 1, 1, 1), ("relu",), ("dw", 3, 2, 1, 1), ("conv", 1, 1, 1, 0)],
     "dilated-strided-pools": [("dw", 5, 1, 2, 4), ("conv", 3, 2, 1, 1), ("maxpool", 3, 2, 1), ("avgpool", 3, 1, 1)],
     "unpadded-sigmoid": [("conv", 3, 2, 1, 0), ("sigmoid",), ("dw", 3, 1, 1, 1)],
+    "prelu-per-channel": [("conv", 3, 1, 1, 1), ("prelu", False), ("dw", 3, 1, 1, 1)],
 }
 GRIDS = [(1, 2), (2, 3), (3, 5), (1, 7)]
 
@@ -259,3 +260,27 @@ def test_codegen_says_whether_a_plan_needs_column_tiling(tmp_path):
         r = subprocess.run([gcc, "-std=c99", "-fsyntax-only", f"-I{inc}", f"-I{tmp_path}", *([flag] if flag else []),
                             str(f)], capture_output=True, text=True)
         assert (r.returncode == 0) == ok and ("this plan has COLS units" in r.stderr) != ok, r.stderr
+
+
+def test_a_table_indexed_by_the_full_column_is_refused(session_cls):
+    """PRelu with a slope per position (param SW != 0) would read the full tensor's slope column in a band: the
+    writer refuses to emit it, and both readers refuse a per-channel one whose SW was set (TGRS_ERR_COLS_OP)."""
+    Session, PlanError = session_cls
+    g = C.chain([("conv", 3, 1, 1, 1), ("prelu", True), ("dw", 3, 1, 1, 1)], True, 9, 13, 4, 0)
+    with pytest.raises(TigrisError, match="TGRS_ERR_COLS_OP"):
+        C.emit_cols(g, C.lower_all(g), 2, 3)
+    g = C.chain(CHAINS["prelu-per-channel"], True, 9, 13, 4, 0)
+    base, _ = C.emit_cols(g, C.lower_all(g), 2, 3)
+    pf = read_plan(base)
+    op = next(o for o in pf.ops if o.kind == "prelu")
+    from tigris.ops import kind
+
+    slot = [p.lower() for p in kind("prelu").PARAMS].index("sw")
+    pos = _section(base, F.SectionId.OPS) + op.index * F.OP.size + F.OP.offsets()["params"] + 4 * slot
+    bad = _set(base, pos, 1, "<i")
+    with pytest.raises(PlanFormatError) as py:
+        read_plan(bad)
+    assert py.value.status == "ERR_COLS_OP"
+    with pytest.raises(PlanError) as c:
+        Session(bad)
+    assert c.value.name == "TGRS_ERR_COLS_OP"

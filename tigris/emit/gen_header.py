@@ -58,10 +58,11 @@ def _kind_tables() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
 COLS_CODES = {None: 0, "pixel": 1, "window": 2}  # TGRS_COLS_*: how a kind runs on a band of columns
 
 
-def kind_cols() -> list[tuple[int, tuple[int, ...], tuple[int, ...]]]:
+def kind_cols() -> list[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
     """Per kind in KINDS order, its column-tiling class (COLS_CODES), the param slots of its W window (kw, sw, dw,
-    pl, pr; empty unless "window") and the param slots the executor sets to a band's cols (COL_DIMS): the header's
-    tgrs_op_cols_class / tgrs_op_col_window / tgrs_op_col_dim, and what the Python reader checks with."""
+    pl, pr; empty unless "window"), the param slots the executor sets to a band's cols (COL_DIMS) and those that must
+    be 0 in a COLS unit (COL_ZERO): the header's tgrs_op_cols_class / tgrs_op_col_window / tgrs_op_col_dims /
+    tgrs_op_col_zero, and what the Python reader checks with."""
     out = []
     for kname, mod, cls in KINDS:
         k = getattr(importlib.import_module(f"tigris.ops.{mod}"), cls)
@@ -69,7 +70,8 @@ def kind_cols() -> list[tuple[int, tuple[int, ...], tuple[int, ...]]]:
         code = COLS_CODES[k.COLS]
         win = tuple(low.index(n.lower()) for n in k.COL_WINDOW) if code == COLS_CODES["window"] else ()
         dims = tuple(low.index(n.lower()) for n in k.COL_DIMS) if code else ()
-        out.append((code, win, dims))
+        zero = tuple(low.index(n.lower()) for n in k.COL_ZERO) if code else ()
+        out.append((code, win, dims, zero))
     return out
 
 
@@ -255,7 +257,7 @@ def generate() -> str:
         "{",
         "    switch (kind) {",
     ]
-    for (kname, _p, _c), (code, _w, _d) in zip(tables, cols):
+    for (kname, _p, _c), (code, _w, _d, _z) in zip(tables, cols):
         if code:
             L.append(f"    case TGRS_OP_{_macro(kname)}: return {code};")
     L += ["    default: return TGRS_COLS_NONE;", "    }", "}", ""]
@@ -269,7 +271,7 @@ def generate() -> str:
         "{",
         "    switch (kind) {",
     ]
-    for (kname, _p, _c), (code, win, _d) in zip(tables, cols):
+    for (kname, _p, _c), (code, win, _d, _z) in zip(tables, cols):
         if win:
             packed = sum(s << (5 * j) for j, s in enumerate(win))
             L.append(f"    case TGRS_OP_{_macro(kname)}: return {packed}u; /* slots {', '.join(map(str, win))} */")
@@ -281,10 +283,22 @@ def generate() -> str:
         "{",
         "    switch (kind) {",
     ]
-    for (kname, _p, _c), (code, _w, dims) in zip(tables, cols):
+    for (kname, _p, _c), (code, _w, dims, _z) in zip(tables, cols):
         if dims:
             packed = sum((s + 1) << (5 * j) for j, s in enumerate(dims))
             L.append(f"    case TGRS_OP_{_macro(kname)}: return {packed}u; /* slots {', '.join(map(str, dims))} */")
+    L += ["    default: return 0u;", "    }", "}", ""]
+    L += [
+        "/* The parameters that must be 0 for a PIXEL kind's op in a COLS unit (a table indexed by the full tensor's",
+        "   column): their slots plus one, packed 5 bits each, 0 after the last. */",
+        "static inline uint32_t tgrs_op_col_zero(uint32_t kind)",
+        "{",
+        "    switch (kind) {",
+    ]
+    for (kname, _p, _c), (code, _w, _d, zero) in zip(tables, cols):
+        if zero:
+            packed = sum((s + 1) << (5 * j) for j, s in enumerate(zero))
+            L.append(f"    case TGRS_OP_{_macro(kname)}: return {packed}u; /* slots {', '.join(map(str, zero))} */")
     L += ["    default: return 0u;", "    }", "}", ""]
     kind_macro = {kname: f"TGRS_OP_{_macro(kname)}" for kname, _p, _c in tables}
     L += [

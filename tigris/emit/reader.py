@@ -57,9 +57,9 @@ def arrange_slots() -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=None)
-def cols_table() -> tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]:
-    """Per kind id - 1: (column class, W-window param slots, W-extent param slots), the header's tgrs_op_cols_class,
-    tgrs_op_col_window and tgrs_op_col_dim."""
+def cols_table() -> tuple[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...]:
+    """Per kind id - 1: (column class, W-window param slots, W-extent param slots, slots that must be 0), the
+    header's tgrs_op_cols_class, tgrs_op_col_window, tgrs_op_col_dims and tgrs_op_col_zero."""
     from tigris.emit.gen_header import kind_cols
 
     return tuple(kind_cols())
@@ -869,10 +869,11 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
                 if u.tiled and rt != x and tensors[x].dims[1] != tensors[rt].dims[1]:
                     # Bands are per root buffer: an alias whose rows differ has no band in a tile.
                     raise _fail("ERR_TILE_ROWS", f"{what} ({op_name}): alias {tensors[x].name} rows differ from root")
-            if u.col_split and (cols_table()[kid - 1][0] == 0 or any(tensors[x].root != x
-                                                                     for x in (*tins, int(o["output"])))):
-                raise _fail("ERR_COLS_OP", f"{what} ({op_name}): a {kname} op or an alias operand cannot run on "
-                                           "column bands")
+            if u.col_split and (cols_table()[kid - 1][0] == 0
+                                or any(tensors[x].root != x for x in (*tins, int(o["output"])))
+                                or any(o["params"][z] != 0 for z in cols_table()[kid - 1][3])):
+                raise _fail("ERR_COLS_OP", f"{what} ({op_name}): a {kname} op (or this one's per-column table, or an "
+                                           "alias operand) cannot run on column bands")
             if any(v != 0 for v in o["params"][nparams:]):
                 raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): parameter past its {nparams} is not zero")
             nm = int(o["params"][nslots[kid - 1]]) if nslots[kid - 1] >= 0 else want_nm
@@ -933,7 +934,7 @@ def _check_cols(u: UnitInfo, ops: list[OpInfo], tensors: list[TensorInfo]) -> No
     table = cols_table()
     for t, tile in enumerate(u.tile_cols):
         for op in ops:
-            code, win_slots, _dims = table[op.kind_id - 1]
+            code, win_slots, _dims, _zero = table[op.kind_id - 1]
             o0, on = tile[pos[op.output]]
             out_w = tensors[op.output].dims[2]
             if code == 2:

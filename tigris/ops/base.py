@@ -118,6 +118,9 @@ class OpKind:
     # COLS unit the executor sets each one that equals the output's full W (> 1) to the band's cols; one of 1 (a
     # broadcast along W) stays.
     COL_DIMS: ClassVar[tuple[str, ...]] = ()
+    # "pixel" kinds: parameters that must be 0 for an op of the kind in a COLS unit, because a nonzero one indexes a
+    # table by the full tensor's column (PRelu's per-position slope stride, a per-element (de)quantization).
+    COL_ZERO: ClassVar[tuple[str, ...]] = ()
     # The kernel may run with its output over an input of the same shape, dtype and layout (out == in): it writes
     # every output element only after reading the input elements at that same index, in both dtypes and every target
     # variant. The planner then lets the output take the home of such an input whose last use is this op

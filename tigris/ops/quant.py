@@ -53,6 +53,7 @@ class _QuantBoundary(OpKind):
     """Quantize and Dequantize: float32 on one side, per-tensor int8 on the other."""
 
     COLS = "pixel"
+    COL_ZERO = ("PER_ELEM",)  # per-element scales are indexed by the full tensor's position
 
     TILING = "pointwise"
 

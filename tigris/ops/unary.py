@@ -230,6 +230,8 @@ class Unary(OpKind):
 
 
 class PRelu(OpKind):
+    COLS = "pixel"
+    COL_ZERO = ("SW",)  # a slope that varies along W is indexed by the full tensor's column
     name = "prelu"
     ir_ops = ("PRelu",)
 
