@@ -11,6 +11,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import _cols_plans as C
 import _rt_plans as P
@@ -18,7 +20,8 @@ from tigris.emit import format as F
 from tigris.emit import read_plan
 from tigris.emit.reader import PlanFormatError
 from tigris.emit.writer import seal
-from tigris.ir import TigrisError
+from tigris.ir import DoesNotFitError, TigrisError
+from tigris.plan.check import check_plan
 
 FLOAT_TOL = 1e-5
 
@@ -63,6 +66,74 @@ def test_cols_plans_run_like_untiled(session_cls, name, int8):
             # each output element is computed by the same kernel arithmetic on the same inputs: bit-identical, float too
             np.testing.assert_array_equal(got.outputs["y"], want, err_msg=f"{name} {rt}x{ct} xip={xip} {comp}")
             assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+
+
+LAYER = st.one_of(
+    st.tuples(st.sampled_from(["conv", "dw"]), st.sampled_from([1, 3, 3, 5]), st.sampled_from([1, 1, 2]),
+              st.sampled_from([1, 1, 2]), st.sampled_from([0, 1, 2])),
+    st.tuples(st.sampled_from(["maxpool", "avgpool"]), st.sampled_from([2, 3]), st.sampled_from([1, 2]),
+              st.sampled_from([0, 1])),
+    st.sampled_from([("relu",), ("sigmoid",), ("prelu", False)]),
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(layers=st.lists(LAYER, min_size=1, max_size=4), int8=st.booleans(), h=st.integers(9, 20),
+       w=st.integers(9, 28), c=st.sampled_from([3, 4, 8]), n=st.integers(2, 5), xip=st.booleans(),
+       seed=st.integers(0, 9))
+def test_planner_cols_plans_run_like_untiled(session_cls, layers, int8, h, w, c, n, xip, seed):
+    """The planner's own COLS units (tigris.plan, force_cols: every tiled unit that can be split as n column tiles)
+    pass the checker, run bit-exact against the untiled plan, int8 and float, and the high-water marks are the
+    plan's peaks."""
+    Session, _ = session_cls
+    fixed, hh, ww = [], h, w
+    for layer in layers:  # keep every window inside its (padded) input and its pad below the window
+        if layer[0] in ("conv", "dw"):
+            kind_, k, s, d, p = layer
+            d = 1 if k == 1 else d
+            eff = (k - 1) * d + 1
+            p = min(p, (eff - 1) // 2)
+            layer, span, s = (kind_, k, s, d, p), eff, s
+        elif layer[0] in ("maxpool", "avgpool"):
+            layer = (layer[0], layer[1], layer[2], min(layer[3], layer[1] // 2))
+            span, s, p = layer[1], layer[2], layer[3]
+        else:
+            span, s, p = 1, 1, 0
+        if min(hh, ww) + 2 * p < span:
+            break
+        hh, ww = (hh + 2 * p - span) // s + 1, (ww + 2 * p - span) // s + 1
+        fixed.append(layer)
+    if not fixed:
+        return
+    g = C.chain(fixed, int8, h, w, c, seed)
+    try:
+        untiled, whole = P.compile_graph(g, 1 << 22, xip=xip)
+        data, plan = P.compile_graph(g, max(256, whole.unscheduled_peak // 2), xip=xip, col_tiles=True,
+                                     force_cols=n)
+    except DoesNotFitError:
+        return
+    assert check_plan(g, plan) == []
+    x = P.random_input(g, seed)
+    got = Session(data).run(x)
+    want = Session(untiled).run(x).outputs["y"]
+    np.testing.assert_array_equal(got.outputs["y"], want)
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+    assert [bool(u.tile_cols) for u in plan.units] == [u.col_split for u in read_plan(data).units]
+
+
+def test_the_planner_makes_cols_units_that_run(session_cls):
+    """A fixed case of the above that must split: conv -> relu -> depthwise/2 -> pointwise, 3 column tiles."""
+    Session, _ = session_cls
+    g = C.chain(CHAINS["conv-relu-dw-pw"], True, 17, 23, 8, 0)
+    untiled, whole = P.compile_graph(g, 1 << 22)
+    x = P.random_input(g, 1)
+    for xip in (True, False):
+        data, plan = P.compile_graph(g, whole.unscheduled_peak // 2, xip=xip, col_tiles=True, force_cols=3)
+        assert any(u.tile_cols for u in plan.units) and any(u.col_split for u in read_plan(data).units)
+        got = Session(data).run(x)
+        np.testing.assert_array_equal(got.outputs["y"], Session(untiled).run(x).outputs["y"])
+        assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
 
 
 def test_column_bands_shrink_the_buffers():
