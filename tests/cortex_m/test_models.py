@@ -9,7 +9,8 @@ are built with -std=c99 -ffp-contract=off, so no multiply-add contraction separa
 
 The weight modes are spread over the models so the firmware exercises all three: LZ4-compressed copies (kws int8),
 plain copies into the fast arena (kws float), and XIP reads from the flash/QSPI region (vww, mobilenet_v2, ad); ad
-int8 also runs with LZ4 copies at a budget its Gemms' weights exceed, as output-channel weight groups. The vww and
+int8 also runs with LZ4 copies at a budget its Gemms' weights exceed, as output-channel weight groups, and vww int8
+at a budget below its depthwise convs' one-row need, as channel groups. The vww and
 mobilenet_v2 int8 plans reuse their halos (ROLLING units: rows carried from tile to tile in line buffers).
 """
 from __future__ import annotations
@@ -55,6 +56,11 @@ CASES = {
     # weight groups (docs/memory-planning.md), each decompressed into its own unit's prefix
     "ad_autoencoder_int8_wgroups": Case("mlperf_tiny/ad_autoencoder_int8.onnx", "32K", False, "lz4", False, True,
                                         wgroups=True),
+    # XIP at 3K, below the 3,584 bytes its depthwise convs need at one output row: they run as channel groups
+    # (a Slice of the input channels per group, docs/memory-planning.md "Channel groups"); the output bytes are the
+    # untiled plan's
+    "vww_mbv1_025_96_int8_cgroups": Case("mlperf_tiny/vww_mbv1_025_96_int8.onnx", "3K", True, "none", True, True,
+                                         wgroups=True),
     # The TFLite originals, compiled from the .tflite directly (docs/tflite.md; numerics tflm)
     "person_detect_int8_tflite": Case("tflite/person_detect_int8.tflite", "32K", True, "none", True, True),
     "resnet8_cifar_int8_tflite": Case("tflite/resnet8_cifar_int8.tflite", "32K", True, "none", True, True),
@@ -142,7 +148,7 @@ def test_model_on_qemu_matches_host(harness, board_objs, shared_models, tmp_path
     if case.tiled:
         assert rep["tiling"]["tiled_stages"] >= 1
     if case.wgroups:
-        assert rep["weight_groups"], f"{key}: no op runs as weight groups at {case.fast}"
+        assert rep["weight_groups"], f"{key}: no op runs as weight (or channel) groups at {case.fast}"
         # and the grouped plan gives the unsplit plan's bytes (compiled where the whole weights fit)
         whole = _compile(Case(case.model, "1M", case.xip, case.compression, False, True, False), str(
             shared_models / case.model))
