@@ -355,3 +355,50 @@ def test_a_table_indexed_by_the_full_column_is_refused(session_cls):
     with pytest.raises(PlanError) as c:
         Session(bad)
     assert c.value.name == "TGRS_ERR_COLS_OP"
+
+
+def _shared_cols_plan(rel: str, budget: int, **kw):
+    from tigris import api
+    from tigris.emit import emit_plan
+    from tigris.plan import plan_memory
+
+    path = P.shared_model(rel)
+    prep = api.prepare(path)
+    plan = plan_memory(prep.graph, budget, None, **{**api._plan_kwargs(prep, True), "col_tiles": True, **kw})
+    assert any(u.tile_cols for u in plan.units) and check_plan(prep.graph, plan) == []
+    return path, prep, plan, emit_plan(prep.graph, plan, prep.lowered, xip=True)
+
+
+@pytest.mark.shared
+def test_mobilenet_v2_f32_runs_below_its_row_floor(session_cls):
+    """mobilenet_v2_035_96_f32 needs 31.5K of fast memory with row tiles alone (one depthwise conv's three input rows);
+    with column tiles it plans at 24K, and that plan runs on the host runtime with exactly the untiled plan's output
+    and within the float tolerance of ONNX Runtime, its high-water marks the plan's peaks."""
+    from tigris import api
+
+    path, prep, plan, data = _shared_cols_plan("torchvision/mobilenet_v2_035_96_f32.onnx", 24 * 1024)
+    assert plan.fast_peak <= 24 * 1024
+    x = api.random_inputs(prep, 0)
+    got = api.run_plan(data, x)
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+    want = api.run_plan(api.compile_model(path, "8M", xip=True, prepared=prep).plan_bytes, x)
+    ref = api.run_onnxruntime(path, x)
+    for name, y in got.outputs.items():
+        np.testing.assert_array_equal(y, want.outputs[name])
+        r = ref[name] if isinstance(ref, dict) else ref[0]
+        assert float(np.abs(y - r).max()) <= FLOAT_TOL * max(1.0, float(np.abs(r).max()))
+
+
+@pytest.mark.shared
+def test_mobilenet_v2_int8_cols_plan_is_bit_exact(session_cls):
+    """mobilenet_v2_035_96_int8 with every column-splittable tiled unit cut in 3 column tiles: int8 output
+    bit-identical to the untiled plan."""
+    from tigris import api
+
+    path, prep, plan, data = _shared_cols_plan("torchvision/mobilenet_v2_035_96_int8.onnx", 16 * 1024, force_cols=3)
+    x = api.random_inputs(prep, 0)
+    got = api.run_plan(data, x)
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+    want = api.run_plan(api.compile_model(path, "8M", xip=True, prepared=prep).plan_bytes, x)
+    for name, y in got.outputs.items():
+        np.testing.assert_array_equal(y, want.outputs[name])
