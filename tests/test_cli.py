@@ -50,7 +50,7 @@ def test_analyze_json_follows_the_contract():
     assert j["flash"]["plan_bytes"] > j["model"]["weight_bytes"] > 0
     for s in j["stages"]:
         assert set(s) == {"index", "ops", "op_names", "peak_bytes", "weight_bytes", "inputs", "outputs", "tiled",
-                          "tile_h", "tiles", "halo", "chain"}
+                          "tile_h", "tiles", "col_tiles", "halo", "chain"}
 
 
 def test_analyze_does_not_fit_says_why_and_what_would():

@@ -119,7 +119,7 @@ def test_analyze_json_layers_and_totals():
     assert [r["name"] for r in j["layers"]] == [op.name for op in prep.graph.ops]
     for r in j["layers"]:
         assert set(r) == {"index", "name", "type", "kernel", "output", "shape", "dtype", "macs", "weight_bytes",
-                          "activation_bytes", "stage", "tiled", "tile_rows", "halo_rows", "recompute_macs",
+                          "activation_bytes", "stage", "tiled", "tile_rows", "tile_cols", "halo_rows", "recompute_macs",
                           "instructions", "cycles"}
     assert sum(r["macs"] for r in j["layers"]) == j["model"]["macs"]
     assert sum(r["recompute_macs"] for r in j["layers"]) == j["tiling"]["recompute_macs"]

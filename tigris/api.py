@@ -135,6 +135,15 @@ class Prepared:
     # the planner's operator order (tigris.plan.plan op_order): "search" (memory-aware, the default) or "spec" (the
     # loader's DFS order only, the baseline)
     op_order: str = "search"
+    # column tiles below the row floor (tigris.plan.cols, plan(col_tiles=)); analyze tries them last, after weight
+    # groups, so a model that fits without them keeps its plan
+    col_tiles: bool = field(default_factory=lambda: _col_tiles_default())
+
+
+def _col_tiles_default() -> bool:
+    from tigris.plan.types import COL_TILES_DEFAULT
+
+    return COL_TILES_DEFAULT
 
 
 WEIGHT_FORMATS = {"fp32": "float32", "fp16": "float16"}
@@ -212,7 +221,8 @@ def _plan_kwargs(prep: Prepared, xip: bool, recompute_weight: float = 0.0) -> di
         return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, out_rows))
 
     return {"xip": xip, "weight_bytes_of": weight_bytes_of, "scratch_bytes_of": scratch_bytes_of,
-            "recompute_weight": recompute_weight, "layouts": prep.layouts, "op_order": prep.op_order}
+            "recompute_weight": recompute_weight, "layouts": prep.layouts, "op_order": prep.op_order,
+            "col_tiles": prep.col_tiles}
 
 
 def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weight: float = 0.0) -> PlanResult:
@@ -393,7 +403,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             if key not in cache:
                 cache[key] = lower(graph, op)
             lowered.append(cache[key])
-        return Prepared(graph, prep.reports, lowered, op_order=prep.op_order)
+        return Prepared(graph, prep.reports, lowered, op_order=prep.op_order, col_tiles=prep.col_tiles)
 
     def origin(g: AnalyzedGraph, i: int) -> str:
         return g.ops[i].attrs.get("weight_group", (g.ops[i].name,))[0]
@@ -664,8 +674,16 @@ def analyze(
     result = Analysis(fits=False, json={}, prepared=prep, notes=list(graph.notes))
     plan: MemoryPlan | None = None
     advice: dict[str, Any] = {}
-    res = _plan(prep, fast_b, slow_b, xip, weight)
-    prep, res, groups = _split_weights(prep, fast_b, slow_b, xip, weight, res)
+    # the plan without column tiles, then with weight groups, then (below the row floor) with column tiles: each
+    # only when the one before does not fit, so what fits one way keeps that plan
+    rows_only = replace(prep, col_tiles=False)
+    res = _plan(rows_only, fast_b, slow_b, xip, weight)
+    split, res, groups = _split_weights(rows_only, fast_b, slow_b, xip, weight, res)
+    if isinstance(res, NoFit) and prep.col_tiles:
+        with_cols = _plan(prep, fast_b, slow_b, xip, weight)
+        if not isinstance(with_cols, NoFit) or not groups:  # a refusal says what fails with column tiles too
+            split, res, groups = prep, with_cols, []
+    prep = replace(split, col_tiles=prep.col_tiles)
     if groups:
         graph = prep.graph
         result.prepared = prep

@@ -141,8 +141,10 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
     for u, unit in enumerate(plan.units):
         tiles = unit.tile_rows or [None]
         rolling = set(getattr(unit, "rolling", ()))
+        col_bands = getattr(unit, "tile_cols", None) or []
         for t, band in enumerate(tiles):
             before = tiles[t - 1] if t > 0 else None
+            cband = col_bands[t] if col_bands else None
             for i in unit.ops:
                 low = lowered[i]
                 if low.alias:
@@ -156,6 +158,12 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
                     r = band.get(root(name))
                     return tensor_rows(graph.tensors[name]) if r is None else r[1] - r[0]
 
+                def share(name: str) -> tuple[int, int]:
+                    # (columns of the tile, width) of a column-split unit's band (tigris.plan.cols); whole rows else
+                    w = int(graph.tensors[name].shape[3]) if cband is not None else 1
+                    c = cband.get(root(name)) if cband is not None else None
+                    return (w, w) if c is None else (c[1] - c[0], w)
+
                 rows = rows_of(out)
                 if band is not None and root(out) in rolling:  # halo reuse: the kernel computes the fresh rows
                     lo, hi = fresh_rows(before.get(root(out)) if before else None, band[root(out)])
@@ -163,10 +171,12 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
                 if rows <= 0:
                     continue
                 full = tensor_rows(graph.tensors[out])
-                macs = int(low.macs) if rows >= full else int(low.macs) * rows // max(1, full)
+                cols, width = share(out)
+                macs = int(low.macs) if rows >= full and cols >= width else \
+                    int(low.macs) * rows * cols // max(1, full * width)
                 ins = [n for n in dict.fromkeys(low.inputs) if n in graph.tensors and n not in graph.weights]
-                in_bytes = sum(rows_of(n) * row_bytes(graph, n) for n in ins)
-                out_bytes = rows * row_bytes(graph, out)
+                in_bytes = sum(rows_of(n) * row_bytes(graph, n) * share(n)[0] // share(n)[1] for n in ins)
+                out_bytes = rows * row_bytes(graph, out) * cols // width
                 elems = out_bytes // max(1, np.dtype(graph.tensors[out].dtype).itemsize)
                 taps, positions = per_elem[i]
                 yield Call(i, u, t, rows, macs, int(round(elems * taps)), int(round(elems * positions)), in_bytes,

@@ -52,9 +52,21 @@ def layer_rows(prep: Any, plan: Any, per_op: dict[int, int] | None, cpi: float) 
         out = op.outputs[0]
         t = graph.tensors[out]
         sp, unit = stage_of.get(i), unit_of.get(i)
-        tile_rows = halo_rows = None
+        tile_rows = halo_rows = tile_cols = None
         recompute = 0
-        if unit is not None and unit.tile_rows:
+        if unit is not None and unit.tile_cols:  # a column-split unit (tigris.plan.cols): a grid of bands
+            root = plan.alias_of.get(out, out)
+            grid = [(tr[root], tc[root]) for tr, tc in zip(unit.tile_rows, unit.tile_cols) if root in tr]
+            if grid:
+                full, width = tensor_rows(t), int(t.shape[3])
+                tile_rows = max(b - a for (a, b), _ in grid)
+                tile_cols = max(b - a for _, (a, b) in grid)
+                halo_rows = max(0, sum(b - a for (a, b), c in grid if c == grid[0][1]) - full)
+                pixels = sum((b - a) * (d - c) for (a, b), (c, d) in grid)
+                # the planner's own count (tigris.plan.cols rule 4), so the rows sum to the plan's total
+                recompute = op_macs(graph, op) * (pixels - full * width) // (full * width) \
+                    if pixels > full * width and not low.alias else 0
+        elif unit is not None and unit.tile_rows:
             root = plan.alias_of.get(out, out)
             bands = [tr[root][1] - tr[root][0] for tr in unit.tile_rows if root in tr]
             full = tensor_rows(t)
@@ -78,12 +90,20 @@ def layer_rows(prep: Any, plan: Any, per_op: dict[int, int] | None, cpi: float) 
             "stage": None if sp is None else sp.index,
             "tiled": bool(sp is not None and sp.tiled),
             "tile_rows": tile_rows,
+            "tile_cols": tile_cols,
             "halo_rows": halo_rows,
             "recompute_macs": recompute,
             "instructions": instr if instr is not None else (0 if low.alias else None),
             "cycles": None if instr is None else int(round(instr * cpi)),
         })
     return rows
+
+
+def _tiles_cell(s: dict[str, Any]) -> Any:
+    """A stage's tile count, with its column tiles per row band when its unit is column-split."""
+    if not s["tiled"]:
+        return ""
+    return s["tiles"] if (s.get("col_tiles") or 1) == 1 else f"{s['tiles']} ({s['col_tiles']} cols)"
 
 
 def analysis_details(prep: Any, plan: Any, j: dict[str, Any], settings: dict[str, Any],
@@ -273,7 +293,8 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
                    f"{r['dtype']} {'x'.join(map(str, r['shape']))}", _n(r["macs"]), _sz(r["weight_bytes"]),
                    _sz(r["activation_bytes"])]
             if fits_plan:
-                row += [r["stage"], r["tile_rows"], r["halo_rows"], _n(r["recompute_macs"]) if r["tiled"] else "",
+                rows_cell = r["tile_rows"] if not r.get("tile_cols") else f"{r['tile_rows']} ({r['tile_cols']} cols)"
+                row += [r["stage"], rows_cell, r["halo_rows"], _n(r["recompute_macs"]) if r["tiled"] else "",
                         _n(r["cycles"])]
             rows.append(row)
         out.table(headers, rows, right=set(range(3, len(headers))))
@@ -335,7 +356,7 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
         for s in j["stages"]:
             srows.append([s["index"], s["ops"], format_size(s["peak_bytes"]), format_size(s.get("weight_bytes", 0)),
                           len(s["inputs"]), len(s["outputs"]), "yes" if s["tiled"] else "", s["tile_h"] or "",
-                          s["tiles"] if s["tiled"] else "", "" if s["halo"] is None else s["halo"],
+                          _tiles_cell(s), "" if s["halo"] is None else s["halo"],
                           "" if s["chain"] is None else s["chain"]])
         out.table(["stage", "ops", "peak", "weights", "in", "out", "tiled", "tile_h", "tiles", "halo", "chain"], srows)
     out.line()

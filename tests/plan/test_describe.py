@@ -28,10 +28,21 @@ def test_stage_table_and_summary_of_a_chain():
 
 def test_diagnosis_names_the_op_and_finds_the_smallest_budget():
     graph = three_convs()
-    d = diagnose(graph, 48, xip=True)
+    d = diagnose(graph, 48, xip=True, col_tiles=False)
     assert not d.fits and d.stage == 0 and d.op == "op0" and d.op_type == "Conv"
     # one output row per tile: a 3x3 conv reads 3 input rows (48 B) and writes 1 row (16 B)
     assert d.need_bytes == 64 and "64 bytes" in d.message
     assert d.min_fast_budget == 64
-    assert diagnose(graph, d.min_fast_budget, xip=True).fits
-    assert not diagnose(graph, d.min_fast_budget - 16, search=False, xip=True).fits
+    assert diagnose(graph, d.min_fast_budget, xip=True, col_tiles=False).fits
+    assert not diagnose(graph, d.min_fast_budget - 16, search=False, xip=True, col_tiles=False).fits
+
+
+def test_diagnosis_with_column_tiles():
+    """Below the row floor the width is cut too: one output pixel of the first 3x3 conv reads a 3x3 window (9 B,
+    a 16-byte buffer) and writes one byte (16 B)."""
+    graph = three_convs()
+    assert diagnose(graph, 48, xip=True).fits
+    d = diagnose(graph, 16, xip=True)
+    assert not d.fits and d.op == "op0" and d.need_bytes == 32
+    assert "one output row of 1 column per tile" in d.message
+    assert d.min_fast_budget == 32

@@ -26,7 +26,7 @@ from typing import Callable
 from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
 from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess, unit_bands, unit_col_bands
-from tigris.plan.cols import cols_reason, pixel_bytes, width
+from tigris.plan.cols import cols_reason, max_cols, pixel_bytes, width
 from tigris.plan.order import reorder, search_order
 from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
@@ -217,6 +217,14 @@ def _plan_units(
             need = one.peak if one else first.peak
             step = one.peak_step if one else first.peak_step
             detail = "" if rows == 1 else f"{rows} output rows (at most {MAX_TILES} tiles)"
+            if costs.col_tiles and cols_reason(graph, bufs, ops, output) is None:
+                n = max_cols(graph, output, rows)
+                grid = unit_col_bands(graph, bufs, costs, ops, output, rows, n)
+                if grid is not None and grid.peak < need:  # the narrowest column tiles did not fit either
+                    need, step = grid.peak, grid.peak_step
+                    per = -(-width(graph, output) // n)
+                    detail = f"{'one output row' if rows == 1 else f'{rows} output rows'} of {per} " \
+                        f"column{'s' if per > 1 else ''}"
             return _no_fit(graph, group[0], ops[step], need, budget, "one_row", detail)
         unit = _tiled_unit(graph, bufs, costs, ops, inputs, output, lay)
         unit.stages = list(group)
@@ -672,9 +680,7 @@ def _plan_in_order(
     # column tiles are a fallback below the row floor (tigris.plan.cols rule 5): plans that fit without them stay
     planned = attempt(bool(force_cols))
     if isinstance(planned, NoFit) and col_tiles and not force_cols and planned.cause not in ("slow_memory", "empty"):
-        with_cols = attempt(True)
-        if not isinstance(with_cols, NoFit):
-            planned = with_cols
+        planned = attempt(True)  # a NoFit then says what fails with column tiles too
     if isinstance(planned, NoFit):
         return planned
     units, stages = planned

@@ -17,7 +17,13 @@ from tigris.plan.types import MemoryPlan
 
 def stage_table(plan: MemoryPlan, graph: AnalyzedGraph | None = None) -> list[dict[str, Any]]:
     """Rows: index, ops (count), op_names (when the graph is given), peak_bytes, inputs, outputs, tiled, tile_h,
-    tiles, halo, chain."""
+    tiles, col_tiles (column tiles per row band of a tiled stage: 1 unless its unit is column-split; None untiled),
+    halo, chain."""
+    cols: dict[int, int] = {}
+    for u in plan.units:
+        if u.tile_cols and u.spill:
+            n = len({c[u.spill[0]] for c in u.tile_cols if u.spill[0] in c})
+            cols.update((s, n) for s in u.stages)
     rows = []
     for s in plan.stages:
         row: dict[str, Any] = {
@@ -29,6 +35,7 @@ def stage_table(plan: MemoryPlan, graph: AnalyzedGraph | None = None) -> list[di
             "tiled": s.tiled,
             "tile_h": s.tile_h if s.tiled else None,
             "tiles": s.tiles,
+            "col_tiles": cols.get(s.index, 1) if s.tiled else None,
             "halo": s.halo,
             "chain": s.chain,
         }

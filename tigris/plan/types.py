@@ -29,9 +29,9 @@ ALIGN = 16
 # (tigris.api) and the CLI's --xip flag share this one default.
 XIP_DEFAULT = False
 
-# Column tiles (tigris.plan.cols) below the row floor: off until the emitter and the runtime run COLS units, so no
-# plan is written that the runtime would run on full rows.
-COL_TILES_DEFAULT = False
+# Column tiles (tigris.plan.cols, the unit flag COLS) below the row floor: the planner, the library and the CLI share
+# this default. A plan that fits without them never uses them.
+COL_TILES_DEFAULT = True
 
 
 def align_up(n: int, a: int = ALIGN) -> int:
