@@ -684,6 +684,8 @@ def analyze(
         if not isinstance(with_cols, NoFit) or not groups:  # a refusal says what fails with column tiles too
             split, res, groups = prep, with_cols, []
     prep = replace(split, col_tiles=prep.col_tiles)
+    # the group searches below probe what this does at a budget: groups are tried on the plan without column tiles
+    rows_only = replace(prep, col_tiles=False)
     if groups:
         graph = prep.graph
         result.prepared = prep
@@ -710,7 +712,7 @@ def analyze(
             advice["limiting_op"] = _limiting(prep, result.min_fast_budget, slow_b, xip, weight, failed)
             # channel groups may lower the minimum (docs/memory-planning.md "Channel groups"): then it is the
             # budget at which analyze/compile split ops, and the limiting op is what fails just below it
-            ch = None if not groups_advice else _channel_groups_min(prep, slow_b, xip, weight,
+            ch = None if not groups_advice else _channel_groups_min(rows_only, slow_b, xip, weight,
                                                                     result.min_fast_budget, fast_b)
             if ch is not None:
                 advice["min_fast_budget_without_groups_bytes"] = result.min_fast_budget
@@ -722,7 +724,7 @@ def analyze(
                     "cause": below.cause, "message": below.message}
         if not xip:
             m_xip = _min_fast(prep, slow_b, True, weight)
-            ch_xip = None if not (groups_advice and m_xip) else _channel_groups_min(prep, slow_b, True, weight,
+            ch_xip = None if not (groups_advice and m_xip) else _channel_groups_min(rows_only, slow_b, True, weight,
                                                                                      m_xip, 0)
             if ch_xip is not None:  # with --xip channel groups lower it too
                 m_xip = ch_xip[0]
@@ -733,7 +735,7 @@ def analyze(
             # weights are what sets the minimum: say where output-channel weight groups make it fit
             m_groups = None
             if groups_advice and result.min_fast_budget and m_xip is not None and m_xip < result.min_fast_budget:
-                m_groups = _groups_budget(prep, slow_b, weight, result.min_fast_budget)
+                m_groups = _groups_budget(rows_only, slow_b, weight, result.min_fast_budget)
             advice["weight_groups_budget_bytes"] = m_groups
             advice["weight_groups_budget"] = format_size(m_groups) if m_groups else None
         if slow_b == 0 or res.cause == "slow_memory":
