@@ -1,0 +1,78 @@
+"""Column tiling (unit flag COLS, docs/format.md "COLS units") on the emulated cores: a plan whose tiles cut the width
+too runs on the Cortex-M4F (DSP kernels) and the Cortex-M55 (Helium kernels) with the host runtime's int8 output,
+byte for byte, which is the untiled plan's (tests/runtime/test_rt_cols.py). The bands are narrow (a few columns
+each), so the kernels' per-row tails and border pixels are what runs; and a runtime built with -DTGRS_NO_COLS
+refuses the plan at init."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+
+import _cols_plans as C  # noqa: E402
+import _rt_plans as P  # noqa: E402
+
+LAYERS = [("conv", 3, 1, 1, 1), ("relu",), ("dw", 3, 2, 1, 1), ("conv", 1, 1, 1, 0), ("avgpool", 3, 1, 1)]
+
+
+def _plans():
+    """The planner's COLS plan and a hand-built XIP grid of one int8 chain, its input in the caller's bytes, and the
+    untiled plan's output bytes."""
+    from tigris.emit.reader import read_plan
+    from tigris.host import Session
+
+    g = C.chain(LAYERS, True, 15, 22, 8, 0)
+    untiled, whole = P.compile_graph(g, 1 << 22)
+    planned, _ = P.compile_graph(g, whole.unscheduled_peak // 2, col_tiles=True, force_cols=3)
+    assert any(u.col_split for u in read_plan(planned).units)
+    hand, _ = C.emit_cols(g, C.lower_all(g), 2, 5, xip=True)
+    x = P.random_input(g, 4)
+    s = Session(untiled)
+    want = s._to_caller(s.outputs[0], s.run(x).outputs["y"])
+    plans = {"planner": planned, "hand-xip": hand}
+    for label, plan in plans.items():  # the host runs each with the untiled plan's bytes
+        h = Session(plan)
+        assert h._to_caller(h.outputs[0], h.run(x).outputs["y"]) == want, label
+    return plans, s._to_caller(s.inputs[0], x["x"]), want
+
+
+@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
+def test_cols_plans_on_qemu_match_host(harness, board_objs, tmp_path, board):
+    plans, x, want = _plans()
+    for label, plan in plans.items():
+        d = tmp_path / label
+        d.mkdir()
+        elf = harness.build_plan_app(plan, board, d / "fw", obj_dir=board_objs[board] / "cols")
+        (d / "in0.bin").write_bytes(x)
+        r = harness.run(board, elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=300)
+        assert r.returncode == harness.EXIT_OK, r.console
+        assert (d / "out0.bin").read_bytes() == want, f"{label} on {board}"
+
+
+def test_no_cols_firmware_refuses_a_cols_plan(harness, board_objs, tmp_path):
+    """The generated file of a COLS plan stops a -DTGRS_NO_COLS build; with that guard skipped, such a runtime
+    refuses the plan at init (TGRS_ERR_UNSUPPORTED) instead of running it."""
+    from tigris.codegen import generate_c
+
+    plans, x, _ = _plans()
+    plan = plans["planner"]
+    with pytest.raises(harness.BuildError, match="COLS"):
+        harness.build_plan_app(plan, "mps2-an386", tmp_path / "guard", obj_dir=board_objs["mps2-an386"] / "nocols",
+                               cflags="-DTGRS_NO_COLS")
+    c_src, header = generate_c(plan, "model", "app")
+    c_src = c_src.replace("#if defined(TGRS_NO_COLS)", "#if 0")  # the guard skipped: the loader must refuse
+    d = tmp_path / "nocols"
+    d.mkdir()
+    (d / "model.c").write_text(c_src)
+    (d / "model.h").write_text(header)
+    elf = harness.build("mps2-an386", d / "build", model_c=d / "model.c", obj_dir=board_objs["mps2-an386"] / "nocols",
+                        cflags="-DTGRS_NO_COLS")
+    (d / "in0.bin").write_bytes(x)
+    r = harness.run("mps2-an386", elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=120)
+    assert r.returncode == harness.EXIT_RUNTIME, r.console
+    assert "TGRS_ERR_UNSUPPORTED" in r.console, r.console
