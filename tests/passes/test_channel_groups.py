@@ -183,6 +183,11 @@ def test_lraspp_mobilenet_v3_large_fits_256k(tmp_path, int8):
         assert {g["cause"] for g in a.json["weight_groups"]} == {"activations"}
     v = api.verify(path, "256K", xip=True)
     assert v["pass"], v
+    if not int8:  # the minimum analyze reports (with groups) is far below, and compiles
+        low = api.analyze(path, "16K", xip=True, prepared=prep, tradeoff=False, emit=False, groups_advice=True)
+        m = low.json["min_fast_budget_bytes"]
+        assert m <= 128 * 1024 and low.json["min_fast_budget_without_groups_bytes"] == 276480
+        assert api.compile_model(path, m, xip=True, prepared=prep).analysis.fits
 
 
 @pytest.mark.slow
@@ -195,3 +200,7 @@ def test_mobilenet_v2_144_f32_fits_64k(tmp_path):
     assert a.fits and a.plan.fast_peak <= 64 * 1024, a.reason
     v = api.verify(path, "64K", xip=True)
     assert v["pass"], v
+    low = api.analyze(path, "16K", xip=True, prepared=prep, tradeoff=False, emit=False, groups_advice=True)
+    m = low.json["min_fast_budget_bytes"]
+    assert m <= 64 * 1024 < low.json["min_fast_budget_without_groups_bytes"]
+    assert api.compile_model(path, m, xip=True, prepared=prep).analysis.fits
