@@ -20,6 +20,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tigris import api
 from tigris.ops import lower
@@ -204,3 +206,25 @@ def test_mobilenet_v2_144_f32_fits_64k(tmp_path):
     m = low.json["min_fast_budget_bytes"]
     assert m <= 64 * 1024 < low.json["min_fast_budget_without_groups_bytes"]
     assert api.compile_model(path, m, xip=True, prepared=prep).analysis.fits
+
+
+@settings(max_examples=10, deadline=None)
+@given(int8=st.booleans(), c=st.integers(2, 20), h=st.integers(1, 7), k=st.sampled_from([1, 3, 5]),
+       dil=st.sampled_from([1, 2]), mult=st.sampled_from([1, 2]), data=st.data())
+def test_depthwise_split_reference_property(tmp_path_factory, int8, c, h, k, dil, mult, data):
+    """Random depthwise shapes and group counts on the NumPy reference: int8 identical, float within 1e-5 relative."""
+    from tigris.reference import run_reference
+
+    groups = data.draw(st.integers(2, c), label="groups")
+    path = _paths(tmp_path_factory.mktemp("p"), _dw_model(c, h, k, dil, mult, seed=c * 31 + h), int8)
+    prep = api.prepare(path)
+    (dw,) = [op for op in prep.graph.ops if op.op_type == "DepthwiseConv"]
+    split = _split(prep, {dw.name: groups})
+    x = {"x": np.random.default_rng(h).standard_normal((1, 4, h, h)).astype(np.float32)}
+    (name,) = prep.graph.outputs
+    a = np.asarray(run_reference(prep.graph, x, prep.lowered)[name])
+    b = np.asarray(run_reference(split.graph, x, split.lowered)[name])
+    if int8:
+        assert a.tobytes() == b.tobytes()
+    else:
+        assert np.max(np.abs(a - b)) <= 1e-5 * max(1.0, float(np.abs(a).max()))
