@@ -164,7 +164,8 @@ def main() -> None:
     body = (
         "Without `--xip` (copied or `-c lz4` weights need the same prefix). Only model x budget combinations the "
         "planner refuses as the model is are listed (every other plan is unchanged). `before`: the planner alone "
-        "(the fast bytes the refusing op needs); `after`: `tigris compile` with weight groups (its fast peak). "
+        "(the fast bytes the refusing op needs); `after`: `tigris compile` with weight groups, and channel groups "
+        "where an op's activations are what does not fit (its fast peak). "
         "`weights staged`: bytes the units copy or decode per inference (the extra over the unsplit model is panel "
         "padding and alignment); `concat copy`: bytes the joining Concats write; `slow traffic`: spill + reload of "
         "the plan; `verify`: `tigris verify -c lz4` at that budget (the C runtime against ONNX Runtime and the NumPy "
