@@ -22,8 +22,8 @@ intermediate results, and checks:
 7. column-split units (``tile_cols``, tigris.plan.cols): no rolling, accumulating or in-place buffers; every op
    column-local per its kind, every buffer its own root with at most one consumer in the unit; the output tiles form
    a grid, row band by row band, whose column bands cover ``[0, W)`` left to right, and whose row bands cover the
-   rows once; every band of every tile is exactly the rows and columns its consumer needs (clipped), within the
-   tensor, and its dense ``rows x cols`` block fits its buffer.
+   rows once; every band of every tile is exactly the rows and columns its consumer needs (clipped), not empty,
+   within the tensor, and its dense ``rows x cols`` block fits its buffer.
 
 :func:`check_plan` returns the list of violations (empty = proven); :func:`assert_plan` raises on the first few.
 """
@@ -331,8 +331,8 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
             col_at, row_at = 0, b
         for n in names:
             (lo, hi), (l0, l1) = rows[n], cols[n]
-            if not (0 <= lo <= hi <= tensor_rows(graph.tensors[n]) and 0 <= l0 <= l1 <= width(graph, n)):
-                errs.append(f"tile {t}: band {n} rows {rows[n]} columns {cols[n]} is outside the tensor")
+            if not (0 <= lo < hi <= tensor_rows(graph.tensors[n]) and 0 <= l0 < l1 <= width(graph, n)):
+                errs.append(f"tile {t}: band {n} rows {rows[n]} columns {cols[n]} is empty or outside the tensor")
             if (hi - lo) * (l1 - l0) * pixel_bytes(graph, n) > unit.fast[n].size:
                 errs.append(f"tile {t}: band {n} rows {rows[n]} columns {cols[n]} does not fit its buffer")
         for i in unit.ops:

@@ -152,8 +152,8 @@ def plan_col_bands(
     bound: bool = False,
 ) -> TiledLayout | None:
     """The band plan of a column-split unit at ``tile_h`` output rows by ``n_cols`` column tiles (rules 2-4); None
-    when the unit is not in scope (rule 1), ``n_cols`` exceeds the output width or the grid has more than MAX_TILES
-    tiles. ``bound`` skips the tile limit and the per-tile lists: the sizes and the peak of a grid the planner would
+    when the unit is not in scope (rule 1), ``n_cols`` exceeds the output width, the grid has more than MAX_TILES
+    tiles or a band of some tile is empty. ``bound`` skips the tile limit and the per-tile lists: the sizes and the peak of a grid the planner would
     not build, for the lower bound of one op (``tigris.plan.op_lower_bounds``)."""
     if cols_reason(graph, bufs, ops, output) is not None:
         return None
@@ -167,6 +167,10 @@ def plan_col_bands(
     if grid is None:
         return None
     names = list(grid.cols[0])
+    if not bound and any(b <= a for band in (*grid.rows, *grid.cols) for a, b in band.values()):
+        # a band of only padding (a padded 1x1 window at the edge): the runtime runs no empty band, so this grid is
+        # not planned (an empty band needs less than any other, so the lower bound may keep it)
+        return None
     most_rows = {n: max(r[n][1] - r[n][0] for r in grid.rows) for n in names}
     most_cols = {n: max(c[n][1] - c[n][0] for c in grid.cols) for n in names}
     band = {n: align_up(most_rows[n] * most_cols[n] * pixel_bytes(graph, n)) for n in names}
