@@ -164,3 +164,26 @@ def two_unit_tiled_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan
         unscheduled_peak=2000, fast_peak=max(wb0 + 2496, wb1 + 544), slow_peak=1536, spill_bytes=512,
         reload_bytes=1536, recompute_macs=1234,
     )
+
+
+def two_unit_cols_plan(lowered: list[Lowered], xip: bool = False) -> MemoryPlan:
+    """two_unit_tiled_plan with unit 0 cut in a 2 x 2 grid (unit flag COLS): p1's 4 x 4 output in quarters, c1's bands
+    the 2x2/2 pool's windows over them, x's the 3x3 pad-1 conv's over those, clipped; every band buffer dense."""
+    plan = two_unit_tiled_plan(lowered, xip)
+    u0 = plan.units[0]
+    wb0 = u0.weight_bytes
+    halves = {"x": ((0, 5), (3, 8)), "c1": ((0, 4), (4, 8)), "p1": ((0, 2), (2, 4))}
+    u0.tile_rows = [{n: b[r] for n, b in halves.items()} for r in (0, 1) for _c in (0, 1)]
+    u0.tile_cols = [{n: b[c] for n, b in halves.items()} for _r in (0, 1) for c in (0, 1)]
+    u0.tiles = 4
+    u0.fast = {
+        "x": Placement("fast", wb0, 5 * 5 * 4 * 4),  # a 5 x 5 band of 4 float channels, dense
+        "c1": Placement("fast", wb0 + 400, 4 * 4 * 8 * 4),
+        "p1": Placement("fast", wb0 + 912, 2 * 2 * 8 * 4),
+    }
+    u0.scratch = {0: Placement("fast", wb0 + 1040, 576)}
+    u0.peak_bytes = wb0 + 1616
+    plan.stages[0].peak_bytes = u0.peak_bytes
+    plan.stages[0].tiles = 4
+    plan.fast_peak = max(u.peak_bytes for u in plan.units)
+    return plan

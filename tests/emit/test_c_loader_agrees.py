@@ -1,6 +1,6 @@
 """Differential test: the C loader (runtime_c, through the host cffi build) and the Python reader give the same
-status for the same bytes. Every u32/i32 field of the first records of every section of four valid plans (float
-tiled raw, int8 tiled LZ4, float XIP, int8 tiled with halo reuse) is overwritten with boundary values and the plan
+status for the same bytes. Every u32/i32 field of the first records of every section of five valid plans (float
+tiled raw, int8 tiled LZ4, float XIP, int8 tiled with halo reuse, float with a column-split unit) is overwritten with boundary values and the plan
 resealed (so the CRC passes and the field's own check is what decides). docs/format.md fixes one check order, so not only accept/refuse but the
 TGRS_ERR_* code must match."""
 from __future__ import annotations
@@ -37,6 +37,7 @@ def _bases() -> list[bytes]:
         (True, False, "lz4", H.two_unit_tiled_plan),
         (False, True, "none", H.single_unit_plan),
         (True, False, "none", H.two_unit_rolling_plan),
+        (False, False, "none", H.two_unit_cols_plan),
     ):
         g, lowered = H.graph(int8)
         lowered[0].consts["weight"] = np.zeros_like(lowered[0].consts["weight"])  # compressible for LZ4
