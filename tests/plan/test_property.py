@@ -1,6 +1,6 @@
 """Property: on random DAGs of conv, depthwise, pool, add, concat (and GAP) at random budgets, with halo reuse on and
 off, every plan the planner accepts passes the checker and never exceeds the fast budget; a refusal is always a
-DoesNotFitError."""
+DoesNotFitError. However recompute is priced, a plan moves no more through slow memory than the spec strategy's."""
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -90,3 +90,20 @@ def test_incremental_stage_growth_matches_the_sweep(graph):
             ins, outs = stage_io(bufs, u, i, stop)
             expect = 0 if i == 0 and stop == n else sum(bufs.nbytes[t] for t in ins + outs)
             assert (peak, traffic) == (stage_timeline(graph, bufs, u, costs, i, stop).peak, expect)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=dags(), frac=st.floats(0.05, 1.0), weight=st.sampled_from([0.0, 0.05, 1.0, 1e6]), acc=st.booleans())
+def test_priced_plans_move_no_more_than_the_spec_strategy(graph, frac, weight, acc):
+    """Whatever recompute is priced at (the default objective prices it), the chosen plan moves no more bytes
+    through slow memory than the spec strategy's plan at the same budget."""
+    from tigris.plan.timeline import unscheduled_peak
+
+    budget = max(64, int(unscheduled_peak(graph) * frac))
+    try:
+        spec = plan_memory(graph, budget, xip=True, strategy="spec", accumulate_gap=acc)
+    except DoesNotFitError:
+        return
+    ours = plan_memory(graph, budget, xip=True, accumulate_gap=acc, recompute_weight=weight)  # fits where spec does
+    assert check_plan(graph, ours) == []
+    assert ours.spill_bytes + ours.reload_bytes <= spec.spill_bytes + spec.reload_bytes
