@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cortex-m"
@@ -31,3 +32,27 @@ def board_objs(tmp_path_factory):
     optimisation level). A fixed name under the session's base temp so every module importing this gets the same."""
     root = tmp_path_factory.getbasetemp() / "cm_objs"
     return {b: root / b for b in qemu_harness.BOARDS}
+
+
+BOARDS = ["mps2-an386", "mps3-an547"]
+# The variant target.h selects for the board's core, and the plain C99 loops on the same core.
+VARIANTS = {"target": "", "plain": "-DTGRS_FORCE_PLAIN"}
+
+
+def assert_variant_matches_host(harness, board_objs, tmp_path: Path, key: str, board: str, variant: str,
+                                plan: bytes, x: bytes, expect: bytes) -> None:
+    """Build ``plan`` as firmware for ``board`` with ``variant``'s flags (objects shared per board and variant), run
+    it on the input bytes ``x`` and require the host runtime's output bytes ``expect`` (int8); a mismatch says how
+    many bytes differ and the first one."""
+    elf = harness.build_plan_app(plan, board, tmp_path / "fw", obj_dir=board_objs[board] / f"variants-{variant}",
+                                 cflags=VARIANTS[variant])
+    (tmp_path / "in0.bin").write_bytes(x)
+    r = harness.run(board, elf, ["in0.bin", "out0.bin"], cwd=tmp_path, timeout_s=120)
+    assert r.returncode == harness.EXIT_OK, r.console
+    got = (tmp_path / "out0.bin").read_bytes()
+    assert len(got) == len(expect)
+    if got != expect:
+        g, e = np.frombuffer(got, np.int8), np.frombuffer(expect, np.int8)
+        bad = np.flatnonzero(g != e)
+        pytest.fail(f"{key} on {board} ({variant}): {bad.size} of {e.size} bytes differ, first at {bad[0]}: "
+                    f"{g[bad[0]]} != {e[bad[0]]}")

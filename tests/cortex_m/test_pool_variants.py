@@ -15,10 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+from cm_fixtures import BOARDS, VARIANTS, assert_variant_matches_host, board_objs, harness  # noqa: F401
 
-BOARDS = ["mps2-an386", "mps3-an547"]
-VARIANTS = {"target": "", "plain": "-DTGRS_FORCE_PLAIN"}
 
 
 def _cases() -> dict[str, dict]:
@@ -103,15 +101,4 @@ def _plan(key: str, tmp_dir: Path):
 @pytest.mark.parametrize("key", list(CASES))
 def test_avgpool_variant_matches_host(harness, board_objs, tmp_path, key, board, variant):
     plan, x, expect = _plan(key, tmp_path)
-    elf = harness.build_plan_app(plan, board, tmp_path / "fw", obj_dir=board_objs[board] / f"variants-{variant}",
-                                 cflags=VARIANTS[variant])
-    (tmp_path / "in0.bin").write_bytes(x)
-    r = harness.run(board, elf, ["in0.bin", "out0.bin"], cwd=tmp_path, timeout_s=120)
-    assert r.returncode == harness.EXIT_OK, r.console
-    got = (tmp_path / "out0.bin").read_bytes()
-    assert len(got) == len(expect)
-    if got != expect:
-        g, e = np.frombuffer(got, np.int8), np.frombuffer(expect, np.int8)
-        bad = np.flatnonzero(g != e)
-        pytest.fail(f"{key} on {board} ({variant}): {bad.size} of {e.size} bytes differ, first at {bad[0]}: "
-                    f"{g[bad[0]]} != {e[bad[0]]}")
+    assert_variant_matches_host(harness, board_objs, tmp_path, key, board, variant, plan, x, expect)
