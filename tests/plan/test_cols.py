@@ -181,3 +181,20 @@ def test_nothing_fits_below_the_column_bound(graph, xip):
     m = min_fast_budget(graph, xip=xip, col_tiles=True)
     assert m is not None and fits(graph, m, xip=xip, col_tiles=True)
     assert m <= min_fast_budget(graph, xip=xip, col_tiles=False)
+
+
+def test_every_column_local_kind_has_a_runtime_column_class():
+    """A kind the planner may put in a column-split unit is one the loader accepts there: windowed kinds (they answer
+    col_window) are COLS "window", per-pixel ones "pixel"; a kind that never answers col_local None may be neither."""
+    from tigris.ops import KINDS, kind
+    from tigris.ops.base import OpKind
+
+    local = 0
+    for name, _, _ in KINDS:
+        k = kind(name)
+        if type(k).col_local is OpKind.col_local:
+            continue
+        local += 1
+        windowed = type(k).col_window is not OpKind.col_window
+        assert k.COLS == ("window" if windowed else "pixel"), name
+    assert local >= 8
