@@ -143,7 +143,7 @@ def test_checker_proves_column_split_units():
     small = dict(u.fast)
     small[inner] = replace(small[inner], size=16)
     assert any("does not fit its buffer" in e for e in broken(fast=small))
-    assert any("carries, accumulates" in e for e in broken(rolling=[inner]))
+    assert any("carries or runs" in e for e in broken(rolling=[inner]))
     assert any("column bands for" in e for e in broken(tile_cols=u.tile_cols[:-1]))
 
 
@@ -198,3 +198,40 @@ def test_every_column_local_kind_has_a_runtime_column_class():
         windowed = type(k).col_window is not OpKind.col_window
         assert k.COLS == ("window" if windowed else "pixel"), name
     assert local >= 8
+
+
+def test_accumulating_gap_may_end_a_column_split_unit(monkeypatch):
+    """Rule 6 (tigris.plan.cols.COLS_ACCUM, off until the runtime accumulates over a grid): the grid cuts the GAP's
+    input, the GAP's output is one pixel in every tile and lives across them; the checker proves such plans."""
+    import tigris.plan.cols as cols
+
+    g = G()
+    x = g.input("x", (1, 8, 6, 6))
+    y = g.conv(x, 64, k=1)
+    graph = g.graph([g.gap(y)])
+    base = fast_lower_bound(graph, xip=True)
+    assert isinstance(plan(graph, base - 16, xip=True), NoFit)
+    monkeypatch.setattr(cols, "COLS_ACCUM", True)
+    bound = fast_lower_bound(graph, xip=True, layouts={})
+    assert bound < base
+    res = plan(graph, unscheduled_peak(graph) // 3, xip=True, layouts={}, force_cols=3)
+    assert isinstance(res, Fit)
+    u = next(u for u in res.plan.units if u.tile_cols)
+    out = u.spill[0]
+    assert u.accumulate == [u.ops[-1]] and {(r[out], c[out]) for r, c in zip(u.tile_rows, u.tile_cols)} == {
+        ((0, 1), (0, 1))}
+    assert check_plan(graph, res.plan) == []
+    m = min_fast_budget(graph, xip=True, layouts={})
+    assert m < base
+    low = plan(graph, m, xip=True, layouts={})
+    assert isinstance(low, Fit) and check_plan(graph, low.plan) == []
+    with unpruned():
+        assert not fits(graph, align_up(bound, 16) - 16, xip=True, layouts={})
+    # a broken accumulator band is caught
+    p = res.plan
+    k = p.units.index(u)
+    bad = [dict(c) for c in u.tile_cols]
+    bad[0][out] = (0, 0)
+    units = list(p.units)
+    units[k] = replace(u, tile_cols=bad)
+    assert any("accumulator" in e for e in check_plan(graph, replace(p, units=units)))

@@ -25,8 +25,8 @@ from typing import Callable
 
 from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
-from tigris.plan.chain import StageInfo, fit_tiles, form_chains, spec_guess, unit_bands, unit_col_bands
-from tigris.plan.cols import cols_reason, max_cols, pixel_bytes, width
+from tigris.plan.chain import StageInfo, col_scope, fit_tiles, form_chains, spec_guess, unit_bands, unit_col_bands
+from tigris.plan.cols import grid_source, max_cols, pixel_bytes, width
 from tigris.plan.order import reorder, search_order
 from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
@@ -217,12 +217,13 @@ def _plan_units(
             need = one.peak if one else first.peak
             step = one.peak_step if one else first.peak_step
             detail = "" if rows == 1 else f"{rows} output rows (at most {MAX_TILES} tiles)"
-            if costs.col_tiles and cols_reason(graph, bufs, ops, output) is None:
-                n = max_cols(graph, output, rows)
+            if costs.col_tiles and col_scope(graph, bufs, costs, ops, output) is None:
+                src = grid_source(graph, bufs, ops, output, costs.accumulate_gap)
+                n = max_cols(graph, src, rows)
                 grid = unit_col_bands(graph, bufs, costs, ops, output, rows, n)
                 if grid is not None and grid.peak < need:  # the narrowest column tiles did not fit either
                     need, step = grid.peak, grid.peak_step
-                    per = -(-width(graph, output) // n)
+                    per = -(-width(graph, src) // n)
                     detail = f"{'one output row' if rows == 1 else f'{rows} output rows'} of {per} " \
                         f"column{'s' if per > 1 else ''}"
             return _no_fit(graph, group[0], ops[step], need, budget, "one_row", detail)
@@ -546,8 +547,10 @@ def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tu
             need = min(need, lay.peak - band)
             if costs.col_tiles:  # the op alone at one row by one output column per tile (tigris.plan.cols)
                 th = min_tile_h(h)
-                grid = unit_col_bands(graph, bufs, costs, range(i, i + 1), outs[0], th, width(graph, outs[0]), True) \
-                    if cols_reason(graph, bufs, range(i, i + 1), outs[0]) is None else None
+                one = range(i, i + 1)
+                grid = unit_col_bands(graph, bufs, costs, one, outs[0], th,
+                                      width(graph, grid_source(graph, bufs, one, outs[0], costs.accumulate_gap)), True) \
+                    if col_scope(graph, bufs, costs, one, outs[0]) is None else None
                 if grid is not None:
                     need = min(need, grid.peak)
         bounds.append(need)

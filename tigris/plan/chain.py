@@ -24,7 +24,7 @@ from tigris.plan.spatial import (
     SAMPLED_SEARCH_ROWS, TiledLayout, largest_fitting, min_tile_h, plan_bands, row_bytes, spec_tile_h, tiling_axis,
 )
 from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
-from tigris.plan.cols import cols_reason, fit_cols, max_cols, moved_bytes, plan_col_bands, with_weights
+from tigris.plan.cols import cols_reason, fit_cols, grid_source, max_cols, moved_bytes, plan_col_bands, with_weights
 
 
 @dataclass
@@ -82,9 +82,10 @@ def unit_col_bands(
 ) -> TiledLayout | None:
     """:func:`tigris.plan.cols.plan_col_bands` of a candidate unit, memoized in ``costs.layouts`` like
     :func:`unit_bands` (planned without weights, the weight prefix added to the peak)."""
-    key = ("cols", tuple(ops), output, tile_h, n_cols, bound)
+    key = ("cols", tuple(ops), output, tile_h, n_cols, bound, costs.accumulate_gap)
     if key not in costs.layouts:
-        costs.layouts[key] = plan_col_bands(graph, bufs, ops, output, tile_h, n_cols, 0, costs.scratch_bytes, bound)
+        costs.layouts[key] = plan_col_bands(graph, bufs, ops, output, tile_h, n_cols, 0, costs.scratch_bytes, bound,
+                                            costs.accumulate_gap)
     return with_weights(costs.layouts[key], stage_weight_bytes(costs, ops))
 
 
@@ -93,29 +94,31 @@ def col_layout(
 ) -> TiledLayout | None:
     """The column-split layout a tiled range runs with below the row floor (cols rule 5), None when none fits or
     the range cannot be column-split; exactly ``costs.force_cols`` column tiles when that is set."""
-    key = ("cols_reason", tuple(ops), output)
-    if key not in costs.layouts:
-        costs.layouts[key] = cols_reason(graph, bufs, ops, output)
-    if costs.layouts[key] is not None:
+    if col_scope(graph, bufs, costs, ops, output) is not None:
         return None
-    return fit_cols(lambda th, n: unit_col_bands(graph, bufs, costs, ops, output, th, n), graph, output, budget,
+    src = grid_source(graph, bufs, ops, output, costs.accumulate_gap)
+    return fit_cols(lambda th, n: unit_col_bands(graph, bufs, costs, ops, output, th, n), graph, src, budget,
                     costs.force_cols or None)
+
+
+def col_scope(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str) -> str | None:
+    """:func:`tigris.plan.cols.cols_reason`, memoized in ``costs.layouts``."""
+    key = ("cols_reason", tuple(ops), output, costs.accumulate_gap)
+    if key not in costs.layouts:
+        costs.layouts[key] = cols_reason(graph, bufs, ops, output, costs.accumulate_gap)
+    return costs.layouts[key]
 
 
 def col_fits_somewhere(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, budget: int,
 ) -> bool:
     """Whether a column-split layout of the range fits ``budget``: the narrowest columns at the smallest height."""
-    if not costs.col_tiles:
-        return False
-    key = ("cols_reason", tuple(ops), output)
-    if key not in costs.layouts:
-        costs.layouts[key] = cols_reason(graph, bufs, ops, output)
-    if costs.layouts[key] is not None:
+    if not costs.col_tiles or col_scope(graph, bufs, costs, ops, output) is not None:
         return False
     _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
     th = min_tile_h(h)
-    lay = unit_col_bands(graph, bufs, costs, ops, output, th, max_cols(graph, output, th))
+    src = grid_source(graph, bufs, ops, output, costs.accumulate_gap)
+    lay = unit_col_bands(graph, bufs, costs, ops, output, th, max_cols(graph, src, th))
     return lay is not None and lay.peak <= budget
 
 

@@ -288,16 +288,25 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
     errs: list[str] = []
     if len(unit.tile_cols) != len(unit.tile_rows) or unit.tiles != len(unit.tile_rows):
         return [f"{len(unit.tile_cols)} column bands for {len(unit.tile_rows)} row bands of {unit.tiles} tiles"]
-    if unit.rolling or unit.carry or unit.accumulate or unit.in_place:
-        errs.append("a column-split unit carries, accumulates or runs an op in place")
+    if unit.rolling or unit.carry or unit.in_place:
+        errs.append("a column-split unit carries or runs an op in place")
     if len(unit.spill) != 1:
         return errs + [f"a column-split unit spills {len(unit.spill)} tensors"]
     out = unit.spill[0]
+    # an accumulating GlobalAveragePool may end the unit (tigris.plan.cols rule 6): the grid cuts its input
+    gap = unit.ops[-1] if unit.accumulate else None
+    if unit.accumulate and (unit.accumulate != [gap] or not getattr(kind_for(graph.ops[gap].op_type), "accumulates",
+                                                                      False) or graph.ops[gap].outputs[0] != out):
+        return errs + ["a column-split unit accumulates other than with its last op into its output"]
+    if gap is not None and any(r.get(out) != (0, 1) or c.get(out) != (0, 1)
+                               for r, c in zip(unit.tile_rows, unit.tile_cols)):
+        errs.append(f"accumulator {out} is not the pixel (0, 1) x (0, 1) in every tile")
+    src = out if gap is None else bufs.root(graph.ops[gap].inputs[0])
     consumers: dict[str, set[int]] = {}
     for i in unit.ops:
         op = graph.ops[i]
         kind = kind_for(op.op_type)
-        why = kind.col_local(graph, op) if kind is not None else f"{op.op_type} has no kind"
+        why = (kind.col_local(graph, op) if kind is not None else f"{op.op_type} has no kind") if i != gap else None
         if why:
             errs.append(f"{op.name} is not column-local: {why}")
         for n in (*op.inputs, *op.outputs):
@@ -311,21 +320,21 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
     if errs:
         return errs
     names = set(unit.fast)
-    h, w = tensor_rows(graph.tensors[out]), width(graph, out)
+    h, w = tensor_rows(graph.tensors[src]), width(graph, src)
     row_at, col_at = 0, 0  # the grid: row-band-major, column bands left to right covering [0, W) per row band
     for t, (rows, cols) in enumerate(zip(unit.tile_rows, unit.tile_cols)):
         if set(rows) != names or set(cols) != names:
             errs.append(f"tile {t} gives bands for {sorted(set(rows) & set(cols))}, not every buffer of the unit")
             continue
-        (a, b), (c0, c1) = rows[out], cols[out]
+        (a, b), (c0, c1) = rows[src], cols[src]
         if col_at == 0:
             if a != row_at or b <= a:
-                errs.append(f"tile {t}: output rows {rows[out]} do not continue from row {row_at}")
+                errs.append(f"tile {t}: output rows {rows[src]} do not continue from row {row_at}")
             band_rows = (a, b)
         elif (a, b) != band_rows:
-            errs.append(f"tile {t}: output rows {rows[out]} change inside row band {band_rows}")
+            errs.append(f"tile {t}: output rows {rows[src]} change inside row band {band_rows}")
         if c0 != col_at or c1 <= c0:
-            errs.append(f"tile {t}: output columns {cols[out]} do not continue from column {col_at}")
+            errs.append(f"tile {t}: output columns {cols[src]} do not continue from column {col_at}")
         col_at = c1
         if col_at >= w:
             col_at, row_at = 0, b
@@ -336,6 +345,8 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
             if (hi - lo) * (l1 - l0) * pixel_bytes(graph, n) > unit.fast[n].size:
                 errs.append(f"tile {t}: band {n} rows {rows[n]} columns {cols[n]} does not fit its buffer")
         for i in unit.ops:
+            if i == gap:
+                continue  # it adds its input band, the tile itself (covered above)
             op = graph.ops[i]
             o = op.outputs[0]
             kind = kind_for(op.op_type)

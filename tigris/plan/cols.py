@@ -7,8 +7,9 @@ tiles: row bands exactly as a recomputing tiled unit (spatial rule 6) times colu
 
 1. Scope (:func:`cols_reason`): every op is column-local per its kind (``OpKind.col_local``: per pixel along W, or a
    window along W); every tensor of the unit is a single ``nhwc`` image that is its own buffer (no alias view); every
-   buffer has at most one consumer inside the unit; the unit does not accumulate (rule 7), does not carry (rule 9)
-   and has no in-place pair (lifetime rule 6). The unit has one output, like every tiled unit.
+   buffer has at most one consumer inside the unit; the unit does not accumulate (spatial rule 7; rule 6 below is
+   the exception), does not carry (rule 9) and has no in-place pair (lifetime rule 6). The unit has one output, like
+   every tiled unit.
 2. Column bands: the unit output's W is cut into ``n`` disjoint bands, the widest first (``W // n`` columns, one more
    for the first ``W % n``). A reverse walk gives every buffer, per column band, exactly the columns its consumer
    needs for its own band (``OpKind.cols_needed``, the W window ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)`` or the same
@@ -23,6 +24,9 @@ tiles: row bands exactly as a recomputing tiled unit (spatial rule 6) times colu
    at one output row per tile: the fewest column tiles that fit at the smallest tile height, then the largest tile
    height with that many. The planner tries the whole plan without column tiles first and plans again with them only
    when that fails, so every plan that fits without them is unchanged.
+6. An accumulating GlobalAveragePool may end a column-split unit (``COLS_ACCUM``, off until the runtime
+   accumulates over a grid): the grid then cuts the GAP's input, the GAP's output is the pixel ``(0, 1) x (0, 1)``
+   of every tile and lives, with the accumulator scratch, across all tiles, as in spatial rule 7.
 """
 from __future__ import annotations
 
@@ -38,6 +42,11 @@ from tigris.plan.timeline import sweep
 from tigris.plan.types import align_up
 
 
+# An accumulating GlobalAveragePool may end a column-split unit (rule 6) once the runtime accumulates over a grid;
+# until then no such unit is planned.
+COLS_ACCUM = False
+
+
 def width(graph: AnalyzedGraph, name: str) -> int:
     """W of an nhwc image (its physical axis 2)."""
     return int(graph.tensors[name].shape[3])
@@ -49,16 +58,34 @@ def pixel_bytes(graph: AnalyzedGraph, name: str) -> int:
     return t.nbytes // max(1, int(t.shape[2]) * int(t.shape[3]))
 
 
-def cols_reason(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str) -> str | None:
+def accumulating(graph: AnalyzedGraph, ops: Sequence[int], output: str, accumulate_gap: bool) -> int | None:
+    """Rule 6: the accumulating GlobalAveragePool ending the unit and producing ``output``, when allowed."""
+    last = list(ops)[-1]
+    op = graph.ops[last]
+    ok = COLS_ACCUM and accumulate_gap and accumulates(op) and op.outputs[0] == output
+    return last if ok else None
+
+
+def grid_source(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str,
+                accumulate_gap: bool = False) -> str:
+    """The buffer whose rows and columns the grid cuts: the unit output, or the input of an accumulating GAP."""
+    gap = accumulating(graph, ops, output, accumulate_gap)
+    return output if gap is None else bufs.root(graph.ops[gap].inputs[0])
+
+
+def cols_reason(
+    graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str, accumulate_gap: bool = False,
+) -> str | None:
     """Why ops ``ops`` (single output ``output``) cannot form a column-split unit (rule 1), or None when they can."""
     consumers: dict[str, set[int]] = {}
+    gap = accumulating(graph, ops, output, accumulate_gap)
     for i in ops:
         op = graph.ops[i]
-        if accumulates(op):
+        if accumulates(op) and i != gap:
             return f"{op.name}: an accumulating op does not run on column bands"
         if len([o for o in op.outputs if o]) != 1:
             return f"{op.name}: {len(op.outputs)} outputs"
-        why = _kind(op).col_local(graph, op)
+        why = _kind(op).col_local(graph, op) if i != gap else None
         if why:
             return f"{op.name}: {why}"
         for name in (*op.inputs, *op.outputs):
@@ -69,8 +96,10 @@ def cols_reason(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output:
     for name, who in consumers.items():
         if len(who) > 1:
             return f"{name} has {len(who)} consumers in the unit"
-    if graph.tensors[output].layout != "nhwc":
-        return f"output {output} is not nhwc"
+    src = grid_source(graph, bufs, ops, output, accumulate_gap)
+    t = graph.tensors[src]
+    if t.layout != "nhwc" or len(t.shape) != 4 or t.shape[0] != 1:
+        return f"{src} is not a single nhwc image"
     return None
 
 
@@ -121,21 +150,27 @@ class ColGrid:
 
 def col_grid(
     graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str, tile_h: int, n_cols: int,
+    accumulate_gap: bool = False,
 ) -> ColGrid | None:
-    """Row and column bands of every buffer; None when a buffer of the unit does not feed the output."""
-    rev = list(reversed(list(ops)))
-    h = tensor_rows(graph.tensors[output])
+    """Row and column bands of every buffer; None when a buffer of the unit does not feed the output. With an
+    accumulating GAP (rule 6) the grid cuts its input and its output is the one pixel (0, 1) x (0, 1) every tile."""
+    gap = accumulating(graph, ops, output, accumulate_gap)
+    src = grid_source(graph, bufs, ops, output, accumulate_gap)
+    rev = [i for i in reversed(list(ops)) if i != gap]
+    h = tensor_rows(graph.tensors[src])
     rows = []
     for a in range(0, h, tile_h):
-        r = _recompute_tile(graph, bufs, rev, output, (a, min(h, a + tile_h)), None)
+        r = _recompute_tile(graph, bufs, rev, src, (a, min(h, a + tile_h)), output if gap is not None else None)
         if r is None:
             return None
         rows.append(r)
     cols = []
-    for band in col_splits(width(graph, output), n_cols):
-        c = _col_walk(graph, rev, output, band)
+    for band in col_splits(width(graph, src), n_cols):
+        c = _col_walk(graph, rev, src, band)
         if c is None:
             return None
+        if gap is not None:
+            c[output] = (0, 1)
         cols.append(c)
     return ColGrid(rows, cols)
 
@@ -150,20 +185,23 @@ def plan_col_bands(
     weight_bytes: int = 0,
     scratch_bytes_of: Callable[[int, int], int] | None = None,
     bound: bool = False,
+    accumulate_gap: bool = False,
 ) -> TiledLayout | None:
     """The band plan of a column-split unit at ``tile_h`` output rows by ``n_cols`` column tiles (rules 2-4); None
     when the unit is not in scope (rule 1), ``n_cols`` exceeds the output width, the grid has more than MAX_TILES
     tiles or a band of some tile is empty. ``bound`` skips the tile limit and the per-tile lists: the sizes and the peak of a grid the planner would
     not build, for the lower bound of one op (``tigris.plan.op_lower_bounds``)."""
-    if cols_reason(graph, bufs, ops, output) is not None:
+    if cols_reason(graph, bufs, ops, output, accumulate_gap) is not None:
         return None
-    h, w = tensor_rows(graph.tensors[output]), width(graph, output)
+    gap = accumulating(graph, ops, output, accumulate_gap)
+    src = grid_source(graph, bufs, ops, output, accumulate_gap)
+    h, w = tensor_rows(graph.tensors[src]), width(graph, src)
     if not 1 <= n_cols <= w or tile_h < 1:
         return None
     n_rows = -(-h // tile_h)
     if not bound and n_rows * n_cols > MAX_TILES:
         return None
-    grid = col_grid(graph, bufs, ops, output, tile_h, n_cols)
+    grid = col_grid(graph, bufs, ops, output, tile_h, n_cols, accumulate_gap)
     if grid is None:
         return None
     names = list(grid.cols[0])
@@ -180,11 +218,19 @@ def plan_col_bands(
     # a kernel's scratch for a column band is at most its scratch for the full width at as many rows
     scratch_of = {i: (scratch_bytes_of(i, most_rows[graph.ops[i].outputs[0]]) if scratch_bytes_of else 0)
                   for i in ops}
-    scratch = {step: align_up(scratch_of[i]) for step, i in enumerate(ops) if scratch_of[i]}
+    base = weight_bytes
+    if gap is not None:  # rule 6: the accumulator's scratch lives from the first tile to the last, as in rule 7
+        scratch_of[gap] = max(scratch_of[gap], _kind(graph.ops[gap]).accumulator_bytes(graph, graph.ops[gap]))
+        base += align_up(scratch_of[gap])
+    scratch = {step: align_up(scratch_of[i]) for step, i in enumerate(ops) if scratch_of[i] and i != gap}
     lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n], inplace=False)
-    tl = sweep(lives, len(ops), scratch, base=weight_bytes)
+    if gap is not None:  # and so does the accumulating output
+        lives = [replace(lt, birth=0) if lt.name == output else lt for lt in lives]
+    tl = sweep(lives, len(ops), scratch, base=base)
     extra_of: dict[int, int] = {}
     for i in ops:
+        if i == gap:
+            continue  # it adds each input pixel once
         op = graph.ops[i]
         out = op.outputs[0]
         full = tensor_rows(graph.tensors[out]) * width(graph, out)
@@ -200,14 +246,16 @@ def plan_col_bands(
     computed_rows = {n: sum(r[n][1] - r[n][0] for r in grid.rows) for n in names}
     return TiledLayout(
         tile_h, tile_rows, band, lives, scratch, scratch_of, tl.peak, tl.peak_step, sum(extra_of.values()),
-        computed_rows, tile_cols=tile_cols, pixels=pixels, extra_of=extra_of,
+        computed_rows, accumulate=[gap] if gap is not None else [], tile_cols=tile_cols, pixels=pixels,
+        extra_of=extra_of,
     )
 
 
-def max_cols(graph: AnalyzedGraph, output: str, tile_h: int) -> int:
-    """The most column tiles a grid at ``tile_h`` may have: one per output column, at most MAX_TILES tiles."""
-    n_rows = -(-tensor_rows(graph.tensors[output]) // tile_h)
-    return max(1, min(width(graph, output), MAX_TILES // n_rows))
+def max_cols(graph: AnalyzedGraph, src: str, tile_h: int) -> int:
+    """The most column tiles a grid over ``src`` (:func:`grid_source`) at ``tile_h`` may have: one per column, at
+    most MAX_TILES tiles."""
+    n_rows = -(-tensor_rows(graph.tensors[src]) // tile_h)
+    return max(1, min(width(graph, src), MAX_TILES // n_rows))
 
 
 def moved_bytes(graph: AnalyzedGraph, lay: TiledLayout, name: str) -> int:
@@ -218,12 +266,12 @@ def moved_bytes(graph: AnalyzedGraph, lay: TiledLayout, name: str) -> int:
 
 
 def fit_cols(
-    layout: Callable[[int, int], TiledLayout | None], graph: AnalyzedGraph, output: str, budget: int,
+    layout: Callable[[int, int], TiledLayout | None], graph: AnalyzedGraph, src: str, budget: int,
     n_cols: int | None = None,
 ) -> TiledLayout | None:
     """Rule 5: the fewest column tiles that fit ``budget`` at the smallest tile height (exactly ``n_cols`` when
     given), then the largest tile height with that many; None when no grid fits. ``layout(tile_h, n)`` plans one."""
-    h = tensor_rows(graph.tensors[output])
+    h = tensor_rows(graph.tensors[src])
     th0 = min_tile_h(h)
 
     def fits(th: int, n: int) -> bool:
@@ -231,7 +279,7 @@ def fit_cols(
         return lay is not None and lay.peak <= budget
 
     if n_cols is None:
-        top = max_cols(graph, output, th0)
+        top = max_cols(graph, src, th0)
         if top < 2 or not fits(th0, top):
             return None
         # fewest columns that fit (feasibility is close to monotone in n; only a tested n is returned)
@@ -245,7 +293,7 @@ def fit_cols(
         n = lo
     else:
         n = n_cols
-    best = largest_fitting(lambda th: n <= max_cols(graph, output, th) and fits(th, n), th0, h)
+    best = largest_fitting(lambda th: n <= max_cols(graph, src, th) and fits(th, n), th0, h)
     return layout(best, n) if best is not None else None
 
 
