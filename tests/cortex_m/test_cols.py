@@ -76,3 +76,32 @@ def test_no_cols_firmware_refuses_a_cols_plan(harness, board_objs, tmp_path):
     r = harness.run("mps2-an386", elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=120)
     assert r.returncode == harness.EXIT_RUNTIME, r.console
     assert "TGRS_ERR_UNSUPPORTED" in r.console, r.console
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
+def test_mobilenet_v2_int8_cols_plan_on_qemu_matches_host(harness, board_objs, tmp_path, board):
+    """mobilenet_v2_035_96_int8 planned with every column-splittable tiled unit cut in 3 column tiles: the firmware's
+    output bytes are the host runtime's, which are the untiled plan's."""
+    from tigris import api
+    from tigris.emit import emit_plan
+    from tigris.host import Session
+    from tigris.plan import plan_memory
+
+    path = P.shared_model("torchvision/mobilenet_v2_035_96_int8.onnx")
+    prep = api.prepare(path)
+    plan = plan_memory(prep.graph, 16 * 1024, None, **{**api._plan_kwargs(prep, True), "col_tiles": True,
+                                                        "force_cols": 3})
+    assert any(u.tile_cols for u in plan.units)
+    data = emit_plan(prep.graph, plan, prep.lowered, xip=True)
+    inputs = api.random_inputs(prep, seed=2)
+    s = Session(data)
+    host = s.run(inputs)
+    untiled = Session(api.compile_model(path, "8M", xip=True, prepared=prep).plan_bytes).run(inputs)
+    elf = harness.build_plan_app(data, board, tmp_path / "fw", obj_dir=board_objs[board] / "cols")
+    (tmp_path / "in0.bin").write_bytes(s._to_caller(s.inputs[0], inputs[s.inputs[0].name]))
+    r = harness.run(board, elf, ["in0.bin", "out0.bin"], cwd=tmp_path, timeout_s=900)
+    assert r.returncode == harness.EXIT_OK, r.console
+    name = s.outputs[0].name
+    assert (tmp_path / "out0.bin").read_bytes() == s._to_caller(s.outputs[0], host.outputs[name]) == \
+        s._to_caller(s.outputs[0], untiled.outputs[name])
