@@ -488,15 +488,17 @@ def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip:
 
 def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: float, upper: int,
                         known_fail: int) -> tuple[int, NoFit | None] | None:
-    """The smallest fast budget below ``upper`` (the smallest without groups) at which channel groups make the
-    model compile, and the split graph's refusal 16 bytes below it; None when groups do not lower the minimum.
+    """A small fast budget below ``upper`` (the smallest without groups) at which channel groups make the model
+    compile, and the split graph's refusal below it; None when groups do not lower the minimum.
 
     The bound with groups is every op's lower bound, a depthwise conv's (with XIP also a Conv's/Gemm's: without
     it weight groups answer separately, ``weight_groups_budget``) cut to what its smallest group needs; it is a lower
     bound over every split graph. The bound is probed first, then, while a probe fails, the bytes its refusal says
-    the failing op needs (5% more when that is not above the probe), at most ``CHANNEL_PROBES`` probes below
-    ``upper``. Every probe is what ``analyze`` does at that budget (an ordinary plan, then ``_split_weights``), so the
-    answer is a budget that compiles; the refusal of the probe before it names what limits it."""
+    the failing op needs (5% more when that is not above the probe; after such a step that fits, a bisection back
+    of at most ``BISECT_PROBES`` probes), at most ``CHANNEL_PROBES`` probes up, below ``upper``. Every probe is what
+    ``analyze`` does at that budget (an ordinary plan, then ``_split_weights``), so the answer is a budget that
+    compiles (the smallest when the refusal below it names it; else within the last step's bisection, as fitting
+    need not be monotone in the budget); the last refusal names what limits it."""
     from tigris.passes.weight_split import CHANNEL_TYPES, channel_step, output_channels, splittable
     from tigris.plan import op_lower_bounds
     from tigris.plan.types import align_up
@@ -528,24 +530,42 @@ def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: flo
             if sub is not None and "weight_group" in sub.attrs:  # named as the model names it
                 name = sub.attrs["weight_group"][0]
                 res = replace(res, op=name, op_type=next(o.op_type for o in g.ops if o.name == name))
-        return res, int(d.get("need_bytes") or getattr(res, "need_bytes", 0) or 0)
+        # what the split graph needs; nothing when the attempt gave up without saying (the unsplit refusal's
+        # figure is what groups are there to avoid, so it is no guide)
+        return res, int(d.get("need_bytes") or (getattr(res, "need_bytes", 0) if "result" in d else 0) or 0)
 
     budget = max(align_up(max(lb, 16), 16), known_fail + 16)
     below: NoFit | None = None
+    last_fail, exact = 0, False
     for _ in range(CHANNEL_PROBES):
         if budget >= upper:
             return None
         r, need = probe(budget)
         if not isinstance(r, NoFit):
-            return budget, below
-        below = r
+            break
+        below, last_fail = r, budget
         # the refusal names what the failing op needs: the next budget to try (else 5% more)
         need = align_up(need, 16)
-        budget = need if need > budget else align_up(int(budget * 1.05) + 16, 16)
-    return None
+        exact = need > budget
+        budget = need if exact else align_up(int(budget * 1.05) + 16, 16)
+    else:
+        return None
+    # a 5% step may overshoot: bisect back towards the last refusal (a jump to what it named needs none)
+    lo = last_fail + 16
+    for _ in range(0 if exact else BISECT_PROBES):
+        if lo >= budget:
+            break
+        mid = (lo + budget) // 32 * 16
+        r, _ = probe(mid)
+        if isinstance(r, NoFit):
+            below, lo = r, mid + 16
+        else:
+            budget = mid
+    return budget, below
 
 
-CHANNEL_PROBES = 10  # budgets _channel_groups_min probes at most
+CHANNEL_PROBES = 10  # budgets _channel_groups_min probes at most on its way up
+BISECT_PROBES = 4  # and back down after a 5% step
 
 
 GROUP_LADDER = 4  # budgets _groups_budget probes at most
@@ -719,7 +739,9 @@ def analyze(
                 result.min_fast_budget, below = ch
                 advice["min_fast_budget_bytes"] = result.min_fast_budget
                 advice["min_fast_budget"] = format_size(result.min_fast_budget)
-                advice["limiting_op"] = None if below is None or below.op is None else {
+                # (a refusal whose figure is above the minimum found is not what sets it)
+                advice["limiting_op"] = None if below is None or below.op is None or \
+                    below.need_bytes > result.min_fast_budget else {
                     "stage": below.stage, "op": below.op, "op_type": below.op_type, "need_bytes": below.need_bytes,
                     "cause": below.cause, "message": below.message}
         if not xip:
