@@ -477,11 +477,11 @@ def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip:
     from tigris.passes.weight_split import group_op
     from tigris.plan import op_lower_bounds
 
-    key = ("group_need", op.name, channels, xip)
+    key = ("group_need", op.name, channels, xip, prep.col_tiles)
     memo = prep.layouts
     if key not in memo:
         mini = group_op(graph, op.name, channels)
-        sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops])
+        sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops], col_tiles=prep.col_tiles)
         memo[key] = max(op_lower_bounds(mini, **_plan_kwargs(sub, xip, weight)))
     return memo[key]
 
