@@ -4,6 +4,8 @@ nothing is recomputed, so there is no tolerance. Float quantization scales are c
 the format's storage type."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tigris.emit import read_plan
@@ -56,9 +58,14 @@ def assert_lossless(graph, plan, lowered, data: bytes, xip: bool, compression: s
 
     run = [i for u in plan.units for i in u.ops if not lowered[i].alias]
     assert [op.ir_index for op in pf.ops] == run
+    # a window op run over its own input in pieces carries its temporary's rows (param ip_rows) from the plan
+    ip_rows = {i: u.in_place_rows[lowered[i].outputs[0]] for u in plan.units for i in u.ops
+               if lowered[i].outputs and lowered[i].outputs[0] in u.in_place_rows}
     for k, op in enumerate(pf.ops):
         low = lowered[op.ir_index]
         assert op.kind == low.kind and op.kind_id == KIND_IDS[low.kind]
+        if op.ir_index in ip_rows:
+            low = replace(low, params={**low.params, "ip_rows": ip_rows[op.ir_index]})
         assert list(op.params) == kind(low.kind).param_vector(low)
         assert [names[i] for i in op.inputs] == list(low.inputs) and names[op.output] == low.outputs[0]
         for slot, cname in enumerate(kind(low.kind).CONSTS):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import struct
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -376,7 +376,8 @@ def _build_units(ctx: _Ctx) -> _Units:
         op_first = len(acc.ops)
         for i in unit.ops:
             if not ctx.lowered[i].alias:
-                acc.ops.append(_op_record(ctx, i, group, unit.scratch.get(i)))
+                acc.ops.append(_op_record(ctx, i, group, unit.scratch.get(i),
+                                          getattr(unit, "in_place_rows", {}).get(ctx.lowered[i].outputs[0], 0)))
         wblob_size = wraw_size = 0
         flags = int(F.UnitFlag.TILED) if tiled else 0
         flags |= int(F.UnitFlag.ACCUM) if getattr(unit, "accumulate", None) else 0
@@ -464,7 +465,7 @@ def _stage_records(ctx: _Ctx) -> list[bytes]:
     return recs
 
 
-def _op_record(ctx: _Ctx, i: int, group: WeightGroup, scratch: Placement | None) -> bytes:
+def _op_record(ctx: _Ctx, i: int, group: WeightGroup, scratch: Placement | None, ip_rows: int = 0) -> bytes:
     low = ctx.lowered[i]
     where = low.op_name or ctx.graph.ops[i].name
     if low.kind not in KIND_IDS:
@@ -474,6 +475,9 @@ def _op_record(ctx: _Ctx, i: int, group: WeightGroup, scratch: Placement | None)
         raise TigrisError(f"a kernel call writes exactly one tensor, this one {len(low.outputs)}", where)
     if not 1 <= len(low.inputs) <= MAX_INPUTS:
         raise TigrisError(f"{len(low.inputs)} inputs; a kernel call takes 1..{MAX_INPUTS}", where)
+    if ip_rows:
+        # the plan runs the op over its own input in pieces (docs/format.md "Window ops in place")
+        low = replace(low, params={**low.params, "ip_rows": ip_rows})
     try:
         params = k.param_vector(low)
     except ValueError as e:

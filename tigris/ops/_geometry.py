@@ -157,3 +157,43 @@ def window_patches(xp: np.ndarray, win: Window, out_rows: int, out_w: int) -> np
             c0 = j * win.dw
             res[:, :, :, i, j, :] = rows[:, :, c0:c0 + (out_w - 1) * win.sw + 1:win.sw, :]
     return res
+
+
+def piecewise_in_place(in_band: tuple[int, int], out_band: tuple[int, int], in_row_bytes: int, out_row_bytes: int,
+                       first_row, temp_rows: int) -> bool:
+    """Whether a window op can write its output band over its own input band in pieces (docs/memory-planning.md
+    "Window ops in place"): both bands start at the same address; output row ``j`` is stored at band byte
+    ``(j - out_band[0]) * out_row_bytes``. The op computes its rows top to bottom into a temporary of ``temp_rows``
+    rows and stores each finished row once every input row under its bytes is dead, i.e. no longer read by a row
+    still to compute (``first_row(j)``: the first, unclipped, input row output row ``j`` reads; non-decreasing).
+    The walk is the C kernel's (dwconv.c ``dw_pieces``) step for step; it fails when the temporary is full of rows
+    none of which may be stored yet."""
+    i0 = in_band[0]
+    o0, o1 = out_band
+    if temp_rows < 1 or out_row_bytes < 1:
+        return False
+    pend, nxt, done = 0, o0, o0
+    while done < o1:
+        n = min(temp_rows - pend, o1 - nxt)
+        nxt += n
+        pend += n
+        if nxt >= o1:
+            w = o1
+        else:
+            live = max(first_row(nxt), i0)
+            w = min(nxt, o0 + (live - i0) * in_row_bytes // out_row_bytes)
+        if w > done:
+            done, pend = w, nxt - w
+        elif n == 0:
+            return False
+    return True
+
+
+def piece_rows(in_band: tuple[int, int], out_band: tuple[int, int], in_row_bytes: int, out_row_bytes: int,
+               first_row) -> int:
+    """The fewest temporary rows with which :func:`piecewise_in_place` succeeds (the whole band always does)."""
+    rows = out_band[1] - out_band[0]
+    for p in range(1, max(rows, 1) + 1):
+        if piecewise_in_place(in_band, out_band, in_row_bytes, out_row_bytes, first_row, p):
+            return p
+    return max(rows, 1)

@@ -126,6 +126,11 @@ class OpKind:
     # variant. The planner then lets the output take the home of such an input whose last use is this op
     # (docs/memory-planning.md "In-place ops").
     in_place: ClassVar[bool] = False
+    # The runtime may run the op with its output over its own (larger or equal) input in row pieces: it computes a
+    # few output rows at a time into a temporary at the start of the op's scratch (param ``ip_rows`` rows) and stores
+    # each once the input rows under its bytes are no longer read (docs/memory-planning.md "Window ops in place").
+    # :meth:`piecewise_over` says for which input, :meth:`piece_rows` how many rows the temporary needs.
+    piecewise_in_place: ClassVar[bool] = False
 
     # -- the operator table of docs/operators.md (written from these by ``python -m tigris.ops.doc``) ------------
     # ONNX operator -> the forms and attributes of it this kind runs, as the operator reaches the kind after the
@@ -199,6 +204,19 @@ class OpKind:
             return a, b
         k, s, d, p = win
         return a * s - p, (b - 1) * s - p + (k - 1) * d + 1
+
+    def piecewise_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
+        """Whether the output of ``op`` may take the home of its input ``x`` piecewise (only when
+        :attr:`piecewise_in_place`): the planner still checks that ``x`` dies at the op."""
+        return False
+
+    def piece_rows(self, op: Op, in_band: tuple[int, int], out_band: tuple[int, int], in_row_bytes: int,
+                   out_row_bytes: int) -> int:
+        """Rows of the temporary with which the output band is written over the input band in pieces, the fewest
+        that never stall (``tigris.ops._geometry.piecewise_in_place``)."""
+        from tigris.ops._geometry import piece_rows
+
+        return piece_rows(in_band, out_band, in_row_bytes, out_row_bytes, lambda j: self.rows_needed(op, j, j + 1)[0])
 
     def mixes_rows(self, graph: AnalyzedGraph, op: Op) -> str | None:
         """Why an otherwise pointwise op cannot run on row bands (an output row reads other rows), or None."""

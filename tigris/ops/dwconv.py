@@ -37,8 +37,21 @@ class DepthwiseConv(_mac.WindowedMacKind):
         "numerics",  # int8: 0 onnx, 1 tflm requantization (docs/numerics.md)
         "wzp",  # int8: 1 when the weights have zero points (the bias const is [bias, zp_w])
         "wf16",  # float: 1 when the weight const holds IEEE halves (widened into the scratch by the kernel)
+        "ip_rows",  # > 0: the output shares the input's home; rows of the piece temporary at the scratch's start
     )
     CONSTS = ("weight", "bias", "mult", "shift")
+    # dwconv.c dw_pieces: with ip_rows > 0 the kernel computes a few output rows at a time into the scratch's first
+    # ip_rows * row bytes and stores them over input rows no later output row reads (the planner sets ip_rows).
+    piecewise_in_place = True
+
+    def piecewise_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
+        """One output channel per input channel, one image, the same dtype and storage, and an output no larger
+        than the input (its rows then fit in the input's bytes)."""
+        if not op.inputs or op.inputs[0] != x or not op.outputs:
+            return False
+        tx, ty = graph.tensors[x], graph.tensors[op.outputs[0]]
+        return (tx.dtype == ty.dtype and tx.layout == ty.layout and tx.layout in ("nhwc", "nwc")
+                and tx.shape[0] == 1 and ty.shape[1] == tx.shape[1] and ty.nbytes <= tx.nbytes)
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         one_d = len(op.attrs["kernel_shape"]) == 1

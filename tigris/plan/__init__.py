@@ -103,14 +103,20 @@ def _untiled_unit(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, info: Stage
     lives = lifetimes(bufs, ops, info.inputs, info.outputs)
     wb = stage_weight_bytes(costs, ops)
     blocks, home = _blocks(lives)
+    temps, piece_rows = _piece_temps(graph, ops, lives)
     scratch_of: dict[int, int] = {}
     for step, i in enumerate(ops):
         out = graph.ops[i].outputs[0] if graph.ops[i].outputs else None
         s = costs.scratch_bytes(i, tensor_rows(graph.tensors[out]) if out in graph.tensors else 1)
         if s:
             scratch_of[i] = align_up(s)
-            blocks.append(Block(("scratch", i), align_up(s), step, step))
+    # the sweep counts a piecewise temporary in its output's lifetime; the op's scratch holds it first
     tl = sweep(lives, len(ops), {ops.index(i): s for i, s in scratch_of.items()}, base=wb)
+    for i, t in temps.items():
+        scratch_of[i] = scratch_of.get(i, 0) + t
+    for step, i in enumerate(ops):
+        if scratch_of.get(i):
+            blocks.append(Block(("scratch", i), scratch_of[i], step, step))
     offsets, end = assign_offsets(blocks, wb, tl.peak)
     fast = {lt.name: Placement("fast", offsets[home[lt.name]], lt.size) for lt in lives}
     scratch = {i: Placement("fast", offsets[("scratch", i)], s) for i, s in scratch_of.items()}
@@ -125,6 +131,7 @@ def _untiled_unit(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, info: Stage
         peak_bytes=end,
         timeline_peak=tl.peak,
         in_place={lt.name: lt.inplace_of for lt in lives if lt.inplace_of},
+        in_place_rows=piece_rows,
     )
     return unit
 
@@ -133,13 +140,42 @@ def _blocks(lives: list) -> tuple[list[Block], dict[str, str]]:
     """Packing blocks of a unit's lifetimes: an in-place output and the input whose home it takes (lifetime rule 6)
     are one block over both intervals, so they get one offset. Returns the blocks and buffer -> block key."""
     home = home_of(lives)
-    merged: dict[str, Block] = {}
+    groups: dict[str, list] = {}
     for lt in lives:
-        h = home[lt.name]
-        b = merged.get(h)
-        merged[h] = Block(h, lt.size, lt.birth, lt.death) if b is None else \
-            Block(h, max(b.size, lt.size), min(b.birth, lt.birth), max(b.death, lt.death))
-    return list(merged.values()), home
+        groups.setdefault(home[lt.name], []).append(lt)
+    blocks = []
+    for h, members in groups.items():
+        size = max(m.size for m in members)
+        birth, death = min(m.birth for m in members), max(m.death for m in members)
+        shrink = [m.birth for m in members if m.piece_rows]
+        if shrink:
+            # a piecewise pair: the input's bytes beyond the output's are free once the op that shrank it ran
+            last = max(shrink)
+            head = max(m.size for m in members if m.birth >= last or m.death > last)
+            if head < size and last < death:
+                blocks.append(Block(h, head, birth, death, tail=size - head, tail_death=last))
+                continue
+        blocks.append(Block(h, size, birth, death))
+    return blocks, home
+
+
+def _piece_extra(bufs: Buffers, i: int, x: str) -> int:
+    """Lifetime rule 6: the bytes op i still needs when its output takes x's home (0 element by element; the input's
+    tail and the temporary piecewise, whole tensors)."""
+    return bufs.pieces[i][x][1] if bufs.pieces and x in bufs.pieces[i] else 0
+
+
+def _piece_temps(graph: AnalyzedGraph, ops, lives) -> tuple[dict[int, int], dict[str, int]]:
+    """Piecewise in-place outputs (lifetime rule 6): the temporary bytes each adds to its op's scratch (op index ->
+    bytes), and output -> temporary rows (``ExecUnit.in_place_rows``)."""
+    temps: dict[int, int] = {}
+    rows: dict[str, int] = {}
+    for lt in lives:
+        if lt.piece_rows:
+            i = ops[lt.birth]
+            temps[i] = align_up(lt.piece_rows * row_bytes(graph, lt.name))
+            rows[lt.name] = lt.piece_rows
+    return temps, rows
 
 
 def _tiled_unit(
@@ -147,17 +183,17 @@ def _tiled_unit(
 ) -> ExecUnit:
     wb = stage_weight_bytes(costs, ops)
     blocks, home = _blocks(lay.lives)
+    temps, piece_rows = _piece_temps(graph, list(ops), lay.lives)
+    scratch_of = {i: align_up(s) + temps.get(i, 0) for i, s in lay.scratch_of.items()}
     for step, i in enumerate(ops):
-        if lay.scratch_of.get(i):
+        if scratch_of.get(i):
             first = 0 if i in lay.accumulate else step  # an accumulator's scratch survives across tiles
-            blocks.append(Block(("scratch", i), align_up(lay.scratch_of[i]), first, step))
+            blocks.append(Block(("scratch", i), scratch_of[i], first, step))
     for name, size in lay.carry.items():  # line buffers of halo reuse (spatial rule 9) live from tile to tile
         blocks.append(Block(("carry", name), size, 0, len(ops) - 1))
     offsets, end = assign_offsets(blocks, wb, lay.peak)
     fast = {lt.name: Placement("fast", offsets[home[lt.name]], lt.size) for lt in lay.lives}
-    scratch = {
-        i: Placement("fast", offsets[("scratch", i)], align_up(s)) for i, s in lay.scratch_of.items() if s
-    }
+    scratch = {i: Placement("fast", offsets[("scratch", i)], s) for i, s in scratch_of.items() if s}
     carry = {n: Placement("fast", offsets[("carry", n)], size) for n, size in lay.carry.items()}
     return ExecUnit(
         stages=[],
@@ -174,6 +210,7 @@ def _tiled_unit(
         timeline_peak=lay.peak,
         accumulate=list(lay.accumulate),
         in_place={lt.name: lt.inplace_of for lt in lay.lives if lt.inplace_of},
+        in_place_rows=piece_rows,
         rolling=sorted(lay.rolling),
         carry=carry,
     )
@@ -531,7 +568,8 @@ def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tu
         _, need, _ = next(grow_stage(graph, bufs, u, costs, i))
         # alone, the op reads its inputs from outside, so none is overwritten in place (lifetime rule 6); in a unit
         # that also produces one, the output may take that input's home: the bound counts the pair once
-        shared = max((bufs.size(x) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
+        shared = max((bufs.size(x) - _piece_extra(bufs, i, x) for x in bufs.inplace[i]), default=0) \
+            if bufs.inplace else 0
         need -= shared
         if untileable_reason(graph, op, costs.accumulate_gap) is None:
             _, outs = stage_io(bufs, u, i, i + 1)
@@ -543,7 +581,10 @@ def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tu
             if lay is None:
                 bounds.append(0)
                 continue
-            band = max((lay.band_bytes.get(x, 0) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
+            # a piecewise pair saves at most the output's band (less its temporary)
+            y = graph.ops[i].outputs[0]
+            band = max((min(lay.band_bytes.get(x, 0), lay.band_bytes.get(y, 0)) if bufs.pieces and x in bufs.pieces[i]
+                        else lay.band_bytes.get(x, 0) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
             need = min(need, lay.peak - band)
             if costs.col_tiles:  # the op alone at one row by one output column per tile (tigris.plan.cols)
                 th = min_tile_h(h)

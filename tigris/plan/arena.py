@@ -32,6 +32,13 @@ class Block:
     size: int
     birth: int
     death: int
+    # A piecewise in-place pair (lifetime rule 6): ``tail`` more bytes right above ``size`` until ``tail_death``
+    # (the input the output was written over is larger and still read at that step).
+    tail: int = 0
+    tail_death: int = -1
+
+    def extent(self, step: int) -> int:
+        return self.size + (self.tail if step <= self.tail_death else 0)
 
 
 def _clear(placed: list[tuple[int, int]], size: int, lo: int, hi: int | None, from_top: bool) -> int | None:
@@ -78,16 +85,30 @@ def _pack(
     for n, b in enumerate(order):
         seen: set[int] = set()
         busy: list[tuple[int, int]] = []
+        head: list[tuple[int, int]] = []  # a tailed block: ranges busy only where it no longer has its tail
         for t in range(b.birth, b.death + 1):
             for k, s, e in alive.get(t, ()):
                 if k not in seen:
                     seen.add(k)
-                    busy.append((s, e))
-        off = _place(b, busy, base, ceiling, alternate, best_fit, n)
+                    (busy if t <= b.tail_death or not b.tail else head).append((s, e))
+        off = _place(b, busy, base, ceiling, alternate, best_fit, n) if not b.tail else \
+            _place_tailed(b, busy, head, base)
         offsets[b.key] = off
         for t in range(b.birth, b.death + 1):
-            alive.setdefault(t, []).append((n, off, off + b.size))
+            alive.setdefault(t, []).append((n, off, off + b.extent(t)))
     return offsets
+
+
+def _place_tailed(b: Block, full: list[tuple[int, int]], head: list[tuple[int, int]], base: int) -> int:
+    """Lowest offset where the block with its tail clears ``full`` and the block alone clears ``head``."""
+    def clear(off: int) -> bool:
+        return all(e <= off or s >= off + b.size + b.tail for s, e in full) and \
+            all(e <= off or s >= off + b.size for s, e in head)
+
+    for off in sorted({base} | {align_up(e) for _, e in full + head if align_up(e) >= base}):
+        if clear(off):
+            return off
+    raise AssertionError("unreachable: the offset above every busy range is clear")
 
 
 def _place(
@@ -107,7 +128,7 @@ def _place(
 
 
 def arena_end(blocks: Sequence[Block], offsets: dict[Hashable, int], base: int) -> int:
-    return max([base] + [offsets[b.key] + b.size for b in blocks if b.size])
+    return max([base] + [offsets[b.key] + b.size + b.tail for b in blocks if b.size + b.tail])
 
 
 def assign_offsets(blocks: Sequence[Block], base: int = 0, peak: int | None = None) -> tuple[dict[Hashable, int], int]:

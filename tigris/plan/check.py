@@ -198,10 +198,13 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int, carryi
         kind = kind_for(op.op_type)
         tx, ty = graph.tensors.get(x), graph.tensors.get(y)
         why = None
-        if kind is None or not kind.in_place:
-            why = f"{op.name} ({op.op_type}) may not run in place"
+        piece = unit.in_place_rows.get(y)
+        if kind is None or not (kind.piecewise_in_place if piece else kind.in_place):
+            why = f"{op.name} ({op.op_type}) may not run in place" + (" in pieces" if piece else "")
         elif x not in op.inputs or bufs.root(x) != x or x in bufs.alias_of.values() or graph.is_const(x):
             why = f"{x} is not an activation buffer {op.name} reads"
+        elif piece:
+            why = _check_pieces(graph, unit, unit.ops[s], x, y, piece)
         elif tx is None or ty is None or (tx.dtype, tuple(tx.shape), tx.layout, tx.nbytes) != \
                 (ty.dtype, tuple(ty.shape), ty.layout, ty.nbytes):
             why = f"{x} and {y} differ in shape, dtype, layout or size"
@@ -211,9 +214,10 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int, carryi
             why = f"{x} is still needed after {op.name}"
         elif x in given:
             why = f"{x} gives its home twice"
-        elif x not in unit.fast or y not in unit.fast or unit.fast[x] != unit.fast[y]:
+        elif x not in unit.fast or y not in unit.fast or (unit.fast[x] != unit.fast[y] if not piece else
+                                                            unit.fast[x].offset != unit.fast[y].offset):
             why = f"{y} does not take {x}'s placement"
-        elif any(rows.get(x) != rows.get(y) for rows in unit.tile_rows):
+        elif not piece and any(rows.get(x) != rows.get(y) for rows in unit.tile_rows):
             why = f"{x} and {y} have different bands"
         elif x in carrying or y in carrying:
             why = "a buffer carrying rows from tile to tile cannot share its home"
@@ -222,7 +226,50 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int, carryi
             continue
         given.add(x)
         allowed.add(frozenset((x, y)))
+    for y in sorted(set(unit.in_place_rows) - set(unit.in_place)):
+        errs.append(f"in-place {y}: temporary rows declared for a buffer that takes no home")
     return frozenset(allowed), errs
+
+
+def _check_pieces(graph: AnalyzedGraph, unit, i: int, x: str, y: str, rows: int) -> str | None:
+    """A piecewise in-place pair (lifetime rule 6): op i writes y over x in row pieces through a temporary of
+    ``rows`` rows at the start of its scratch. Walks the runtime's schedule in every tile (rows computed into the
+    temporary while it has room; then the finished rows stored, as many as lie below the first byte of the input band
+    that the rows still to compute read, by the kind's own ``rows_needed``) and proves it stores every row and never
+    a byte of input still to be read. Returns the violation or None."""
+    from tigris.ops import kind_for
+
+    op = graph.ops[i]
+    kind = kind_for(op.op_type)
+    if not kind.piecewise_over(graph, op, x):
+        return f"{op.name} cannot write {y} over {x} in pieces (channels, dtype, layout or size)"
+    irb, orb = row_bytes(graph, x), row_bytes(graph, y)
+    scratch = unit.scratch.get(i)
+    if rows < 1 or scratch is None or scratch.size < align_up(rows * orb):
+        return f"the temporary of {rows} rows of {orb} bytes does not fit the scratch {scratch}"
+    if unit.fast[y].size > unit.fast[x].size:
+        return f"{y}'s buffer is larger than {x}'s"
+    hx, hy = tensor_rows(graph.tensors[x]), tensor_rows(graph.tensors[y])
+    for band in unit.tile_rows or [{x: (0, hx), y: (0, hy)}]:
+        (i0, i1), (o0, o1) = band[x], band[y]
+        held, nxt, stored = 0, o0, o0
+        while stored < o1:
+            n = min(rows - held, o1 - nxt)
+            nxt, held = nxt + n, held + n
+            if nxt < o1:
+                lo = max(kind.rows_needed(op, nxt, o1)[0], 0)
+                if lo < i0:
+                    return f"rows {nxt}.. of {y} read row {lo} of {x}, below its band {band[x]}"
+                limit = (lo - i0) * irb  # the first byte of the band still to be read
+                w = stored
+                while w < nxt and (w + 1 - o0) * orb <= limit:
+                    w += 1
+            else:
+                w = o1
+            if w == stored and n == 0:
+                return f"band {band[y]} over {band[x]} stalls at row {stored} with a temporary of {rows} rows"
+            stored, held = w, nxt - w
+    return None
 
 
 def _check_tiles(graph: AnalyzedGraph, bufs, unit, carrying: set[str] = frozenset()) -> list[str]:  # rule 5

@@ -19,6 +19,10 @@ Rules (the code cites them by number):
    is this op (not a graph input or output, not leaving the sequence), the output takes that buffer's home. The input then dies at
    the step before (it shares the output's bytes at the op's step), and the output's lifetime names it
    (``inplace_of``); the packer gives both one offset (:func:`home_of`).
+   A window op whose kind runs *piecewise* in place (``OpKind.piecewise_in_place``, a depthwise conv) may take the
+   home of a larger input too: it computes its rows into a small temporary and stores each over input rows no later
+   row reads. The output's lifetime then carries ``extra`` bytes at its birth step: the input's bytes beyond the
+   output's (the tail, still read at that step) plus the temporary (``piece_rows`` rows, in the op's scratch).
 """
 from __future__ import annotations
 
@@ -38,6 +42,8 @@ class Lifetime:
     birth: int
     death: int
     inplace_of: str | None = None  # rule 6: the dying input whose home this buffer takes at its birth step
+    extra: int = 0  # rule 6, piecewise: bytes live at the birth step only (the input's tail and the temporary)
+    piece_rows: int = 0  # rule 6, piecewise: rows of the temporary (0: the op runs in place element by element)
 
     def overlaps(self, other: "Lifetime") -> bool:
         return self.birth <= other.death and other.birth <= self.death
@@ -81,6 +87,8 @@ class Buffers:
     inputs: tuple[str, ...]  # graph input roots
     outputs: tuple[str, ...]  # graph output roots
     inplace: tuple[tuple[str, ...], ...] = ()  # per op: input roots its output may overwrite (rule 6), in order
+    # per op: the piecewise candidates among ``inplace`` (whole tensors) -> (temporary rows, extra bytes)
+    pieces: tuple[dict[str, tuple[int, int]], ...] = ()
 
     def root(self, name: str) -> str:
         return self.alias_of.get(name, name)
@@ -107,7 +115,56 @@ def buffers(graph: AnalyzedGraph) -> Buffers:
     ins = tuple(dict.fromkeys(root(n) for n in graph.inputs))
     outs = tuple(dict.fromkeys(root(n) for n in graph.outputs))
     inplace = tuple(inplace_candidates(graph, op, w, alias_of, nbytes, ins + outs) for op, w in zip(graph.ops, writes))
-    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs, inplace)
+    pieces = tuple(
+        {x: p for x in cands if (p := whole_piece(graph, op, x, nbytes)) is not None} if cands else {}
+        for op, cands in zip(graph.ops, inplace)
+    )
+    # a piecewise kind's candidate stays one only where sharing saves bytes on whole tensors
+    inplace = tuple(
+        tuple(x for x in cands if x in pc) if _piecewise(op) else cands
+        for op, cands, pc in zip(graph.ops, inplace, pieces)
+    )
+    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs, inplace, pieces)
+
+
+def piece_extra(graph: AnalyzedGraph, op: Op, x: str, in_band: tuple[int, int], out_band: tuple[int, int],
+                in_size: int, out_size: int) -> tuple[int, int] | None:
+    """Rule 6, piecewise, for one pair of bands: (temporary rows, extra bytes) or None when the output cannot take
+    the input's home (larger, or the temporary costs what the sharing saves: the output's bytes). Sizes are the buffers' (aligned)."""
+    k = kind_for(op.op_type)
+    y = op.outputs[0]
+    if k is None or out_size > in_size:
+        return None
+    irb, orb = _row_bytes(graph, x), _row_bytes(graph, y)
+    rows = k.piece_rows(op, in_band, out_band, irb, orb)
+    temp = align_up(rows * orb)
+    return (rows, in_size - out_size + temp) if temp < out_size else None
+
+
+# Rule 6, piecewise, on (the default) or off: off plans every window op with a second output buffer, the measured
+# baseline of bench/plan_quality.py --in-place and of the tests comparing the two plans. A plan memo
+# (``plan(layouts=)``, ``tigris.api.Prepared``) holds layouts of one setting only.
+PIECEWISE = True
+
+
+def whole_piece(graph: AnalyzedGraph, op: Op, x: str, nbytes: dict[str, int]) -> tuple[int, int] | None:
+    """Rule 6, piecewise, on whole tensors (an untiled unit)."""
+    k = kind_for(op.op_type)
+    if not PIECEWISE or k is None or not k.piecewise_in_place:
+        return None
+    y = op.outputs[0]
+    hx, hy = tensor_rows(graph.tensors[x]), tensor_rows(graph.tensors[y])
+    return piece_extra(graph, op, x, (0, hx), (0, hy), align_up(nbytes[x]), align_up(nbytes[y]))
+
+
+def _piecewise(op: Op) -> bool:
+    k = kind_for(op.op_type)
+    return k is not None and k.piecewise_in_place
+
+
+def _row_bytes(graph: AnalyzedGraph, name: str) -> int:
+    t = graph.tensors[name]
+    return t.nbytes // max(1, tensor_rows(t))
 
 
 def inplace_candidates(
@@ -118,7 +175,7 @@ def inplace_candidates(
     Each is an activation that is its own buffer (not a view, no alias group's other member), of exactly the
     output's shape, dtype, layout and byte size; neither it nor the output is a graph input or output."""
     k = kind_for(op.op_type)
-    if k is None or not k.in_place or len(writes) != 1 or len(op.outputs) != 1:
+    if k is None or not (k.in_place or k.piecewise_in_place) or len(writes) != 1 or len(op.outputs) != 1:
         return ()
     y = writes[0]
     grouped = set(alias_of.values())
@@ -130,7 +187,10 @@ def inplace_candidates(
         if not x or graph.is_const(x) or x in alias_of or x in grouped or x in boundary or x in found:
             continue
         tx = graph.tensors[x]
-        if (tx.dtype, tuple(tx.shape), tx.layout) == (ty.dtype, tuple(ty.shape), ty.layout) \
+        if k.piecewise_in_place:
+            if nbytes.get(x) == tx.nbytes and nbytes.get(y) == ty.nbytes and k.piecewise_over(graph, op, x):
+                found.append(x)
+        elif (tx.dtype, tuple(tx.shape), tx.layout) == (ty.dtype, tuple(ty.shape), ty.layout) \
                 and nbytes.get(x) == nbytes.get(y) == ty.nbytes:
             found.append(x)
     return tuple(found)
@@ -152,13 +212,16 @@ def lifetimes(
     leaving: Iterable[str],
     size_of: Callable[[str], int] | None = None,
     inplace: Callable[[str, str], bool] | bool = True,
+    piece_of: Callable[[int, str, str], tuple[int, int] | None] | None = None,
 ) -> list[Lifetime]:
     """Lifetimes of every buffer the op sequence ``ops`` touches (rules 3-6).
 
     ``entering`` are buffers present before step 0 (graph inputs, reloads); ``leaving`` must survive to the last step
     (graph outputs, spills). ``size_of`` overrides the buffer size (band buffers of a tiled unit). ``inplace`` says
     whether rule 6 applies: False never, True always, or a predicate ``(input, output)`` (a tiled unit asks that the
-    two have the same band in every tile).
+    two have the same band in every tile). A piecewise candidate (``bufs.pieces``) is judged by ``piece_of(op,
+    input, output)`` instead, (temporary rows, extra bytes) or None: by default the whole-tensor figures (a tiled unit
+    passes its bands').
     """
     size_of = size_of or bufs.size
     leaving = list(leaving)
@@ -181,6 +244,7 @@ def lifetimes(
         if name in birth:
             death[name] = last
     taken: dict[str, str] = {}
+    piece: dict[str, tuple[int, int]] = {}
     if inplace is not False and bufs.inplace:
         out_set = set(leaving)
         produced = {n for i in ops for n in bufs.writes[i]}
@@ -189,12 +253,20 @@ def lifetimes(
             if not bufs.inplace[i] or birth.get(w[0]) != step:
                 continue
             for x in bufs.inplace[i]:
-                if x in produced and death.get(x) == step and x not in out_set and size_of(x) == size_of(w[0]) \
-                        and (inplace is True or inplace(x, w[0])):
-                    death[x] = step - 1
-                    taken[w[0]] = x
-                    break
-    return [Lifetime(n, size_of(n), birth[n], max(death[n], birth[n]), taken.get(n)) for n in birth]
+                if x not in produced or death.get(x) != step or x in out_set:
+                    continue
+                if bufs.pieces and x in bufs.pieces[i]:
+                    got = bufs.pieces[i][x] if piece_of is None else piece_of(i, x, w[0])
+                    if got is None:
+                        continue
+                    piece[w[0]] = got
+                elif size_of(x) != size_of(w[0]) or not (inplace is True or inplace(x, w[0])):
+                    continue
+                death[x] = step - 1
+                taken[w[0]] = x
+                break
+    return [Lifetime(n, size_of(n), birth[n], max(death[n], birth[n]), taken.get(n),
+                     piece[n][1] if n in piece else 0, piece[n][0] if n in piece else 0) for n in birth]
 
 
 def tensor_rows(t: Tensor) -> int:

@@ -79,6 +79,7 @@ class _Graph:
         self.reads = bufs.reads
         self.writes = bufs.writes
         self.inplace = bufs.inplace or tuple(() for _ in range(n))
+        self.pieces = bufs.pieces or tuple({} for _ in range(n))
         inputs = [b for b in bufs.inputs if b in self.size]
         self.start_mem = sum(self.size[b] for b in inputs if b in readers or b in self.outputs)
         self.unread_inputs = sum(self.size[b] for b in inputs if b not in readers and b not in self.outputs)
@@ -95,7 +96,7 @@ class _Graph:
                 new_mem += s
         for x in self.inplace[i]:  # rule 6: the first candidate that dies here shares the output's home
             if not self.readers.get(x, 0) & ~after:
-                cost -= self.size[x]
+                cost -= self.size[x] - (self.pieces[i][x][1] if x in self.pieces[i] else 0)
                 break
         for x in self.reads[i]:
             if x not in self.outputs and not self.readers.get(x, 0) & ~after:
@@ -123,7 +124,8 @@ def _lower_bound(bufs: Buffers) -> int:
     for i in range(len(bufs.reads)):
         need = sum(size(b) for b in bufs.reads[i]) + sum(size(b) for b in bufs.writes[i])
         if bufs.inplace:
-            need -= max((size(x) for x in bufs.inplace[i]), default=0)
+            pieces = bufs.pieces[i] if bufs.pieces else {}
+            need -= max((size(x) - (pieces[x][1] if x in pieces else 0) for x in bufs.inplace[i]), default=0)
         bound = max(bound, need)
     return bound
 

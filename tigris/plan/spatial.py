@@ -320,7 +320,22 @@ def plan_bands(
     # (rule 9) neither carries rows from tile to tile
     same_bands = lambda x, y: x not in carrying and y not in carrying and \
         all(t.get(x) == t.get(y) for t in tile_rows)  # noqa: E731
-    lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n], inplace=same_bands)
+
+    def banded_piece(i: int, x: str, y: str) -> tuple[int, int] | None:
+        # piecewise (a window op over its own input): every tile's bands start at one address; the temporary holds
+        # the most rows any tile needs
+        if x in carrying or y in carrying:
+            return None
+        op, need = graph.ops[i], 1
+        k = _kind(op)
+        irb, orb = row_bytes(graph, x), row_bytes(graph, y)
+        for t in tile_rows:
+            if x in t and y in t and t[y][1] > t[y][0]:
+                need = max(need, k.piece_rows(op, t[x], t[y], irb, orb))
+        temp = align_up(need * orb)
+        return (need, band[x] - band[y] + temp) if band[y] <= band[x] and temp < band[y] else None
+
+    lives = lifetimes(bufs, ops, [], [output], size_of=lambda n: band[n], inplace=same_bands, piece_of=banded_piece)
     base = weight_bytes
     last = len(ops) - 1
     if gap is not None:  # rule 7: the accumulator and its scratch survive from the first tile to the last

@@ -150,6 +150,8 @@ def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start
                     peak = usage[s]
             usage[r] += 0 if t == given else size
             last_read[t] = r
+        if given is not None and bufs.pieces and given in bufs.pieces[j]:
+            usage[r] += bufs.pieces[j][given][1]  # piecewise: the input's tail and the temporary
         for t, size in list(kept.items()):
             usage[r] += 0 if t == given else size
             if u.last_use.get(t, -1) <= j and t not in u.outputs:

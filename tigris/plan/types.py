@@ -94,6 +94,9 @@ class ExecUnit:
     # In-place ops (lifetime rule 6): output buffer -> the dying input whose home (same offset and size) it takes.
     # The two share bytes only at the op's step; the checker allows exactly these overlaps.
     in_place: dict[str, str] = field(default_factory=dict)
+    # Piecewise in-place outputs among ``in_place`` (a window op written over its own larger input): output -> rows
+    # of the temporary at the start of its op's scratch (the op record's ip_rows). Element-wise pairs have no entry.
+    in_place_rows: dict[str, int] = field(default_factory=dict)
     # Halo reuse (spatial rule 9; unit flag ROLLING): the buffers whose band in a tile overlaps their band in the tile
     # before. They carry those rows from tile to tile instead of recomputing (or reloading) them: copied into the
     # buffer's line buffer (``carry``) after the producer (or the reload) of one tile, back to the top of the band

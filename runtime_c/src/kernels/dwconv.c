@@ -11,7 +11,7 @@
  * Method: per output pixel, channels in blocks of DW_CB accumulate in a small local array over the taps; with m = 1
  * the block loop has a constant trip count so compilers keep it in vector registers. Interior pixels skip the bounds
  * tests. For int8, a tap outside the image stands for the input value zp_in (real 0), so it adds zp_in * w: the bias
- * fold subtracted that for every tap. No scratch.
+ * fold subtracted that for every tap. No scratch, except the temporary of a dwconv run in place (dw_pieces).
  */
 #include <string.h>
 
@@ -622,7 +622,103 @@ static int dw_entry(const tgrs_op_ctx *ctx, int32_t dt, dw_geom *dg)
     return dw_prepare(ctx, dg, dt == TGRS_DT_S8 ? 1u : 4u);
 }
 
+/*
+ * In place (param ip_rows > 0, docs/format.md "Window ops in place"): the output band starts at the address of the
+ * input band (one image, C channels each, same dtype) and is at most as large. Output rows are computed top to bottom,
+ * a few at a time, into a temporary of ip_rows rows at the start of the scratch (the kernel's own scratch follows at
+ * the next 16-byte boundary); after each piece the finished rows that lie wholly below the first input row a row
+ * still to compute reads are stored to their place and the others moved to the temporary's top. The loader walks the
+ * same schedule without data (run == NULL) and refuses a temporary with which it would stall.
+ */
+typedef int (*dw_run_fn)(const tgrs_op_ctx *ctx);
+static int dw_check(const tgrs_op_ctx *ctx, int wzp);
+
+/* run == NULL: the loader's walk, after the kind's check of the whole band with the kernel's part of the scratch. */
+static int dw_pieces(const tgrs_op_ctx *ctx, dw_run_fn run, int wzp)
+{
+    const tgrs_tview *in = ctx->in[0];
+    const tgrs_tview *out = ctx->out;
+    const int32_t rows = ctx->p[TGRS_P_DWCONV_IP_ROWS];
+    const uint64_t elem = out->dtype == TGRS_DT_F32 ? 4u : 1u;
+    const uint64_t irb = (uint64_t)in->dims[2] * (uint64_t)in->dims[3] * elem;
+    const uint64_t orb = (uint64_t)out->dims[2] * (uint64_t)out->dims[3] * elem;
+    const uint64_t temp = ((uint64_t)rows * orb + 15u) & ~(uint64_t)15u;
+    int32_t next = out->row0, done = out->row0, held = 0;
+    const int32_t end = out->row0 + out->rows;
+    tgrs_op_ctx sub = *ctx;
+    tgrs_tview piece = *out;
+    uint8_t *tmp = (uint8_t *)ctx->scratch;
+    int st;
+    if (rows < 1 || in->dims[0] != 1 || out->dims[3] != in->dims[3] || ctx->p[TGRS_P_DWCONV_DEPTH_MULT] != 1 ||
+        orb == 0u) {
+        return TGRS_ERR_PARAM;
+    }
+    if (temp > ctx->scratch_size) {
+        return TGRS_ERR_SCRATCH;
+    }
+    sub.out = &piece;
+    sub.scratch_size = ctx->scratch_size - (uint32_t)temp;
+    sub.scratch = sub.scratch_size != 0u && tmp != NULL ? tmp + temp : NULL;
+    if (run == NULL) {
+        st = dw_check(&sub, wzp);
+        if (st != TGRS_OK) {
+            return st;
+        }
+    }
+    while (done < end) {
+        int32_t n = rows - held < end - next ? rows - held : end - next;
+        int32_t w = end;
+        if (n > 0 && run != NULL) {
+            piece.row0 = next;
+            piece.rows = n;
+            piece.data = tmp + (size_t)held * orb;
+            st = run(&sub);
+            if (st != TGRS_OK) {
+                return st;
+            }
+        }
+        next += n;
+        held += n;
+        if (next < end) {
+            int64_t live = (int64_t)next * ctx->p[TGRS_P_DWCONV_SH] - ctx->p[TGRS_P_DWCONV_PT];
+            uint64_t k = (uint64_t)((live > in->row0 ? live : in->row0) - in->row0) * irb / orb;
+            w = (uint64_t)(next - out->row0) < k ? next : out->row0 + (int32_t)k;
+        }
+        if (w > done) {
+            if (run != NULL) {
+                memcpy((uint8_t *)out->data + (size_t)(done - out->row0) * orb, tmp, (size_t)(w - done) * orb);
+                memmove(tmp, tmp + (size_t)(w - done) * orb, (size_t)(next - w) * orb);
+            }
+            held = next - w;
+            done = w;
+        } else if (n == 0) {
+            return TGRS_ERR_PARAM; /* the temporary is full and none of its rows may be stored yet */
+        }
+    }
+    return TGRS_OK;
+}
+
+static int dw_f32_run(const tgrs_op_ctx *ctx);
+static int dw_s8_full(const tgrs_op_ctx *ctx);
+static int dw_s8_sym(const tgrs_op_ctx *ctx);
+
 int tgrs_dwconv_f32(const tgrs_op_ctx *ctx)
+{
+    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, dw_f32_run, 1) : dw_f32_run(ctx);
+}
+
+int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)
+{
+    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, dw_s8_full, 1) : dw_s8_full(ctx);
+}
+
+/* Without the weight-zero-point path: such an op is TGRS_ERR_UNSUPPORTED (tgrs_check_dwconv_sym refuses it). */
+int tgrs_dwconv_s8_sym(const tgrs_op_ctx *ctx)
+{
+    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, dw_s8_sym, 0) : dw_s8_sym(ctx);
+}
+
+static int dw_f32_run(const tgrs_op_ctx *ctx)
 {
     dw_geom dg;
     tgrs_op_ctx wide; /* float16 weights widened into the scratch (kcheck.h) */
@@ -640,13 +736,12 @@ static int dw_s8_run(const tgrs_op_ctx *ctx, dw_wzp_fn wzp)
     return (st != TGRS_OK || dg.out_rows == 0) ? st : dw_s8(ctx, &dg, wzp);
 }
 
-int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)
+static int dw_s8_full(const tgrs_op_ctx *ctx)
 {
     return dw_s8_run(ctx, dw_s8_wzp);
 }
 
-/* Without the weight-zero-point path: such an op is TGRS_ERR_UNSUPPORTED (tgrs_check_dwconv_sym refuses it). */
-int tgrs_dwconv_s8_sym(const tgrs_op_ctx *ctx)
+static int dw_s8_sym(const tgrs_op_ctx *ctx)
 {
     return dw_s8_run(ctx, NULL);
 }
@@ -678,11 +773,11 @@ static int dw_check(const tgrs_op_ctx *ctx, int wzp)
 
 int tgrs_check_dwconv(const tgrs_op_ctx *ctx)
 {
-    return dw_check(ctx, 1);
+    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, NULL, 1) : dw_check(ctx, 1);
 }
 
 /* The check of tgrs_kernel_dwconv_sym: an op with weight zero points is TGRS_ERR_UNSUPPORTED. */
 int tgrs_check_dwconv_sym(const tgrs_op_ctx *ctx)
 {
-    return dw_check(ctx, 0);
+    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, NULL, 0) : dw_check(ctx, 0);
 }
