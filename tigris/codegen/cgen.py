@@ -276,6 +276,11 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
            '#error "this plan has COLS units: build the runtime without -DTGRS_NO_COLS"',
            "#endif"] if info.cols else
           ["/* No unit of this plan is COLS: the runtime may be built with -DTGRS_NO_COLS (docs/deploying.md). */"]),
+        *(["/* A dwconv of this plan writes its output over its own input in pieces: the runtime needs them. */",
+           "#if defined(TGRS_NO_DW_PIECES)",
+           '#error "this plan runs dwconv in place: build the runtime without -DTGRS_NO_DW_PIECES"',
+           "#endif"] if info.dw_pieces else
+          ["/* No dwconv of this plan runs in place: the runtime may be built with -DTGRS_NO_DW_PIECES. */"]),
         "",
         "/* The plan is read in place and never copied whole to RAM: its records on every run, and with XIP the",
         "   weights as well (otherwise each unit's weights are copied or decompressed into the fast arena). */",

@@ -79,6 +79,9 @@ class PlanInfo:
     rolling: bool = False
     # Whether a unit is COLS (column tiles): the generated file then refuses a -DTGRS_NO_COLS build.
     cols: bool = False
+    # Whether a dwconv op runs over its own input in pieces (param ip_rows > 0): the generated file then refuses a
+    # -DTGRS_NO_DW_PIECES build.
+    dw_pieces: bool = False
 
     @property
     def xip(self) -> bool:
@@ -210,7 +213,18 @@ def read_plan_info(data: bytes) -> PlanInfo:
         tflm_kinds=_kinds_with_param(data, sections.get(F.SectionId.OPS, (0, 0)), TFLM_KINDS, "numerics", 1),
         rolling=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.ROLLING),
         cols=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.COLS),
+        dw_pieces=_any_dw_pieces(data, sections.get(F.SectionId.OPS, (0, 0))),
     )
+
+
+def _any_dw_pieces(data: bytes, section: tuple[int, int]) -> bool:
+    """Whether an OP record of the section is a dwconv with a nonzero ip_rows (docs/format.md "Window ops in place")."""
+    from tigris.ops import KIND_IDS, kind as get_kind
+
+    slot = get_kind("dwconv").PARAMS.index("ip_rows")
+    off, size = section
+    return any(int(r["kind"]) == KIND_IDS["dwconv"] and int(r["params"][slot]) != 0  # type: ignore[call-overload,index]
+               for r in (F.OP.unpack(data, o) for o in range(off, off + size - F.OP.size + 1, F.OP.size)))
 
 
 def _any_unit_flag(data: bytes, section: tuple[int, int], flag: int) -> bool:

@@ -30,7 +30,7 @@ from tigris.plan.cols import grid_source, max_cols, pixel_bytes, width
 from tigris.plan.order import reorder, search_order
 from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
-    MAX_TILES, TiledLayout, fresh_rows, halo, min_tile_h, op_macs, row_bytes, stage_tileable, tiling_axis,
+    MAX_TILES, TiledLayout, fresh_rows, halo, min_tile_h, op_macs, plan_bands, row_bytes, stage_tileable, tiling_axis,
     untileable_reason,
 )
 from tigris.plan.temporal import (
@@ -159,6 +159,49 @@ def _blocks(lives: list) -> tuple[list[Block], dict[str, str]]:
     return blocks, home
 
 
+def _drop_idle_pieces(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, infos: list[StageInfo], units: list[ExecUnit],
+                      stages: list[StagePlan], redo: list, single: bool) -> None:
+    """Piecewise in-place pairs only where they lower the plan's fast arena: a unit that has some is built again
+    without them, and that unit is kept when its peak stays within the arena of the plan as built (so the plan's
+    peak does not change). A plan that gains nothing from them then runs every window op as usual (no temporary, no
+    pieces), and firmware whose plans have none may leave the code out (-DTGRS_NO_DW_PIECES)."""
+    if not any(u.in_place_rows for u in units):
+        return
+    arena = max(u.peak_bytes for u in units)
+    plain = _without_pieces(bufs)
+    first_stage = 0
+    for k, (group, inputs, output, lay, cid) in enumerate(redo):
+        at, first_stage = first_stage, first_stage + len(group)
+        unit = units[k]
+        if not unit.in_place_rows:
+            continue
+        first, last = infos[group[0]], infos[group[-1]]
+        if lay is None:
+            alt = _untiled_unit(graph, plain, costs, first, resident=single)
+            alt_lay = None
+        else:
+            ops = range(first.ops.start, last.ops.stop)
+            alt_lay = plan_bands(graph, plain, ops, output, lay.tile_h, stage_weight_bytes(costs, ops),
+                                 costs.scratch_bytes, False, costs.accumulate_gap, bool(lay.rolling))
+            if alt_lay is None or alt_lay.tile_rows != lay.tile_rows or alt_lay.rolling != lay.rolling:
+                continue
+            alt = _tiled_unit(graph, plain, costs, ops, inputs, output, alt_lay)
+        if alt.peak_bytes > arena:
+            continue
+        alt.stages = list(unit.stages)
+        units[k] = alt
+        for j, s in enumerate(group):
+            stages[at + j] = _stage_plan(graph, costs, s, infos[s], alt, alt_lay, cid)
+
+
+def _without_pieces(bufs: Buffers) -> Buffers:
+    """``bufs`` with rule 6's piecewise candidates removed (element-wise ones stay)."""
+    if not bufs.pieces:
+        return bufs
+    inplace = tuple(tuple(x for x in c if x not in p) for c, p in zip(bufs.inplace, bufs.pieces))
+    return replace(bufs, inplace=inplace, pieces=tuple({} for _ in bufs.pieces))
+
+
 def _piece_extra(bufs: Buffers, i: int, x: str) -> int:
     """Lifetime rule 6: the bytes op i still needs when its output takes x's home (0 element by element; the input's
     tail and the temporary piecewise, whole tensors)."""
@@ -230,6 +273,7 @@ def _plan_units(
     single = len(groups) == 1 and not tiled[0]
     units: list[ExecUnit] = []
     stages: list[StagePlan] = []
+    redo: list = []  # per unit: how to build it again without piecewise pairs
     chain_id = 0
     for group, tile in zip(groups, tiled):
         first, last = infos[group[0]], infos[group[-1]]
@@ -238,6 +282,7 @@ def _plan_units(
             unit = _untiled_unit(graph, bufs, costs, first, resident=single)
             unit.stages = [group[0]]
             units.append(unit)
+            redo.append((group, None, None, None, None))
             stages.append(_stage_plan(graph, costs, group[0], first, unit, None, None))
             continue
         if len(group) == 1 and first.untileable:
@@ -270,8 +315,10 @@ def _plan_units(
         cid = None
         if len(group) > 1:
             cid, chain_id = chain_id, chain_id + 1
+        redo.append((group, inputs, output, lay, cid))
         for s in group:
             stages.append(_stage_plan(graph, costs, s, infos[s], unit, lay, cid))
+    _drop_idle_pieces(graph, bufs, costs, infos, units, stages, redo, single)
     for unit in units:
         if unit.peak_bytes > budget:
             info = infos[unit.stages[0]]

@@ -630,6 +630,15 @@ static int dw_entry(const tgrs_op_ctx *ctx, int32_t dt, dw_geom *dg)
  * still to compute reads are stored to their place and the others moved to the temporary's top. The loader walks the
  * same schedule without data (run == NULL) and refuses a temporary with which it would stall.
  */
+/* A firmware whose plans run no dwconv in place may build with -DTGRS_NO_DW_PIECES: dw_pieces folds away (about
+   0.5 KiB on a Cortex-M4F at -Os) and the check refuses an op with ip_rows > 0 (TGRS_ERR_UNSUPPORTED). tigris codegen
+   says in the generated file whether its plan needs it. */
+#if defined(TGRS_NO_DW_PIECES)
+#define TGRS_DW_PIECES 0
+#else
+#define TGRS_DW_PIECES 1
+#endif
+
 typedef int (*dw_run_fn)(const tgrs_op_ctx *ctx);
 static int dw_check(const tgrs_op_ctx *ctx, int wzp);
 
@@ -639,63 +648,58 @@ static int dw_pieces(const tgrs_op_ctx *ctx, dw_run_fn run, int wzp)
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
     const int32_t rows = ctx->p[TGRS_P_DWCONV_IP_ROWS];
-    const uint64_t elem = out->dtype == TGRS_DT_F32 ? 4u : 1u;
-    const uint64_t irb = (uint64_t)in->dims[2] * (uint64_t)in->dims[3] * elem;
-    const uint64_t orb = (uint64_t)out->dims[2] * (uint64_t)out->dims[3] * elem;
-    const uint64_t temp = ((uint64_t)rows * orb + 15u) & ~(uint64_t)15u;
-    int32_t next = out->row0, done = out->row0, held = 0;
-    const int32_t end = out->row0 + out->rows;
+    /* Band sizes are below 2^32 bytes (the loader proved every band inside its placement), so are these products. */
+    const uint32_t elem = out->dtype == TGRS_DT_F32 ? 4u : 1u;
+    const uint32_t irb = (uint32_t)in->dims[2] * (uint32_t)in->dims[3] * elem;
+    const uint32_t orb = (uint32_t)out->dims[2] * (uint32_t)out->dims[3] * elem;
+    const uint32_t temp = ((uint32_t)rows * orb + 15u) & ~15u;
+    int32_t next = 0, done = 0, held = 0; /* rows counted from out->row0 */
     tgrs_op_ctx sub = *ctx;
     tgrs_tview piece = *out;
     uint8_t *tmp = (uint8_t *)ctx->scratch;
-    int st;
-    if (rows < 1 || in->dims[0] != 1 || out->dims[3] != in->dims[3] || ctx->p[TGRS_P_DWCONV_DEPTH_MULT] != 1 ||
-        orb == 0u) {
+    int st = TGRS_OK;
+    if (rows < 1 || rows > out->rows || in->dims[0] != 1 || out->dims[3] != in->dims[3] ||
+        ctx->p[TGRS_P_DWCONV_DEPTH_MULT] != 1) {
         return TGRS_ERR_PARAM;
     }
     if (temp > ctx->scratch_size) {
         return TGRS_ERR_SCRATCH;
     }
     sub.out = &piece;
-    sub.scratch_size = ctx->scratch_size - (uint32_t)temp;
+    sub.scratch_size -= temp;
     sub.scratch = sub.scratch_size != 0u && tmp != NULL ? tmp + temp : NULL;
     if (run == NULL) {
         st = dw_check(&sub, wzp);
-        if (st != TGRS_OK) {
-            return st;
-        }
     }
-    while (done < end) {
-        int32_t n = rows - held < end - next ? rows - held : end - next;
-        int32_t w = end;
-        if (n > 0 && run != NULL) {
-            piece.row0 = next;
+    while (st == TGRS_OK && done < out->rows) {
+        int32_t n = rows - held < out->rows - next ? rows - held : out->rows - next;
+        /* input rows of the band below the first one a row still to compute reads; all of them at the end */
+        int64_t live = (int64_t)(out->row0 + next + n) * ctx->p[TGRS_P_DWCONV_SH] - ctx->p[TGRS_P_DWCONV_PT] -
+                       in->row0;
+        int32_t w = done;
+        if (run != NULL && n > 0) {
+            piece.row0 = out->row0 + next;
             piece.rows = n;
             piece.data = tmp + (size_t)held * orb;
             st = run(&sub);
-            if (st != TGRS_OK) {
-                return st;
-            }
         }
         next += n;
         held += n;
-        if (next < end) {
-            int64_t live = (int64_t)next * ctx->p[TGRS_P_DWCONV_SH] - ctx->p[TGRS_P_DWCONV_PT];
-            uint64_t k = (uint64_t)((live > in->row0 ? live : in->row0) - in->row0) * irb / orb;
-            w = (uint64_t)(next - out->row0) < k ? next : out->row0 + (int32_t)k;
+        live = next == out->rows || live > in->rows ? in->rows : (live < 0 ? 0 : live);
+        while (w < next && (next == out->rows || (uint32_t)(w + 1) * orb <= (uint32_t)live * irb)) {
+            ++w;
         }
-        if (w > done) {
-            if (run != NULL) {
-                memcpy((uint8_t *)out->data + (size_t)(done - out->row0) * orb, tmp, (size_t)(w - done) * orb);
-                memmove(tmp, tmp + (size_t)(w - done) * orb, (size_t)(next - w) * orb);
-            }
-            held = next - w;
-            done = w;
-        } else if (n == 0) {
-            return TGRS_ERR_PARAM; /* the temporary is full and none of its rows may be stored yet */
+        if (w == done && n == 0) {
+            st = TGRS_ERR_PARAM; /* the temporary is full and none of its rows may be stored yet */
         }
+        if (run != NULL && st == TGRS_OK) {
+            memcpy((uint8_t *)out->data + (size_t)done * orb, tmp, (size_t)(w - done) * orb);
+            memmove(tmp, tmp + (size_t)(w - done) * orb, (size_t)(next - w) * orb);
+        }
+        held = next - w;
+        done = w;
     }
-    return TGRS_OK;
+    return st;
 }
 
 static int dw_f32_run(const tgrs_op_ctx *ctx);
@@ -704,18 +708,18 @@ static int dw_s8_sym(const tgrs_op_ctx *ctx);
 
 int tgrs_dwconv_f32(const tgrs_op_ctx *ctx)
 {
-    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, dw_f32_run, 1) : dw_f32_run(ctx);
+    return TGRS_DW_PIECES && ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, dw_f32_run, 1) : dw_f32_run(ctx);
 }
 
 int tgrs_dwconv_s8(const tgrs_op_ctx *ctx)
 {
-    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, dw_s8_full, 1) : dw_s8_full(ctx);
+    return TGRS_DW_PIECES && ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, dw_s8_full, 1) : dw_s8_full(ctx);
 }
 
 /* Without the weight-zero-point path: such an op is TGRS_ERR_UNSUPPORTED (tgrs_check_dwconv_sym refuses it). */
 int tgrs_dwconv_s8_sym(const tgrs_op_ctx *ctx)
 {
-    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, dw_s8_sym, 0) : dw_s8_sym(ctx);
+    return TGRS_DW_PIECES && ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, dw_s8_sym, 0) : dw_s8_sym(ctx);
 }
 
 static int dw_f32_run(const tgrs_op_ctx *ctx)
@@ -773,11 +777,15 @@ static int dw_check(const tgrs_op_ctx *ctx, int wzp)
 
 int tgrs_check_dwconv(const tgrs_op_ctx *ctx)
 {
-    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, NULL, 1) : dw_check(ctx, 1);
+    return ctx->p[TGRS_P_DWCONV_IP_ROWS] == 0   ? dw_check(ctx, 1)
+           : TGRS_DW_PIECES ? dw_pieces(ctx, NULL, 1)
+                            : TGRS_ERR_UNSUPPORTED;
 }
 
 /* The check of tgrs_kernel_dwconv_sym: an op with weight zero points is TGRS_ERR_UNSUPPORTED. */
 int tgrs_check_dwconv_sym(const tgrs_op_ctx *ctx)
 {
-    return ctx->p[TGRS_P_DWCONV_IP_ROWS] != 0 ? dw_pieces(ctx, NULL, 0) : dw_check(ctx, 0);
+    return ctx->p[TGRS_P_DWCONV_IP_ROWS] == 0   ? dw_check(ctx, 0)
+           : TGRS_DW_PIECES ? dw_pieces(ctx, NULL, 0)
+                            : TGRS_ERR_UNSUPPORTED;
 }
