@@ -197,3 +197,10 @@ def piece_rows(in_band: tuple[int, int], out_band: tuple[int, int], in_row_bytes
         if piecewise_in_place(in_band, out_band, in_row_bytes, out_row_bytes, first_row, p):
             return p
     return max(rows, 1)
+
+
+@lru_cache(maxsize=4096)
+def window_piece_rows(stride: int, offset: int, rows: int, in_row_bytes: int, out_row_bytes: int) -> int:
+    """:func:`piece_rows` of a window op whose output row ``j`` of the band (counted from the band's first) first
+    reads input band row ``j * stride + offset``."""
+    return piece_rows((0, 0), (0, rows), in_row_bytes, out_row_bytes, lambda j: j * stride + offset)

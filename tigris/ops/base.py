@@ -214,8 +214,13 @@ class OpKind:
                    out_row_bytes: int) -> int:
         """Rows of the temporary with which the output band is written over the input band in pieces, the fewest
         that never stall (``tigris.ops._geometry.piecewise_in_place``)."""
-        from tigris.ops._geometry import piece_rows
+        from tigris.ops._geometry import piece_rows, window_piece_rows
 
+        win = self.window(op)
+        if win is not None:  # the schedule depends on the bands only through the stride, their offset and length
+            _k, st, _d, pad = win
+            return window_piece_rows(st, out_band[0] * st - pad - in_band[0], out_band[1] - out_band[0],
+                                     in_row_bytes, out_row_bytes)
         return piece_rows(in_band, out_band, in_row_bytes, out_row_bytes, lambda j: self.rows_needed(op, j, j + 1)[0])
 
     def mixes_rows(self, graph: AnalyzedGraph, op: Op) -> str | None:
