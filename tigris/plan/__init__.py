@@ -202,6 +202,21 @@ def _without_pieces(bufs: Buffers) -> Buffers:
     return replace(bufs, inplace=inplace, pieces=tuple({} for _ in bufs.pieces))
 
 
+def _band_saving(graph: AnalyzedGraph, i: int, x: str, lay: TiledLayout) -> int:
+    """Bytes a piecewise pair of op i over x saves in the bands of ``lay`` (0 when plan_bands would not pair them):
+    the output's band less the temporary the bands need."""
+    from tigris.ops import kind_for
+
+    op = graph.ops[i]
+    y, k = op.outputs[0], kind_for(graph.ops[i].op_type)
+    bx, by = lay.band_bytes.get(x, 0), lay.band_bytes.get(y, 0)
+    irb, orb = row_bytes(graph, x), row_bytes(graph, y)
+    need = max([1] + [k.piece_rows(op, t[x], t[y], irb, orb) for t in lay.tile_rows
+                      if x in t and y in t and t[y][1] > t[y][0]])
+    temp = align_up(need * orb)
+    return by - temp if by <= bx and temp < by else 0
+
+
 def _piece_extra(bufs: Buffers, i: int, x: str) -> int:
     """Lifetime rule 6: the bytes op i still needs when its output takes x's home (0 element by element; the input's
     tail and the temporary piecewise, whole tensors)."""
@@ -628,9 +643,8 @@ def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tu
             if lay is None:
                 bounds.append(0)
                 continue
-            # a piecewise pair saves at most the output's band (less its temporary)
-            y = graph.ops[i].outputs[0]
-            band = max((min(lay.band_bytes.get(x, 0), lay.band_bytes.get(y, 0)) if bufs.pieces and x in bufs.pieces[i]
+            # a piecewise pair saves the output's band less its temporary (as plan_bands would pair them)
+            band = max((_band_saving(graph, i, x, lay) if bufs.pieces and x in bufs.pieces[i]
                         else lay.band_bytes.get(x, 0) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
             need = min(need, lay.peak - band)
             if costs.col_tiles:  # the op alone at one row by one output column per tile (tigris.plan.cols)
