@@ -12,13 +12,15 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import _rt_plans as P
 from tigris.emit import format as F
 from tigris.emit import read_plan
 from tigris.emit.reader import PlanFormatError
 from tigris.emit.writer import seal
-from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
+from tigris.ir import AnalyzedGraph, DoesNotFitError, Op, QuantParam, Tensor
 from tigris.ops import kind
 from tigris.plan import lifetime
 from tigris.plan.check import check_plan
@@ -149,6 +151,32 @@ def test_tiled_dw_in_place_runs_like_the_untiled_plan(session_cls, monkeypatch, 
             _run_and_compare(Session, g, data, plan, untiled, True)
     if not halo_reuse:
         assert seen, "no tiled unit ran a depthwise conv in place"
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(k=st.sampled_from([3, 5]), s=st.sampled_from([1, 2]), p=st.integers(0, 2), c=st.integers(1, 40),
+       h=st.integers(7, 30), int8=st.booleans(), frac=st.floats(0.1, 1.0), xip=st.booleans(), reuse=st.booleans())
+def test_random_plans_run_like_untiled(session_cls, k, s, p, c, h, int8, frac, xip, reuse) -> None:
+    """Any budget: the plan passes the checker, runs like the untiled plan (int8 bit for bit) and the runtime's fast
+    high-water mark is the plan's peak."""
+    Session, _ = session_cls
+    p = min(p, k // 2)
+    g = dw_graph(int8, h, c, k, s, (p, p, p, p), seed=c, w=h + 1)
+    untiled, whole = P.compile_graph(g, 1 << 22, xip=xip)
+    try:
+        data, plan = P.compile_graph(g, max(256, int(whole.fast_peak * frac)), xip=xip, halo_reuse=reuse)
+    except DoesNotFitError:
+        return
+    assert check_plan(g, plan) == []
+    x = P.random_input(g, 0)
+    got = Session(data).run(x)
+    want = Session(untiled).run(x).outputs["y"]
+    if int8:
+        np.testing.assert_array_equal(got.outputs["y"], want)
+    else:  # a tiled float conv may block its sums differently from the untiled one
+        assert float(np.abs(got.outputs["y"] - want).max()) <= FLOAT_TOL * max(1.0, float(np.abs(want).max()))
+    assert got.fast_peak == plan.fast_peak
 
 
 def test_checker_refuses_unsafe_piecewise_pairs() -> None:
