@@ -499,6 +499,65 @@ def mobilenet_v2_224(width: float = 1.0, size: int = 224, seed: int = 21) -> onn
     return _finish(g, f"mbv2_{width}_{size}", [1, 3, size, size], out)
 
 
+MNASNET_STACKS = ((3, 2, 3, 3), (5, 2, 3, 3), (5, 2, 6, 3), (3, 1, 6, 2), (5, 2, 6, 4), (3, 1, 6, 1))
+# kernel, first stride, expansion, repeats of the six inverted-residual stacks after the separable stem (MnasNet-B1)
+
+
+def mnasnet(alpha: float = 0.5, size: int = 96, seed: int = 23) -> onnx.ModelProto:
+    """MnasNet-B1 with torchvision's layer shapes at width ``alpha`` (stem 3x3/2, a depthwise-separable block, the six
+    stacks above with ReLU, 1x1 to 1280, mean over H and W, 1000-way Gemm), BatchNorm folded into the convs as an
+    inference export has it, seeded random weights: a model of issue 15's comparison with the peer."""
+
+    def depth(c: int) -> int:  # channels rounded to a multiple of 8, rounding up when that loses over 10%
+        d = max(8, int(c * alpha + 4) // 8 * 8)
+        return d if d >= 0.9 * c * alpha else d + 8
+
+    g = _new(seed)
+    d = [depth(c) for c in (32, 16, 24, 40, 80, 96, 192, 320)]
+    x = g.op("Relu", [g.conv("x", 3, d[0], 3, 2)])
+    x = g.op("Relu", [g.conv(x, d[0], d[0], 3, 1, group=d[0])])
+    x = g.conv(x, d[0], d[1], 1)
+    cin = d[1]
+    for (k, s, t, n), cout in zip(MNASNET_STACKS, d[2:]):
+        for r in range(n):
+            stride = s if r == 0 else 1
+            e = g.op("Relu", [g.conv(x, cin, cin * t, 1)])
+            e = g.op("Relu", [g.conv(e, cin * t, cin * t, k, stride, group=cin * t)])
+            y = g.conv(e, cin * t, cout, 1)
+            x = g.op("Add", [x, y]) if stride == 1 and cin == cout else y
+            cin = cout
+    x = g.op("Relu", [g.conv(x, cin, 1280, 1)])
+    x = g.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
+    out = g.op("Gemm", [x, g.const((g.rng.standard_normal((1000, 1280)) * 0.03).astype(np.float32)),
+                        g.const(np.zeros(1000, np.float32), "b")], transB=1)
+    return _finish(g, f"mnasnet_{alpha}_{size}", [1, 3, size, size], out)
+
+
+SQUEEZENET_FIRES = ((16, 64), (16, 64), "pool", (32, 128), (32, 128), "pool", (48, 192), (48, 192), (64, 256),
+                    (64, 256))  # squeeze channels, expand channels (each of the 1x1 and 3x3 halves)
+
+
+def squeezenet_1_1(size: int = 96, seed: int = 29) -> onnx.ModelProto:
+    """SqueezeNet 1.1 with torchvision's layer shapes (unpadded 3x3/2 stem to 64, ceil-mode 3x3/2 max pools, eight
+    Fire modules: 1x1 squeeze, 1x1 and 3x3 expands concatenated on channels, a 1x1 1000-way classifier conv, ReLU,
+    global average pool), seeded random weights: a model of issue 15's comparison with the peer."""
+    g = _new(seed)
+    x = g.op("Relu", [g.conv("x", 3, 64, 3, 2, pad=0)])
+    pool = lambda t: g.op("MaxPool", [t], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)  # noqa: E731
+    x, cin = pool(x), 64
+    for fire in SQUEEZENET_FIRES:
+        if fire == "pool":
+            x = pool(x)
+            continue
+        sq, ex = fire
+        s = g.op("Relu", [g.conv(x, cin, sq, 1)])
+        x = g.op("Concat", [g.op("Relu", [g.conv(s, sq, ex, 1)]), g.op("Relu", [g.conv(s, sq, ex, 3)])], axis=1)
+        cin = 2 * ex
+    x = g.op("GlobalAveragePool", [g.op("Relu", [g.conv(x, cin, 1000, 1)])])
+    out = g.op("Flatten", [x])
+    return _finish(g, f"squeezenet_1_1_{size}", [1, 3, size, size], out)
+
+
 def int8_input(q: onnx.ModelProto) -> onnx.ModelProto:
     """A QDQ model whose graph input feeds one QuantizeLinear, rewritten to take that quantized tensor as its input
     (int8/uint8, as TFLite Micro's example models do), so the caller's float image is not part of the plan."""
