@@ -193,3 +193,25 @@ def test_shared_int8_model_below_its_row_floor(session, rel):
     want = api.run_plan(api.compile_model(path, "16M", xip=True, prepared=prep).plan_bytes, x)
     for name, y in want.outputs.items():
         np.testing.assert_array_equal(got.outputs[name], y)
+
+
+def test_cost_model_prices_column_tiles():
+    """tigris.cost.calls of a column-split plan: each call computes its band's rows x columns, so the calls of an op
+    whose output bands do not overlap write its output once and do its MACs once; the calls of the multiply-accumulate
+    ops add up to their MACs plus the plan's recompute (up to one MAC of rounding per call)."""
+    from tigris.cost import calls
+
+    g = C.chain(CHAINS["conv-relu-dw-pw"], True, 17, 23, 8, 0)
+    low = C.lower_all(g)
+    _, plan = P.compile_graph(g, unscheduled_peak(g) // 2, xip=True, force_cols=3)
+    assert any(u.tile_cols for u in plan.units)
+    got = list(calls(g, plan, low))
+    last = len(g.ops) - 1
+    assert sum(c.out_bytes for c in got if c.op == last) == g.tensors["y"].nbytes
+    assert sum(c.macs for c in got if c.op == last) == pytest.approx(low[last].macs, abs=len(got))
+    from tigris.plan.spatial import op_macs
+
+    mac_ops = {i for i, op in enumerate(g.ops) if op_macs(g, op)}  # the ops whose recompute the plan counts
+    total = sum(c.macs for c in got if c.op in mac_ops)
+    want = sum(op_macs(g, g.ops[i]) for i in mac_ops) + plan.recompute_macs
+    assert plan.recompute_macs > 0 and abs(total - want) <= len(got) + len(g.ops)
