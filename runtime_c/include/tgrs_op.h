@@ -48,6 +48,8 @@ typedef struct tgrs_op_ctx {
     void *scratch;                         /* fast-memory scratch planned by the compiler, or NULL */
     uint32_t scratch_size;
     uint32_t phase;                        /* 0, or TGRS_PHASE_* bits: the GAP of an ACCUM unit (below) */
+    int32_t acc_w;                         /* the accumulating GAP of a COLS unit: its input's full width (its
+                                              views hold column bands); 0 otherwise */
 } tgrs_op_ctx;
 
 /* ctx.phase of the accumulating GlobalAveragePool (tgrs_kernel_gap passes such a call to tgrs_gap_phases): every

@@ -203,6 +203,11 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
         /* The accumulating GAP (the loader proved it the unit's last op): clear with the first tile, add every
            tile's band, average after the last tile. */
         uint32_t tiles = tgrs_rd_u32(unit + TGRS_UNIT_OFF_TILES);
+        if (TGRS_COLS && (uflags & TGRS_UNIT_F_COLS) != 0u) {
+            /* its views are column bands; the average is over the whole image (the loader proved the grid covers it
+               once) */
+            f->ctx.acc_w = tgrs_rd_i32(tgrs_tensor(plan, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS)) + TGRS_TENSOR_OFF_DIMS + 8u);
+        }
         f->ctx.phase = TGRS_PHASE_ACCUMULATE | (tile == 0u ? TGRS_PHASE_BEGIN : 0u) |
                        (tile + 1u == tiles ? TGRS_PHASE_FINISH : 0u);
     }

@@ -585,7 +585,9 @@ static int tgrs_check_op_tensor(const tgrs_plan *plan, const uint8_t *u, uint32_
 /*
  * End of step 15 for an ACCUM unit (docs/format.md): the last op is a GlobalAveragePool between two buffers; in
  * every tile the output's band is the whole tensor; the input's bands cut its rows into consecutive pieces in tile
- * order, each row once. The executor relies on this: begin at tile 0, add each band, finish at the last tile.
+ * order, each row once. In a COLS unit each piece of rows is further cut into consecutive column bands, tile after
+ * tile, before the next piece starts, so every pixel is added once. The executor relies on this: begin at tile 0,
+ * add each band, finish at the last tile.
  */
 static int tgrs_check_accumulate(const tgrs_plan *plan, const uint8_t *u)
 {
@@ -594,13 +596,19 @@ static int tgrs_check_accumulate(const tgrs_plan *plan, const uint8_t *u)
     uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
     uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
     uint32_t tiles = tgrs_rd_u32(u + TGRS_UNIT_OFF_TILES);
+    int cols = TGRS_COLS && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u;
     uint32_t r_in = tgrs_root(plan, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS));
     uint32_t r_out = tgrs_root(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT));
     uint32_t p_in;
     uint32_t p_out;
     int32_t h_in;
     int32_t h_out;
-    int64_t next = 0;
+    int32_t w_in;
+    int32_t w_out;
+    int64_t next = 0;  /* where the next piece of rows starts */
+    int64_t col = 0;   /* where the next column band of the current piece starts; w_in: the piece is complete */
+    int32_t cur0 = 0;  /* the current piece of rows */
+    int32_t curn = 0;
     uint32_t t;
     if (tgrs_rd_u32(r + TGRS_OP_OFF_KIND) != TGRS_OP_GAP || r_in == r_out) {
         return TGRS_ERR_UNIT;
@@ -609,18 +617,51 @@ static int tgrs_check_accumulate(const tgrs_plan *plan, const uint8_t *u)
     p_out = tgrs_find_placement(plan, pf, pc, r_out) - pf;
     h_in = tgrs_rd_i32(tgrs_tensor(plan, r_in) + TGRS_TENSOR_OFF_DIMS + 4u);
     h_out = tgrs_rd_i32(tgrs_tensor(plan, r_out) + TGRS_TENSOR_OFF_DIMS + 4u);
+    w_in = tgrs_rd_i32(tgrs_tensor(plan, r_in) + TGRS_TENSOR_OFF_DIMS + 8u);
+    w_out = tgrs_rd_i32(tgrs_tensor(plan, r_out) + TGRS_TENSOR_OFF_DIMS + 8u);
+    col = w_in;
     for (t = 0; t < tiles; ++t) {
         int32_t row0;
         int32_t rows;
+        int32_t col0 = 0;
+        int32_t ncol = w_in;
+        int32_t oc0 = 0;
+        int32_t ocn = w_out;
         tgrs_tile_band(plan, u, t, p_out, &row0, &rows);
         if (row0 != 0 || rows != h_out) {
             return TGRS_ERR_TILE_ROWS;
         }
-        tgrs_tile_band(plan, u, t, p_in, &row0, &rows);
-        if ((int64_t)row0 != next) {
-            return TGRS_ERR_TILE_ROWS;
+        if (cols) {
+            tgrs_tile_cols(plan, u, t, p_out, &oc0, &ocn);
+            tgrs_tile_cols(plan, u, t, p_in, &col0, &ncol);
         }
-        next = (int64_t)row0 + rows;
+        if (oc0 != 0 || ocn != w_out) {
+            return TGRS_ERR_TILE_COLS;
+        }
+        tgrs_tile_band(plan, u, t, p_in, &row0, &rows);
+        if (col == (int64_t)w_in) { /* a new piece of rows, from column 0 */
+            if ((int64_t)row0 != next) {
+                return TGRS_ERR_TILE_ROWS;
+            }
+            if (col0 != 0) {
+                return TGRS_ERR_TILE_COLS;
+            }
+            cur0 = row0;
+            curn = rows;
+            next = (int64_t)row0 + rows;
+            col = ncol;
+        } else {
+            if (row0 != cur0 || rows != curn) {
+                return TGRS_ERR_TILE_ROWS;
+            }
+            if ((int64_t)col0 != col) {
+                return TGRS_ERR_TILE_COLS;
+            }
+            col += ncol;
+        }
+    }
+    if (col != (int64_t)w_in) {
+        return TGRS_ERR_TILE_COLS;
     }
     return next == (int64_t)h_in ? TGRS_OK : TGRS_ERR_TILE_ROWS;
 }
@@ -693,7 +734,9 @@ static int tgrs_check_cols(const tgrs_plan *plan, const uint8_t *u)
     uint32_t t;
     uint32_t i;
     for (t = 0; t < tiles; ++t) {
-        for (i = of; i < of + oc; ++i) {
+        /* an ACCUM unit's last op is its accumulating GAP, whose bands tgrs_check_accumulate proved */
+        uint32_t end = of + oc - ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u ? 1u : 0u);
+        for (i = of; i < end; ++i) {
             const uint8_t *r = tgrs_op(plan, i);
             uint32_t kind = tgrs_rd_u32(r + TGRS_OP_OFF_KIND);
             uint32_t out = tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT);
@@ -790,7 +833,9 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
         if (TGRS_COLS && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
             /* A kind that runs on column bands, on tensors that own their buffers (a view's W is its root's band). */
             uint32_t zero;
-            if (tgrs_op_cols_class(kind) == TGRS_COLS_NONE ||
+            int acc_gap = (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u && i + 1u == of + oc &&
+                          kind == TGRS_OP_GAP; /* the accumulating GAP adds column bands like row bands */
+            if ((tgrs_op_cols_class(kind) == TGRS_COLS_NONE && !acc_gap) ||
                 tgrs_root(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) != tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) {
                 return TGRS_ERR_COLS_OP;
             }
@@ -902,7 +947,7 @@ static int tgrs_check_units(const tgrs_plan *plan)
             ((flags & TGRS_UNIT_F_ACCUM) != 0u && ((flags & TGRS_UNIT_F_TILED) == 0u || oc == 0u)) ||
             ((flags & TGRS_UNIT_F_ROLLING) != 0u && (flags & TGRS_UNIT_F_TILED) == 0u) ||
             ((flags & TGRS_UNIT_F_COLS) != 0u &&
-             ((flags & TGRS_UNIT_F_TILED) == 0u || (flags & (TGRS_UNIT_F_ROLLING | TGRS_UNIT_F_ACCUM)) != 0u))) {
+             ((flags & TGRS_UNIT_F_TILED) == 0u || (flags & TGRS_UNIT_F_ROLLING) != 0u))) {
             return TGRS_ERR_UNIT;
         }
         if (!TGRS_ROLLING && (flags & TGRS_UNIT_F_ROLLING) != 0u) {

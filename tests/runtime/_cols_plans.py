@@ -121,7 +121,7 @@ def _q(s: float, z: int) -> QuantParam:
 def chain(layers: list[tuple], int8: bool, h: int, w: int, c: int, seed: int) -> AnalyzedGraph:
     """x [1, c, h, w] -> one op per layer -> y. A layer is ("conv"|"dw", k, stride, dilation, pad) (a conv keeps c
     channels), ("maxpool"|"avgpool", k, stride, pad), ("prelu", per_position) (a slope per channel, or per channel
-    and position), or ("relu",) / ("sigmoid",); int8 ops each with their own output quantization."""
+    and position), ("gap",) (GlobalAveragePool), or ("relu",) / ("sigmoid",); int8 ops each with their own output quantization."""
     from _rt_plans import conv_weights
 
     rng = np.random.default_rng(seed)
@@ -153,6 +153,9 @@ def chain(layers: list[tuple], int8: bool, h: int, w: int, c: int, seed: int) ->
                 s_out, z_out = s_prev, z_prev  # int8 MaxPool keeps its input's quantization
             attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p, p, p, p], count_include_pad=0)
             ops.append(Op(f"op{i}", "MaxPool" if op_kind == "maxpool" else "AveragePool", (prev,), (out,), attrs))
+        elif op_kind == "gap":
+            hh = ww = 1
+            ops.append(Op(f"op{i}", "GlobalAveragePool", (prev,), (out,), {}))
         elif op_kind == "prelu":
             shape = (c, hh, ww) if layer[1] else (c, 1, 1)
             weights_extra[f"s{i}"] = (rng.uniform(-0.5, 0.5, shape)).astype(np.float32)

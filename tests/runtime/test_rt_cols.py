@@ -282,7 +282,7 @@ def test_writer_refuses_what_a_cols_unit_cannot_say():
         emit_plan(g, plan, low, xip=False)
     plan = C.cols_plan(g, low, 2, 3)
     plan.units[0].rolling = ["x"]
-    with pytest.raises(TigrisError, match="carry rows or accumulate"):
+    with pytest.raises(TigrisError, match="cannot also carry rows"):
         from tigris.emit import emit_plan
 
         emit_plan(g, plan, low, xip=False)
@@ -396,6 +396,62 @@ def test_mobilenet_v2_int8_cols_plan_is_bit_exact(session_cls):
     from tigris import api
 
     path, prep, plan, data = _shared_cols_plan("torchvision/mobilenet_v2_035_96_int8.onnx", 16 * 1024, force_cols=3)
+    x = api.random_inputs(prep, 0)
+    got = api.run_plan(data, x)
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+    want = api.run_plan(api.compile_model(path, "8M", xip=True, prepared=prep).plan_bytes, x)
+    for name, y in got.outputs.items():
+        np.testing.assert_array_equal(y, want.outputs[name])
+
+
+@pytest.mark.parametrize("int8", [True, False], ids=["int8", "float"])
+def test_an_accumulating_gap_ends_a_cols_unit(session_cls, int8):
+    """Unit flags COLS and ACCUM together (tigris.plan.cols rule 6): the grid cuts the GlobalAveragePool's input, its
+    sums live across the tiles and the average is over the whole image; int8 bit-exact against the untiled plan (float
+    within the tolerance: the float sum runs band by band). Then the
+    readers' refusal of a grid that skips or repeats columns of the accumulated image."""
+    Session, PlanError = session_cls
+    g = C.chain([("conv", 3, 1, 1, 1), ("dw", 3, 1, 1, 1), ("gap",)], int8, 12, 17, 8, 0)
+    untiled, whole = P.compile_graph(g, 1 << 22)
+    data, plan = P.compile_graph(g, whole.unscheduled_peak // 3, xip=True, col_tiles=True, force_cols=3,
+                                 layouts={})
+    pf = read_plan(data)
+    assert any(u.col_split and u.accumulates for u in pf.units)
+    assert check_plan(g, plan) == []
+    x = P.random_input(g, 3)
+    got = Session(data).run(x)
+    want = Session(untiled).run(x).outputs["y"]
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+    if not int8:  # float sums the pixels band by band: another order than the untiled rows, within the tolerance
+        assert float(np.abs(got.outputs["y"] - want).max()) <= FLOAT_TOL * max(1.0, float(np.abs(want).max()))
+        return
+    np.testing.assert_array_equal(got.outputs["y"], want)
+    unit = next(u for u in pf.units if u.col_split and u.accumulates)
+    u = F.UNIT.unpack(data, _section(data, F.SectionId.UNITS) + unit.index * F.UNIT.size)
+    pc = len(unit.placements)
+    gap = pf.ops[unit.op_first + unit.op_count - 1]
+    j = next(k for k, p in enumerate(unit.placements) if p.tensor == pf.tensors[gap.inputs[0]].root)
+    rows = _section(data, F.SectionId.TILE_ROWS) + 8 * int(u["rows_first"])
+    t = next(t for t in range(1, unit.tiles) if unit.tile_cols[t][j][0] > 0)  # a tile continuing a piece of rows
+    c0, n = unit.tile_cols[t][j]
+    bad = _set(data, rows + 8 * ((unit.tiles + t) * pc + j), c0 - 1, "<i")  # one column added twice
+    for what, mutant, code in (("a column accumulated twice", bad, "ERR_TILE_COLS"),):
+        with pytest.raises(PlanFormatError) as py:
+            read_plan(mutant)
+        assert py.value.status == code, what
+        with pytest.raises(PlanError) as c:
+            Session(mutant)
+        assert c.value.name == f"TGRS_{code}", what
+
+
+@pytest.mark.shared
+def test_mobilenet_v2_int8_runs_below_its_row_floor(session_cls):
+    """mobilenet_v2_035_96_int8 needs 10K of fast memory with row tiles (its GlobalAveragePool's input rows); with
+    column tiles, the GAP accumulating over a grid, it plans at 7.5K and runs bit-exact against the untiled plan."""
+    from tigris import api
+
+    path, prep, plan, data = _shared_cols_plan("torchvision/mobilenet_v2_035_96_int8.onnx", 7680, layouts={})
+    assert plan.fast_peak <= 7680 and any(u.tile_cols and u.accumulate for u in plan.units)
     x = api.random_inputs(prep, 0)
     got = api.run_plan(data, x)
     assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)

@@ -697,7 +697,7 @@ def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) ->
             or tiles == 0
             or (uflags & F.UnitFlag.ACCUM and (not tiled or oc == 0))
             or (uflags & F.UnitFlag.ROLLING and not tiled)
-            or (uflags & F.UnitFlag.COLS and (not tiled or uflags & (F.UnitFlag.ROLLING | F.UnitFlag.ACCUM)))
+            or (uflags & F.UnitFlag.COLS and (not tiled or uflags & F.UnitFlag.ROLLING))
             or (not tiled and (tiles != 1 or rf != 0 or rc != 0))
             or (tiled and rc != (2 if uflags & F.UnitFlag.COLS else 1) * tiles * pc)
             or of != next_op
@@ -869,7 +869,8 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
                 if u.tiled and rt != x and tensors[x].dims[1] != tensors[rt].dims[1]:
                     # Bands are per root buffer: an alias whose rows differ has no band in a tile.
                     raise _fail("ERR_TILE_ROWS", f"{what} ({op_name}): alias {tensors[x].name} rows differ from root")
-            if u.col_split and (cols_table()[kid - 1][0] == 0
+            acc_gap = u.accumulates and k == u.op_first + u.op_count - 1 and kname == "gap"
+            if u.col_split and ((cols_table()[kid - 1][0] == 0 and not acc_gap)
                                 or any(tensors[x].root != x for x in (*tins, int(o["output"])))
                                 or any(o["params"][z] != 0 for z in cols_table()[kid - 1][3])):
                 raise _fail("ERR_COLS_OP", f"{what} ({op_name}): a {kname} op (or this one's per-column table, or an "
@@ -932,6 +933,8 @@ def _check_cols(u: UnitInfo, ops: list[OpInfo], tensors: list[TensorInfo]) -> No
     what = f"unit {u.index}"
     pos = {pl.tensor: j for j, pl in enumerate(u.placements)}
     table = cols_table()
+    if u.accumulates:
+        ops = ops[:-1]  # the accumulating GAP: its bands were proven by _check_accumulate
     for t, tile in enumerate(u.tile_cols):
         for op in ops:
             code, win_slots, _dims, _zero = table[op.kind_id - 1]
@@ -994,14 +997,31 @@ def _check_accumulate(u: UnitInfo, last: OpInfo, tensors: list[TensorInfo]) -> N
     if last.kind != "gap" or r_in == r_out:
         raise _fail("ERR_UNIT", f"{what}: ACCUM unit does not end with a GlobalAveragePool between two buffers")
     pos = {pl.tensor: j for j, pl in enumerate(u.placements)}
-    nxt = 0
+    w_in, w_out = tensors[r_in].dims[2], tensors[r_out].dims[2]
+    # In a COLS unit each piece of rows is cut into consecutive column bands, tile after tile, before the next piece.
+    nxt, col, cur = 0, w_in, (0, 0)
     for t, tile in enumerate(u.tile_rows):
         if tile[pos[r_out]] != (0, tensors[r_out].dims[1]):
             raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} does not hold the whole accumulator")
+        (oc0, ocn), (c0, nc) = (u.tile_cols[t][pos[r_out]], u.tile_cols[t][pos[r_in]]) if u.col_split else \
+            ((0, w_out), (0, w_in))
+        if (oc0, ocn) != (0, w_out):
+            raise _fail("ERR_TILE_COLS", f"{what}: tile {t} does not hold the whole accumulator's columns")
         r0, nr = tile[pos[r_in]]
-        if r0 != nxt:
-            raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} accumulates rows from {r0}, expected {nxt}")
-        nxt = r0 + nr
+        if col == w_in:  # a new piece of rows, from column 0
+            if r0 != nxt:
+                raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} accumulates rows from {r0}, expected {nxt}")
+            if c0 != 0:
+                raise _fail("ERR_TILE_COLS", f"{what}: tile {t} starts rows {r0}+{nr} at column {c0}")
+            cur, nxt, col = (r0, nr), r0 + nr, nc
+        else:
+            if (r0, nr) != cur:
+                raise _fail("ERR_TILE_ROWS", f"{what}: tile {t} accumulates rows {r0}+{nr} within the piece {cur}")
+            if c0 != col:
+                raise _fail("ERR_TILE_COLS", f"{what}: tile {t} accumulates columns from {c0}, expected {col}")
+            col += nc
+    if col != w_in:
+        raise _fail("ERR_TILE_COLS", f"{what}: the last piece of rows accumulates {col} of {w_in} columns")
     if nxt != tensors[r_in].dims[1]:
         raise _fail("ERR_TILE_ROWS", f"{what}: the tiles accumulate {nxt} of {tensors[r_in].dims[1]} rows")
 

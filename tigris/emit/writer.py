@@ -340,8 +340,8 @@ def _check_cols_unit(ctx: _Ctx, u: int) -> None:
     where = f"unit {u}"
     if not unit.tile_rows or len(unit.tile_cols) != len(unit.tile_rows):
         raise TigrisError(f"{len(unit.tile_cols)} column tiles for {len(unit.tile_rows)} row tiles", where)
-    if getattr(unit, "rolling", None) or getattr(unit, "accumulate", None):
-        raise TigrisError("a column-split unit cannot also carry rows or accumulate", where)
+    if getattr(unit, "rolling", None):
+        raise TigrisError("a column-split unit cannot also carry rows", where)
 
 
 def _build_units(ctx: _Ctx) -> _Units:

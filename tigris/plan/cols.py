@@ -24,8 +24,8 @@ tiles: row bands exactly as a recomputing tiled unit (spatial rule 6) times colu
    at one output row per tile: the fewest column tiles that fit at the smallest tile height, then the largest tile
    height with that many. The planner tries the whole plan without column tiles first and plans again with them only
    when that fails, so every plan that fits without them is unchanged.
-6. An accumulating GlobalAveragePool may end a column-split unit (``COLS_ACCUM``, off until the runtime
-   accumulates over a grid): the grid then cuts the GAP's input, the GAP's output is the pixel ``(0, 1) x (0, 1)``
+6. An accumulating GlobalAveragePool may end a column-split unit (``COLS_ACCUM``; the runtime accumulates over
+   the grid, docs/format.md "COLS units"): the grid then cuts the GAP's input, the GAP's output is the pixel ``(0, 1) x (0, 1)``
    of every tile and lives, with the accumulator scratch, across all tiles, as in spatial rule 7.
 """
 from __future__ import annotations
@@ -42,9 +42,9 @@ from tigris.plan.timeline import sweep
 from tigris.plan.types import align_up
 
 
-# An accumulating GlobalAveragePool may end a column-split unit (rule 6) once the runtime accumulates over a grid;
-# until then no such unit is planned.
-COLS_ACCUM = False
+# An accumulating GlobalAveragePool may end a column-split unit (rule 6): the runtime adds each tile's column band
+# (unit flags COLS and ACCUM together).
+COLS_ACCUM = True
 
 
 def width(graph: AnalyzedGraph, name: str) -> int:

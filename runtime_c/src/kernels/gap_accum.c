@@ -41,7 +41,11 @@ static int gap_acc_check(const tgrs_op_ctx *ctx, size_t *hw, size_t *nc)
     if (!tgrs_kv_whole(out)) {
         return TGRS_ERR_TILE; /* the accumulator is the whole output in every tile */
     }
-    *hw = (size_t)in->dims[1] * (size_t)in->dims[2];
+    /* H*W of the whole image: in a COLS unit the view holds a band of columns and acc_w states the full width */
+    if (ctx->acc_w != 0 && ctx->acc_w < in->dims[2]) {
+        return TGRS_ERR_SHAPE;
+    }
+    *hw = (size_t)in->dims[1] * (size_t)(ctx->acc_w != 0 ? ctx->acc_w : in->dims[2]);
     *nc = (size_t)in->dims[0] * (size_t)in->dims[3];
     if (in->dtype == TGRS_DT_F32 && out->dtype == TGRS_DT_F32) {
         return GAP_F32 ? TGRS_OK : TGRS_ERR_UNSUPPORTED;
