@@ -108,6 +108,34 @@ def _cols_plan(d: Path, mutate: str) -> str:
     return "c.tgrs"
 
 
+def _dw_pieces_plan(d: Path, mutate: str) -> str:
+    """A plan whose depthwise conv runs over its own input in pieces (tests/runtime/test_rt_dw_in_place.py's
+    expand -> depthwise 3x3 -> project block, int8, untiled), its op record's ip_rows or scratch broken and the CRC
+    resealed, so only the in-place checks can refuse it."""
+    import struct
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "runtime"))
+    import _rt_plans as P
+    from test_rt_dw_in_place import dw_graph
+
+    from tigris.emit import format as TF
+    from tigris.emit import read_plan
+    from tigris.emit.writer import seal
+    from tigris.ops import kind
+
+    data = bytearray(P.compile_graph(dw_graph(True, 12, 24, 3, 1, (1, 1, 1, 1)), 1 << 20, xip=True)[0])
+    ops = struct.unpack_from("<I", data, TF.DIR_OFFSET + (int(TF.SectionId.OPS) - 1) * TF.SECTION.size + 4)[0]
+    k = next(j for j, op in enumerate(read_plan(bytes(data)).ops) if op.kind == "dwconv")
+    rec = ops + k * TF.OP.size
+    if mutate == "stall":  # one row of temporary: at stride 1 row j must wait for row j + 1, so the schedule stalls
+        struct.pack_into("<i", data, rec + 40 + 4 * kind("dwconv").PARAMS.index("ip_rows"), 1)
+    else:  # a scratch smaller than the two-row temporary
+        struct.pack_into("<I", data, rec + 172, 16)
+    (d / "w.tgrs").write_bytes(seal(data))
+    return "w.tgrs"
+
+
 def _empty(d: Path, name: str) -> str:
     (d / name).write_bytes(b"")
     return name
@@ -284,6 +312,12 @@ CASES: list[Case] = [
                                                      f"x={_npy(d, 'x.npy', np.zeros((1, 4, 9, 13), np.int8))}",
                                                      "--output", "o.npz"], 2, "TGRS_ERR_TILE_COLS"),
     Case("cols-with-rolling-inspect", lambda d: ["inspect", _cols_plan(d, "rolling")], 2, "TGRS_ERR_UNIT"),
+    Case("dw-in-place-stalls-inspect", lambda d: ["inspect", _dw_pieces_plan(d, "stall")], 2, "TGRS_ERR_PARAM"),
+    Case("dw-in-place-stalls-run", lambda d: ["run", _dw_pieces_plan(d, "stall"), "--input",
+                                              f"x={_npy(d, 'x.npy', np.zeros((1, 1, 12, 12), np.int8))}",
+                                              "--output", "o.npz"], 2, "TGRS_ERR_PARAM"),
+    Case("dw-in-place-small-scratch-inspect", lambda d: ["inspect", _dw_pieces_plan(d, "scratch")], 2,
+         "TGRS_ERR_SCRATCH"),
     Case("plan-garbage-inspect", lambda d: ["inspect", (d / "p.tgrs").write_bytes(b"TGRS" + b"\xff" * 60) and "p.tgrs"],
          2, "p.tgrs"),
     Case("codegen-garbage-plan", lambda d: ["codegen", (d / "p.tgrs").write_bytes(b"TGRS" + b"\0" * 60) and "p.tgrs",
