@@ -214,21 +214,21 @@ def test_accumulating_gap_may_end_a_column_split_unit(monkeypatch):
     base = fast_lower_bound(graph, xip=True, layouts={})
     assert isinstance(plan(graph, base - 16, xip=True, layouts={}), NoFit)
     monkeypatch.setattr(cols, "COLS_ACCUM", True)
-    bound = fast_lower_bound(graph, xip=True, layouts={})
+    bound = fast_lower_bound(graph, xip=True)
     assert bound < base
-    res = plan(graph, unscheduled_peak(graph) // 3, xip=True, layouts={}, force_cols=3)
+    res = plan(graph, unscheduled_peak(graph) // 3, xip=True, force_cols=3)
     assert isinstance(res, Fit)
     u = next(u for u in res.plan.units if u.tile_cols)
     out = u.spill[0]
     assert u.accumulate == [u.ops[-1]] and {(r[out], c[out]) for r, c in zip(u.tile_rows, u.tile_cols)} == {
         ((0, 1), (0, 1))}
     assert check_plan(graph, res.plan) == []
-    m = min_fast_budget(graph, xip=True, layouts={})
+    m = min_fast_budget(graph, xip=True)
     assert m < base
-    low = plan(graph, m, xip=True, layouts={})
+    low = plan(graph, m, xip=True)
     assert isinstance(low, Fit) and check_plan(graph, low.plan) == []
     with unpruned():
-        assert not fits(graph, align_up(bound, 16) - 16, xip=True, layouts={})
+        assert not fits(graph, align_up(bound, 16) - 16, xip=True)
     # a broken accumulator band is caught
     p = res.plan
     k = p.units.index(u)

@@ -26,6 +26,7 @@ from typing import Callable
 from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
 from tigris.plan.chain import StageInfo, col_scope, fit_tiles, form_chains, spec_guess, unit_bands, unit_col_bands
+from tigris.plan import cols as cols_module
 from tigris.plan.cols import grid_source, max_cols, pixel_bytes, width
 from tigris.plan.order import reorder, search_order
 from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
@@ -621,7 +622,7 @@ def _lower_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> 
 def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tuple[int, ...]:
     """:func:`op_lower_bounds`, memoized in ``costs.layouts`` under the per-op weight bytes it depends on (the
     scratch sizes and ``accumulate_gap`` are fixed for one memo, see ``Costs.layouts``)."""
-    key = ("lower_bound", costs.accumulate_gap, costs.col_tiles,
+    key = ("lower_bound", costs.accumulate_gap, costs.col_tiles and (True, cols_module.COLS_ACCUM),
            tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
     if key in costs.layouts:
         return costs.layouts[key]

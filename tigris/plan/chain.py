@@ -24,6 +24,7 @@ from tigris.plan.spatial import (
     SAMPLED_SEARCH_ROWS, TiledLayout, largest_fitting, min_tile_h, plan_bands, row_bytes, spec_tile_h, tiling_axis,
 )
 from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
+from tigris.plan import cols as cols_module
 from tigris.plan.cols import cols_reason, fit_cols, grid_source, max_cols, moved_bytes, plan_col_bands, with_weights
 
 
@@ -82,7 +83,7 @@ def unit_col_bands(
 ) -> TiledLayout | None:
     """:func:`tigris.plan.cols.plan_col_bands` of a candidate unit, memoized in ``costs.layouts`` like
     :func:`unit_bands` (planned without weights, the weight prefix added to the peak)."""
-    key = ("cols", tuple(ops), output, tile_h, n_cols, bound, costs.accumulate_gap)
+    key = ("cols", tuple(ops), output, tile_h, n_cols, bound, costs.accumulate_gap, cols_module.COLS_ACCUM)
     if key not in costs.layouts:
         costs.layouts[key] = plan_col_bands(graph, bufs, ops, output, tile_h, n_cols, 0, costs.scratch_bytes, bound,
                                             costs.accumulate_gap)
@@ -103,7 +104,7 @@ def col_layout(
 
 def col_scope(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str) -> str | None:
     """:func:`tigris.plan.cols.cols_reason`, memoized in ``costs.layouts``."""
-    key = ("cols_reason", tuple(ops), output, costs.accumulate_gap)
+    key = ("cols_reason", tuple(ops), output, costs.accumulate_gap, cols_module.COLS_ACCUM)
     if key not in costs.layouts:
         costs.layouts[key] = cols_reason(graph, bufs, ops, output, costs.accumulate_gap)
     return costs.layouts[key]
