@@ -608,8 +608,8 @@ def cols_table(models: Path) -> str:
         "units of the plan at the new figure (proven by the checker); `set by` is the type of the op whose lower "
         "bound is that figure. "
         f"{cut} of {len(rows)} models fit in less; {met} reach the issue's target of {COLS_TARGET}x. Where the ratio "
-        "stays 1.00 an op that is not column-local sets the figure: an accumulating GlobalAveragePool, an "
-        "AveragePool over the whole image, 1-D convolutions, Gemm/MatMul layers.\n\n"
+        "stays 1.00 an op that is not column-local sets the figure: an AveragePool over the whole image, 1-D "
+        "convolutions, Gemm/MatMul, Transpose, Resize, Pad or Concat layers.\n\n"
         + markdown_table(headers, rows)
     )
 
