@@ -187,6 +187,16 @@ def test_lraspp_mobilenet_v3_large_fits_256k(tmp_path, int8):
         assert {g["cause"] for g in a.json["weight_groups"]} == {"activations"}
     v = api.verify(path, "256K", xip=True)
     assert v["pass"], v
+    if int8:  # at 32K its depthwise convs run as channel groups: the output bytes are the untiled plan's
+        small = api.compile_model(path, "32K", xip=True, prepared=prep)
+        assert {g["cause"] for g in small.analysis.json["weight_groups"]} == {"activations"}
+        whole = api.compile_model(path, "16M", xip=True, prepared=prep)
+        assert len(whole.analysis.plan.units) == 1
+        x = api.random_inputs(prep, seed=5)
+        a, b = api.run_plan(small.plan_bytes, x), api.run_plan(whole.plan_bytes, x)
+        assert a.fast_peak <= 32 * 1024
+        for name in a.outputs:
+            assert a.outputs[name].tobytes() == b.outputs[name].tobytes()
     if not int8:  # the minimum analyze reports (with groups) is far below, and compiles
         low = api.analyze(path, "16K", xip=True, prepared=prep, tradeoff=False, emit=False, groups_advice=True)
         m = low.json["min_fast_budget_bytes"]
