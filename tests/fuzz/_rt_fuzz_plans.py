@@ -49,6 +49,11 @@ def _cached() -> tuple[bytes, ...]:
     for int8, xip, comp in ((True, False, "none"), (False, True, "none"), (True, False, "lz4")):
         g = C.chain(layers, int8, 9, 13, 4, 0)
         out.append(C.emit_cols(g, C.lower_all(g), 2, 3, xip=xip, compression=comp)[0])
+    # Column tiles ending in a GlobalAveragePool that accumulates over the grid (unit flags COLS and ACCUM).
+    g = C.chain([("conv", 3, 1, 1, 1), ("dw", 3, 1, 1, 1), ("gap",)], True, 12, 17, 8, 0)
+    _u, whole = P.compile_graph(g, 1 << 22)
+    out.append(P.compile_graph(g, whole.unscheduled_peak // 3, xip=True, col_tiles=True, force_cols=3,
+                               layouts={})[0])
     out += _model_plans()
     return tuple(out)
 
