@@ -64,9 +64,9 @@ def images(harness, kws_plan, board_objs, tmp_path_factory):
 # (ArgMax/TopK/NonMaxSuppression) families, the requantizing int8 Transpose, per-element quantize, the tap-table
 # Resize, the Pad modes, any-shape PRelu slopes, the FPU float conv/dwconv/fc blocks, about 1.9 KiB, the rolling
 # units' line-buffer moves and loader checks, about 1.1 KiB, and the COLS units' strided band copies, band-relative
-# parameters and loader checks, about 1.4 KiB, and the in-place depthwise pieces, about 0.5 KiB); its
-# bound is the measured figure plus a small margin, so growth fails.
-EVERY_KERNEL_BOUND = 52.25 * KIB
+# parameters and loader checks (accumulating grids included), about 1.5 KiB, and the in-place depthwise pieces, about
+# 0.5 KiB); its bound is the measured figure plus a small margin, so growth fails.
+EVERY_KERNEL_BOUND = 52.5 * KIB
 INT8_CNN_SUBSET_BOUND = 16 * KIB
 
 
