@@ -434,8 +434,10 @@ static int tgrs_check_io(const tgrs_plan *plan)
                     break;
                 }
             }
+            /* A COLS unit's buffers hold dense column bands, never the caller's full-layout bytes. */
             if (found == TGRS_NONE || tgrs_rd_u32(tgrs_placement(plan, found) + TGRS_PLACEMENT_OFF_OFFSET) != off ||
-                tgrs_rd_u32(tgrs_placement(plan, found) + TGRS_PLACEMENT_OFF_SIZE) < nbytes) {
+                tgrs_rd_u32(tgrs_placement(plan, found) + TGRS_PLACEMENT_OFF_SIZE) < nbytes ||
+                (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
                 return TGRS_ERR_IO;
             }
         }

@@ -458,3 +458,22 @@ def test_mobilenet_v2_int8_runs_below_its_row_floor(session_cls):
     want = api.run_plan(api.compile_model(path, "8M", xip=True, prepared=prep).plan_bytes, x)
     for name, y in got.outputs.items():
         np.testing.assert_array_equal(y, want.outputs[name])
+
+
+def test_a_cols_unit_is_no_fast_interface_home(session_cls):
+    """A caller writes an input's home (reads an output's) in the full layout, which a COLS unit's dense band
+    buffers are not: an interface record naming a COLS placement as its FAST home is refused (TGRS_ERR_IO)."""
+    Session, PlanError = session_cls
+    g = C.chain(CHAINS["conv"], True, 9, 13, 4, 0)
+    base, _ = C.emit_cols(g, C.lower_all(g), 1, 1)  # one tile: every buffer holds its whole tensor
+    pf = read_plan(base)
+    px = next(p for p in pf.units[0].placements if pf.tensors[p.tensor].name == "x")
+    io = _section(base, F.SectionId.IO)
+    bad = _set(base, io + F.IO.offsets()["arena"], int(F.Arena.FAST))
+    bad = _set(bad, io + F.IO.offsets()["offset"], px.offset)
+    with pytest.raises(PlanFormatError) as py:
+        read_plan(bad)
+    assert py.value.status == "ERR_IO"
+    with pytest.raises(PlanError) as c:
+        Session(bad)
+    assert c.value.name == "TGRS_ERR_IO"

@@ -660,6 +660,8 @@ def _check_io(
             home = next((place_raw[j] for j in range(pf, pf + pc) if place_raw[j]["tensor"] == root.index), None)
             if home is None or home["offset"] != off or home["size"] < t.nbytes:
                 raise _fail("ERR_IO", f"{what} ({ioname}): fast offset {off} is not the tensor's placement")
+            if int(u["flags"]) & F.UnitFlag.COLS:  # its buffers hold dense column bands, not the caller's bytes
+                raise _fail("ERR_IO", f"{what} ({ioname}): a fast interface home in a column-split unit")
             limit = fast_arena
         if off > limit or t.nbytes > limit - off:
             raise _fail("ERR_ARENA_BOUNDS", f"{what} ({ioname}): {off}+{t.nbytes} outside its arena")
