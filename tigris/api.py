@@ -225,10 +225,19 @@ def _plan_kwargs(prep: Prepared, xip: bool, recompute_weight: float = 0.0) -> di
             "col_tiles": prep.col_tiles}
 
 
-def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weight: float = 0.0) -> PlanResult:
+def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weight: float = 0.0,
+          feasibility: bool = False) -> PlanResult:
+    """The plan at these budgets; ``feasibility``: only whether one exists (``tigris.plan.plan``: the same NoFit, a
+    Fit that is *a* plan, not the chosen one), for probes that ask nothing else."""
     from tigris.plan import plan
 
-    return plan(prep.graph, fast, slow, **_plan_kwargs(prep, xip, recompute_weight))
+    return plan(prep.graph, fast, slow, feasibility=feasibility and CHEAP_PROBES,
+                **_plan_kwargs(prep, xip, recompute_weight))
+
+
+# The group searches' shortcuts (feasibility probes, the split attempt's early refusal): they change no answer, and
+# tests/passes/test_channel_groups.py checks that by turning them off
+CHEAP_PROBES = True
 
 
 def _fits(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weight: float = 0.0) -> bool:
@@ -286,7 +295,8 @@ def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: 
     own probe of that budget when it made one)."""
     if budget <= 16:
         return None
-    res = (failed or {}).get(budget - 16) or _plan(prep, budget - 16, slow, xip, weight)
+    # (a feasibility probe refuses exactly as the full plan does, and only the refusal is asked for)
+    res = (failed or {}).get(budget - 16) or _plan(prep, budget - 16, slow, xip, weight, feasibility=True)
     if not isinstance(res, NoFit) or res.op is None:
         return None
     return {"stage": res.stage, "op": res.op, "op_type": res.op_type, "need_bytes": res.need_bytes,
@@ -298,7 +308,7 @@ MAX_SPLIT_ROUNDS = 8  # re-plans _split_weights may make before it gives up
 
 def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float, res: PlanResult,
                    max_plans: int = MAX_SPLIT_ROUNDS, detail: dict[str, Any] | None = None,
-                   ) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
+                   feasibility: bool = False) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
     """Weight and channel groups (docs/memory-planning.md "Weights that do not fit", "Channel groups"): when a plan
     does not fit because single ops need more fast memory than the budget even as units of their own, split those
     ops into channel groups (``tigris.passes.weight_split``) and plan again.
@@ -315,7 +325,9 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     Returns the prepared graph the plan is for, the plan result and one record per split op; the input prepared
     graph and result unchanged when no split fits, so a model that fits without groups keeps exactly its plan (the
     split is tried only after a NoFit). ``detail`` receives the last split graph planned and its result
-    (``prepared``, ``result``), also when it did not fit, for the minimum-budget search.
+    (``prepared``, ``result``), also when it did not fit, for the minimum-budget search. ``feasibility`` plans each
+    split graph as a feasibility probe (the same refusals; a Fit that is only *a* plan): for the searches, which ask
+    only whether a budget compiles.
     """
     from tigris.ops import lower
     from tigris.passes.weight_split import max_groups, split_op, splittable
@@ -379,7 +391,28 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
 
     from tigris.passes.weight_split import channel_step, output_channels
 
+    def can_grow(i: int) -> bool:
+        """Whether the first ``grow_any`` of op ``i`` succeeds (nothing is split yet), without its bisection over
+        group sizes: ``grow`` succeeds when its guards pass, ``grow_channels`` when one channel step's group and the
+        joining Concat fit (the bisection then always finds a count)."""
+        op = g0.ops[i]
+        w_cur = dep(prep.lowered[i])
+        if not (xip or w_cur == 0 or fast - (bounds[i] - w_cur) <= 0 or splittable(g0, op) is not None) \
+                and max_groups(g0, op) > 1:
+            return True
+        if splittable(g0, op, channels=True) is not None or max_groups(g0, op) < 2 or joining_need(g0, op) > fast:
+            return False
+        units = output_channels(g0, op)
+        return group_need(g0, op, min(channel_step(g0, op), units), prep, xip, weight) <= fast
+
     bounds = op_lower_bounds(g0, **_plan_kwargs(prep, xip, weight))
+    # every op over the budget must be one a split helps, else the attempt gives up at the first that is not: find
+    # that op before any bisection over group sizes (the answer and the op named are the loop's below)
+    for i, op in enumerate(g0.ops):
+        if CHEAP_PROBES and bounds[i] > fast and not can_grow(i):
+            if detail is not None:
+                detail["need_bytes"] = bounds[i]
+            return prep, res, []
     for i, op in enumerate(g0.ops):
         if bounds[i] > fast and not grow_any(op.name, bounds[i], dep(prep.lowered[i])):
             if detail is not None:
@@ -435,7 +468,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             if max_plans <= 0:
                 break
             max_plans -= 1
-            cur_res = _plan(cur, fast, slow, xip, weight)
+            cur_res = _plan(cur, fast, slow, xip, weight, feasibility)
             if detail is not None:
                 detail.update(prepared=cur, result=cur_res)
         if not isinstance(cur_res, NoFit) or cur_res.op is None or cur_res.cause not in ("one_row", "untileable"):
@@ -519,11 +552,11 @@ def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: flo
     def probe(budget: int) -> tuple[PlanResult, int]:
         """What analyze gets at ``budget``: the plan, else the split graph's refusal, and the bytes that refusal
         says an op needs."""
-        res = _plan(prep, budget, slow, xip, weight)
+        res = _plan(prep, budget, slow, xip, weight, feasibility=True)
         if not isinstance(res, NoFit):
             return res, 0
         d: dict[str, Any] = {}
-        res = _split_weights(prep, budget, slow, xip, weight, res, detail=d)[1]
+        res = _split_weights(prep, budget, slow, xip, weight, res, detail=d, feasibility=True)[1]
         if isinstance(res, NoFit) and isinstance(d.get("result"), NoFit):
             res = d["result"]  # what the split graph's plan refuses on, not the unsplit op split away
             sub = next((o for o in d["prepared"].graph.ops if o.name == res.op), None)
@@ -597,10 +630,10 @@ def _groups_budget(prep: Prepared, slow: int | None, weight: float, upper: int) 
     for _ in range(GROUP_LADDER):
         if budget >= upper:
             return None
-        res = _plan(prep, budget, slow, False, weight)
+        res = _plan(prep, budget, slow, False, weight, feasibility=True)
         if not isinstance(res, NoFit):
             return None  # fits without groups below the minimum: the search's answer stands
-        _, res, groups = _split_weights(prep, budget, slow, False, weight, res, max_plans=1)
+        _, res, groups = _split_weights(prep, budget, slow, False, weight, res, max_plans=1, feasibility=True)
         if groups and not isinstance(res, NoFit):
             return budget
         budget = align_up(int(budget * 1.25), 16)

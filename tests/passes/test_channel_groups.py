@@ -242,3 +242,39 @@ def test_depthwise_split_reference_property(tmp_path_factory, int8, c, h, k, dil
         assert a.tobytes() == b.tobytes()
     else:
         assert np.max(np.abs(a - b)) <= 1e-5 * max(1.0, float(np.abs(a).max()))
+
+
+def _advice(path: Path, budget: str, xip: bool) -> dict:
+    """What analyze reports about a budget that does not fit (the minima, the op limiting them, the groups)."""
+    a = api.analyze(path, budget, xip=xip, tradeoff=False, emit=False, groups_advice=True)
+    assert not a.fits
+    keep = ("min_fast_budget_bytes", "min_fast_budget_without_groups_bytes", "min_fast_budget_xip_bytes",
+            "limiting_op", "failed_op", "weight_groups_budget_bytes", "weight_groups")
+    return {k: a.json.get(k) for k in keep}
+
+
+def _same_without_shortcuts(monkeypatch, path: Path, budget: str, xip: bool) -> None:
+    fast = _advice(path, budget, xip)
+    monkeypatch.setattr(api, "CHEAP_PROBES", False)  # full plans in the searches, no early refusal of a split
+    slow = _advice(path, budget, xip)
+    monkeypatch.setattr(api, "CHEAP_PROBES", True)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("xip", [False, True], ids=["copied", "xip"])
+def test_group_searches_shortcuts_change_no_answer(tmp_path, monkeypatch, xip):
+    """The group searches' shortcuts (feasibility probes, the split attempt refusing before any bisection when an
+    op over the budget is one no split helps) report the same minima, limiting op and groups as full plans do."""
+    path = _paths(tmp_path, _dw_model(96, 12, 5, 2, 1, seed=7), False)
+    for budget in ("1K", "6K"):
+        _same_without_shortcuts(monkeypatch, path, budget, xip)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name,budget", [("mlperf_tiny/vww_mbv1_025_96_int8.onnx", "2224"),
+                                         ("mlperf_tiny/kws_dscnn_int8.onnx", "4032"),
+                                         ("torchvision/mobilenet_v2_035_96_int8.onnx", "2K")])
+def test_group_searches_shortcuts_change_no_answer_shared(monkeypatch, name, budget):
+    from tigris_testing import shared_model
+
+    _same_without_shortcuts(monkeypatch, shared_model(name), budget, False)
