@@ -137,6 +137,7 @@
 #define TGRS_ERR_TARGET (-46)                            /* weights arranged for another target than this runtime's */
 #define TGRS_ERR_TILE_COLS (-47)                         /* tile column band outside the tensor, the buffer capacity or the op's window */
 #define TGRS_ERR_COLS_OP (-48)                           /* op not allowed in a column-split unit (its kind, or an alias operand) */
+#define TGRS_ERR_SCRATCH_OVERLAP (-49)                   /* an op's scratch overlaps the buffer of one of its operands */
 
 /* ---- op kinds, parameter and const slot indices ---- */
 #define TGRS_OP_CONV 1u
@@ -901,6 +902,7 @@ static inline const char *tgrs_status_str(int status)
     case TGRS_ERR_TARGET: return "weights arranged for another target than this runtime's";
     case TGRS_ERR_TILE_COLS: return "tile column band outside the tensor, the buffer capacity or the op's window";
     case TGRS_ERR_COLS_OP: return "op not allowed in a column-split unit (its kind, or an alias operand)";
+    case TGRS_ERR_SCRATCH_OVERLAP: return "an op's scratch overlaps the buffer of one of its operands";
     default: return "unknown status";
     }
 }

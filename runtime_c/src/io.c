@@ -150,6 +150,7 @@ const char *tgrs_status_name(int code)
         TGRS_NAME(TGRS_ERR_TARGET)
         TGRS_NAME(TGRS_ERR_TILE_COLS)
         TGRS_NAME(TGRS_ERR_COLS_OP)
+        TGRS_NAME(TGRS_ERR_SCRATCH_OVERLAP)
     default:
         return "TGRS_ERR_UNKNOWN";
     }

@@ -900,6 +900,21 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
             !tgrs_fits(s_off, s_size, plan->fast_arena)) {
             return TGRS_ERR_ARENA_BOUNDS;
         }
+        if (s_size != 0u) {
+            /* A kernel copies into its scratch from its operands (im2col, widened weights): the two never share
+               bytes, so no copy ever overlaps. Sums stay below 2^33 in 64 bits. */
+            uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+            uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+            for (k = 0; k <= n_in; ++k) {
+                uint32_t t = tgrs_rd_u32(r + (k < n_in ? TGRS_OP_OFF_INPUTS + 4u * k : TGRS_OP_OFF_OUTPUT));
+                const uint8_t *pr = tgrs_placement(plan, tgrs_find_placement(plan, pf, pc, tgrs_root(plan, t)));
+                uint64_t p_off = tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET);
+                uint64_t p_end = p_off + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE);
+                if (p_off < (uint64_t)s_off + s_size && s_off < p_end) {
+                    return TGRS_ERR_SCRATCH_OVERLAP;
+                }
+            }
+        }
     }
     if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u) {
         int rc = tgrs_check_accumulate(plan, u);

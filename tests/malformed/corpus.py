@@ -130,6 +130,11 @@ def _dw_pieces_plan(d: Path, mutate: str) -> str:
     rec = ops + k * TF.OP.size
     if mutate == "stall":  # one row of temporary: at stride 1 row j must wait for row j + 1, so the schedule stalls
         struct.pack_into("<i", data, rec + 40 + 4 * kind("dwconv").PARAMS.index("ip_rows"), 1)
+    elif mutate == "overlap":  # the scratch moved onto the depthwise conv's own output buffer (same size)
+        plan = read_plan(bytes(data))
+        out = plan.tensors[plan.ops[k].output].root
+        home = next(pl for pl in plan.units[plan.unit_of_op(k)].placements if pl.tensor == out)
+        struct.pack_into("<I", data, rec + TF.OP.offsets()["scratch_off"], home.offset)
     else:  # a scratch smaller than the two-row temporary
         struct.pack_into("<I", data, rec + 172, 16)
     (d / "w.tgrs").write_bytes(seal(data))
@@ -318,6 +323,11 @@ CASES: list[Case] = [
                                               "--output", "o.npz"], 2, "TGRS_ERR_PARAM"),
     Case("dw-in-place-small-scratch-inspect", lambda d: ["inspect", _dw_pieces_plan(d, "scratch")], 2,
          "TGRS_ERR_SCRATCH"),
+    Case("scratch-over-an-operand-inspect", lambda d: ["inspect", _dw_pieces_plan(d, "overlap")], 2,
+         "TGRS_ERR_SCRATCH_OVERLAP"),
+    Case("scratch-over-an-operand-run", lambda d: ["run", _dw_pieces_plan(d, "overlap"), "--input",
+                                                   f"x={_npy(d, 'x.npy', np.zeros((1, 1, 12, 12), np.int8))}",
+                                                   "--output", "o.npz"], 2, "TGRS_ERR_SCRATCH_OVERLAP"),
     Case("plan-garbage-inspect", lambda d: ["inspect", (d / "p.tgrs").write_bytes(b"TGRS" + b"\xff" * 60) and "p.tgrs"],
          2, "p.tgrs"),
     Case("codegen-garbage-plan", lambda d: ["codegen", (d / "p.tgrs").write_bytes(b"TGRS" + b"\0" * 60) and "p.tgrs",

@@ -581,6 +581,7 @@ STATUS: tuple[Status, ...] = (
     Status("ERR_TARGET", -46, "weights arranged for another target than this runtime's"),
     Status("ERR_TILE_COLS", -47, "tile column band outside the tensor, the buffer capacity or the op's window"),
     Status("ERR_COLS_OP", -48, "op not allowed in a column-split unit (its kind, or an alias operand)"),
+    Status("ERR_SCRATCH_OVERLAP", -49, "an op's scratch overlaps the buffer of one of its operands"),
 )
 
 STATUS_BY_NAME = {s.name: s for s in STATUS}

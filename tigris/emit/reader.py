@@ -906,6 +906,14 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
                 or ss > fast_arena - so
             ):
                 raise _fail("ERR_ARENA_BOUNDS", f"{what}: scratch {so}+{ss} outside the fast arena")
+            if ss:
+                # Kernels copy from their operands into their scratch (im2col, widened weights): never shared bytes.
+                homes = {pl.tensor: pl for pl in u.placements}
+                for x in (*tins, int(o["output"])):
+                    pl = homes[tensors[x].root]
+                    if pl.offset < so + ss and so < pl.offset + pl.size:
+                        raise _fail("ERR_SCRATCH_OVERLAP", f"{what} ({op_name}): scratch {so}+{ss} overlaps the "
+                                                           f"buffer of {tensors[x].name} at {pl.offset}+{pl.size}")
             ops.append(
                 OpInfo(
                     k, kname, kid, tins, int(o["output"]), int(o["ir_index"]), op_name,
