@@ -41,3 +41,14 @@ def test_package_data_ships_every_runtime_source():
         rel = "_runtime_c/" + p.relative_to(rt).as_posix()
         # setuptools globs: '*' stays within one folder.
         assert any(re.fullmatch(re.escape(pat).replace(r"\*", "[^/]*"), rel) for pat in patterns), rel
+
+
+def test_test_modules_outside_packages_have_unique_names():
+    # pytest imports a test file outside a package by its basename, so two such files with one name stop the whole
+    # run at collection ("import file mismatch"), which running one file at a time never shows.
+    seen: dict[str, Path] = {}
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        if (path.parent / "__init__.py").exists():
+            continue
+        other = seen.setdefault(path.name, path)
+        assert other == path, f"{path.relative_to(REPO)} and {other.relative_to(REPO)} share a module name"
