@@ -252,54 +252,38 @@ def generate() -> str:
     ]
     for name, code in (("NONE", 0), ("PIXEL", 1), ("WINDOW", 2)):
         L.append(_define(f"TGRS_COLS_{name}", f"{code}"))
-    L += [
-        "static inline int tgrs_op_cols_class(uint32_t kind)",
-        "{",
-        "    switch (kind) {",
-    ]
-    for (kname, _p, _c), (code, _w, _d, _z) in zip(tables, cols):
-        if code:
-            L.append(f"    case TGRS_OP_{_macro(kname)}: return {code};")
-    L += ["    default: return TGRS_COLS_NONE;", "    }", "}", ""]
+    def kind_switch(comment: list[str], signature: str, cases: list[tuple[str, str]], default: str) -> list[str]:
+        """A `switch (kind)` function returning one value per listed kind (`cases`: kind name, what follows
+        `return `)."""
+        return [*comment, signature, "{", "    switch (kind) {",
+                *(f"    case TGRS_OP_{_macro(k)}: return {v}" for k, v in cases),
+                f"    default: return {default};", "    }", "}", ""]
+
+    def packed(slots, plus: int) -> str:
+        """Param slots packed 5 bits each (slot + plus), with the slots in a comment."""
+        return f"{sum((s + plus) << (5 * j) for j, s in enumerate(slots))}u; /* slots {', '.join(map(str, slots))} */"
+
+    named = [(kname, col) for (kname, _p, _c), col in zip(tables, cols)]
+    L += kind_switch([], "static inline int tgrs_op_cols_class(uint32_t kind)",
+                     [(k, f"{c[0]};") for k, c in named if c[0]], "TGRS_COLS_NONE")
     # Slots are < 32 (MAX_PARAMS), so each packs into 5 bits: one table lookup instead of a switch per slot.
     assert MAX_PARAMS <= 31
-    L += [
-        "/* The param slots of a WINDOW kind's window along W, packed 5 bits each: kw | sw << 5 | dw << 10 | pl << 15 |",
-        "   pr << 20 (TGRS_COL_SLOT(packed, i) is slot i); 0 for other kinds. */",
-        "#define TGRS_COL_SLOT(packed, i) ((int)(((packed) >> (5u * (uint32_t)(i))) & 31u))",
+    L += kind_switch(
+        ["/* The param slots of a WINDOW kind's window along W, packed 5 bits each: kw | sw << 5 | dw << 10 | pl << 15 |",
+         "   pr << 20 (TGRS_COL_SLOT(packed, i) is slot i); 0 for other kinds. */",
+         "#define TGRS_COL_SLOT(packed, i) ((int)(((packed) >> (5u * (uint32_t)(i))) & 31u))"],
         "static inline uint32_t tgrs_op_col_window(uint32_t kind)",
-        "{",
-        "    switch (kind) {",
-    ]
-    for (kname, _p, _c), (code, win, _d, _z) in zip(tables, cols):
-        if win:
-            packed = sum(s << (5 * j) for j, s in enumerate(win))
-            L.append(f"    case TGRS_OP_{_macro(kname)}: return {packed}u; /* slots {', '.join(map(str, win))} */")
-    L += ["    default: return 0u;", "    }", "}", ""]
-    L += [
-        "/* The W extents a PIXEL kind states (an operand's dims[2]), which take a band's cols when they equal the",
-        "   output's full W (> 1): their param slots plus one, packed 5 bits each, 0 after the last. */",
+        [(k, packed(c[1], 0)) for k, c in named if c[1]], "0u")
+    L += kind_switch(
+        ["/* The W extents a PIXEL kind states (an operand's dims[2]), which take a band's cols when they equal the",
+         "   output's full W (> 1): their param slots plus one, packed 5 bits each, 0 after the last. */"],
         "static inline uint32_t tgrs_op_col_dims(uint32_t kind)",
-        "{",
-        "    switch (kind) {",
-    ]
-    for (kname, _p, _c), (code, _w, dims, _z) in zip(tables, cols):
-        if dims:
-            packed = sum((s + 1) << (5 * j) for j, s in enumerate(dims))
-            L.append(f"    case TGRS_OP_{_macro(kname)}: return {packed}u; /* slots {', '.join(map(str, dims))} */")
-    L += ["    default: return 0u;", "    }", "}", ""]
-    L += [
-        "/* The parameters that must be 0 for a PIXEL kind's op in a COLS unit (a table indexed by the full tensor's",
-        "   column): their slots plus one, packed 5 bits each, 0 after the last. */",
+        [(k, packed(c[2], 1)) for k, c in named if c[2]], "0u")
+    L += kind_switch(
+        ["/* The parameters that must be 0 for a PIXEL kind's op in a COLS unit (a table indexed by the full tensor's",
+         "   column): their slots plus one, packed 5 bits each, 0 after the last. */"],
         "static inline uint32_t tgrs_op_col_zero(uint32_t kind)",
-        "{",
-        "    switch (kind) {",
-    ]
-    for (kname, _p, _c), (code, _w, _d, zero) in zip(tables, cols):
-        if zero:
-            packed = sum((s + 1) << (5 * j) for j, s in enumerate(zero))
-            L.append(f"    case TGRS_OP_{_macro(kname)}: return {packed}u; /* slots {', '.join(map(str, zero))} */")
-    L += ["    default: return 0u;", "    }", "}", ""]
+        [(k, packed(c[3], 1)) for k, c in named if c[3]], "0u")
     kind_macro = {kname: f"TGRS_OP_{_macro(kname)}" for kname, _p, _c in tables}
     L += [
         "/* The target (TGRS_TARGET_*) whose runtime reads weight arrangement `arrange`, and the kind (TGRS_OP_*) it",
