@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+from cm_fixtures import assert_feature_off_refuses, board_objs, harness, run_plan  # noqa: F401  (fixtures)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 
@@ -45,37 +45,15 @@ def _plans():
 def test_cols_plans_on_qemu_match_host(harness, board_objs, tmp_path, board):
     plans, x, want = _plans()
     for label, plan in plans.items():
-        d = tmp_path / label
-        d.mkdir()
-        elf = harness.build_plan_app(plan, board, d / "fw", obj_dir=board_objs[board] / "cols")
-        (d / "in0.bin").write_bytes(x)
-        r = harness.run(board, elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=300)
-        assert r.returncode == harness.EXIT_OK, r.console
-        assert (d / "out0.bin").read_bytes() == want, f"{label} on {board}"
+        assert run_plan(harness, board_objs, tmp_path / label, plan, board, x, "cols") == want, f"{label} on {board}"
 
 
 def test_no_cols_firmware_refuses_a_cols_plan(harness, board_objs, tmp_path):
     """The generated file of a COLS plan stops a -DTGRS_NO_COLS build; with that guard skipped, such a runtime
     refuses the plan at init (TGRS_ERR_UNSUPPORTED) instead of running it."""
-    from tigris.codegen import generate_c
-
     plans, x, _ = _plans()
-    plan = plans["planner"]
-    with pytest.raises(harness.BuildError, match="COLS"):
-        harness.build_plan_app(plan, "mps2-an386", tmp_path / "guard", obj_dir=board_objs["mps2-an386"] / "nocols",
-                               cflags="-DTGRS_NO_COLS")
-    c_src, header = generate_c(plan, "model", "app")
-    c_src = c_src.replace("#if defined(TGRS_NO_COLS)", "#if 0")  # the guard skipped: the loader must refuse
-    d = tmp_path / "nocols"
-    d.mkdir()
-    (d / "model.c").write_text(c_src)
-    (d / "model.h").write_text(header)
-    elf = harness.build("mps2-an386", d / "build", model_c=d / "model.c", obj_dir=board_objs["mps2-an386"] / "nocols",
-                        cflags="-DTGRS_NO_COLS")
-    (d / "in0.bin").write_bytes(x)
-    r = harness.run("mps2-an386", elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=120)
-    assert r.returncode == harness.EXIT_RUNTIME, r.console
-    assert "TGRS_ERR_UNSUPPORTED" in r.console, r.console
+    assert_feature_off_refuses(harness, board_objs, tmp_path, plans["planner"], x, "TGRS_NO_COLS", "nocols",
+                               build_match="COLS")
 
 
 @pytest.mark.shared
@@ -98,10 +76,8 @@ def test_mobilenet_v2_int8_cols_plan_on_qemu_matches_host(harness, board_objs, t
     s = Session(data)
     host = s.run(inputs)
     untiled = Session(api.compile_model(path, "8M", xip=True, prepared=prep).plan_bytes).run(inputs)
-    elf = harness.build_plan_app(data, board, tmp_path / "fw", obj_dir=board_objs[board] / "cols")
-    (tmp_path / "in0.bin").write_bytes(s._to_caller(s.inputs[0], inputs[s.inputs[0].name]))
-    r = harness.run(board, elf, ["in0.bin", "out0.bin"], cwd=tmp_path, timeout_s=900)
-    assert r.returncode == harness.EXIT_OK, r.console
+    got = run_plan(harness, board_objs, tmp_path, data, board, s._to_caller(s.inputs[0], inputs[s.inputs[0].name]),
+                   "cols", timeout_s=900)
     name = s.outputs[0].name
-    assert (tmp_path / "out0.bin").read_bytes() == s._to_caller(s.outputs[0], host.outputs[name]) == \
+    assert got == s._to_caller(s.outputs[0], host.outputs[name]) == \
         s._to_caller(s.outputs[0], untiled.outputs[name])

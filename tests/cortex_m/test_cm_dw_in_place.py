@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+from cm_fixtures import assert_feature_off_refuses, board_objs, harness, run_plan  # noqa: F401  (fixtures)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 
@@ -57,31 +57,10 @@ def op_slot() -> int:
 @pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
 def test_dw_in_place_plans_on_qemu_match_host(harness, board_objs, tmp_path, board):
     for n, (plan, x, want) in enumerate(_plans()):
-        d = tmp_path / f"p{n}"
-        d.mkdir()
-        elf = harness.build_plan_app(plan, board, d / "fw", obj_dir=board_objs[board] / "dwip")
-        (d / "in0.bin").write_bytes(x)
-        r = harness.run(board, elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=300)
-        assert r.returncode == harness.EXIT_OK, r.console
-        assert (d / "out0.bin").read_bytes() == want, f"plan {n} on {board}"
+        assert run_plan(harness, board_objs, tmp_path / f"p{n}", plan, board, x, "dwip") == want, f"plan {n} on {board}"
 
 
 def test_no_dw_pieces_firmware_refuses_the_plan(harness, board_objs, tmp_path):
-    from tigris.codegen import generate_c
-
     plan, x, _ = _plans()[0]
-    with pytest.raises(harness.BuildError, match="DW_PIECES"):
-        harness.build_plan_app(plan, "mps2-an386", tmp_path / "guard", obj_dir=board_objs["mps2-an386"] / "nodwip",
-                               cflags="-DTGRS_NO_DW_PIECES")
-    c_src, header = generate_c(plan, "model", "app")
-    c_src = c_src.replace("#if defined(TGRS_NO_DW_PIECES)", "#if 0")  # the guard skipped: the loader must refuse
-    d = tmp_path / "nodwip"
-    d.mkdir()
-    (d / "model.c").write_text(c_src)
-    (d / "model.h").write_text(header)
-    elf = harness.build("mps2-an386", d / "build", model_c=d / "model.c", obj_dir=board_objs["mps2-an386"] / "nodwip",
-                        cflags="-DTGRS_NO_DW_PIECES")
-    (d / "in0.bin").write_bytes(x)
-    r = harness.run("mps2-an386", elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=120)
-    assert r.returncode == harness.EXIT_RUNTIME, r.console
-    assert "TGRS_ERR_UNSUPPORTED" in r.console, r.console
+    assert_feature_off_refuses(harness, board_objs, tmp_path, plan, x, "TGRS_NO_DW_PIECES", "nodwip",
+                               build_match="DW_PIECES")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+from cm_fixtures import assert_feature_off_refuses, board_objs, harness, run_plan  # noqa: F401  (fixtures)
 
 TEST_MODELS_DIR = Path(__file__).resolve().parents[1] / "models"  # small models kept in the repository
 
@@ -160,34 +160,19 @@ def test_no_rolling_firmware_refuses_a_rolling_plan(harness, board_objs, tmp_pat
     # A -DTGRS_NO_ROLLING build must not run a plan that carries halo rows: the generated file stops the build, and
     # a runtime built that way whose firmware skips that guard (a plan swapped in later) refuses it at init.
     from tigris import api
-    from tigris.codegen import generate_c
     from tigris.emit.reader import read_plan
     from tigris.host import Session
 
     plan = api.compile_model(str(TEST_MODELS_DIR / "kws_dscnn_int8.onnx"), "16K").plan_bytes
     assert any(u.rolling for u in read_plan(plan).units)
-    with pytest.raises(harness.BuildError, match="ROLLING"):
-        harness.build_plan_app(plan, "mps2-an386", tmp_path / "guard", obj_dir=board_objs["mps2-an386"] / "size-nr",
-                               opt="-Os", cflags=harness.SUBSET_CFLAGS)
     prep = api.prepare(str(TEST_MODELS_DIR / "kws_dscnn_int8.onnx"))
     s = Session(plan)
     inputs = api.random_inputs(prep, seed=1)
     host = s.run(inputs)
-    (tmp_path / "in0.bin").write_bytes(s._to_caller(s.inputs[0], inputs[s.inputs[0].name]))
-    c_src, header = generate_c(plan, "model", "app")
-    c_src = c_src.replace("#if defined(TGRS_NO_ROLLING)", "#if 0")  # the guard skipped: the loader must refuse
-    for cflags, ok in ((harness.SUBSET_CFLAGS, False), (harness.INT8_ONLY_CFLAGS, True)):
-        d = tmp_path / ("rolling" if ok else "norolling")
-        d.mkdir()
-        (d / "model.c").write_text(c_src)
-        (d / "model.h").write_text(header)
-        elf = harness.build("mps2-an386", d / "build", model_c=d / "model.c",
-                            obj_dir=board_objs["mps2-an386"] / ("size-r" if ok else "size-nr"), opt="-Os",
-                            cflags=cflags)
-        r = harness.run("mps2-an386", elf, ["in0.bin", "out0.bin"], cwd=tmp_path, timeout_s=300)
-        if ok:  # the same plan on a build with halo reuse: the host's bytes
-            assert r.returncode == harness.EXIT_OK, r.console
-            assert (tmp_path / "out0.bin").read_bytes() == s._to_caller(s.outputs[0], host.outputs[s.outputs[0].name])
-        else:
-            assert r.returncode == harness.EXIT_RUNTIME, r.console
-            assert "TGRS_ERR_UNSUPPORTED" in r.console, r.console
+    x = s._to_caller(s.inputs[0], inputs[s.inputs[0].name])
+    assert_feature_off_refuses(harness, board_objs, tmp_path / "norolling", plan, x, "TGRS_NO_ROLLING", "size-nr",
+                               build_match="ROLLING", opt="-Os", cflags=harness.SUBSET_CFLAGS)
+    # the same plan on a build with halo reuse: the host's bytes
+    got = run_plan(harness, board_objs, tmp_path / "rolling", plan, "mps2-an386", x, "size-r", opt="-Os",
+                   cflags=harness.INT8_ONLY_CFLAGS)
+    assert got == s._to_caller(s.outputs[0], host.outputs[s.outputs[0].name])

@@ -44,6 +44,51 @@ def compile_graph(graph: AnalyzedGraph, fast: int, *, xip: bool = False, compres
     return emit_plan(graph, plan, lowered, xip=xip, compression=compression), plan
 
 
+FLOAT_TOL = 1e-5  # float runs against the NumPy reference, relative to the output's magnitude
+
+
+def assert_close_to(got: np.ndarray, ref: np.ndarray, int8: bool) -> None:
+    """int8 outputs equal the reference's; float ones within FLOAT_TOL of its largest magnitude."""
+    if int8:
+        np.testing.assert_array_equal(got, ref)
+    else:
+        assert float(np.abs(got - ref).max()) <= FLOAT_TOL * max(1.0, float(np.abs(ref).max()))
+
+
+def run_and_compare(Session, graph: AnalyzedGraph, data: bytes, plan, other: bytes, int8: bool) -> None:
+    """The plan ``data`` (planned as ``plan``) is proven by the offset checker and, on two inputs, gives the NumPy
+    reference's output (``assert_close_to``), the same bytes as the plan ``other`` of the same graph, and a fast
+    high-water mark equal to the plan's peak. The graph's output is ``y``."""
+    from tigris.plan.check import check_plan
+    from tigris.reference import run_reference
+
+    assert check_plan(graph, plan) == []
+    for seed in (0, 1):
+        x = random_input(graph, seed)
+        res = Session(data).run(x)
+        got = res.outputs["y"]
+        assert_close_to(got, run_reference(graph, x)["y"], int8)
+        np.testing.assert_array_equal(got, Session(other).run(x).outputs["y"])
+        assert res.fast_peak == plan.fast_peak
+
+
+def assert_readers_refuse(Session, PlanError, mutants) -> int:
+    """Both readers (tigris.emit.reader and the C loader behind ``Session``) refuse every ``(what, data, code)``
+    mutant with the status ``code`` (e.g. "ERR_TILE_COLS"); returns how many were tried."""
+    from tigris.emit.reader import PlanFormatError, read_plan
+
+    seen = 0
+    for what, data, code in mutants:
+        with pytest.raises(PlanFormatError) as py:
+            read_plan(data)
+        assert py.value.status == code, what
+        with pytest.raises(PlanError) as c:
+            Session(data)
+        assert c.value.name == f"TGRS_{code}", what
+        seen += 1
+    return seen
+
+
 def _q(s: float, z: int) -> QuantParam:
     return QuantParam(np.array([s], np.float32), np.array([z], np.int64))
 

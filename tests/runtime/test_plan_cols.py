@@ -19,7 +19,7 @@ from tigris.plan.check import check_plan
 from tigris.plan.timeline import unscheduled_peak
 from tigris.plan.types import align_up
 
-FLOAT_TOL = 1e-5
+FLOAT_TOL = P.FLOAT_TOL
 
 CHAINS = {
     "conv-relu-dw-pw": [("conv", 3, 1, 1, 1), ("relu",), ("dw", 3, 2, 1, 1), ("conv", 1, 1, 1, 0)],

@@ -24,9 +24,8 @@ from tigris.ir import AnalyzedGraph, DoesNotFitError, Op, QuantParam, Tensor
 from tigris.ops import kind
 from tigris.plan import lifetime
 from tigris.plan.check import check_plan
-from tigris.reference import run_reference
 
-FLOAT_TOL = 1e-5
+FLOAT_TOL = P.FLOAT_TOL
 IP_SLOT = kind("dwconv").PARAMS.index("ip_rows")
 
 
@@ -79,20 +78,6 @@ def _plain(monkeypatch, g: AnalyzedGraph, fast: int, **kw):
         return P.compile_graph(g, fast, **kw)
 
 
-def _run_and_compare(Session, g: AnalyzedGraph, data: bytes, plan, other: bytes, int8: bool) -> None:
-    assert check_plan(g, plan) == []
-    for seed in (0, 1):
-        x = P.random_input(g, seed)
-        res = Session(data).run(x)
-        got, ref = res.outputs["y"], run_reference(g, x)["y"]
-        if int8:
-            np.testing.assert_array_equal(got, ref)
-        else:
-            assert float(np.abs(got - ref).max()) <= FLOAT_TOL * max(1.0, float(np.abs(ref).max()))
-        np.testing.assert_array_equal(got, Session(other).run(x).outputs["y"])
-        assert res.fast_peak == plan.fast_peak
-
-
 # (kernel, stride, pads top/left/bottom/right, channels: tails of the kernels' channel blocks, height)
 CASES = [
     (3, 1, (1, 1, 1, 1), 8, 12),
@@ -119,7 +104,7 @@ def test_untiled_dw_in_place_runs_like_the_plain_plan(session_cls, monkeypatch, 
     assert plain.units[0].in_place_rows == {} and plain.fast_peak > plan.fast_peak
     ops = read_plan(data).ops
     assert [op.params[IP_SLOT] for op in ops if op.kind == "dwconv"] == [unit.in_place_rows["d"]]
-    _run_and_compare(Session, g, data, plan, plain_data, int8)
+    P.run_and_compare(Session, g, data, plan, plain_data, int8)
 
 
 def test_temporary_rows_follow_the_window() -> None:
@@ -148,7 +133,7 @@ def test_tiled_dw_in_place_runs_like_the_untiled_plan(session_cls, monkeypatch, 
             seen |= any(u.tile_rows and u.in_place_rows for u in plan.units)
             for u in plan.units:
                 assert not any(x in u.rolling or y in u.rolling for y, x in u.in_place.items())
-            _run_and_compare(Session, g, data, plan, untiled, True)
+            P.run_and_compare(Session, g, data, plan, untiled, True)
     if not halo_reuse:
         assert seen, "no tiled unit ran a depthwise conv in place"
 

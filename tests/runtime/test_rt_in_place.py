@@ -15,9 +15,8 @@ from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
 from tigris.ops.binary import _Binary
 from tigris.ops.unary import Unary
 from tigris.plan.check import check_plan
-from tigris.reference import run_reference
 
-FLOAT_TOL = 1e-5
+FLOAT_TOL = P.FLOAT_TOL
 
 
 @pytest.fixture(scope="module")
@@ -69,20 +68,6 @@ def _without_in_place(monkeypatch, g: AnalyzedGraph, fast: int, **plan_kw):
         return P.compile_graph(g, fast, **plan_kw)
 
 
-def _run_and_compare(Session, g: AnalyzedGraph, data: bytes, plan, other: bytes, int8: bool) -> None:
-    assert check_plan(g, plan) == []
-    for seed in (0, 1):
-        x = P.random_input(g, seed)
-        res = Session(data).run(x)
-        got, ref = res.outputs["y"], run_reference(g, x)["y"]
-        if int8:
-            np.testing.assert_array_equal(got, ref)
-        else:
-            assert float(np.abs(got - ref).max()) <= FLOAT_TOL * max(1.0, float(np.abs(ref).max()))
-        np.testing.assert_array_equal(got, Session(other).run(x).outputs["y"])
-        assert res.fast_peak == plan.fast_peak
-
-
 @pytest.mark.parametrize("int8", [True, False], ids=["int8", "f32"])
 def test_in_place_residual_add_lowers_the_peak_and_runs_bit_exact(session_cls, monkeypatch, int8: bool) -> None:
     g = residual_graph(int8)
@@ -96,7 +81,7 @@ def test_in_place_residual_add_lowers_the_peak_and_runs_bit_exact(session_cls, m
     elem = 1 if int8 else 4
     assert before.unscheduled_peak - plan.unscheduled_peak == 8 * 12 * 12 * elem
     assert plan.fast_peak < before.fast_peak
-    _run_and_compare(session_cls, g, data, plan, before_data, int8)
+    P.run_and_compare(session_cls, g, data, plan, before_data, int8)
 
 
 def test_in_place_in_tiled_bands_runs_bit_exact(session_cls, monkeypatch) -> None:
@@ -113,10 +98,10 @@ def test_in_place_in_tiled_bands_runs_bit_exact(session_cls, monkeypatch) -> Non
         seen |= any(u.in_place for u in tiled)
         _, before = _without_in_place(monkeypatch, g, fast, halo_reuse=False)
         assert plan.fast_peak <= before.fast_peak
-        _run_and_compare(session_cls, g, data, plan, untiled, True)
+        P.run_and_compare(session_cls, g, data, plan, untiled, True)
         data, plan = P.compile_graph(g, fast)
         assert not any(x in u.rolling or y in u.rolling for u in plan.units for y, x in u.in_place.items())
-        _run_and_compare(session_cls, g, data, plan, untiled, True)
+        P.run_and_compare(session_cls, g, data, plan, untiled, True)
     assert seen, "no tiled unit ran an op in place"
 
 
