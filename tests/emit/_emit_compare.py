@@ -34,6 +34,8 @@ def assert_lossless(graph, plan, lowered, data: bytes, xip: bool, compression: s
         assert got.scratch == {i: p for i, p in want.scratch.items() if not lowered[i].alias}
         assert (got.stages, got.ops, got.reload, got.spill) == (want.stages, want.ops, want.reload, want.spill)
         assert (got.weight_bytes, got.peak_bytes) == ((0 if xip else want.weight_bytes), want.peak_bytes)
+        assert got.in_place == {r(y): r(x) for y, x in want.in_place.items()}
+        assert got.in_place_rows == {r(y): n for y, n in want.in_place_rows.items()}
         if want.tile_rows:
             assert got.tiles == want.tiles == len(want.tile_rows)
             for gt, wt in zip(got.tile_rows, want.tile_rows, strict=True):

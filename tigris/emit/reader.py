@@ -17,7 +17,7 @@ from tigris.emit import format as F
 from tigris.emit.weights import decompress_block, unshuffle_planes
 from tigris.ir import DTYPE_SIZE, TigrisError
 from tigris.layout import view_dims
-from tigris.ops import KINDS
+from tigris.ops import KINDS, kind
 from tigris.ops.base import DTYPE_CODES, MAX_CONSTS, MAX_INPUTS, MAX_PARAMS
 from tigris.plan.spatial import carried_rows
 from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan
@@ -276,6 +276,25 @@ class PlanFile:
         src = self.weights if self.xip else self.unit_images[self.unit_of_op(op)]
         return src[off : off + ln]
 
+    def _in_place_pairs(self, u, fast: dict[str, Placement]) -> tuple[dict[str, str], dict[str, int]]:
+        """The unit's in-place pairs (output -> the input whose home it takes) and the piecewise ones' temporary rows.
+        The format does not list them: an op's output and one of its inputs live at the same step, so in a proven
+        plan they share an offset only when the op runs in place; the op record's ``ip_rows`` marks the piecewise
+        ones."""
+        pairs, rows = {}, {}
+        for op in self.ops[u.op_first : u.op_first + u.op_count]:
+            k = kind(op.kind)
+            if not (k.in_place or k.piecewise_in_place):
+                continue
+            y = self.tensors[self.tensors[op.output].root].name
+            for i in op.inputs:
+                x = self.tensors[self.tensors[i].root].name
+                if x != y and x in fast and y in fast and fast[x].offset == fast[y].offset:
+                    pairs[y] = x
+                    if "ip_rows" in k.PARAMS and op.params[k.PARAMS.index("ip_rows")]:
+                        rows[y] = op.params[k.PARAMS.index("ip_rows")]
+        return pairs, rows
+
     def to_memory_plan(self) -> MemoryPlan:
         """The memory plan as the writer saw it, by tensor name (figures the format does not store stay default)."""
         name = [t.name for t in self.tensors]
@@ -305,6 +324,7 @@ class PlanFile:
                 n for prev, tile in zip(tile_rows, tile_rows[1:]) for n in tile
                 if n != acc_out and carried_rows(prev[n], tile[n])
             }) if u.rolling else []
+            in_place, in_place_rows = self._in_place_pairs(u, fast)
             units.append(
                 ExecUnit(
                     stages=list(u.stages), ops=list(u.ir_ops), reload=[name[i] for i in u.reload],
@@ -317,6 +337,7 @@ class PlanFile:
                     tile_cols=[
                         {name[p.tensor]: (c0, c0 + n) for p, (c0, n) in zip(u.placements, tile)} for tile in u.tile_cols
                     ],
+                    in_place=in_place, in_place_rows=in_place_rows,
                 )
             )
         return MemoryPlan(
