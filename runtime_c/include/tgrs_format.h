@@ -797,6 +797,7 @@ static inline int tgrs_op_cols_class(uint32_t kind)
     case TGRS_OP_DEQUANTIZE: return 1;
     case TGRS_OP_EWISE: return 1;
     case TGRS_OP_CAST: return 1;
+    case TGRS_OP_SLICE: return 1;
     default: return TGRS_COLS_NONE;
     }
 }
@@ -835,6 +836,7 @@ static inline uint32_t tgrs_op_col_zero(uint32_t kind)
     case TGRS_OP_PRELU: return 9u; /* slots 8 */
     case TGRS_OP_QUANTIZE: return 6u; /* slots 5 */
     case TGRS_OP_DEQUANTIZE: return 4u; /* slots 3 */
+    case TGRS_OP_SLICE: return 3u; /* slots 2 */
     default: return 0u;
     }
 }

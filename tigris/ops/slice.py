@@ -15,6 +15,10 @@ Tiling: pointwise. Along the row axis (view axis 1) output rows ``[a, b)`` read 
 ``START_1 + [a, b) * STEP_1`` (or the hull of ``IDX[a:b]``), which ``rows_needed`` states from the op's logical
 attributes (the row axis of an nhwc or nwc tensor is logical axis 2); a negative step or unsorted indices along the
 rows run untiled (``mixes_rows``).
+
+Column tiles (``COLS = "pixel"``, docs/format.md "COLS units"): a Slice or Gather that leaves W alone (start 0, step
+1, the input's width; a Gather along another axis) is per pixel, output column ``c`` reads input column ``c``; so the
+channel Slice of a depthwise conv's channel group runs on column bands. ``START2`` must be 0 there (``COL_ZERO``).
 """
 from __future__ import annotations
 
@@ -25,10 +29,11 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import ROW_LAYOUTS, tensor_view_dims
 from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes, requantize_even
-from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops.base import Lowered, OpKind, TensorView, cols_reason
 from tigris.ops.qmath import quantize_multiplier
 
 _ROW_AXIS = 2  # the logical axis an nhwc (N, C, H, W) or nwc (N, C, L) tensor stores along its view rows
+_COL_AXIS = 3  # the logical axis an nhwc tensor stores along its view columns (W)
 
 
 def _row_map(op: Op) -> tuple[int, int] | list[int] | None:
@@ -56,6 +61,18 @@ class Slice(OpKind):
     TILING = "pointwise"
     PARAMS = ("START0", "START1", "START2", "START3", "STEP0", "STEP1", "STEP2", "STEP3", "GAXIS", "MULT", "SHIFT")
     CONSTS = ("IDX",)
+    COLS = "pixel"
+    COL_ZERO = ("START2",)  # a band's column 0 is the output band's own first column
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        # per pixel when W is copied as it is: output column c reads input column c (every other axis as untiled)
+        a = op.attrs
+        if op.op_type == "Gather":
+            if int(a["axis"]) == _COL_AXIS:
+                return "Gather along W"
+        elif len(a.get("starts", ())) > _COL_AXIS and (int(a["starts"][_COL_AXIS]), int(a["steps"][_COL_AXIS])) != (0, 1):
+            return "Slice along W"
+        return cols_reason(graph, op, per_pixel=True)
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         if not op.attrs.get("normalized"):
