@@ -791,6 +791,7 @@ static inline int tgrs_op_cols_class(uint32_t kind)
     case TGRS_OP_AVGPOOL: return 2;
     case TGRS_OP_ADD: return 1;
     case TGRS_OP_MUL: return 1;
+    case TGRS_OP_CONCAT: return 1;
     case TGRS_OP_UNARY: return 1;
     case TGRS_OP_PRELU: return 1;
     case TGRS_OP_QUANTIZE: return 1;
@@ -837,6 +838,16 @@ static inline uint32_t tgrs_op_col_zero(uint32_t kind)
     case TGRS_OP_QUANTIZE: return 6u; /* slots 5 */
     case TGRS_OP_DEQUANTIZE: return 4u; /* slots 3 */
     case TGRS_OP_SLICE: return 3u; /* slots 2 */
+    default: return 0u;
+    }
+}
+
+/* The parameters of a PIXEL kind naming an axis of the {N, H, W, C} view that must not be W (2) in a COLS
+   unit (a Concat's axis): their slots plus one, packed 5 bits each, 0 after the last. */
+static inline uint32_t tgrs_op_col_axis(uint32_t kind)
+{
+    switch (kind) {
+    case TGRS_OP_CONCAT: return 1u; /* slots 0 */
     default: return 0u;
     }
 }

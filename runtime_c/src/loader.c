@@ -846,6 +846,11 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
                     return TGRS_ERR_COLS_OP; /* a table indexed by the full tensor's column */
                 }
             }
+            for (zero = tgrs_op_col_axis(kind); zero != 0u; zero >>= 5) {
+                if (tgrs_rd_i32(r + TGRS_OP_OFF_PARAMS + 4u * ((zero & 31u) - 1u)) == 2) {
+                    return TGRS_ERR_COLS_OP; /* along W: a band holds only some of the columns */
+                }
+            }
             for (k = 0; k < n_in; ++k) {
                 uint32_t t = tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k);
                 if (tgrs_root(plan, t) != t) {

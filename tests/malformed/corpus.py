@@ -108,6 +108,19 @@ def _cols_plan(d: Path, mutate: str) -> str:
     return "c.tgrs"
 
 
+def _cols_concat_plan(d: Path) -> str:
+    """A real plan of a small SqueezeNet-like fire model with a channel Concat in a column-split unit
+    (tests/runtime/test_rt_cols_concat.py), that Concat's axis set to W and the CRC resealed: only the COLS op check
+    can refuse it."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "runtime"))
+    import test_rt_cols_concat as T
+
+    (d / "cc.tgrs").write_bytes(T.concat_axis_w(T.concat_cols_plan(d)))
+    return "cc.tgrs"
+
+
 def _dw_pieces_plan(d: Path, mutate: str) -> str:
     """A plan whose depthwise conv runs over its own input in pieces (tests/runtime/test_rt_dw_in_place.py's
     expand -> depthwise 3x3 -> project block, int8, untiled), its op record's ip_rows or scratch broken and the CRC
@@ -317,6 +330,7 @@ CASES: list[Case] = [
                                                      f"x={_npy(d, 'x.npy', np.zeros((1, 4, 9, 13), np.int8))}",
                                                      "--output", "o.npz"], 2, "TGRS_ERR_TILE_COLS"),
     Case("cols-with-rolling-inspect", lambda d: ["inspect", _cols_plan(d, "rolling")], 2, "TGRS_ERR_UNIT"),
+    Case("cols-concat-along-w-inspect", lambda d: ["inspect", _cols_concat_plan(d)], 2, "TGRS_ERR_COLS_OP"),
     Case("dw-in-place-stalls-inspect", lambda d: ["inspect", _dw_pieces_plan(d, "stall")], 2, "TGRS_ERR_PARAM"),
     Case("dw-in-place-stalls-run", lambda d: ["run", _dw_pieces_plan(d, "stall"), "--input",
                                               f"x={_npy(d, 'x.npy', np.zeros((1, 1, 12, 12), np.int8))}",

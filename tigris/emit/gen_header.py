@@ -58,11 +58,12 @@ def _kind_tables() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
 COLS_CODES = {None: 0, "pixel": 1, "window": 2}  # TGRS_COLS_*: how a kind runs on a band of columns
 
 
-def kind_cols() -> list[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+def kind_cols() -> list[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
     """Per kind in KINDS order, its column-tiling class (COLS_CODES), the param slots of its W window (kw, sw, dw,
-    pl, pr; empty unless "window"), the param slots the executor sets to a band's cols (COL_DIMS) and those that must
-    be 0 in a COLS unit (COL_ZERO): the header's tgrs_op_cols_class / tgrs_op_col_window / tgrs_op_col_dims /
-    tgrs_op_col_zero, and what the Python reader checks with."""
+    pl, pr; empty unless "window"), the param slots the executor sets to a band's cols (COL_DIMS), those that must
+    be 0 in a COLS unit (COL_ZERO) and those naming an axis that must not be W there (COL_AXIS): the header's
+    tgrs_op_cols_class / tgrs_op_col_window / tgrs_op_col_dims / tgrs_op_col_zero / tgrs_op_col_axis, and what the
+    Python reader checks with."""
     out = []
     for kname, mod, cls in KINDS:
         k = getattr(importlib.import_module(f"tigris.ops.{mod}"), cls)
@@ -71,7 +72,8 @@ def kind_cols() -> list[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, 
         win = tuple(low.index(n.lower()) for n in k.COL_WINDOW) if code == COLS_CODES["window"] else ()
         dims = tuple(low.index(n.lower()) for n in k.COL_DIMS) if code else ()
         zero = tuple(low.index(n.lower()) for n in k.COL_ZERO) if code else ()
-        out.append((code, win, dims, zero))
+        axis = tuple(low.index(n.lower()) for n in k.COL_AXIS) if code else ()
+        out.append((code, win, dims, zero, axis))
     return out
 
 
@@ -284,6 +286,11 @@ def generate() -> str:
          "   column): their slots plus one, packed 5 bits each, 0 after the last. */"],
         "static inline uint32_t tgrs_op_col_zero(uint32_t kind)",
         [(k, packed(c[3], 1)) for k, c in named if c[3]], "0u")
+    L += kind_switch(
+        ["/* The parameters of a PIXEL kind naming an axis of the {N, H, W, C} view that must not be W (2) in a COLS",
+         "   unit (a Concat's axis): their slots plus one, packed 5 bits each, 0 after the last. */"],
+        "static inline uint32_t tgrs_op_col_axis(uint32_t kind)",
+        [(k, packed(c[4], 1)) for k, c in named if c[4]], "0u")
     kind_macro = {kname: f"TGRS_OP_{_macro(kname)}" for kname, _p, _c in tables}
     L += [
         "/* The target (TGRS_TARGET_*) whose runtime reads weight arrangement `arrange`, and the kind (TGRS_OP_*) it",

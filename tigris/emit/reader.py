@@ -57,9 +57,10 @@ def arrange_slots() -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=None)
-def cols_table() -> tuple[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...]:
-    """Per kind id - 1: (column class, W-window param slots, W-extent param slots, slots that must be 0), the
-    header's tgrs_op_cols_class, tgrs_op_col_window, tgrs_op_col_dims and tgrs_op_col_zero."""
+def cols_table() -> tuple[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...]:
+    """Per kind id - 1: (column class, W-window param slots, W-extent param slots, slots that must be 0, slots
+    naming an axis that must not be W), the header's tgrs_op_cols_class, tgrs_op_col_window, tgrs_op_col_dims,
+    tgrs_op_col_zero and tgrs_op_col_axis."""
     from tigris.emit.gen_header import kind_cols
 
     return tuple(kind_cols())
@@ -895,9 +896,10 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
             acc_gap = u.accumulates and k == u.op_first + u.op_count - 1 and kname == "gap"
             if u.col_split and ((cols_table()[kid - 1][0] == 0 and not acc_gap)
                                 or any(tensors[x].root != x for x in (*tins, int(o["output"])))
-                                or any(o["params"][z] != 0 for z in cols_table()[kid - 1][3])):
-                raise _fail("ERR_COLS_OP", f"{what} ({op_name}): a {kname} op (or this one's per-column table, or an "
-                                           "alias operand) cannot run on column bands")
+                                or any(o["params"][z] != 0 for z in cols_table()[kid - 1][3])
+                                or any(o["params"][z] == 2 for z in cols_table()[kid - 1][4])):
+                raise _fail("ERR_COLS_OP", f"{what} ({op_name}): a {kname} op (or this one's per-column table, its "
+                                           "axis W, or an alias operand) cannot run on column bands")
             if any(v != 0 for v in o["params"][nparams:]):
                 raise _fail("ERR_BAD_PARAM", f"{what} ({kname}): parameter past its {nparams} is not zero")
             nm = int(o["params"][nslots[kid - 1]]) if nslots[kid - 1] >= 0 else want_nm
@@ -968,7 +970,7 @@ def _check_cols(u: UnitInfo, ops: list[OpInfo], tensors: list[TensorInfo]) -> No
         ops = ops[:-1]  # the accumulating GAP: its bands were proven by _check_accumulate
     for t, tile in enumerate(u.tile_cols):
         for op in ops:
-            code, win_slots, _dims, _zero = table[op.kind_id - 1]
+            code, win_slots = table[op.kind_id - 1][:2]
             o0, on = tile[pos[op.output]]
             out_w = tensors[op.output].dims[2]
             if code == 2:

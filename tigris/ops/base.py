@@ -121,6 +121,9 @@ class OpKind:
     # "pixel" kinds: parameters that must be 0 for an op of the kind in a COLS unit, because a nonzero one indexes a
     # table by the full tensor's column (PRelu's per-position slope stride, a per-element (de)quantization).
     COL_ZERO: ClassVar[tuple[str, ...]] = ()
+    # "pixel" kinds: parameters that name an axis of the rank-4 physical view ``{N, H, W, C}`` the op works along
+    # (Concat's axis): in a COLS unit it must not be W (2), since a band holds only some of the columns.
+    COL_AXIS: ClassVar[tuple[str, ...]] = ()
     # The kernel may run with its output over an input of the same shape, dtype and layout (out == in): it writes
     # every output element only after reading the input elements at that same index, in both dtypes and every target
     # variant. The planner then lets the output take the home of such an input whose last use is this op

@@ -21,7 +21,7 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
 from tigris.ops._common import TileError, dtype_kind, logical_to_phys_axis, per_tensor, requantize_even
-from tigris.ops.base import MAX_INPUTS, Lowered, OpKind, TensorView
+from tigris.ops.base import MAX_INPUTS, Lowered, OpKind, TensorView, cols_reason
 from tigris.ops.qmath import quantize_multiplier
 
 # How pass 14 numbers axes of a rank-3 (NWC) tensor when it gives no logical axis: N, L, C = 0, 1, 2.
@@ -63,6 +63,16 @@ class Concat(OpKind):
 
     def mixes_rows(self, graph: AnalyzedGraph, op: Op) -> str | None:
         return "Concat along H" if int(op.attrs.get("axis", -1)) == 1 else None
+
+    # Along C (or N) output pixel (h, w) is its inputs' pixels (h, w) side by side: per pixel along W, with every
+    # input of the output's width. Along W a band would need other columns of the inputs.
+    COLS = "pixel"
+    COL_AXIS = ("AXIS",)
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        if view_axis(graph, op) == 2:
+            return "Concat along W"
+        return cols_reason(graph, op, per_pixel=True)
     PARAMS = ("AXIS",) + tuple(f"M{i}" for i in range(MAX_INPUTS)) + tuple(f"S{i}" for i in range(MAX_INPUTS))
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:

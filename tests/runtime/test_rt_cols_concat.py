@@ -1,0 +1,152 @@
+"""Channel Concat (and, later, branch points) inside column-split units (unit flag COLS; tigris/plan/cols.py).
+
+A SqueezeNet fire module is squeeze 1x1 -> (expand 1x1, expand 3x3) -> Concat along channels: the Concat is per
+pixel along W, so a column-split unit may hold it. These tests plan small fire-module models (float, and int8 by
+ONNX Runtime's QDQ quantizer) with column tiles, prove each plan with the checker, and run it on the host runtime
+against the untiled plan of the same model: outputs bit for bit, the runtime's fast high-water mark the plan's
+peak."""
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
+import builders  # noqa: E402
+
+from tigris.ir import DoesNotFitError  # noqa: E402
+from tigris.plan.check import check_plan  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def runtime_ok():
+    try:
+        from tigris.host.build import runtime
+
+        runtime()
+    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
+        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+
+
+def fire_model(size: int = 21, fires=((8, 16), (8, 16)), seed: int = 3) -> onnx.ModelProto:
+    """x [1,3,size,size] -> conv 3x3/2 -> ReLU -> fire modules (squeeze 1x1, expand 1x1 and 3x3, channel Concat,
+    ReLUs) -> conv 1x1 -> y."""
+    g = builders._new(seed)
+    x = g.op("Relu", [g.conv("x", 3, 16, 3, 2, pad=0)])
+    cin = 16
+    for sq, ex in fires:
+        s = g.op("Relu", [g.conv(x, cin, sq, 1)])
+        x = g.op("Concat", [g.op("Relu", [g.conv(s, sq, ex, 1)]), g.op("Relu", [g.conv(s, sq, ex, 3)])], axis=1)
+        cin = 2 * ex
+    return builders._finish(g, "fires", [1, 3, size, size], g.conv(x, cin, 8, 1))
+
+
+def _paths(tmp: Path, int8: bool) -> Path:
+    fp = tmp / "fires.onnx"
+    onnx.save(fire_model(), str(fp))
+    if not int8:
+        return fp
+    qp = tmp / "fires_int8.onnx"
+    logging.getLogger().setLevel(logging.ERROR)
+    builders.quantize(fp, qp, "int8", per_channel=True)
+    return qp
+
+
+def _concat_in_cols(prep, plan) -> int:
+    """Column-split units holding a Concat."""
+    g = prep.graph
+    return sum(1 for u in plan.units if u.tile_cols and any(g.ops[i].op_type == "Concat" for i in u.ops))
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["float", "int8"])
+def test_fire_modules_with_concat_in_cols_units_run_like_untiled(runtime_ok, tmp_path, int8):
+    from tigris import api
+    from tigris.emit import emit_plan
+    from tigris.plan import min_fast_budget, plan_memory
+
+    path = _paths(tmp_path, int8)
+    prep = api.prepare(path)
+    x = api.random_inputs(prep, 0)
+    want = api.run_plan(api.compile_model(path, "8M", xip=True, prepared=prep).plan_bytes, x)
+    kw = api._plan_kwargs(prep, True)
+    floor = min_fast_budget(prep.graph, **{**kw, "col_tiles": False})  # one output row per tile
+    least = min_fast_budget(prep.graph, **kw)
+    assert least < floor
+    seen = 0
+    mid = (least + floor) // 32 * 16
+    for budget, n in ((least, None), *((b, n) for b in (floor, mid) for n in (2, 3, 5))):
+        try:
+            plan = plan_memory(prep.graph, budget, None, **{**kw, "col_tiles": True, "force_cols": n})
+        except DoesNotFitError:
+            assert n is not None  # the minimum fits
+            continue
+        assert check_plan(prep.graph, plan) == []
+        seen += _concat_in_cols(prep, plan)
+        data = emit_plan(prep.graph, plan, prep.lowered, xip=True)
+        got = api.run_plan(data, x)
+        assert got.fast_peak == plan.fast_peak
+        for name, y in want.outputs.items():
+            np.testing.assert_array_equal(got.outputs[name], y, err_msg=f"{budget} B, {n} column tiles")
+    assert seen, "no column-split unit held a Concat"
+
+
+def test_concat_along_w_is_not_column_local(tmp_path):
+    from tigris import api
+    from tigris.ops import kind_for
+
+    g = builders._new(1)
+    a = g.conv("x", 3, 4, 3)
+    y = g.op("Concat", [a, g.conv("x", 3, 4, 1)], axis=3)
+    path = tmp_path / "wcat.onnx"
+    onnx.save(builders._finish(g, "wcat", [1, 3, 8, 8], y), str(path))
+    prep = api.prepare(path)
+    op = next(o for o in prep.graph.ops if o.op_type == "Concat")
+    assert kind_for(op.op_type).col_local(prep.graph, op) == "Concat along W"
+
+
+def concat_cols_plan(tmp: Path) -> bytes:
+    """A real plan of the float fire model at its smallest budget, with a Concat in a column-split unit."""
+    from tigris import api
+    from tigris.plan import min_fast_budget
+
+    path = _paths(tmp, False)
+    prep = api.prepare(path)
+    return api.compile_model(path, min_fast_budget(prep.graph, **api._plan_kwargs(prep, True)), xip=True,
+                             prepared=prep).plan_bytes
+
+
+def concat_axis_w(data: bytes) -> bytes:
+    """``data`` with the AXIS of the first Concat of a COLS unit set to W (2), resealed."""
+    import struct
+
+    from tigris.emit import format as F
+    from tigris.emit import read_plan
+    from tigris.emit.writer import seal
+
+    pf = read_plan(data)
+    k = next(o.index for u in pf.units if u.col_split for o in pf.ops[u.op_first:u.op_first + u.op_count]
+             if o.kind == "concat")
+    ops = struct.unpack_from("<I", data, F.DIR_OFFSET + (int(F.SectionId.OPS) - 1) * F.SECTION.size + 4)[0]
+    b = bytearray(data)
+    struct.pack_into("<i", b, ops + k * F.OP.size + F.OP.offsets()["params"], 2)
+    return seal(b)
+
+
+def test_readers_refuse_a_concat_along_w_in_a_cols_unit(runtime_ok, tmp_path):
+    from tigris.emit import read_plan
+    from tigris.emit.reader import PlanFormatError
+    from tigris.host.session import PlanError, Session
+
+    base = concat_cols_plan(tmp_path)
+    Session(base)  # the plan itself loads
+    bad = concat_axis_w(base)
+    with pytest.raises(PlanFormatError) as py:
+        read_plan(bad)
+    assert py.value.status == "ERR_COLS_OP"
+    with pytest.raises(PlanError) as c:
+        Session(bad)
+    assert c.value.name == "TGRS_ERR_COLS_OP"
