@@ -105,6 +105,10 @@ def measure(label: str, path: Path, filed: float, peer: float, filed_rc: str) ->
     lim = a.json.get("limiting_op") or {}
     limit = f"{lim.get('op_type')} {lim.get('op')} ({lim.get('cause')}, {lim.get('need_bytes')} B)" if lim else \
         "(none named)"
+    if lim.get("groups"):  # an op in channel groups: which of the split graph's ops fails (a group, Slice, Concat)
+        sub = lim["group_op"]
+        limit = (f"{lim.get('op_type')} {lim.get('op')} in {lim['groups']} channel groups: {sub['op_type']} "
+                 f"{sub['name']} ({lim.get('cause')}, {lim.get('need_bytes')} B)")
     macs = a.json["model"]["macs"] or 1
     at64 = api.analyze(path, RECOMPUTE_BUDGET, xip=True, prepared=prep, emit=False, tradeoff=False,
                        groups_advice=True)
@@ -170,8 +174,9 @@ def table(models: Path, only: list[str] | None = None) -> str:
         "and SqueezeNet-1.1 are built with seeded weights (tests/families/builders.py; int8 by ORT QDQ); `row tiles "
         "only` plans every model as the planner did at filing (`min_fast_budget(col_tiles=False, halo_reuse=False)`, "
         "no weight or channel groups) and reproduces the filing figure, so the built models have the issue's "
-        "shapes. A limiting op `(none named)`: analyze names none when the channel-group search sets the minimum "
-        "and its last refusal's figure is above it.\n\n"
+        "shapes. When the channel-group search sets the minimum the limiting op is what the split graph that fits "
+        "refuses 16 bytes below it, with the group count of the op it belongs to and the split graph's op that "
+        "fails (a group, its Slice or a joining Concat).\n\n"
         f"Summary: {met_filed} of {n} at or below {TARGET}x the filing figure, {met_peer} of {n} at or below "
         f"{TARGET}x the peer's.\n\n" + markdown_table(headers, rows)
     )

@@ -373,7 +373,8 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         units = output_channels(g0, op)
         step = channel_step(g0, op)
         steps = -(-units // step)
-        if joining_need(g0, op) > fast or group_need(g0, op, min(step, units), prep, xip, weight) > fast:
+        if joining_need(g0, op, prep.col_tiles) > fast or \
+                group_need(g0, op, min(step, units), prep, xip, weight) > fast:
             return False  # the joining Concat does not fit, or not even one channel (panel) does
         lo, hi = 1, -(-steps // least)  # the largest group of ``least`` groups has ``hi`` steps
         while lo < hi:  # the most steps whose group fits
@@ -400,7 +401,8 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         if not (xip or w_cur == 0 or fast - (bounds[i] - w_cur) <= 0 or splittable(g0, op) is not None) \
                 and max_groups(g0, op) > 1:
             return True
-        if splittable(g0, op, channels=True) is not None or max_groups(g0, op) < 2 or joining_need(g0, op) > fast:
+        if splittable(g0, op, channels=True) is not None or max_groups(g0, op) < 2 \
+                or joining_need(g0, op, prep.col_tiles) > fast:
             return False
         units = output_channels(g0, op)
         return group_need(g0, op, min(channel_step(g0, op), units), prep, xip, weight) <= fast
@@ -492,14 +494,21 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     return cur, cur_res, records
 
 
-def joining_need(graph: AnalyzedGraph, op: Op) -> int:
+def joining_need(graph: AnalyzedGraph, op: Op, cols: bool = False) -> int:
     """What the last Concat joining channel groups of ``op`` needs at least, whatever the count: its output band
-    and, beside it, input bands of as many bytes (one row of each when the output is a row layout, else whole)."""
+    and, beside it, input bands of as many bytes (one row of each when the output is a row layout, else whole; with
+    column tiles ``cols``, one pixel of each when the joining Concat is column-local)."""
     from tigris.layout import ROW_LAYOUTS
+    from tigris.ops import kind_for
+    from tigris.passes.weight_split import joining_concat
     from tigris.plan.types import align_up
 
     y = graph.tensors[op.outputs[0]]
     rows = y.shape[2] if y.layout in ROW_LAYOUTS and len(y.shape) >= 3 else 1
+    if cols and rows > 1 and len(y.shape) == 4:
+        cat = joining_concat(graph, op)
+        if kind_for(cat.op_type).col_local(graph, cat) is None:
+            rows *= int(y.shape[3])
     return 2 * align_up(-(-y.nbytes // rows))
 
 
@@ -520,9 +529,10 @@ def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip:
 
 
 def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: float, upper: int,
-                        known_fail: int) -> tuple[int, NoFit | None] | None:
+                        known_fail: int) -> tuple[int, NoFit | None, Prepared | None] | None:
     """A small fast budget below ``upper`` (the smallest without groups) at which channel groups make the model
-    compile, and the split graph's refusal below it; None when groups do not lower the minimum.
+    compile, the split graph's refusal below it and the split graph that fits it; None when groups do not lower
+    the minimum. With ``prep.col_tiles`` the groups are planned with column tiles too, as ``analyze`` does.
 
     The bound with groups is every op's lower bound, a depthwise conv's (with XIP also a Conv's/Gemm's: without
     it weight groups answer separately, ``weight_groups_budget``) cut to what its smallest group needs; it is a lower
@@ -543,7 +553,7 @@ def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: flo
     for i, op in enumerate(g.ops):
         b = bounds[i]
         if b > lb and splittable(g, op, channels=True) is None and (xip or op.op_type in CHANNEL_TYPES):
-            b = min(b, max(joining_need(g, op),
+            b = min(b, max(joining_need(g, op, prep.col_tiles),
                            group_need(g, op, min(channel_step(g, op), output_channels(g, op)), prep, xip, weight)))
         lb = max(lb, b)
     if lb >= lb0:
@@ -556,7 +566,18 @@ def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: flo
         if not isinstance(res, NoFit):
             return res, 0
         d: dict[str, Any] = {}
-        res = _split_weights(prep, budget, slow, xip, weight, res, detail=d, feasibility=True)[1]
+        unsplit = res
+        res = _split_weights(prep, budget, slow, xip, weight, unsplit, detail=d, feasibility=True)[1]
+        if isinstance(res, NoFit) and prep.col_tiles:
+            # analyze splits on row tiles before it tries column tiles: a split that fits only so compiles too
+            d2: dict[str, Any] = {}
+            r2 = _split_weights(replace(prep, col_tiles=False), budget, slow, xip, weight, unsplit, detail=d2,
+                                feasibility=True)[1]
+            if not isinstance(r2, NoFit):
+                res, d = r2, d2
+        if not isinstance(res, NoFit):
+            fitted[budget] = d.get("prepared")
+            return res, 0
         if isinstance(res, NoFit) and isinstance(d.get("result"), NoFit):
             res = d["result"]  # what the split graph's plan refuses on, not the unsplit op split away
             sub = next((o for o in d["prepared"].graph.ops if o.name == res.op), None)
@@ -567,6 +588,7 @@ def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: flo
         # figure is what groups are there to avoid, so it is no guide)
         return res, int(d.get("need_bytes") or (getattr(res, "need_bytes", 0) if "result" in d else 0) or 0)
 
+    fitted: dict[int, Prepared | None] = {}  # budget -> the split graph that fits it
     budget = max(align_up(max(lb, 16), 16), known_fail + 16)
     below: NoFit | None = None
     last_fail, exact = 0, False
@@ -594,7 +616,32 @@ def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: flo
             below, lo = r, mid + 16
         else:
             budget = mid
-    return budget, below
+    return budget, below, fitted.get(budget)
+
+
+def _group_limiting(split: Prepared | None, budget: int, slow: int | None, xip: bool,
+                    weight: float) -> dict[str, Any] | None:
+    """The op that sets a minimum the channel-group search found: what ``split`` (the split graph that fits
+    ``budget``) refuses 16 bytes below it, named as the model names it, with the group count of the op it belongs
+    to (``groups``) and the split graph's op that fails (``group_op``: a group, its Slice or a joining Concat);
+    None when that plan fits too or names no op."""
+    if split is None or budget <= 16:
+        return None
+    res = _plan(split, budget - 16, slow, xip, weight, feasibility=True)
+    if not isinstance(res, NoFit) or res.op is None:
+        return None
+    sub = next((o for o in split.graph.ops if o.name == res.op), None)
+    rec = {"stage": res.stage, "op": res.op, "op_type": res.op_type, "need_bytes": res.need_bytes,
+           "cause": res.cause, "message": res.message}
+    wg = sub.attrs.get("weight_group") if sub is not None else None
+    if wg:
+        name, _, groups = wg
+        # the op's type is its groups' (a depthwise group's Slice and the joining Concats are the rewrite's own)
+        kind = next((o.op_type for o in split.graph.ops if o.attrs.get("weight_group", ("", -1))[0] == name
+                     and o.attrs["weight_group"][1] >= 0 and o.op_type != "Slice"), None)
+        rec.update(op=name, op_type=kind,
+                   groups=int(groups), group_op={"name": sub.name, "op_type": sub.op_type})
+    return rec
 
 
 CHANNEL_PROBES = 10  # budgets _channel_groups_min probes at most on its way up
@@ -736,8 +783,12 @@ def analyze(
         with_cols = _plan(prep, fast_b, slow_b, xip, weight)
         if not isinstance(with_cols, NoFit) or not groups:  # a refusal says what fails with column tiles too
             split, res, groups = prep, with_cols, []
+        if isinstance(res, NoFit):
+            # neither groups on row tiles nor column tiles alone: groups planned with column tiles, whose per-group
+            # need is one output pixel of the group's channels (docs/memory-planning.md "Channel groups")
+            split, res, groups = _split_weights(prep, fast_b, slow_b, xip, weight, res)
     prep = replace(split, col_tiles=prep.col_tiles)
-    # the group searches below probe what this does at a budget: groups are tried on the plan without column tiles
+    # the group searches below probe what this does at a budget
     rows_only = replace(prep, col_tiles=False)
     if groups:
         graph = prep.graph
@@ -765,21 +816,22 @@ def analyze(
             advice["limiting_op"] = _limiting(prep, result.min_fast_budget, slow_b, xip, weight, failed)
             # channel groups may lower the minimum (docs/memory-planning.md "Channel groups"): then it is the
             # budget at which analyze/compile split ops, and the limiting op is what fails just below it
-            ch = None if not groups_advice else _channel_groups_min(rows_only, slow_b, xip, weight,
+            ch = None if not groups_advice else _channel_groups_min(prep, slow_b, xip, weight,
                                                                     result.min_fast_budget, fast_b)
             if ch is not None:
                 advice["min_fast_budget_without_groups_bytes"] = result.min_fast_budget
-                result.min_fast_budget, below = ch
+                result.min_fast_budget, below, fitted = ch
                 advice["min_fast_budget_bytes"] = result.min_fast_budget
                 advice["min_fast_budget"] = format_size(result.min_fast_budget)
-                # (a refusal whose figure is above the minimum found is not what sets it)
-                advice["limiting_op"] = None if below is None or below.op is None or \
-                    below.need_bytes > result.min_fast_budget else {
-                    "stage": below.stage, "op": below.op, "op_type": below.op_type, "need_bytes": below.need_bytes,
-                    "cause": below.cause, "message": below.message}
+                # what the split graph that fits refuses 16 bytes below (the same groups), else the search's last
+                # refusal (one whose figure is above the minimum found is not what sets it)
+                advice["limiting_op"] = _group_limiting(fitted, result.min_fast_budget, slow_b, xip, weight) or (
+                    None if below is None or below.op is None or below.need_bytes > result.min_fast_budget else {
+                        "stage": below.stage, "op": below.op, "op_type": below.op_type,
+                        "need_bytes": below.need_bytes, "cause": below.cause, "message": below.message})
         if not xip:
             m_xip = _min_fast(prep, slow_b, True, weight)
-            ch_xip = None if not (groups_advice and m_xip) else _channel_groups_min(rows_only, slow_b, True, weight,
+            ch_xip = None if not (groups_advice and m_xip) else _channel_groups_min(prep, slow_b, True, weight,
                                                                                      m_xip, 0)
             if ch_xip is not None:  # with --xip channel groups lower it too
                 m_xip = ch_xip[0]

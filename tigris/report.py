@@ -364,7 +364,11 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
     if not j["fits"] and j.get("min_fast_budget_bytes"):
         lim = j.get("limiting_op")
         s = f"smallest fast budget that fits: -m {j['min_fast_budget']}"
-        if lim:
+        if lim and lim.get("groups"):
+            sub = lim["group_op"]
+            s += (f" (set by op {lim['op']} ({lim['op_type']}) in {lim['groups']} channel groups: "
+                  f"{sub['name']} ({sub['op_type']}) needs {lim['need_bytes']} bytes, stage {lim['stage']})")
+        elif lim:
             s += f" (set by op {lim['op']} ({lim['op_type']}), stage {lim['stage']})"
         out.line(s)
         if j.get("min_fast_budget_xip"):

@@ -75,3 +75,64 @@ def test_slice_along_w_is_not_column_local(tmp_path: Path):
     starts = list(sl.attrs["starts"])
     starts[3] = 1
     assert "along W" in kind_for("Slice").col_local(g, replace(sl, attrs={**sl.attrs, "starts": tuple(starts)}))
+
+
+def _pool_dw_model(cin: int, c: int, h: int, w: int):
+    """x [1, cin, h, w] -> MaxPool 3x3 s1 -> 1x1 conv to c + HardSwish -> 5x5 depthwise, dilation 2 -> Relu -> 1x1
+    conv to 6. On row tiles the pool's input rows bound it, with column tiles alone the depthwise conv's window of
+    one output pixel (81 pixels of every channel): only channel groups planned with column tiles reach the joining
+    Concat's two rows."""
+    import onnx
+
+    from .test_channel_groups import builders, fam_seg
+
+    g = builders._new(3)
+    m = g.op("MaxPool", ["x"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    e = g.op("HardSwish", [g.conv(m, cin, c, 1)])
+    d = g.conv(e, c, c, 5, 1, pad=4, group=c)
+    g.nodes[-1].attribute.append(onnx.helper.make_attribute("dilations", [2, 2]))
+    y = g.conv(g.op("Relu", [d]), c, 6, 1)
+    return fam_seg.finish_typed(g, "pool_dw", [1, cin, h, w], [(y, onnx.TensorProto.FLOAT, [1, 6, h, w])],
+                                opset=14)
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_groups_with_column_tiles_lower_the_minimum(tmp_path: Path, int8: bool):
+    """analyze's minimum with groups planned with column tiles is below both the minimum with groups on row tiles
+    and the one with column tiles alone; the op that sets it is named with its group count (JSON and text); the
+    plan at it compiles, is proven, and runs on the host runtime like the untiled plan (int8: its bytes, float:
+    equal) with the high-water mark its peak; 16 bytes less does not fit; at the column-tile minimum nothing is
+    split."""
+    from dataclasses import replace
+
+    from tigris.report import render_analysis
+
+    path = _paths(tmp_path, _pool_dw_model(64, 32, 12, 16), int8)
+    prep = api.prepare(path)
+
+    def advice(p: api.Prepared) -> dict:
+        return api.analyze(path, 16, xip=True, prepared=p, emit=False, tradeoff=False, groups_advice=True).json
+
+    rows = advice(replace(prep, col_tiles=False))["min_fast_budget_bytes"]  # groups on row tiles only
+    j = advice(prep)
+    cols, m = j["min_fast_budget_without_groups_bytes"], j["min_fast_budget_bytes"]
+    assert m < min(rows, cols) and m <= 0.5 * cols, (rows, cols, m)
+    (dw,) = [op.name for op in prep.graph.ops if op.op_type == "DepthwiseConv"]
+    lim = j["limiting_op"]
+    assert lim["op"] == dw and lim["op_type"] == "DepthwiseConv" and lim["groups"] >= 2
+    assert lim["group_op"]["name"].startswith(dw) and lim["need_bytes"] == m
+    a16 = api.analyze(path, 16, xip=True, prepared=prep, tradeoff=False, groups_advice=True)
+    assert f"in {lim['groups']} channel groups" in render_analysis(a16.json)
+    assert not api.analyze(path, m - 16, xip=True, prepared=prep, emit=False, tradeoff=False).fits
+    c = api.compile_model(path, m, xip=True, prepared=prep)
+    a = c.analysis
+    assert a.fits and [g["op"] for g in a.json["weight_groups"]] == [dw]
+    assert any(u.tile_cols for u in a.plan.units) and check_plan(a.prepared.graph, a.plan) == []
+    x = api.random_inputs(prep, 0)
+    got = api.run_plan(c.plan_bytes, x)
+    assert got.fast_peak == a.plan.fast_peak <= m
+    want = api.run_plan(api.compile_model(path, "4M", xip=True, prepared=prep).plan_bytes, x)
+    for name, y in want.outputs.items():
+        assert got.outputs[name].tobytes() == y.tobytes()
+    at_cols = api.analyze(path, cols, xip=True, prepared=prep, emit=False, tradeoff=False)
+    assert at_cols.fits and at_cols.json["weight_groups"] == []

@@ -286,3 +286,14 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
             del g.weights[n]
             g.tensors.pop(n, None)
     return g
+
+
+def joining_concat(graph: AnalyzedGraph, op: Op) -> Op:
+    """The shape of the Concats ``split_op`` joins the groups of ``op`` with (two inputs of the output's
+    tensor, the output itself): what a caller asks the Concat kind about before splitting (e.g. whether it is
+    column-local)."""
+    y = graph.tensors[op.outputs[0]]
+    cax = _channel_axis(op, y)
+    return Op(f"{op.name}{GROUP_SUFFIX}cat", "Concat", (y.name, y.name), (y.name,),
+              {"axis": physical_axis(cax, len(y.shape)), "logical_axis": cax, "axis_physical": True,
+               "weight_group": (op.name, -1, 2)})
