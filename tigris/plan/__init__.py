@@ -364,7 +364,7 @@ def _dp_partition(
     groups: list[list[int]] = []
     tiled: list[bool] = []
     for r, tile in chosen:
-        parts = split_stages(graph, r, tile)
+        parts = split_stages(graph, r, tile, costs.accumulate_gap)
         groups.append(list(range(len(ranges), len(ranges) + len(parts))))
         ranges += parts
         tiled.append(tile)

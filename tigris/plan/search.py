@@ -151,9 +151,11 @@ def col_traffic(
     return cost
 
 
-def split_stages(graph: AnalyzedGraph, r: range, tiled: bool) -> list[range]:
+def split_stages(graph: AnalyzedGraph, r: range, tiled: bool, accumulate_gap: bool = False) -> list[range]:
     """Report stages of a unit: an untiled unit is one stage; a tiled one starts a stage at each spatial op after
-    its first, so each stage holds one spatial op like the spec's chain stages."""
+    its first, so each stage holds one spatial op like the spec's chain stages. An accumulating op (spatial rule 7)
+    counts as spatial, as ``spatial.stage_tileable`` counts it: else a range of a pointwise conv and the GAP it
+    feeds is one stage of two spatial ops, which the unit planner refuses as untileable."""
     if not tiled:
         return [r]
     from tigris.plan.spatial import op_class
@@ -161,7 +163,7 @@ def split_stages(graph: AnalyzedGraph, r: range, tiled: bool) -> list[range]:
     cuts = [r.start]
     seen_spatial = False
     for i in r:
-        if op_class(graph, graph.ops[i]) == "spatial":
+        if op_class(graph, graph.ops[i], accumulate_gap) == "spatial":
             if seen_spatial:
                 cuts.append(i)
             seen_spatial = True
