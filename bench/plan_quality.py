@@ -13,6 +13,7 @@ what accumulation buys. Every plan is proven by ``tigris.plan.check`` before it 
     python3 bench/plan_quality.py --sram-only # only the SRAM-only table (section plan_sram_only)
     python3 bench/plan_quality.py --order     # only the operator-order table (section plan_order)
     python3 bench/plan_quality.py --halo      # only the halo reuse table (section plan_halo_reuse; callgrind)
+    python3 bench/plan_quality.py --halo --no-count --shared-only   # its quick form: no callgrind, shared models
     python3 bench/plan_quality.py --cols      # only the column tiles table (section plan_col_tiles)
 """
 from __future__ import annotations
@@ -210,15 +211,55 @@ def _callgrind_runner(work: Path):
     return count
 
 
-def halo_table(models: Path, count_instructions: bool = True, only: list[str] | None = None) -> str:
+def _halo_models(models: Path, tmp: Path, extra: bool) -> list[tuple[str, Path]]:
+    """Every shared ONNX model; with ``extra`` also the peer comparison's built models (bench/plan_peer.py:
+    MobileNetV2-1.0 144, MnasNet-0.5, SqueezeNet-1.1) and every tests/families model, float32 and int8."""
+    out = [(str(p.relative_to(models)).removesuffix(".onnx"), p) for p in sorted(models.rglob("*.onnx"))]
+    if not extra:
+        return out
+    import plan_peer
+
+    sys.path.insert(0, str(REPO / "tests" / "families"))
+    for label, source, *_ in plan_peer.MODELS:
+        if source.startswith("built:"):
+            try:
+                out.append((label, plan_peer.model_path(source, models, tmp)))
+            except Exception:  # noqa: BLE001 - a model that does not build here is left out of the table
+                continue
+    return out + [m for m in _cols_models(models, tmp) if m[0].startswith("family ")]
+
+
+def _compiled(path: Path, prep, budget: int, objective: str | None = None):
+    """What `tigris compile --xip -m budget` writes (``tigris.api.compile_model``: row tiles, weight and channel
+    groups, column tiles), or None when it does not fit."""
+    from tigris import api
+
+    try:
+        return api.compile_model(path, budget, xip=True, prepared=prep, objective=objective)
+    except DoesNotFitError:
+        return None
+
+
+def _shape(c) -> str:
+    """How a compiled plan is cut: its channel-group ops and column-split units."""
+    groups = len(c.analysis.json.get("weight_groups") or [])
+    cols = sum(1 for u in c.analysis.plan.units if u.tile_cols)
+    parts = ([f"{groups} ops in groups"] if groups else []) + ([f"{cols} COLS"] if cols else [])
+    return ", ".join(parts) or "-"
+
+
+def halo_table(models: Path, count_instructions: bool = True, only: list[str] | None = None,
+               extra: bool = True) -> str:
     """Halo reuse (spatial rule 9) and the default objective against the recomputing planner (``halo_reuse=False``
     minimizing traffic, the baseline: the plans before the rule): recompute share, slow traffic (also of the spec
-    strategy and of the traffic objective with halo reuse) and fast peak at every budget, and host instructions of one
-    inference of the tiled plans against the model's untiled plan (callgrind), all with --xip."""
+    strategy and of the traffic objective) and fast peak at every budget, and host instructions of one inference of
+    the tiled plans against the model's untiled plan (callgrind), all with --xip. The traffic and default plans are
+    what ``tigris compile`` writes (``api.compile_model``, so channel groups and column tiles where the model needs
+    them); the baseline and the spec strategy plan the graph that plan is for (the split graph where compile splits
+    ops)."""
     import tempfile
 
     from tigris import api
-    from tigris.emit import emit_plan
 
     rows: list[list[object]] = []
     over_rc: list[str] = []
@@ -227,68 +268,71 @@ def halo_table(models: Path, count_instructions: bool = True, only: list[str] | 
     n_fit = n_counted = 0
     with tempfile.TemporaryDirectory() as tmp:
         count = _callgrind_runner(Path(tmp)) if count_instructions else None
-        for path in sorted(models.rglob("*.onnx")):
-            name = str(path.relative_to(models)).removesuffix(".onnx")
+        for name, path in _halo_models(models, Path(tmp), extra):
             if only and not any(o in name for o in only):
                 continue
             try:
                 prep = api.prepare(path)
             except (TigrisError, ImportError, NotImplementedError, KeyError, ValueError):
                 continue
-            graph = prep.graph
-            weight = api.objective_weight(prep, api.DEFAULT_OBJECTIVE, "generic", None, None)
-            variants = {  # label -> plan options: the baseline, the spec strategy, the traffic objective, the default
-                "before": dict(api._plan_kwargs(prep, True, 0.0), halo_reuse=False),
-                "spec": dict(api._plan_kwargs(prep, True, 0.0), strategy="spec"),
-                "traffic": api._plan_kwargs(prep, True, 0.0),
-                "after": api._plan_kwargs(prep, True, weight),
-            }
-            macs = sum(op_macs(graph, op) for op in graph.ops)
+            macs = sum(op_macs(prep.graph, op) for op in prep.graph.ops)
             untiled = None
             for label, budget in BUDGETS:
-                plans = {}
-                for v, kw in variants.items():
+                after = _compiled(path, prep, budget)
+                if after is None:
+                    rows.append([name, label, "no fit"] + [""] * 7)
+                    print(rows[-1], flush=True)
+                    continue
+                traffic = _compiled(path, prep, budget, "traffic")
+                used = after.analysis.prepared  # the graph the plan is for (channel groups split)
+                graph = used.graph
+                base = {  # the recomputing baseline and the spec strategy on that graph
+                    "before": dict(api._plan_kwargs(used, True, 0.0), halo_reuse=False),
+                    "spec": dict(api._plan_kwargs(used, True, 0.0), strategy="spec"),
+                }
+                plans = {"after": after.analysis.plan, "traffic": traffic.analysis.plan if traffic else None}
+                for v, kw in base.items():
                     try:
                         plans[v] = plan_memory(graph, budget, **kw)
                     except DoesNotFitError:
                         plans[v] = None
-                before, after = plans["before"], plans["after"]
-                if after is None and before is None:
-                    rows.append([name, label, "no fit", "", "", "", "", "", ""])
-                    continue
-                assert after is not None and not check_plan(graph, after), (name, label)
+                before, plan = plans["before"], plans["after"]
+                assert not check_plan(graph, plan), (name, label)
                 n_fit += 1
                 pct = lambda p: f"{100 * p.recompute_macs / macs:.1f}" if p and macs else "-"  # noqa: E731
                 moved = lambda p: p.spill_bytes + p.reload_bytes  # noqa: E731
                 kib_t = lambda p: kib(moved(p)) if p else "-"  # noqa: E731
-                if macs and after.recompute_macs * 20 > macs:
+                if macs and plan.recompute_macs * 20 > macs:
                     over_rc.append(f"{name} {label}")
-                if plans["spec"] is not None and moved(after) > moved(plans["spec"]):
+                if plans["spec"] is not None and moved(plan) > moved(plans["spec"]):
                     over_spec.append(f"{name} {label}")
-                tiled = any(u.tile_rows for u in after.units)
+                tiled = any(u.tile_rows for u in plan.units)
                 ins = ""
                 if count is not None and label in COUNT_BUDGETS and tiled:
+                    from tigris.emit import emit_plan
+
                     if untiled is None:
-                        whole = plan_memory(graph, 1 << 30, **variants["after"])
-                        untiled = count(emit_plan(graph, whole, prep.lowered, xip=True))
-                    got = {r: count(emit_plan(graph, plans[r], prep.lowered, xip=True)) / untiled
-                           for r in ("before", "after") if plans[r] is not None}
+                        untiled = count(api.compile_model(path, 1 << 30, xip=True, prepared=prep).plan_bytes)
+                    got = {"after": count(after.plan_bytes) / untiled}
+                    if before is not None:
+                        got["before"] = count(emit_plan(graph, before, used.lowered, xip=True)) / untiled
                     ins = f"{got['before']:.3f} -> {got['after']:.3f}" if "before" in got else f"- -> {got['after']:.3f}"
                     n_counted += 1
                     if got["after"] > 1.05:
                         over_ins.append(f"{name} {label}")
-                rows.append([name, label, f"{pct(before)} -> {pct(plans['traffic'])} -> {pct(after)}",
-                             kib_t(plans["spec"]), f"{kib_t(before)} -> {kib_t(plans['traffic'])} -> {kib_t(after)}",
-                             f"{kib(before.fast_peak) if before else '-'} -> {kib(after.fast_peak)}",
-                             f"{sum(1 for u in after.units if u.rolling)}/{sum(1 for u in after.units if u.tile_rows)}",
-                             ins, f"{untiled:,}" if ins else ""])
+                rows.append([name, label, f"{pct(before)} -> {pct(plans['traffic'])} -> {pct(plan)}",
+                             kib_t(plans["spec"]), f"{kib_t(before)} -> {kib_t(plans['traffic'])} -> {kib_t(plan)}",
+                             f"{kib(before.fast_peak) if before else '-'} -> {kib(plan.fast_peak)}",
+                             f"{sum(1 for u in plan.units if u.rolling)}/{sum(1 for u in plan.units if u.tile_rows)}",
+                             _shape(after), ins, f"{untiled:,}" if ins else ""])
                 print(rows[-1], flush=True)
     headers = ["model", "fast budget", "recompute % (before -> traffic -> after)", "spec spill+reload KiB",
                "spill+reload KiB (before -> traffic -> after)", "fast peak KiB", "rolling / tiled units",
-               "instructions x untiled (before -> after)", "untiled instructions"]
+               "groups / column tiles", "instructions x untiled (before -> after)", "untiled instructions"]
     targets = [
         f"- {'met' if not over_rc else 'NOT met'}: halo recompute <= 5% of the model's MACs at every budget where the "
-        f"model fits ({n_fit - len(over_rc)} of {n_fit}" + (f"; over: {', '.join(over_rc)}" if over_rc else "") + ")",
+        f"model compiles ({n_fit - len(over_rc)} of {n_fit}" + (f"; over: {', '.join(over_rc)}" if over_rc else "")
+        + ")",
         f"- {'met' if not over_spec else 'NOT met'}: slow traffic of the default plan at or below the spec strategy's "
         f"wherever that fits" + (f" (over: {', '.join(over_spec)})" if over_spec else ""),
     ]
@@ -298,14 +342,18 @@ def halo_table(models: Path, count_instructions: bool = True, only: list[str] | 
             f"plan at {'/'.join(COUNT_BUDGETS)} ({n_counted - len(over_ins)} of {n_counted}"
             + (f"; over: {', '.join(over_ins)}" if over_ins else "") + ")")
     return (
-        "Halo reuse and the objective (`python3 bench/plan_quality.py --halo`; XIP). before = the recomputing planner "
-        "minimizing traffic, `plan(halo_reuse=False, recompute_weight=0)`, what every plan was before spatial rule 9; "
-        "traffic = halo reuse with the traffic objective (`recompute_weight=0`, `--objective traffic`); after = the "
-        "default: halo reuse with the latency objective's price of a recomputed MAC for the generic core "
-        "(`tigris.api.objective_weight`, 1.3-1.6 bytes per MAC on these models). `spec` = the spec strategy (greedy "
-        "cuts, recomputed halos), the traffic no plan may exceed. `rolling / tiled units`: tiled units of the default "
-        "plan that carry halo rows from tile to tile. Instructions: one host inference (`bench/count_run.c`, the "
-        "runtime's plain C99 kernels at -O2, same input bytes) counted by callgrind inside `tgrs_run`, over the "
+        "Halo reuse and the objective (`python3 bench/plan_quality.py --halo`; XIP), over every shared model, the peer "
+        "comparison's built models (bench/plan_peer.py) and every tests/families model (float32 and int8). after = "
+        "the plan `tigris compile --xip` writes (`tigris.api.compile_model`, the default latency objective for the "
+        "generic core: row tiles, then weight and channel groups, then column tiles where the model needs them), so "
+        "every combination that compiles is a row; traffic = the same with `--objective traffic`; before = the "
+        "recomputing planner minimizing traffic, `plan(halo_reuse=False, recompute_weight=0)`, what every plan was "
+        "before spatial rule 9, and `spec` = the spec strategy (greedy cuts, recomputed halos), the traffic no plan "
+        "may exceed, both on the graph the compiled plan is for (the channel-group split graph where compile splits "
+        "ops; `-` where they do not fit it). `rolling / tiled units`: tiled units of the default plan that carry "
+        "halo rows from tile to tile; `groups / column tiles`: its ops run as channel groups and its column-split "
+        "units. Recompute is a share of the model's MACs. Instructions: one host inference (`bench/count_run.c`, "
+        "the runtime's plain C99 kernels at -O2, same input bytes) counted by callgrind inside `tgrs_run`, over the "
         "model's untiled plan, with glibc's `rep movsb`/`rep stosb` copies turned off (callgrind counts one "
         "instruction per byte they move; every copy counts as glibc's vector loop); measured at "
         f"{' and '.join(COUNT_BUDGETS)} where the default plan tiles.\n\n"
@@ -624,6 +672,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--halo", action="store_true", help="only the halo reuse table (recompute, callgrind counts)")
     ap.add_argument("--only", nargs="*", help="with --halo: models whose name contains one of these")
     ap.add_argument("--no-count", action="store_true", help="with --halo: skip the instruction counts")
+    ap.add_argument("--shared-only", action="store_true",
+                    help="with --halo: only the shared models (no built peer or family models)")
     ap.add_argument("--cols", action="store_true", help="only the column tiles table (plan_col_tiles)")
     args = ap.parse_args(argv)
     if args.cols:
@@ -639,9 +689,9 @@ def main(argv: list[str] | None = None) -> int:
             write_section("plan_order", body)
         return 0
     if args.halo:
-        body = halo_table(Path(args.models), not args.no_count, args.only)
+        body = halo_table(Path(args.models), not args.no_count, args.only, not args.shared_only)
         print(body)
-        if not args.no_write and not args.only:
+        if not args.no_write and not args.only and not args.shared_only:
             write_section("plan_halo_reuse", body)
         return 0
     if args.sram_only:

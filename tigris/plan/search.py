@@ -12,9 +12,10 @@ of a plan is the sum of its units' slow-memory traffic. Rules:
 2. A *tiled* range is feasible when every op is tileable (``spatial.untileable_reason``), exactly one tensor leaves
    it, and its bands at one output row per tile fit (estimated on sampled tiles; the unit is later planned and
    checked on every tile). Unlike the spec, a tiled range may hold several spatial ops: for the report it is split
-   into spec-style stages (one spatial op each) that form one chain. Its cost is its output's bytes plus the input
-   bands it reloads at the largest tile height that fits (halo re-reads included), plus its recomputed halo MACs at
-   ``recompute_weight`` bytes each (none for a unit that rolls, spatial rule 9).
+   into spec-style stages (one spatial op each, an accumulating GAP counting as one) that form one chain. Its cost
+   is its output's bytes plus the input bands it reloads at the largest tile height that fits (halo re-reads
+   included), plus its recomputed halo MACs at ``recompute_weight`` bytes each (none for a unit that rolls, spatial
+   rule 9).
 3. ``best[j] = min over i of best[i] + cost(i, j)``, ties broken by fewer units, then by preferring untiled ranges
    (no halo recompute).
 
