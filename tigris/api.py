@@ -216,9 +216,13 @@ def _plan_kwargs(prep: Prepared, xip: bool, recompute_weight: float = 0.0) -> di
     def weight_bytes_of(i: int) -> int:
         return 0 if xip else _const_bytes(lowered[i])
 
-    def scratch_bytes_of(i: int, out_rows: int) -> int:
+    def scratch_bytes_of(i: int, out_rows: int, out_cols: int | None = None) -> int:
         low = lowered[i]
-        return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, out_rows))
+        if low.alias:
+            return 0
+        k = kind(low.kind)
+        return int(k.scratch_bytes(low, graph, out_rows) if out_cols is None else
+                   k.band_scratch_bytes(low, graph, out_rows, out_cols))
 
     return {"xip": xip, "weight_bytes_of": weight_bytes_of, "scratch_bytes_of": scratch_bytes_of,
             "recompute_weight": recompute_weight, "layouts": prep.layouts, "op_order": prep.op_order,

@@ -85,8 +85,10 @@ def test_c_kernel_matches_reference(lib, case: MacCase):
     else:
         assert_float_close(got, ref)
     if low.kind == "conv":  # the planner's scratch figure is exactly what the kernel asks for
-        assert kind("conv").scratch_bytes(low, None, case.out_hw()[0]) == lib.scratch_size(low, [case.in_view()],
-                                                                                            case.out_view())
+        oh, ow = case.out_hw()
+        assert kind("conv").band_scratch_bytes(low, None, oh, ow) == lib.scratch_size(low, [case.in_view()],
+                                                                                       case.out_view())
+        assert kind("conv").scratch_bytes(low, None, oh) >= kind("conv").band_scratch_bytes(low, None, oh, ow)
 
 
 # -- banded execution --------------------------------------------------------------------------------------------------
@@ -139,6 +141,24 @@ def test_scratch_is_checked(lib, int8):
     assert run_c(lib, case, low, scratch=need - 1)[0] == lib.const["TGRS_ERR_SCRATCH"]
     assert run_c(lib, case, low, scratch=0)[0] == lib.const["TGRS_ERR_SCRATCH"]
     assert run_c(lib, case, low, scratch=need)[0] == lib.const["TGRS_OK"]
+
+
+@pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.parametrize("w", [1, 2, 3, 5])
+def test_a_band_of_few_pixels_needs_fewer_patch_rows(lib, int8, w):
+    """A float im2col stores one patch row per pixel of its block: an output band of fewer than CONV_MR pixels (a
+    COLS unit's one-pixel column tile) runs with that many rows of scratch, and one byte less is refused; int8
+    always gathers CONV_MR rows."""
+    case = MacCase(op_type="Conv", n=1, c=5, h=3, w=w, oc=7, kernel=(3, 3), pads=(1, 1, 1, 1), int8=int8).build()
+    low = lowered(case)
+    rows = 4 if int8 else min(4, w)  # one output row of w pixels
+    need = kind("conv").band_scratch_bytes(low, None, 1, w)
+    assert need == rows * 3 * 3 * 5 * (2 if int8 else 4)
+    band = case.in_view(0, 2)  # output row 0 reads input rows [0, 2)
+    st, got = run_c(lib, case, low, 0, 1, in_band=band, scratch=need)
+    assert st == lib.const["TGRS_OK"]
+    np.testing.assert_array_equal(got, run_c(lib, case, low, 0, 1, in_band=band, scratch=4096)[1])
+    assert run_c(lib, case, low, 0, 1, in_band=band, scratch=need - 1)[0] == lib.const["TGRS_ERR_SCRATCH"]
 
 
 def test_pointwise_needs_no_scratch(lib):

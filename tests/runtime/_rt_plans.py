@@ -35,9 +35,13 @@ def compile_graph(graph: AnalyzedGraph, fast: int, *, xip: bool = False, compres
     def weight_bytes_of(i: int) -> int:
         return 0 if xip else sum(align_up(int(c.nbytes)) for c in lowered[i].consts.values())
 
-    def scratch_bytes_of(i: int, out_rows: int) -> int:
+    def scratch_bytes_of(i: int, out_rows: int, out_cols: int | None = None) -> int:
         low = lowered[i]
-        return 0 if low.alias else int(kind(low.kind).scratch_bytes(low, graph, out_rows))
+        if low.alias:
+            return 0
+        k = kind(low.kind)
+        return int(k.scratch_bytes(low, graph, out_rows) if out_cols is None else
+                   k.band_scratch_bytes(low, graph, out_rows, out_cols))
 
     plan = plan_memory(graph, fast, slow, xip=xip, weight_bytes_of=weight_bytes_of, scratch_bytes_of=scratch_bytes_of,
                        **plan_kw)

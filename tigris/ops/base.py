@@ -282,6 +282,11 @@ class OpKind:
         ``tgrs_<kind>_scratch_size``). The planner places it in the fast arena."""
         return 0
 
+    def band_scratch_bytes(self, low: Lowered, graph: AnalyzedGraph, out_rows: int, out_cols: int) -> int:
+        """:meth:`scratch_bytes` for an output band of ``out_rows`` rows by ``out_cols`` columns (a COLS unit's
+        band, presented to the kernel as a tensor of that width); never more than the full width's."""
+        return self.scratch_bytes(low, graph, out_rows)
+
     # -- weight arrangements (docs/format.md "Weight arrangements") -------------------------------------------------
     def arrange(self, low: Lowered, target: str) -> Lowered:
         """``low`` with its weights in the order ``target``'s kernels read fastest, and the arrangement id in the

@@ -167,10 +167,18 @@ class Conv(_mac.WindowedMacKind):
     def scratch_bytes(self, low: Lowered, graph: AnalyzedGraph | None, out_rows: int) -> int:
         """``CONV_MR`` patch rows of ``patch`` elements: float32 im2col rows (none for a direct 1x1 unpadded conv),
         or int16-widened int8 rows (always). Mirrors ``tgrs_conv_scratch_size``."""
+        return self.band_scratch_bytes(low, graph, out_rows, None)
+
+    def band_scratch_bytes(self, low: Lowered, graph: AnalyzedGraph | None, out_rows: int,
+                           out_cols: int | None) -> int:
+        """A float im2col stores one patch row per pixel of its block: a band of fewer than ``CONV_MR`` pixels
+        (``out_rows * out_cols``, a COLS unit's one- or two-pixel tile) needs only that many (the C kernel checks
+        the same per tile). ``out_cols`` None: the full width, counted as ``CONV_MR`` whatever it is."""
         k = int(low.params["patch"])
         if np.asarray(low.consts["weight"]).dtype == np.int8:
             return CONV_MR * k * 2
         wide = _mac.f16_scratch_bytes(low)  # the widened weights come first (tgrs_f16_view)
         if is_direct(Window.from_params(low.params)):
             return wide
-        return wide + CONV_MR * k * 4
+        rows = CONV_MR if out_cols is None else max(1, min(CONV_MR, out_rows * out_cols))
+        return wide + rows * k * 4

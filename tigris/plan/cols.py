@@ -103,6 +103,18 @@ def cols_reason(
     return None
 
 
+def band_scratch(scratch_bytes_of: Callable[..., int] | None, i: int, rows: int, cols: int) -> int:
+    """Op ``i``'s scratch for an output band of ``rows`` x ``cols``: ``scratch_bytes_of(i, rows, cols)`` when the
+    caller's function takes the columns (``tigris.api``'s does: ``OpKind.band_scratch_bytes``), else its figure
+    for the full width."""
+    if scratch_bytes_of is None:
+        return 0
+    code = getattr(scratch_bytes_of, "__code__", None)
+    if code is not None and code.co_argcount >= 3:
+        return scratch_bytes_of(i, rows, cols)
+    return scratch_bytes_of(i, rows)
+
+
 def col_splits(w: int, n: int) -> list[tuple[int, int]]:
     """Rule 2: ``n`` disjoint column bands covering ``[0, w)``, the widest first."""
     base, extra = divmod(w, n)
@@ -215,9 +227,10 @@ def plan_col_bands(
     # pixels each buffer holds over all tiles: every row band meets every column band
     pixels = {n: sum(r[n][1] - r[n][0] for r in grid.rows) * sum(c[n][1] - c[n][0] for c in grid.cols)
               for n in names}
-    # a kernel's scratch for a column band is at most its scratch for the full width at as many rows
-    scratch_of = {i: (scratch_bytes_of(i, most_rows[graph.ops[i].outputs[0]]) if scratch_bytes_of else 0)
-                  for i in ops}
+    # a kernel's scratch for a column band is at most its scratch for the full width at as many rows (and less
+    # for a float im2col over a band of fewer pixels than its block, when the caller's figure takes the columns)
+    scratch_of = {i: band_scratch(scratch_bytes_of, i, most_rows[graph.ops[i].outputs[0]],
+                                  most_cols[graph.ops[i].outputs[0]]) for i in ops}
     base = weight_bytes
     if gap is not None:  # rule 6: the accumulator's scratch lives from the first tile to the last, as in rule 7
         scratch_of[gap] = max(scratch_of[gap], _kind(graph.ops[gap]).accumulator_bytes(graph, graph.ops[gap]))

@@ -15,7 +15,8 @@
  * in fixed-size chunks widened to int16 so that compilers emit 16-bit multiply-add-pairs (SSE2 pmaddwd, Arm SMLAD
  * class instructions); integer sums are exact in any order.
  * float: a 1x1 unpadded conv ("direct") points the patch rows straight into the input; otherwise CONV_MR patches
- * are gathered into the planned scratch (blocked im2col; padded taps hold 0). int8: CONV_MR patches are always
+ * are gathered into the planned scratch (blocked im2col; padded taps hold 0; a band of fewer pixels needs only as
+ * many patch rows, e.g. a one-pixel column tile of a COLS unit). int8: CONV_MR patches are always
  * gathered, widened to int16 (padded taps hold the input zero point, whose real value is 0). Scratch:
  * tgrs_conv_scratch_size, mirrored by Conv.scratch_bytes in Python.
  */
@@ -67,12 +68,19 @@ static int conv_is_direct(const tgrs_window *w)
     return w->kh == 1 && w->kw == 1 && w->pt == 0 && w->pl == 0 && w->pb == 0 && w->pr == 0;
 }
 
+/* Patch rows the scratch holds: int8 always gathers CONV_MR (its block layouts are CONV_MR wide); a float im2col
+   stores one row per pixel of the block, so a band of fewer pixels than CONV_MR (a column tile of one or two
+   pixels) needs only that many. */
+static uint32_t conv_patch_rows(size_t elem, int64_t npix)
+{
+    return (elem == 1 || npix >= CONV_MR) ? (uint32_t)CONV_MR : (uint32_t)(npix < 1 ? 1 : npix);
+}
+
 uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tgrs_tview *out)
 {
     tgrs_window w;
     int ok;
     int32_t patch = p[TGRS_P_CONV_PATCH];
-    (void)out;
     conv_load_window(&w, p, &ok);
     if (!ok || patch <= 0 || patch > CONV_MAX_PATCH) {
         return 0;
@@ -80,7 +88,7 @@ uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tg
     if (in->dtype == TGRS_DT_S8) {
         return (uint32_t)CONV_MR * (uint32_t)patch * 2u; /* int16 patch rows, direct convs included */
     }
-    return conv_is_direct(&w) ? 0u : (uint32_t)CONV_MR * (uint32_t)patch * 4u;
+    return conv_is_direct(&w) ? 0u : conv_patch_rows(4u, (int64_t)out->rows * out->dims[2]) * (uint32_t)patch * 4u;
 }
 
 /* Validate everything the kernel relies on and derive the geometry. */
@@ -131,7 +139,8 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     /* the size only: the executor points scratch into the arena whenever scratch_size > 0 (the loader's check has
        no arena) */
     if ((elem == 1 || !cg->direct) &&
-        ctx->scratch_size < (uint32_t)CONV_MR * (uint32_t)cg->k * (elem == 1 ? 2u : 4u)) { /* tgrs_conv_scratch_size */
+        ctx->scratch_size < conv_patch_rows(elem, (int64_t)out->rows * out->dims[2]) * (uint32_t)cg->k *
+                                (elem == 1 ? 2u : 4u)) { /* tgrs_conv_scratch_size */
         return TGRS_ERR_SCRATCH;
     }
     return TGRS_OK;
