@@ -32,13 +32,18 @@ def runtime_ok():
         pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
 
 
-def fire_model(size: int = 21, fires=((8, 16), (8, 16)), seed: int = 3) -> onnx.ModelProto:
+def fire_model(size: int = 25, fires=((8, 16), "pool", (8, 16)), seed: int = 3) -> onnx.ModelProto:
     """x [1,3,size,size] -> conv 3x3/2 -> ReLU -> fire modules (squeeze 1x1, expand 1x1 and 3x3, channel Concat,
-    ReLUs) -> conv 1x1 -> y."""
+    ReLUs; "pool": a ceil-mode 3x3/2 MaxPool, which pass pool_concat moves onto the Concat's inputs) -> conv 1x1
+    -> y."""
     g = builders._new(seed)
     x = g.op("Relu", [g.conv("x", 3, 16, 3, 2, pad=0)])
     cin = 16
-    for sq, ex in fires:
+    for fire in fires:
+        if fire == "pool":
+            x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+            continue
+        sq, ex = fire
         s = g.op("Relu", [g.conv(x, cin, sq, 1)])
         x = g.op("Concat", [g.op("Relu", [g.conv(s, sq, ex, 1)]), g.op("Relu", [g.conv(s, sq, ex, 3)])], axis=1)
         cin = 2 * ex

@@ -15,7 +15,8 @@ from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, 
                            concat_const, constant_fold,
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
                            index_ops,
-                           input_transpose, integer_ops, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold, prelu_leaky,
+                           input_transpose, integer_ops, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold,
+                           pool_concat, prelu_leaky,
                            qdq_fold, qdq_per_element, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, slice_normalize, strip_operands,
                            sub_div_const, symmetric_weights, unit_dim_squeeze, weight_only_quant)
 from tigris.passes._util import Decline, PassResult
@@ -62,6 +63,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(resize_scales, 12),
     _p(strip_operands, 13),
     _p(concat_const, None),  # a Concat of constants around activations as Pad + Add; before concat_axis
+    _p(pool_concat, None),  # a MaxPool of a channel Concat as a Concat of MaxPools; before concat_axis
     _p(unit_dim_squeeze, None),  # Reshape targets are output shapes now; before the layout pass
     _p(broadcast_rank, None),  # likewise
     _p(concat_axis, 14),
@@ -93,6 +95,8 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("integer_ops", "qdq_fold"),
     ("strip_operands", "concat_const"),
     ("concat_const", "concat_axis"),
+    ("qdq_fold", "pool_concat"),
+    ("pool_concat", "concat_axis"),
     ("layernorm_fuse", "sub_div_const"),
     ("layernorm_fuse", "activation_fuse"),
     ("bn_fold", "symmetric_weights"),
