@@ -159,7 +159,7 @@ def test_analyze_output_file_quiet_and_html(tmp_path):
 
 
 def test_does_not_fit_suggestions_fit():
-    res = invoke("analyze", KWS, "-m", "4K", "--json")
+    res = invoke("analyze", KWS, "-m", "512", "--json")
     assert res.exit_code == 1
     j = json.loads(res.stdout)
     envelope_ok(j, "analyze")
@@ -171,7 +171,7 @@ def test_does_not_fit_suggestions_fit():
         assert api.parse_size(suggestion) == j[key + "_bytes"]
         assert invoke("analyze", KWS, "-m", suggestion, *extra, "-q").exit_code == 0, (key, suggestion)
     assert j["min_fast_budget_xip_bytes"] <= j["min_fast_budget_bytes"]  # --xip never needs more
-    text = invoke("analyze", KWS, "-m", "4K").stdout
+    text = invoke("analyze", KWS, "-m", "512").stdout
     assert f"-m {j['min_fast_budget']}" in text and f"with --xip: -m {j['min_fast_budget_xip']}" in text
     assert f"set by op {lim['op']}" in text
 

@@ -174,6 +174,11 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
                 cols, width = share(out)
                 macs = int(low.macs) if rows >= full and cols >= width else \
                     int(low.macs) * rows * cols // max(1, full * width)
+                if i in getattr(unit, "accumulate", ()):
+                    # an accumulating GAP's output is whole in every tile; each call adds the tile's input band
+                    src = low.inputs[0]
+                    in_cols, in_width = share(src)
+                    macs = int(low.macs) * rows_of(src) * in_cols // max(1, tensor_rows(graph.tensors[src]) * in_width)
                 ins = [n for n in dict.fromkeys(low.inputs) if n in graph.tensors and n not in graph.weights]
                 in_bytes = sum(rows_of(n) * row_bytes(graph, n) * share(n)[0] // share(n)[1] for n in ins)
                 out_bytes = rows * row_bytes(graph, out) * cols // width

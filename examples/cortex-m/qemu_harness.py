@@ -230,9 +230,9 @@ INT8_CNN_KINDS = ("conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "s
 # The int8-only runtime build: the kernel registry (runtime_c/src/kernels/registry.c) has no float entries, so the
 # link drops every float kernel variant (and libm).
 INT8_ONLY_CFLAGS = "-DTGRS_INT8_ONLY"
-# The int8 CNN subset of the size tables: int8-only and, for a plan with no ROLLING or COLS unit and no dwconv in
-# place, without halo reuse, column tiling and the in-place depthwise pieces.
-SUBSET_CFLAGS = "-DTGRS_INT8_ONLY -DTGRS_NO_ROLLING -DTGRS_NO_COLS -DTGRS_NO_DW_PIECES"
+# The int8 CNN subset of the size tables: int8-only and, for a plan with no ROLLING, COLS or ACCUM unit and no dwconv
+# in place, without halo reuse, column tiling, the accumulating GAP and the in-place depthwise pieces.
+SUBSET_CFLAGS = "-DTGRS_INT8_ONLY -DTGRS_NO_ROLLING -DTGRS_NO_COLS -DTGRS_NO_DW_PIECES -DTGRS_NO_ACCUM"
 
 
 def subset_sources(kinds: tuple[str, ...] = INT8_CNN_KINDS) -> list[Path]:

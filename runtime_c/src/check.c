@@ -198,7 +198,7 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
     if (f->ctx.scratch_size != 0u && fast != NULL) {
         f->ctx.scratch = fast + tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_OFF);
     }
-    if ((uflags & TGRS_UNIT_F_ACCUM) != 0u &&
+    if (TGRS_ACCUM && (uflags & TGRS_UNIT_F_ACCUM) != 0u &&
         op_index + 1u == tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_FIRST) + tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_COUNT)) {
         /* The accumulating GAP (the loader proved it the unit's last op): clear with the first tile, add every
            tile's band, average after the last tile. */

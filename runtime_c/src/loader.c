@@ -921,7 +921,7 @@ static int tgrs_check_unit_ops(const tgrs_plan *plan, const uint8_t *u)
             }
         }
     }
-    if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u) {
+    if (TGRS_ACCUM && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u) {
         int rc = tgrs_check_accumulate(plan, u);
         if (rc != TGRS_OK) {
             return rc;
@@ -977,6 +977,9 @@ static int tgrs_check_units(const tgrs_plan *plan)
         }
         if (!TGRS_COLS && (flags & TGRS_UNIT_F_COLS) != 0u) {
             return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_COLS */
+        }
+        if (!TGRS_ACCUM && (flags & TGRS_UNIT_F_ACCUM) != 0u) {
+            return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_ACCUM */
         }
         if ((flags & TGRS_UNIT_F_TILED) == 0u) {
             if (tiles != 1u || rf != 0u || rcnt != 0u) {

@@ -36,6 +36,14 @@
 #else
 #define TGRS_COLS 1
 #endif
+/* The accumulating GlobalAveragePool (ACCUM units, docs/format.md). Likewise -DTGRS_NO_ACCUM folds away the
+ * executor's phases and the GAP's accumulating kernel (kernels/variants.h); the loader then refuses an ACCUM unit with
+ * TGRS_ERR_UNSUPPORTED, and tigris codegen says whether its plan needs them. */
+#if defined(TGRS_NO_ACCUM)
+#define TGRS_ACCUM 0
+#else
+#define TGRS_ACCUM 1
+#endif
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define TGRS_NATIVE_LE 1

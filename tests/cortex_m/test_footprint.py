@@ -8,8 +8,9 @@ subset": what an int8 CNN's firmware really links: every runtime source given to
 without the in-place depthwise pieces (-DTGRS_NO_DW_PIECES: no dwconv of the plan runs in place), and the op
 resolver
 `tigris codegen` generates by default, which names only the plan's kinds. For kws_dscnn_int8 those are conv,
-dwconv, avgpool, fc and softmax (INT8_CNN_PLAN_KINDS below, checked against the image); the loader, the executor
-with the accumulating GAP, LZ4 and the unshuffle are always in.
+dwconv, gap (its AveragePool over the whole image is a GlobalAveragePool, tigris/passes/reducemean_gap.py rule 6),
+fc and softmax (INT8_CNN_PLAN_KINDS below, checked against the image); the loader, the executor with the
+accumulating GAP, LZ4 and the unshuffle are always in.
 
 Sizes are the .text input sections of runtime_c/src/** objects the linker kept (--gc-sections), so they count what
 a product would flash. The model is the repository's own kws_dscnn_int8 (tests/models), compiled at 32 KiB.
@@ -27,7 +28,7 @@ TEST_MODELS_DIR = Path(__file__).resolve().parents[1] / "models"  # small models
 
 KIB = 1024
 # The kinds of the kws_dscnn_int8 plan: the int8 CNN subset measured below links exactly their kernels.
-INT8_CNN_PLAN_KINDS = ("conv", "dwconv", "avgpool", "fc", "softmax")
+INT8_CNN_PLAN_KINDS = ("conv", "dwconv", "gap", "fc", "softmax")
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +93,8 @@ def test_op_resolver_links_only_the_plans_kinds(harness, images):
     want = {f"tgrs_kernel_{k}" + ("_sym" if f"tgrs_kernel_{k}_sym" in sym else "") +
             ("_onnx" if f"tgrs_kernel_{k}_onnx" in onnx else "") for k in INT8_CNN_PLAN_KINDS}
     assert (entries | sym | onnx) & int8 == want, sorted((entries | sym | onnx) & int8)
-    # Nor the accumulating GAP: the executor reaches it only through the table's GAP entry.
-    others = {"tgrs_maxpool_s8", "tgrs_add_s8", "tgrs_gap_s8", "tgrs_gap_phases", "tgrs_gap_accumulate"}
+    # Nor the other pools and the element-wise kernels.
+    others = {"tgrs_maxpool_s8", "tgrs_add_s8", "tgrs_avgpool_s8"}
     assert others <= full and not others & int8, sorted(others & int8)
     # Nor the paths the plan does not need: weight zero points (the _sym entries), TFLM's softmax (the _onnx
     # entry), the maxpool pixel loop, and (in the int8-only build) the float16 weight view of the float checks.
@@ -116,7 +117,7 @@ def test_int8_only_image_has_no_float_kernels_and_no_libm(harness, images):
     # The check can fail: the every-kernel image of the same plan does hold the float variants and expf.
     assert f32 <= full and "expf" in full
     assert not f32 & int8, sorted(f32 & int8)
-    assert {"tgrs_conv_s8_sym", "tgrs_dwconv_s8_sym", "tgrs_fc_s8_sym", "tgrs_avgpool_s8",
+    assert {"tgrs_conv_s8_sym", "tgrs_dwconv_s8_sym", "tgrs_fc_s8_sym", "tgrs_gap_s8",
             "tgrs_softmax_s8_onnx"} <= int8 & s8
     libm = sorted(s for s in int8 if s.rstrip("f") in ("exp", "__ieee754_exp", "log", "tanh", "sqrt", "expm1",
                                                           "__ieee754_log", "__ieee754_sqrt", "pow", "floor", "round"))

@@ -49,3 +49,64 @@ def test_global_max_pool_becomes_whole_image_max_pool(tmp_path):
     p = tmp_path / "gmp.onnx"
     p.write_bytes(m.SerializeToString())
     assert api.verify(p, "1M")["pass"]
+
+
+def _avgpool_model(kernel, pads=(0, 0, 0, 0), hw=(6, 5)):
+    w = np.random.default_rng(1).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    return model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                  helper.make_node("AveragePool", ["c"], ["y"], kernel_shape=list(kernel), strides=list(kernel),
+                                   pads=list(pads), name="avg")],
+                 [("x", F, [1, 3, *hw])], [("y", F, None)], {"w": w})
+
+
+def test_average_pool_over_the_whole_image_becomes_gap():
+    """Rule 6: the float result is ONNX Runtime's; a smaller window, a padded one and a second run are left alone."""
+    m = _avgpool_model((6, 5))
+    g = run_pass(upto(load(m), "reducemean_gap"), "reducemean_gap")
+    assert g.rewritten == 1 and [op.op_type for op in g.graph.ops] == ["Conv", "GlobalAveragePool"]
+    assert_same_as_ort(m, g.graph, tol=1e-6)
+    assert run_pass(g.graph, "reducemean_gap").rewritten == 0
+    for kernel, pads in (((3, 5), (0, 0, 0, 0)), ((6, 5), (1, 0, 1, 0))):
+        r = run_pass(upto(load(_avgpool_model(kernel, pads)), "reducemean_gap"), "reducemean_gap")
+        assert r.rewritten == 0 and "AveragePool" in [op.op_type for op in r.graph.ops]
+
+
+def _int8_pool_graphs(numerics: str, s_in: float, zp_in: int, s_out: float, zp_out: int, h: int, w: int):
+    """The same int8 average over a whole [h, w] image as an AveragePool and as a GlobalAveragePool."""
+    from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
+
+    q = lambda s, z: QuantParam(np.array([s], np.float32), np.array([z], np.int64))  # noqa: E731
+    out = []
+    for op in (Op("p", "AveragePool", ("x",), ("y",), {"kernel_shape": [h, w], "strides": [h, w], "dilations": [1, 1],
+                                                         "pads": [0, 0, 0, 0], "ceil_mode": 0,
+                                                         "count_include_pad": 0}),
+               Op("p", "GlobalAveragePool", ("x",), ("y",), {})):
+        tensors = {"x": Tensor("x", (1, 16, h, w), "int8", q(s_in, zp_in), "nhwc"),
+                   "y": Tensor("y", (1, 16, 1, 1), "int8", q(s_out, zp_out), "nhwc")}
+        out.append(AnalyzedGraph("avg", tensors, [op], ["x"], ["y"], {}, {}, numerics=numerics))
+    return out
+
+
+def test_int8_whole_image_average_pool_and_gap_agree_bit_for_bit():
+    """Why rule 6 may rewrite int8 pools (ONNX numerics): the AveragePool kind and the GAP kind compute the same codes,
+    also where averages land on halves (equal scales: every odd multiple of count/2), in the NumPy reference (the C
+    kernels: tests/runtime/test_rt_cols_kinds.py). Under the tflm numerics they do not (TFLM's AVERAGE_POOL_2D rounds
+    halves away from zero), which is why the rule keeps those."""
+    from tigris.passes import reducemean_gap
+    from tigris.reference import run_reference
+
+    rng = np.random.default_rng(5)
+    cases = [(0.05, -3, 0.05, -3, 25, 5), (0.04, 7, 0.013, -20, 8, 8), (0.1, 0, 0.1, 0, 2, 2), (0.02, 100, 0.3, 1, 7, 3)]
+    for s_in, zp_in, s_out, zp_out, h, w in cases:
+        pool, gap = _int8_pool_graphs("onnx", s_in, zp_in, s_out, zp_out, h, w)
+        for seed in range(4):
+            x = {"x": rng.integers(-128, 128, (1, 16, h, w), dtype=np.int8)}
+            np.testing.assert_array_equal(run_reference(pool, x)["y"], run_reference(gap, x)["y"])
+    ties = 0
+    for seed in range(20):  # tflm: raw codes halves away from zero vs MEAN's requantization
+        pool, gap = _int8_pool_graphs("tflm", 0.05, -3, 0.05, -3, 2, 2)
+        x = {"x": np.random.default_rng(seed).integers(-128, 128, (1, 16, 2, 2), dtype=np.int8)}
+        ties += int(np.any(run_reference(pool, x)["y"] != run_reference(gap, x)["y"]))
+    assert ties > 0
+    tflm_pool = _int8_pool_graphs("tflm", 0.05, -3, 0.05, -3, 4, 4)[0]
+    assert not reducemean_gap._whole_image(tflm_pool, tflm_pool.ops[0])

@@ -276,6 +276,11 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
            '#error "this plan has COLS units: build the runtime without -DTGRS_NO_COLS"',
            "#endif"] if info.cols else
           ["/* No unit of this plan is COLS: the runtime may be built with -DTGRS_NO_COLS (docs/deploying.md). */"]),
+        *(["/* A GlobalAveragePool of this plan accumulates over tiles (ACCUM units): the runtime needs it. */",
+           "#if defined(TGRS_NO_ACCUM)",
+           '#error "this plan has ACCUM units: build the runtime without -DTGRS_NO_ACCUM"',
+           "#endif"] if info.accum else
+          ["/* No unit of this plan is ACCUM: the runtime may be built with -DTGRS_NO_ACCUM (docs/deploying.md). */"]),
         *(["/* A dwconv of this plan writes its output over its own input in pieces: the runtime needs them. */",
            "#if defined(TGRS_NO_DW_PIECES)",
            '#error "this plan runs dwconv in place: build the runtime without -DTGRS_NO_DW_PIECES"',

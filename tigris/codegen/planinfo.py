@@ -79,6 +79,8 @@ class PlanInfo:
     rolling: bool = False
     # Whether a unit is COLS (column tiles): the generated file then refuses a -DTGRS_NO_COLS build.
     cols: bool = False
+    # Whether a unit is ACCUM (a GAP accumulating over tiles): the generated file then refuses a -DTGRS_NO_ACCUM build.
+    accum: bool = False
     # Whether a dwconv op runs over its own input in pieces (param ip_rows > 0): the generated file then refuses a
     # -DTGRS_NO_DW_PIECES build.
     dw_pieces: bool = False
@@ -213,6 +215,7 @@ def read_plan_info(data: bytes) -> PlanInfo:
         tflm_kinds=_kinds_with_param(data, sections.get(F.SectionId.OPS, (0, 0)), TFLM_KINDS, "numerics", 1),
         rolling=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.ROLLING),
         cols=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.COLS),
+        accum=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.ACCUM),
         dw_pieces=_any_dw_pieces(data, sections.get(F.SectionId.OPS, (0, 0))),
     )
 

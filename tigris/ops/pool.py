@@ -214,7 +214,7 @@ class AveragePool(_WindowPool):
     name = "avgpool"
     ir_ops = ("AveragePool",)
     ONNX_OPS = {"AveragePool": "2-D and 1-D, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, "
-                               "count_include_pad"}
+                               "count_include_pad; a window over the whole image runs as GlobalAveragePool"}
     PARAMS = WINDOW_PARAMS
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:

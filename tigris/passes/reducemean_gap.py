@@ -9,10 +9,17 @@ Rules:
 4. Anything else is left alone (validation reports the ReduceMean).
 5. ``GlobalMaxPool`` on a rank-4 tensor becomes a ``MaxPool`` whose window is the whole image (stride 1, no pads):
    the runtime has no global max kernel, and the windowed one computes exactly this.
+6. ``AveragePool`` on a rank-4 tensor whose window is the whole image (kernel ``[H, W]``, dilations 1, no pads, a
+   ``1x1`` output) becomes ``GlobalAveragePool``: both divide the same sum by ``H*W`` with one rounding, halves to
+   even (int8) or in float32, so the bits agree, and a GAP may accumulate over the tiles of a unit (also a
+   column-split one) where a window over the whole image needs every input row and column at once. Not for int8
+   with the ``tflm`` numerics: TFLM's AVERAGE_POOL_2D averages the raw codes rounding halves away from zero, its
+   MEAN requantizes, so the two differ there (docs/numerics.md).
 
 Why here: exporters (Keras, timm) write global pooling as a mean over H and W; the runtime's GAP kernel does it.
 
-Postcondition: no ReduceMean over exactly the spatial axes of a rank-4 tensor, and no rank-4 GlobalMaxPool, remains.
+Postcondition: no ReduceMean over exactly the spatial axes of a rank-4 tensor, no rank-4 GlobalMaxPool, and no
+rank-4 AveragePool over the whole image (but int8 under the tflm numerics) remains.
 """
 from __future__ import annotations
 
@@ -34,6 +41,10 @@ def run(graph: AnalyzedGraph) -> PassResult:
             ops.append(Op(op.name, "MaxPool", op.inputs[:1], op.outputs,
                           {"kernel_shape": [h, w], "strides": [1, 1], "dilations": [1, 1], "pads": [0, 0, 0, 0],
                            "ceil_mode": 0}))
+            n += 1
+            continue
+        if op.op_type == "AveragePool" and _whole_image(g, op):
+            ops.append(Op(op.name, "GlobalAveragePool", op.inputs[:1], op.outputs, {}))  # rule 6
             n += 1
             continue
         if op.op_type != "ReduceMean":
@@ -59,3 +70,16 @@ def run(graph: AnalyzedGraph) -> PassResult:
         n += 1
     g.ops = ops
     return PassResult(g, n, tuple(declined))
+
+
+def _whole_image(g: AnalyzedGraph, op: Op) -> bool:
+    """Rule 6: an AveragePool whose one window is the whole ``[H, W]`` image, so its output is the GAP's."""
+    x, y = g.tensors[op.inputs[0]], g.tensors[op.outputs[0]]
+    a = op.attrs
+    if len(x.shape) != 4 or len(y.shape) != 4 or tuple(y.shape[2:]) != (1, 1):
+        return False
+    if list(a.get("kernel_shape") or []) != list(x.shape[2:]) or a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        return False
+    if any(int(v) != 1 for v in a.get("dilations") or []) or any(int(v) != 0 for v in a.get("pads") or []):
+        return False
+    return not (g.numerics == "tflm" and x.dtype in ("int8", "uint8"))

@@ -499,7 +499,7 @@ int tgrs_check_avgpool(const tgrs_op_ctx *ctx)
 
 int tgrs_check_gap(const tgrs_op_ctx *ctx)
 {
-    if (ctx->phase != 0u) {
+    if (TGRS_GAP_ACCUM && ctx->phase != 0u) {
         return tgrs_gap_accum_check(ctx); /* the GAP of an ACCUM unit (gap_accum.c) */
     }
     return pool_dtype_of(ctx) == TGRS_DT_F32 ? gap_check(ctx, TGRS_DT_F32) : gap_s8_check(ctx);

@@ -85,7 +85,7 @@ int tgrs_kernel_avgpool(const tgrs_op_ctx *ctx)
 
 int tgrs_kernel_gap(const tgrs_op_ctx *ctx)
 {
-    if (ctx->phase != 0u) {
+    if (TGRS_GAP_ACCUM && ctx->phase != 0u) {
         return tgrs_gap_phases(ctx); /* the GAP of an ACCUM unit, one tile's band (gap_accum.c) */
     }
     return tgrs_by_dtype(ctx, tgrs_gap_s8, TGRS_F32_VARIANT(tgrs_gap_f32));

@@ -25,6 +25,13 @@ int tgrs_avgpool_f32(const tgrs_op_ctx *ctx);
 int tgrs_avgpool_s8(const tgrs_op_ctx *ctx);
 int tgrs_gap_f32(const tgrs_op_ctx *ctx);
 int tgrs_gap_s8(const tgrs_op_ctx *ctx);
+/* -DTGRS_NO_ACCUM (no ACCUM unit in the firmware's plans; the loader refuses one, tgrs_internal.h): the GAP entry and
+ * check never reach the accumulating phases, so --gc-sections drops gap_accum.c. */
+#if defined(TGRS_NO_ACCUM)
+#define TGRS_GAP_ACCUM 0
+#else
+#define TGRS_GAP_ACCUM 1
+#endif
 int tgrs_add_f32(const tgrs_op_ctx *ctx);
 int tgrs_add_s8(const tgrs_op_ctx *ctx);
 int tgrs_mul_f32(const tgrs_op_ctx *ctx);

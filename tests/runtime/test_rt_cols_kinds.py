@@ -1,0 +1,116 @@
+"""Op families that no longer set the row floor with column tiles (docs/memory-planning.md "Column tiles"), on the
+host runtime: each model is compiled by ``tigris.api.compile_model`` at its smallest budget with column tiles, below
+its smallest budget without them, and gives the untiled plan's output (int8 bit for bit; float within 1e-5 x
+max(1, max|ref|), since a GlobalAveragePool accumulating over a grid adds its float sums band by band), with the
+runtime's fast high-water mark equal to the plan's peak; one float model per family agrees with ONNX Runtime.
+
+* An AveragePool over the whole image is a GlobalAveragePool (tigris/passes/reducemean_gap.py rule 6), which
+  accumulates over the tiles of a column-split unit: the two kinds' C kernels give the same int8 codes.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import _rt_plans as P
+from tigris import api
+from tigris.plan import min_fast_budget
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
+import builders  # noqa: E402
+
+FLOAT_TOL = 1e-5
+ORT_TOL = 1e-4  # tigris.api.FLOAT_RTOL
+
+
+@pytest.fixture(scope="module")
+def session():
+    try:
+        from tigris.host.build import runtime
+        from tigris.host.session import Session
+
+        runtime()
+    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
+        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    return Session
+
+
+def _family(tmp: Path, fam: str, int8: bool) -> Path:
+    fp = tmp / f"{fam}.onnx"
+    onnx.save(builders.FAMILIES[fam](), str(fp))
+    if not int8:
+        return fp
+    qp = tmp / f"{fam}_int8.onnx"
+    builders.quantize(fp, qp, "int8", True)
+    return qp
+
+
+def _below_row_floor(path: Path, ratio: float = 0.8, cols: bool = True):
+    """Compile at the smallest budget with column tiles (the planner's) and check it against the untiled plan;
+    (prep, compiled, inputs, outputs). ``cols``: the plan has column-split units (analyze may also fit that budget
+    with channel groups, which it tries first)."""
+    prep = api.prepare(path)
+    kw = api._plan_kwargs(prep, True)
+    rows = min_fast_budget(prep.graph, **{**kw, "col_tiles": False})
+    budget = min_fast_budget(prep.graph, **kw)
+    assert budget <= ratio * rows, (path.name, budget, rows)
+    c = api.compile_model(path, budget, xip=True, prepared=prep)
+    assert not cols or any(u.tile_cols for u in c.analysis.plan.units)
+    x = api.random_inputs(prep, 0)
+    got = api.run_plan(c.plan_bytes, x)
+    assert got.fast_peak == c.analysis.plan.fast_peak
+    want = api.run_plan(api.compile_model(path, "16M", xip=True, prepared=prep).plan_bytes, x)
+    for name, y in want.outputs.items():
+        if y.dtype == np.float32:
+            assert float(np.abs(got.outputs[name] - y).max()) <= FLOAT_TOL * max(1.0, float(np.abs(y).max()))
+        else:
+            np.testing.assert_array_equal(got.outputs[name], y)
+    return prep, c, x, got.outputs
+
+
+def _matches_ort(path: Path, x, outputs) -> None:
+    ref = api.run_onnxruntime(path, x)
+    ref = ref if isinstance(ref, dict) else dict(zip(outputs, ref))
+    for name, r in ref.items():
+        r = np.asarray(r, np.float64)
+        assert float(np.abs(outputs[name] - r).max()) <= ORT_TOL * max(1.0, float(np.abs(r).max())), name
+
+
+def test_whole_image_avgpool_and_gap_kernels_agree(session):
+    """The C AveragePool and GAP kernels give the same int8 codes for a window over the whole image (the reference's
+    half of this is tests/passes/test_reducemean_gap.py)."""
+    from passes.test_reducemean_gap import _int8_pool_graphs
+
+    rng = np.random.default_rng(3)
+    for s_in, zp_in, s_out, zp_out, h, w in [(0.05, -3, 0.05, -3, 25, 5), (0.04, 7, 0.013, -20, 8, 8),
+                                             (0.1, 0, 0.1, 0, 2, 2), (0.02, 100, 0.3, 1, 7, 3)]:
+        pool, gap = _int8_pool_graphs("onnx", s_in, zp_in, s_out, zp_out, h, w)
+        for _ in range(3):
+            x = {"x": rng.integers(-128, 128, (1, 16, h, w), dtype=np.int8)}
+            a = session(P.compile_graph(pool, 1 << 20)[0]).run(x).outputs["y"]
+            b = session(P.compile_graph(gap, 1 << 20)[0]).run(x).outputs["y"]
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_person_mbv1_whole_image_avgpool_accumulates_over_a_grid(session, tmp_path, int8):
+    """person_mbv1 ends in an AveragePool over its 3x3 map: as a GAP it ends a column-split ACCUM unit."""
+    path = _family(tmp_path, "person_mbv1", int8)
+    prep, c, x, outputs = _below_row_floor(path)
+    assert "AveragePool" not in [op.op_type for op in prep.graph.ops]
+    assert any(u.tile_cols and u.accumulate for u in c.analysis.plan.units)
+    if not int8:
+        _matches_ort(path, x, outputs)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("rel", ["mlperf_tiny/kws_dscnn_int8.onnx", "mlperf_tiny/kws_dscnn_f32.onnx"])
+def test_kws_dscnn_below_its_row_floor(session, rel):
+    path = P.shared_model(rel)
+    _, _, x, outputs = _below_row_floor(path, cols="int8" in rel)
+    if rel.endswith("f32.onnx"):
+        _matches_ort(path, x, outputs)
