@@ -344,6 +344,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     index = {op.name: i for i, op in enumerate(g0.ops)}
     splits: dict[str, int] = {}
     by_channels: dict[str, int] = {}  # ops split for their activations -> the largest group's own bound
+    tails, head_of = channel_tails(g0)  # channel groups take a reducing channel-local tail along
 
     def dep(low: Lowered) -> int:
         """The bytes of an op that shrink with its group: its weights, and the float32 copy of float16 weights its
@@ -377,21 +378,25 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         units = output_channels(g0, op)
         step = channel_step(g0, op)
         steps = -(-units // step)
-        if joining_need(g0, op, prep.col_tiles) > fast or \
-                group_need(g0, op, min(step, units), prep, xip, weight) > fast:
+        tail = tails.get(name, ())
+        if joining_need(g0, op, prep.col_tiles, tail) > fast or \
+                group_need(g0, op, min(step, units), prep, xip, weight, tail) > fast:
             return False  # the joining Concat does not fit, or not even one channel (panel) does
         lo, hi = 1, -(-steps // least)  # the largest group of ``least`` groups has ``hi`` steps
         while lo < hi:  # the most steps whose group fits
             mid = (lo + hi + 1) // 2
-            if group_need(g0, op, min(mid * step, units), prep, xip, weight) <= fast:
+            if group_need(g0, op, min(mid * step, units), prep, xip, weight, tail) <= fast:
                 lo = mid
             else:
                 hi = mid - 1
         splits[name] = min(limit, max(least, -(-steps // lo)))
-        by_channels[name] = group_need(g0, op, min(-(-steps // splits[name]) * step, units), prep, xip, weight)
+        by_channels[name] = group_need(g0, op, min(-(-steps // splits[name]) * step, units), prep, xip, weight,
+                                       tail)
         return True
 
     def grow_any(name: str, need: int, w_cur: int) -> bool:
+        if name in head_of:  # an op of a channel tail shrinks with the groups of the op it follows
+            return grow_channels(head_of[name])
         return (name not in by_channels and grow(name, need, w_cur)) or grow_channels(name)
 
     from tigris.passes.weight_split import channel_step, output_channels
@@ -401,15 +406,19 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         group sizes: ``grow`` succeeds when its guards pass, ``grow_channels`` when one channel step's group and the
         joining Concat fit (the bisection then always finds a count)."""
         op = g0.ops[i]
-        w_cur = dep(prep.lowered[i])
-        if not (xip or w_cur == 0 or fast - (bounds[i] - w_cur) <= 0 or splittable(g0, op) is not None) \
-                and max_groups(g0, op) > 1:
-            return True
-        if splittable(g0, op, channels=True) is not None or max_groups(g0, op) < 2 \
-                or joining_need(g0, op, prep.col_tiles) > fast:
+        if op.name in head_of:  # a channel tail's op: its head's channel groups
+            op = g0.op_by_name(head_of[op.name])
+        else:
+            w_cur = dep(prep.lowered[i])
+            if not (xip or w_cur == 0 or fast - (bounds[i] - w_cur) <= 0 or splittable(g0, op) is not None) \
+                    and max_groups(g0, op) > 1:
+                return True
+        tail = tails.get(op.name, ())
+        if splittable(g0, op, channels=True) is not None or max_groups(g0, op) < 2 or \
+                joining_need(g0, op, prep.col_tiles, tail) > fast:
             return False
         units = output_channels(g0, op)
-        return group_need(g0, op, min(channel_step(g0, op), units), prep, xip, weight) <= fast
+        return group_need(g0, op, min(channel_step(g0, op), units), prep, xip, weight, tail) <= fast
 
     bounds = op_lower_bounds(g0, **_plan_kwargs(prep, xip, weight))
     # every op over the budget must be one a split helps, else the attempt gives up at the first that is not: find
@@ -420,6 +429,8 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
                 detail["need_bytes"] = bounds[i]
             return prep, res, []
     for i, op in enumerate(g0.ops):
+        if bounds[i] > fast and head_of.get(op.name) in by_channels:
+            continue  # its head's groups were sized with it
         if bounds[i] > fast and not grow_any(op.name, bounds[i], dep(prep.lowered[i])):
             if detail is not None:
                 detail["need_bytes"] = bounds[i]
@@ -432,10 +443,10 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     def build() -> Prepared:
         graph = g0
         for name, groups in splits.items():
-            graph = split_op(graph, name, groups)
+            graph = split_op(graph, name, groups, tails.get(name, ()) if name in by_channels else ())
         lowered = []
         for op in graph.ops:
-            if op.name in kept and op.name not in splits:
+            if op.name in kept and op.name not in splits and op.name in index:
                 lowered.append(kept[op.name])
                 continue
             key = (op.name, op.inputs, op.outputs, op.attrs.get("weight_group"))
@@ -498,35 +509,57 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     return cur, cur_res, records
 
 
-def joining_need(graph: AnalyzedGraph, op: Op, cols: bool = False) -> int:
-    """What the last Concat joining channel groups of ``op`` needs at least, whatever the count: its output band
-    and, beside it, input bands of as many bytes (one row of each when the output is a row layout, else whole; with
-    column tiles ``cols``, one pixel of each when the joining Concat is column-local)."""
+def channel_tails(graph: AnalyzedGraph) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """The channel tail of every op channel groups may split (``weight_split.channel_tail``: the channel-local ops
+    after it up to the last that reduces, a GlobalAveragePool) and, for every op of such a tail, the op it
+    follows: a tail op over the budget is helped by splitting that op with the tail (docs/memory-planning.md
+    "Channel tails")."""
+    from tigris.passes.weight_split import channel_tail, splittable
+
+    tails: dict[str, tuple[str, ...]] = {}
+    head_of: dict[str, str] = {}
+    for op in graph.ops:
+        if splittable(graph, op, channels=True) is None:
+            t = channel_tail(graph, op.name)
+            if t:
+                tails[op.name] = t
+                head_of.update((n, op.name) for n in t)
+    return tails, head_of
+
+
+def joining_need(graph: AnalyzedGraph, op: Op, cols: bool = False, tail: tuple[str, ...] = ()) -> int:
+    """What the last Concat joining channel groups of ``op`` (with its channel ``tail``: of the tail's last op)
+    needs at least, whatever the count: its output band and, beside it, input bands of as many bytes (one row of
+    each when the output is a row layout, else whole; with column tiles ``cols``, one pixel of each when the
+    joining Concat is column-local)."""
     from tigris.layout import ROW_LAYOUTS
     from tigris.ops import kind_for
     from tigris.passes.weight_split import joining_concat
     from tigris.plan.types import align_up
 
-    y = graph.tensors[op.outputs[0]]
+    last = graph.op_by_name(tail[-1]) if tail else op  # the op whose output the Concats write
+    y = graph.tensors[last.outputs[0]]
     rows = y.shape[2] if y.layout in ROW_LAYOUTS and len(y.shape) >= 3 else 1
     if cols and rows > 1 and len(y.shape) == 4:
-        cat = joining_concat(graph, op)
+        cat = joining_concat(graph, last)
         if kind_for(cat.op_type).col_local(graph, cat) is None:
             rows *= int(y.shape[3])
     return 2 * align_up(-(-y.nbytes // rows))
 
 
-def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float) -> int:
-    """What one group of ``channels`` channels of ``op`` (``weight_split.group_op``) needs as units of its own: the
-    largest lower bound of its ops, with the weight bytes and scratch its lowering gives (memoized per Prepared)."""
+def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float,
+               tail: tuple[str, ...] = ()) -> int:
+    """What one group of ``channels`` channels of ``op`` (``weight_split.group_op``, with the copies of its channel
+    ``tail``) needs as units of its own: the largest lower bound of its ops, with the weight bytes and scratch its
+    lowering gives (memoized per Prepared)."""
     from tigris.ops import lower
     from tigris.passes.weight_split import group_op
     from tigris.plan import op_lower_bounds
 
-    key = ("group_need", op.name, channels, xip, prep.col_tiles)
+    key = ("group_need", op.name, channels, xip, prep.col_tiles, tail)
     memo = prep.layouts
     if key not in memo:
-        mini = group_op(graph, op.name, channels)
+        mini = group_op(graph, op.name, channels, tail)
         sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops], col_tiles=prep.col_tiles)
         memo[key] = max(op_lower_bounds(mini, **_plan_kwargs(sub, xip, weight)))
     return memo[key]
@@ -554,11 +587,15 @@ def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: flo
     bounds = op_lower_bounds(g, **_plan_kwargs(prep, xip, weight))
     lb0 = max(bounds, default=0)
     lb = 0
+    tails, head_of = channel_tails(g)
     for i, op in enumerate(g.ops):
         b = bounds[i]
-        if b > lb and splittable(g, op, channels=True) is None and (xip or op.op_type in CHANNEL_TYPES):
-            b = min(b, max(joining_need(g, op, prep.col_tiles),
-                           group_need(g, op, min(channel_step(g, op), output_channels(g, op)), prep, xip, weight)))
+        head = g.op_by_name(head_of[op.name]) if op.name in head_of else op
+        if b > lb and splittable(g, head, channels=True) is None and (xip or head.op_type in CHANNEL_TYPES):
+            tail = tails.get(head.name, ())
+            b = min(b, max(joining_need(g, head, prep.col_tiles, tail),
+                           group_need(g, head, min(channel_step(g, head), output_channels(g, head)), prep, xip,
+                                      weight, tail)))
         lb = max(lb, b)
     if lb >= lb0:
         return None  # the op that bounds the unsplit graph is not one a split helps

@@ -272,7 +272,7 @@ def test_group_searches_shortcuts_change_no_answer(tmp_path, monkeypatch, xip):
 
 @pytest.mark.shared
 @pytest.mark.parametrize("name,budget", [("mlperf_tiny/vww_mbv1_025_96_int8.onnx", "2224"),
-                                         ("mlperf_tiny/kws_dscnn_int8.onnx", "4032"),
+                                         ("mlperf_tiny/kws_dscnn_int8.onnx", "512"),
                                          ("torchvision/mobilenet_v2_035_96_int8.onnx", "2K")])
 def test_group_searches_shortcuts_change_no_answer_shared(monkeypatch, name, budget):
     from tigris_testing import shared_model

@@ -252,6 +252,15 @@ class OpKind:
         k, s, d, p = win
         return a * s - p, (b - 1) * s - p + (k - 1) * d + 1
 
+    # -- channel groups (docs/memory-planning.md "Channel tails") -------------------------------------------------
+    def channel_local(self, graph: AnalyzedGraph, op: Op) -> bool:
+        """Whether output channel ``c`` (logical axis 1) of ``op`` reads channel ``c`` of its one activation input
+        only, by arithmetic that does not depend on which channels or how many there are: the same op on a slice of
+        channels ``[a, b)`` of its input then computes exactly channels ``[a, b)`` of its output, with the same
+        parameters and constants (per-tensor quantization, no per-channel constant). A channel-group split takes
+        such ops after the split op along, one copy per group (``tigris.passes.weight_split.channel_tail``)."""
+        return False
+
     def accumulator_bytes(self, graph: AnalyzedGraph, op: Op) -> int:
         """Scratch an accumulating op keeps from the first tile to the last (only when :attr:`accumulates`)."""
         return 0

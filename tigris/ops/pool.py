@@ -194,6 +194,10 @@ class _WindowPool(OpKind):
     def col_window(self, op: Op) -> tuple[int, int, int, int] | None:
         return col_window(op.attrs)
 
+    def channel_local(self, graph: AnalyzedGraph, op: Op) -> bool:
+        # a window over one channel's plane; the divisor and the requantization are per tensor
+        return True
+
 
 class MaxPool(_WindowPool):
     name = "maxpool"
@@ -246,6 +250,10 @@ class GlobalAveragePool(OpKind):
         scratch, so this is not :meth:`scratch_bytes`.)"""
         out = graph.tensors[op.outputs[0]]
         return 0 if out.dtype == "float32" else 4 * out.numel
+
+    def channel_local(self, graph: AnalyzedGraph, op: Op) -> bool:
+        # the mean of one channel's plane; the multiplier depends on H*W and the per-tensor scales only
+        return True
 
     PARAMS = ("MULT", "SHIFT", "LO", "HI", "NUMERICS")
 

@@ -189,6 +189,10 @@ class Unary(OpKind):
         # per pixel along W: output element (h, w, c) reads its operands at (h, w) (or their broadcast 1)
         return cols_reason(graph, op, per_pixel=True)
 
+    def channel_local(self, graph: AnalyzedGraph, op: Op) -> bool:
+        # one input element per output element, one function (or one int8 table) for every channel
+        return len([i for i in op.inputs if i]) == 1
+
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         why = super().check_operands(graph, op)
         if why is None and op.op_type == "Clip" and ("min" not in op.attrs or "max" not in op.attrs):

@@ -210,6 +210,60 @@ def _add_group(g: AnalyzedGraph, op: Op, a: int, b: int, k: int, groups: int, fr
     return ops, t
 
 
+def channel_tail(graph: AnalyzedGraph, name: str) -> tuple[str, ...]:
+    """The ops after op ``name`` that its channel groups take along (docs/memory-planning.md "Channel tails"): the
+    longest chain of ops whose kind is ``channel_local``, each the only reader of the tensor before it (which is no
+    graph output) and reading nothing else, with the channel count of ``name``'s output on logical axis 1 of a
+    rank-3/4 tensor; cut after the last op whose output is smaller than ``name``'s (a GlobalAveragePool, a pool
+    over the image), so the groups' joining Concats copy the reduced tensor instead of the whole one. () when the
+    chain reduces nothing (the tail would only move the join)."""
+    from tigris.ops import kind_for
+
+    op = graph.op_by_name(name)
+    y = graph.tensors[op.outputs[0]]
+    if op.op_type in ("Gemm", "MatMul") or len(y.shape) not in (3, 4):
+        return ()
+    consumers = graph.consumer_map()
+    chain: list[str] = []
+    best = 0
+    t = y
+    while t.name not in graph.outputs and len(consumers.get(t.name, ())) == 1:
+        nxt = graph.ops[consumers[t.name][0]]
+        acts = [n for n in nxt.inputs if n and not graph.is_const(n)]
+        if acts != [t.name] or len(nxt.outputs) != 1 or nxt.name == name:
+            break
+        kind = kind_for(nxt.op_type)
+        local = kind is not None and kind.channel_local(graph, nxt)
+        out = graph.tensors[nxt.outputs[0]]
+        if not local or len(out.shape) != len(y.shape) or out.shape[1] != y.shape[1] or \
+                [n for n in nxt.inputs if n and graph.is_const(n)]:
+            break
+        chain.append(nxt.name)
+        if out.numel < y.numel:
+            best = len(chain)
+        t = out
+    return tuple(chain[:best])
+
+
+def _add_tail(g: AnalyzedGraph, origin: str, tail: tuple[str, ...], t: str, a: int, b: int, k: int, groups: int,
+              fresh_name) -> tuple[list[Op], str]:
+    """Add to ``g`` group ``k``'s copies of the ``tail`` ops (channels ``[a, b)`` of their outputs), the first
+    reading the group's output ``t``; return them and the last one's output."""
+    ops: list[Op] = []
+    tag = f"{GROUP_SUFFIX}{k}"
+    for name in tail:
+        op = g.op_by_name(name)
+        y = g.tensors[op.outputs[0]]
+        shape = list(y.shape)
+        shape[1] = b - a
+        out = fresh_name(g, y.name + tag)
+        g.tensors[out] = Tensor(out, tuple(shape), y.dtype, y.quant, y.layout)
+        ops.append(op.with_(name=fresh_name(g, op.name + tag), inputs=(t,), outputs=(out,),
+                            attrs={**op.attrs, "weight_group": (origin, k, groups)}))
+        t = out
+    return ops, t
+
+
 def _check(graph: AnalyzedGraph, name: str, channels: bool) -> tuple[int, Op]:
     idx = next((i for i, o in enumerate(graph.ops) if o.name == name), None)
     if idx is None:
@@ -225,22 +279,32 @@ def _check(graph: AnalyzedGraph, name: str, channels: bool) -> tuple[int, Op]:
     return idx, op
 
 
-def group_op(graph: AnalyzedGraph, name: str, channels: int) -> AnalyzedGraph:
+def group_op(graph: AnalyzedGraph, name: str, channels: int, tail: tuple[str, ...] = ()) -> AnalyzedGraph:
     """A graph of one group of op ``name`` on its own: channels ``[0, channels)`` (as ``output_channels`` counts
-    them), its ops (a depthwise conv's Slice and the sub-op) and nothing else; the graph's input is the op's input,
-    its output the group's. What a group needs as a unit of its own is ``tigris.plan.op_lower_bounds`` of it."""
+    them), its ops (a depthwise conv's Slice and the sub-op, then the copies of the ``tail`` ops) and nothing else;
+    the graph's input is the op's input, its output the group's. What a group needs as a unit of its own is
+    ``tigris.plan.op_lower_bounds`` of it."""
     _, op = _check(graph, name, True)
     g = graph.replace()
-    ops, t = _add_group(g, op, 0, channels, 0, 2, _fresh_names(g))
+    fresh_name = _fresh_names(g)
+    ops, t = _add_group(g, op, 0, channels, 0, 2, fresh_name)
+    if tail:
+        m = _depth_mult(g, op) if op.op_type in CHANNEL_TYPES else 1
+        more, t = _add_tail(g, name, tail, t, 0, channels * m, 0, 2, fresh_name)
+        ops += more
     ins = [n for o in ops for n in o.inputs if n and n not in g.weights and n not in {p for q in ops for p in q.outputs}]
     g.ops, g.inputs, g.outputs = ops, list(dict.fromkeys(ins)), [t]
     return g
 
 
-def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
+def split_op(graph: AnalyzedGraph, name: str, groups: int, tail: tuple[str, ...] = ()) -> AnalyzedGraph:
     """``graph`` with op ``name`` rewritten into ``groups`` channel groups and the Concats that join them (see the
-    module docstring). A new graph; ``graph`` is unchanged. TigrisError if the op cannot be split so."""
+    module docstring); with ``tail`` (``channel_tail``), every group also runs its copy of those ops on its
+    channels, and the Concats join the last tail op's outputs into its output tensor instead. A new graph;
+    ``graph`` is unchanged. TigrisError if the op cannot be split so."""
     idx, op = _check(graph, name, False)
+    if tail and channel_tail(graph, name)[:len(tail)] != tuple(tail):
+        raise TigrisError(f"cannot split with tail {list(tail)}: not a chain of channel-local ops after it", name)
     oc = output_channels(graph, op)
     try:
         bounds = group_bounds(oc, groups, channel_step(graph, op))
@@ -252,10 +316,17 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
     cax = _channel_axis(op, y)
     subs: list[list[Op]] = []
     outs: list[str] = []
+    m = _depth_mult(g, op) if op.op_type in CHANNEL_TYPES else 1
     for k, (a, b) in enumerate(bounds):
         ops, t = _add_group(g, op, a, b, k, groups, fresh_name)
+        if tail:
+            more, t = _add_tail(g, name, tuple(tail), t, a * m, b * m, k, groups, fresh_name)
+            ops += more
         subs.append(ops)
         outs.append(t)
+    if tail:  # the groups write the tail's output; the tensors before it are no longer made
+        gone = [y.name] + [g.op_by_name(n).outputs[0] for n in tail[:-1]]
+        y = g.tensors[g.op_by_name(tail[-1]).outputs[0]]
     rank = len(y.shape)
     cat_attrs = {"axis": physical_axis(cax, rank), "logical_axis": cax, "axis_physical": True,
                  "weight_group": (op.name, -1, groups)}
@@ -279,7 +350,11 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
             acc = [t]
     new_ops.append(Op(fresh_name(g, f"{op.name}{GROUP_SUFFIX}cat"), "Concat", tuple(acc), (y.name,),
                       dict(cat_attrs)))
-    g.ops = g.ops[:idx] + new_ops + g.ops[idx + 1:]
+    dropped = set(tail)
+    g.ops = g.ops[:idx] + new_ops + [o for o in g.ops[idx + 1:] if o.name not in dropped]
+    if tail:
+        for n in gone:
+            g.tensors.pop(n, None)
     used = {n for o in g.ops for n in o.inputs}
     for n in op.inputs[1:]:
         if n and n in g.weights and n not in used:  # the whole constant is now stored only as its slices
