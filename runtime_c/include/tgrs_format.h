@@ -70,6 +70,7 @@
 #define TGRS_UNIT_F_ACCUM 4u
 #define TGRS_UNIT_F_ROLLING 8u
 #define TGRS_UNIT_F_COLS 16u
+#define TGRS_UNIT_F_OVERWRITE 32u
 #define TGRS_STAGE_F_TILED 1u
 #define TGRS_NUMERICS_ONNX 0u
 #define TGRS_NUMERICS_TFLM 1u
@@ -79,7 +80,7 @@
 #define TGRS_ARRANGE_PLAIN 0u
 #define TGRS_ARRANGE_FC_ROWS4 1u
 #define TGRS_TARGET_COUNT 3u                             /* header target codes are 0..TGRS_TARGET_COUNT - 1 */
-#define TGRS_UNIT_FLAGS_KNOWN 31u                        /* any other unit flag bit is an error */
+#define TGRS_UNIT_FLAGS_KNOWN 63u                        /* any other unit flag bit is an error */
 #define TGRS_SHUFFLE_CHUNK 256u                          /* bytes per byte-plane shuffle chunk */
 #define TGRS_COLS_WINDOW_MAX 4096                        /* COLS: window params a reader proves pads of */
 
@@ -138,6 +139,7 @@
 #define TGRS_ERR_TILE_COLS (-47)                         /* tile column band outside the tensor, the buffer capacity or the op's window */
 #define TGRS_ERR_COLS_OP (-48)                           /* op not allowed in a column-split unit (its kind, or an alias operand) */
 #define TGRS_ERR_SCRATCH_OVERLAP (-49)                   /* an op's scratch overlaps the buffer of one of its operands */
+#define TGRS_ERR_OVERWRITE (-50)                         /* an output written over an input's slow home that is still read, or not dying there */
 
 /* ---- op kinds, parameter and const slot indices ---- */
 #define TGRS_OP_CONV 1u
@@ -916,6 +918,7 @@ static inline const char *tgrs_status_str(int status)
     case TGRS_ERR_TILE_COLS: return "tile column band outside the tensor, the buffer capacity or the op's window";
     case TGRS_ERR_COLS_OP: return "op not allowed in a column-split unit (its kind, or an alias operand)";
     case TGRS_ERR_SCRATCH_OVERLAP: return "an op's scratch overlaps the buffer of one of its operands";
+    case TGRS_ERR_OVERWRITE: return "an output written over an input's slow home that is still read, or not dying there";
     default: return "unknown status";
     }
 }

@@ -563,6 +563,127 @@ static int tgrs_check_unit_buffers(const tgrs_plan *plan, const uint8_t *u)
     return TGRS_OK;
 }
 
+/* Whether the reload (spill != 0: spill) list of unit `u` names a tensor whose root is `root` (lists proven). */
+static int tgrs_unit_moves(const tgrs_plan *plan, const uint8_t *u, int spill, uint32_t root)
+{
+    uint32_t first = tgrs_rd_u32(u + (spill ? TGRS_UNIT_OFF_SPILL_FIRST : TGRS_UNIT_OFF_RELOAD_FIRST));
+    uint32_t count = tgrs_rd_u32(u + (spill ? TGRS_UNIT_OFF_SPILL_COUNT : TGRS_UNIT_OFF_RELOAD_COUNT));
+    uint32_t j;
+    for (j = 0; j < count; ++j) {
+        if (tgrs_root(plan, tgrs_index_at(plan, first + j)) == root) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether some tensor whose root is `root` carries tensor flag `f` (a graph input or output may be an alias). */
+static int tgrs_root_flagged(const tgrs_plan *plan, uint32_t root, uint32_t f)
+{
+    uint32_t t;
+    for (t = 0; t < plan->sec_count[TGRS_SEC_TENSORS]; ++t) {
+        if (tgrs_root(plan, t) == root && (tgrs_rd_u32(tgrs_tensor(plan, t) + TGRS_TENSOR_OFF_FLAGS) & f) != 0u) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Step 17, end (docs/format.md "OVERWRITE units"): in unit `ui` with the OVERWRITE flag, a spilled tensor y whose
+ * slow home shares bytes with a reloaded tensor x's is born there (no earlier unit spills it, no graph input), x dies
+ * there (no later unit reloads it, no graph output), and no tile writes a byte of y's band that a later tile still
+ * reads of x: walking the tiles backwards, y's band in tile t misses the hull of x's bands read after t (a ROLLING
+ * unit that is not ACCUM reads only the rows after the ones it carries). An untiled unit reloads everything before it
+ * spills. Every index and band used here was proven by step 17 above; op records are not read.
+ */
+static int tgrs_check_overwrite(const tgrs_plan *plan, uint32_t ui)
+{
+    const uint8_t *u = tgrs_unit(plan, ui);
+    uint32_t flags = tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS);
+    uint32_t sf = tgrs_rd_u32(u + TGRS_UNIT_OFF_SPILL_FIRST);
+    uint32_t sc = tgrs_rd_u32(u + TGRS_UNIT_OFF_SPILL_COUNT);
+    uint32_t rf = tgrs_rd_u32(u + TGRS_UNIT_OFF_RELOAD_FIRST);
+    uint32_t rc = tgrs_rd_u32(u + TGRS_UNIT_OFF_RELOAD_COUNT);
+    uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+    uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+    uint32_t n = plan->sec_count[TGRS_SEC_UNITS];
+    /* A ROLLING unit reloads only the rows after those its band shares with the tile before. In an ACCUM unit every
+       band is counted whole (more reads, so the proof stays sound whatever the accumulator's band does). */
+    int carries = (flags & TGRS_UNIT_F_ROLLING) != 0u && (flags & TGRS_UNIT_F_ACCUM) == 0u;
+    uint32_t j;
+    uint32_t k;
+    if ((flags & TGRS_UNIT_F_OVERWRITE) == 0u) {
+        return TGRS_OK;
+    }
+    for (j = 0; j < sc; ++j) {
+        uint32_t y = tgrs_root(plan, tgrs_index_at(plan, sf + j));
+        const uint8_t *yr = tgrs_tensor(plan, y);
+        uint64_t yoff = tgrs_rd_u32(yr + TGRS_TENSOR_OFF_SLOW_OFFSET);
+        uint64_t yend = yoff + tgrs_rd_u32(yr + TGRS_TENSOR_OFF_SLOW_SIZE);
+        for (k = 0; k < rc; ++k) {
+            uint32_t x = tgrs_root(plan, tgrs_index_at(plan, rf + k));
+            const uint8_t *xr = tgrs_tensor(plan, x);
+            uint64_t xoff = tgrs_rd_u32(xr + TGRS_TENSOR_OFF_SLOW_OFFSET);
+            uint64_t xend = xoff + tgrs_rd_u32(xr + TGRS_TENSOR_OFF_SLOW_SIZE);
+            uint32_t v;
+            uint32_t t;
+            uint32_t px;
+            uint32_t py;
+            uint64_t lo = 0u;
+            uint64_t hi = 0u;
+            int have = 0;
+            if (x == y || xoff >= yend || yoff >= xend) {
+                continue;
+            }
+            for (v = 0; v < n; ++v) {
+                if ((v > ui && tgrs_unit_moves(plan, tgrs_unit(plan, v), 0, x)) ||
+                    (v < ui && tgrs_unit_moves(plan, tgrs_unit(plan, v), 1, y))) {
+                    return TGRS_ERR_OVERWRITE;
+                }
+            }
+            if (tgrs_root_flagged(plan, x, TGRS_TENSOR_F_OUTPUT) || tgrs_root_flagged(plan, y, TGRS_TENSOR_F_INPUT)) {
+                return TGRS_ERR_OVERWRITE;
+            }
+            if ((flags & TGRS_UNIT_F_TILED) == 0u) {
+                continue;
+            }
+            /* both are placed in the unit (step 17 above) */
+            px = tgrs_find_placement(plan, pf, pc, x) - pf;
+            py = tgrs_find_placement(plan, pf, pc, y) - pf;
+            for (t = tgrs_rd_u32(u + TGRS_UNIT_OFF_TILES); t-- > 0u;) {
+                int32_t r0;
+                int32_t rows;
+                int32_t c;
+                tgrs_tile_band(plan, u, t, py, &r0, &rows);
+                if (have && rows > 0) {
+                    uint64_t a = yoff + (uint64_t)r0 * tgrs_row_bytes(yr);
+                    uint64_t b = yoff + ((uint64_t)r0 + (uint64_t)rows) * tgrs_row_bytes(yr);
+                    if (a < hi && lo < b) {
+                        return TGRS_ERR_OVERWRITE;
+                    }
+                }
+                tgrs_tile_band(plan, u, t, px, &r0, &rows);
+                c = 0;
+                if (carries && t > 0u) {
+                    int32_t p0;
+                    int32_t pn;
+                    tgrs_tile_band(plan, u, t - 1u, px, &p0, &pn);
+                    c = (pn > 0 && r0 < p0 + pn) ? p0 + pn - r0 : 0;
+                }
+                if (rows - c > 0) {
+                    uint64_t a = xoff + ((uint64_t)r0 + (uint64_t)c) * tgrs_row_bytes(xr);
+                    uint64_t b = xoff + ((uint64_t)r0 + (uint64_t)rows) * tgrs_row_bytes(xr);
+                    lo = have && lo < a ? lo : a;
+                    hi = have && hi > b ? hi : b;
+                    have = 1;
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 /* A tensor an op reads or writes: in range, placed in the unit, and (tiled) banded like its root. */
 static int tgrs_check_op_tensor(const tgrs_plan *plan, const uint8_t *u, uint32_t t)
 {
@@ -969,7 +1090,8 @@ static int tgrs_check_units(const tgrs_plan *plan)
             ((flags & TGRS_UNIT_F_ACCUM) != 0u && ((flags & TGRS_UNIT_F_TILED) == 0u || oc == 0u)) ||
             ((flags & TGRS_UNIT_F_ROLLING) != 0u && (flags & TGRS_UNIT_F_TILED) == 0u) ||
             ((flags & TGRS_UNIT_F_COLS) != 0u &&
-             ((flags & TGRS_UNIT_F_TILED) == 0u || (flags & TGRS_UNIT_F_ROLLING) != 0u))) {
+             ((flags & TGRS_UNIT_F_TILED) == 0u || (flags & TGRS_UNIT_F_ROLLING) != 0u ||
+              (flags & TGRS_UNIT_F_OVERWRITE) != 0u))) {
             return TGRS_ERR_UNIT;
         }
         if (!TGRS_ROLLING && (flags & TGRS_UNIT_F_ROLLING) != 0u) {
@@ -1054,6 +1176,12 @@ static int tgrs_check_units(const tgrs_plan *plan)
     }
     for (i = 0; i < n; ++i) {
         rc = tgrs_check_unit_buffers(plan, tgrs_unit(plan, i));
+        if (rc != TGRS_OK) {
+            return rc;
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        rc = tgrs_check_overwrite(plan, i);
         if (rc != TGRS_OK) {
             return rc;
         }

@@ -154,6 +154,19 @@ def _dw_pieces_plan(d: Path, mutate: str) -> str:
     return "w.tgrs"
 
 
+def _overwrite_plan(d: Path) -> str:
+    """A plan whose first unit writes its output over its dying input's slow home (tests/runtime/test_rt_overwrite.py),
+    that output's home moved onto the input's tail and the CRC resealed, so only the overwrite check can refuse it."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "runtime"))
+    from test_rt_overwrite import overwrite_mutants
+
+    data = next(m for what, m, code in overwrite_mutants() if code == "ERR_OVERWRITE")
+    (d / "o.tgrs").write_bytes(data)
+    return "o.tgrs"
+
+
 def _empty(d: Path, name: str) -> str:
     (d / name).write_bytes(b"")
     return name
@@ -342,6 +355,10 @@ CASES: list[Case] = [
     Case("scratch-over-an-operand-run", lambda d: ["run", _dw_pieces_plan(d, "overlap"), "--input",
                                                    f"x={_npy(d, 'x.npy', np.zeros((1, 1, 12, 12), np.int8))}",
                                                    "--output", "o.npz"], 2, "TGRS_ERR_SCRATCH_OVERLAP"),
+    Case("overwrite-still-read-inspect", lambda d: ["inspect", _overwrite_plan(d)], 2, "TGRS_ERR_OVERWRITE"),
+    Case("overwrite-still-read-run", lambda d: ["run", _overwrite_plan(d), "--input",
+                                                f"x={_npy(d, 'x.npy', np.zeros((1, 4, 16, 16), np.int8))}",
+                                                "--output", "o.npz"], 2, "TGRS_ERR_OVERWRITE"),
     Case("plan-garbage-inspect", lambda d: ["inspect", (d / "p.tgrs").write_bytes(b"TGRS" + b"\xff" * 60) and "p.tgrs"],
          2, "p.tgrs"),
     Case("codegen-garbage-plan", lambda d: ["codegen", (d / "p.tgrs").write_bytes(b"TGRS" + b"\0" * 60) and "p.tgrs",

@@ -152,9 +152,15 @@ class UnitFlag(IntEnum):
     # [rows, cols, C] block; kernels see it as a standalone tensor of width cols whose windowed ops take band-relative
     # W pads. Only on TILED units, never with ROLLING or ACCUM (docs/format.md "COLS units").
     COLS = 16
+    # Streaming overwrite: a spilled output's slow home may share bytes with the home of a reloaded input that dies
+    # in this unit (no later unit reloads it, no graph output); a reader proves, tile by tile, that no tile writes a
+    # byte of the output that a later tile still reads of the input (rolling units read only their fresh rows).
+    # Never with COLS (docs/format.md "OVERWRITE units"). Execution is unchanged: reloads start a tile, spills end it.
+    OVERWRITE = 32
 
 
-UNIT_FLAGS_KNOWN = UnitFlag.TILED | UnitFlag.SHUFFLE | UnitFlag.ACCUM | UnitFlag.ROLLING | UnitFlag.COLS
+UNIT_FLAGS_KNOWN = (UnitFlag.TILED | UnitFlag.SHUFFLE | UnitFlag.ACCUM | UnitFlag.ROLLING | UnitFlag.COLS
+                    | UnitFlag.OVERWRITE)
 # The largest kernel extent, stride, dilation or pad of a windowed op whose COLS band-relative pads a reader proves
 # (the kernels' own window limit, TGRS_WINDOW_MAX; a larger one is the kind check's to refuse).
 COLS_WINDOW_MAX = 4096
@@ -582,6 +588,7 @@ STATUS: tuple[Status, ...] = (
     Status("ERR_TILE_COLS", -47, "tile column band outside the tensor, the buffer capacity or the op's window"),
     Status("ERR_COLS_OP", -48, "op not allowed in a column-split unit (its kind, or an alias operand)"),
     Status("ERR_SCRATCH_OVERLAP", -49, "an op's scratch overlaps the buffer of one of its operands"),
+    Status("ERR_OVERWRITE", -50, "an output written over an input's slow home that is still read, or not dying there"),
 )
 
 STATUS_BY_NAME = {s.name: s for s in STATUS}

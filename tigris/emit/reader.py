@@ -19,6 +19,7 @@ from tigris.ir import DTYPE_SIZE, TigrisError
 from tigris.layout import view_dims
 from tigris.ops import KINDS, kind
 from tigris.ops.base import DTYPE_CODES, MAX_CONSTS, MAX_INPUTS, MAX_PARAMS
+from tigris.plan.overwrite import overwrite_ok, read_bands
 from tigris.plan.spatial import carried_rows
 from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan
 
@@ -296,6 +297,19 @@ class PlanFile:
                         rows[y] = op.params[k.PARAMS.index("ip_rows")]
         return pairs, rows
 
+    def _overwrite_pairs(self, u: UnitInfo) -> dict[str, str]:
+        """An OVERWRITE unit's spilled outputs over reloaded inputs: the pairs whose slow homes share bytes."""
+        if not u.flags & F.UnitFlag.OVERWRITE:
+            return {}
+        ts = self.tensors
+        pairs = {}
+        for y in dict.fromkeys(ts[i].root for i in u.spill):
+            for x in dict.fromkeys(ts[i].root for i in u.reload):
+                py, px = ts[y].slow, ts[x].slow
+                if x != y and py is not None and px is not None and px.offset < py.end and py.offset < px.end:
+                    pairs[ts[y].name] = ts[x].name
+        return pairs
+
     def to_memory_plan(self) -> MemoryPlan:
         """The memory plan as the writer saw it, by tensor name (figures the format does not store stay default)."""
         name = [t.name for t in self.tensors]
@@ -338,7 +352,7 @@ class PlanFile:
                     tile_cols=[
                         {name[p.tensor]: (c0, c0 + n) for p, (c0, n) in zip(u.placements, tile)} for tile in u.tile_cols
                     ],
-                    in_place=in_place, in_place_rows=in_place_rows,
+                    in_place=in_place, in_place_rows=in_place_rows, overwrite=self._overwrite_pairs(u),
                 )
             )
         return MemoryPlan(
@@ -461,6 +475,7 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
     if p["max_prefix"] != max(int(u["weight_bytes"]) for u in units_raw):
         raise _fail("ERR_PLAN", "max_prefix is not the largest unit weight_bytes")
     units = [_check_unit_buffers(c, ui, u, tensors, fast_arena) for ui, u in enumerate(units_raw)]
+    _check_overwrite(units, tensors)
     ops = _check_ops(c, units, tensors, fast_arena, int(h["target"]))  # type: ignore[arg-type]
     stages = _check_stages(c, len(units), len(tensors))
     _check_kinds(buf, ops)
@@ -722,6 +737,7 @@ def _check_unit_records(c: _Sections, units_raw: list[dict], fast_arena: int) ->
             or (uflags & F.UnitFlag.ACCUM and (not tiled or oc == 0))
             or (uflags & F.UnitFlag.ROLLING and not tiled)
             or (uflags & F.UnitFlag.COLS and (not tiled or uflags & F.UnitFlag.ROLLING))
+            or (uflags & F.UnitFlag.COLS and uflags & F.UnitFlag.OVERWRITE)
             or (not tiled and (tiles != 1 or rf != 0 or rc != 0))
             or (tiled and rc != (2 if uflags & F.UnitFlag.COLS else 1) * tiles * pc)
             or of != next_op
@@ -850,6 +866,39 @@ def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo
         int(u["wblob_size"]), int(u["wraw_size"]), int(u["peak_bytes"]), int(u["flags"]),
         _carry_list(c, u) if int(u["flags"]) & F.UnitFlag.ROLLING else (), tuple(tile_cols),
     )
+
+
+def _check_overwrite(units: list[UnitInfo], tensors: list[TensorInfo]) -> None:
+    """Step 14, end (docs/format.md "OVERWRITE units"): in a unit with the OVERWRITE flag, every spilled tensor whose
+    slow home shares bytes with a reloaded tensor's is born in the unit (no earlier unit spills it, no graph input),
+    the reloaded one dies there (no later unit reloads it, no graph output), and no tile writes a byte of the spilled
+    tensor's bands that a later tile still reads of the reloaded one (``tigris.plan.overwrite``; an ACCUM unit's reads
+    count whole bands, as the C loader counts them without reading op records)."""
+    flagged = lambda r, f: any(t.root == r and t.flags & f for t in tensors)  # noqa: E731
+    for u in units:
+        if not u.flags & F.UnitFlag.OVERWRITE:
+            continue
+        what = f"unit {u.index}"
+        pos = {pl.tensor: j for j, pl in enumerate(u.placements)}
+        for y in {tensors[i].root for i in u.spill}:
+            for x in {tensors[i].root for i in u.reload}:
+                py, px = tensors[y].slow, tensors[x].slow
+                if x == y or py is None or px is None or not (px.offset < py.end and py.offset < px.end):
+                    continue
+                later = any(tensors[i].root == x for v in units[u.index + 1:] for i in v.reload)
+                earlier = any(tensors[i].root == y for v in units[: u.index] for i in v.spill)
+                if later or earlier or flagged(x, F.TensorFlag.OUTPUT) or flagged(y, F.TensorFlag.INPUT):
+                    raise _fail("ERR_OVERWRITE", f"{what}: {tensors[y].name} shares slow bytes with "
+                                                 f"{tensors[x].name}, which is not dying in this unit")
+                if not u.tiled:
+                    continue
+                band = lambda j, t: (u.tile_rows[t][j][0], u.tile_rows[t][j][0] + u.tile_rows[t][j][1])  # noqa
+                reads = read_bands([band(pos[x], t) for t in range(u.tiles)], u.rolling and not u.accumulates)
+                writes = [band(pos[y], t) for t in range(u.tiles)]
+                bad = overwrite_ok(reads, writes, px.offset, tensors[x].row_bytes, py.offset, tensors[y].row_bytes)
+                if bad is not None:
+                    raise _fail("ERR_OVERWRITE", f"{what}: tile {bad} writes bytes of {tensors[y].name} that a later "
+                                                 f"tile still reads of {tensors[x].name}")
 
 
 def _carry_list(c: _Sections, u: dict) -> tuple[tuple[int, int], ...]:

@@ -383,6 +383,7 @@ def _build_units(ctx: _Ctx) -> _Units:
         flags |= int(F.UnitFlag.ACCUM) if getattr(unit, "accumulate", None) else 0
         flags |= int(F.UnitFlag.ROLLING) if tiled and getattr(unit, "rolling", None) else 0
         flags |= int(F.UnitFlag.COLS) if col_split else 0
+        flags |= int(F.UnitFlag.OVERWRITE) if getattr(unit, "overwrite", None) else 0
         if not ctx.xip:
             raw = group.image()
             acc.weight_raw += len(raw)

@@ -411,10 +411,17 @@ def _recompute(graph: AnalyzedGraph, ops: range, lay: TiledLayout) -> int:
     return extra
 
 
+# Streaming overwrite (tigris.plan.overwrite): a unit's spilled output may take the slow home of an input dying in
+# it when the tile order proves it safe. Off: every slow home its own bytes (the baseline of the SRAM-only bench).
+OVERWRITE = True
+
+
 def _slow_arena(
     graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]
-) -> tuple[dict[str, Placement], int]:
-    """Slow placements of every tensor a unit reloads or spills; lifetimes are in units (inclusive)."""
+) -> tuple[dict[str, Placement], int, dict[int, dict[str, str]]]:
+    """Slow placements of every tensor a unit reloads or spills; lifetimes are in units (inclusive). The third
+    value maps a unit index to the outputs it writes over a dying input's home (``ExecUnit.overwrite``): those are
+    placed at the input's offset when that makes the arena smaller, and the arena is packed as before otherwise."""
     birth: dict[str, int] = {}
     death: dict[str, int] = {}
     for k, unit in enumerate(units):
@@ -432,7 +439,54 @@ def _slow_arena(
             birth[n] = 0
     blocks = [Block(n, bufs.size(n), birth[n], death[n]) for n in birth]
     offsets, end = assign_offsets(blocks, 0)
-    return {b.key: Placement("slow", offsets[b.key], b.size) for b in blocks}, (end if blocks else 0)
+    pairs = _overwrites(graph, bufs, units, birth, death) if OVERWRITE else {}
+    if pairs:
+        from tigris.plan.overwrite import pinned_offsets
+
+        partner = {y: x for over in pairs.values() for y, x in over.items()}
+        p_offsets, p_end, used = pinned_offsets(blocks, partner)
+        if p_end < end:
+            offsets, end = p_offsets, p_end
+            pairs = {k: {y: x for y, x in over.items() if y in used} for k, over in pairs.items()}
+            pairs = {k: over for k, over in pairs.items() if over}
+        else:
+            pairs = {}
+    places = {n: Placement("slow", offsets[n], bufs.size(n)) for n in birth}
+    return places, (end if blocks else 0), pairs
+
+
+def _overwrites(
+    graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit], birth: dict[str, int], death: dict[str, int]
+) -> dict[int, dict[str, str]]:
+    """Per unit, the spilled outputs born in it that may share one slow offset with a reloaded input dying in it
+    (``tigris.plan.overwrite``): at most one input per output and one output per input, in list order."""
+    pairs: dict[int, dict[str, str]] = {}
+    for k, unit in enumerate(units):
+        if unit.tile_cols:  # a column band's bytes are strided in its home: not streamed (first version)
+            continue
+        taken: set[str] = set()
+        for y in unit.spill:
+            if birth.get(y) != k or y in bufs.inputs:
+                continue
+            for x in unit.reload:
+                if x in taken or x == y or death.get(x) != k or x in bufs.outputs:
+                    continue
+                if _overwrite_safe(graph, unit, x, y, 0, 0):
+                    pairs.setdefault(k, {})[y] = x
+                    taken.add(x)
+                    break
+    return pairs
+
+
+def _overwrite_safe(graph: AnalyzedGraph, unit: ExecUnit, x: str, y: str, x_off: int, y_off: int) -> bool:
+    """Whether writing ``y``'s bands at ``y_off`` never touches bytes of ``x`` (at ``x_off``) a later tile reads."""
+    from tigris.plan.overwrite import overwrite_ok, read_bands
+
+    if not unit.tile_rows:
+        return True  # one pass: every reload precedes every spill
+    reads = read_bands([rows[x] for rows in unit.tile_rows], bool(unit.rolling) and not unit.accumulate)
+    writes = [rows[y] for rows in unit.tile_rows]
+    return overwrite_ok(reads, writes, x_off, row_bytes(graph, x), y_off, row_bytes(graph, y)) is None
 
 
 def _traffic(graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]) -> tuple[int, int]:
@@ -790,7 +844,8 @@ def _plan_in_order(
     if isinstance(planned, NoFit):
         return planned
     units, stages = planned
-    slow, slow_peak = _slow_arena(graph, bufs, units)
+    slow, slow_peak, over = _slow_arena(graph, bufs, units)
+    units = [replace(unit, overwrite=over[k]) if k in over else unit for k, unit in enumerate(units)]
     if slow_budget is not None and slow_peak > slow_budget:
         return NoFit(None, None, slow_peak, "slow_memory", slow_budget)
     spill, reload = _traffic(graph, bufs, units)

@@ -18,7 +18,8 @@ intermediate results, and checks:
    the most rows it carries and live over every step, or else its band buffer is live over every step (rule 3 sees
    either so); none takes part in an in-place pair;
 6. slow placements: every reloaded/spilled tensor has one, aligned; tensors whose unit intervals intersect do not
-   overlap; the high water is within the slow budget;
+   overlap, except an output a unit declares written over an input dying in it (``ExecUnit.overwrite``), proven
+   tile by tile (``tigris.plan.overwrite``); the high water is within the slow budget;
 7. column-split units (``tile_cols``, tigris.plan.cols): no rolling, accumulating or in-place buffers; every op
    column-local per its kind, every buffer its own root with at most one consumer in the unit; the output tiles form
    a grid, row band by row band, whose column bands cover ``[0, W)`` left to right, and whose row bands cover the
@@ -151,7 +152,7 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
             errs += [f"{where}: {e}" for e in _check_cols(graph, bufs, unit)]
         elif unit.tile_rows:
             errs += [f"{where}: {e}" for e in _check_tiles(graph, bufs, unit, carrying)]
-    errs += _check_slow(bufs, plan)
+    errs += _check_slow(graph, bufs, plan)
     if plan.units and plan.fast_peak != max(u.peak_bytes for u in plan.units):
         errs.append(f"fast peak {plan.fast_peak} is not the largest unit peak")
     if plan.fast_peak > plan.fast_budget:
@@ -412,7 +413,7 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
     return errs
 
 
-def _check_slow(bufs, plan: MemoryPlan) -> list[str]:  # rule 6
+def _check_slow(graph, bufs, plan: MemoryPlan) -> list[str]:  # rule 6
     errs = []
     span: dict[str, list[int]] = {}
     for k, unit in enumerate(plan.units):
@@ -428,6 +429,14 @@ def _check_slow(bufs, plan: MemoryPlan) -> list[str]:  # rule 6
     for n in bufs.outputs:
         if n in span:
             span[n][1] = len(plan.units)
+    allowed: set[frozenset] = set()
+    for k, unit in enumerate(plan.units):
+        for y, x in unit.overwrite.items():
+            why = _overwrite_violation(graph, plan, k, unit, x, y, span)
+            if why:
+                errs.append(f"unit {k}: {y} over {x}: {why}")
+            else:
+                allowed.add(frozenset((x, y)))
     items = []
     for n, (b, d) in span.items():
         p = plan.slow[n]
@@ -436,8 +445,29 @@ def _check_slow(bufs, plan: MemoryPlan) -> list[str]:  # rule 6
         if plan.slow_budget is not None and p.end > plan.slow_budget:
             errs.append(f"slow placement of {n} {p} exceeds the slow budget {plan.slow_budget}")
         items.append((n, p, b, d))
-    errs += [f"slow: {e}" for e in _overlaps(items)]
+    errs += [f"slow: {e}" for e in _overlaps(items, frozenset(allowed))]
     return errs
+
+
+def _overwrite_violation(graph, plan: MemoryPlan, k: int, unit, x: str, y: str, span) -> str:
+    """Rule 6, streaming overwrite (tigris.plan.overwrite): why unit ``k`` may not write ``y`` over ``x`` ('' when
+    it may): ``y`` is spilled and born here, ``x`` reloaded and dying here (no later reader, no graph output), the
+    unit is not column-split, and no tile writes a byte of ``y`` that a later tile reads of ``x``."""
+    from tigris.plan.overwrite import overwrite_ok, read_bands
+
+    if y not in unit.spill or x not in unit.reload or x == y:
+        return "not a spilled output over a reloaded input of the unit"
+    if x not in span or y not in span or span[x][1] != k or span[y][0] != k:
+        return "the input outlives the unit or the output is live before it"
+    if unit.tile_cols:
+        return "a column-split unit does not stream its homes"
+    if not unit.tile_rows:
+        return ""
+    reads = read_bands([rows.get(x, (0, 0)) for rows in unit.tile_rows], bool(unit.rolling) and not unit.accumulate)
+    writes = [rows.get(y, (0, 0)) for rows in unit.tile_rows]
+    px, py = plan.slow[x], plan.slow[y]
+    bad = overwrite_ok(reads, writes, px.offset, row_bytes(graph, x), py.offset, row_bytes(graph, y))
+    return "" if bad is None else f"tile {bad} writes bytes a later tile still reads"
 
 
 def assert_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> None:

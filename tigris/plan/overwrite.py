@@ -1,0 +1,91 @@
+"""Outputs over a dying input in the slow arena (streaming overwrite; docs/memory-planning.md "Boards without slow
+memory").
+
+A unit reads its reloaded inputs from their slow homes band by band at the start of each tile and writes its
+spilled outputs band by band at the end of it. When an input ``x`` dies in the unit (no later unit reloads it, it is
+no graph output) and an output ``y`` is born there, ``y`` may take bytes of ``x``'s home, provided every byte a tile
+writes of ``y`` is no longer read by any later tile of ``x``: the input bands are consumed top to bottom, so an
+output whose rows advance no faster than the input's fits behind the read front. In a rolling unit a tile reloads
+only the rows the tile before did not bring (spatial rule 9), so only those count as later reads.
+
+One rule, stated on byte intervals so that the planner (which places ``y`` at ``x``'s offset), the checker
+(``check.py`` rule 6), the reader (``tigris/emit/reader.py``) and the C loader (``runtime_c/src/loader.c``,
+TGRS_ERR_OVERWRITE) prove the same thing: for every tile ``t``, the bytes tile ``t`` writes of ``y`` share none with
+the hull of the bytes the tiles after ``t`` read of ``x``. The hull is conservative (a gap between later reads is
+not used), which costs nothing on row-streamed units, whose later reads are one advancing run.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+Band = tuple[int, int]  # half-open rows (start, stop)
+
+
+def read_bands(bands: Sequence[Band], rolling: bool) -> list[Band]:
+    """Rows each tile reads of a reloaded tensor from its slow home: its band, or in a rolling unit the rows after
+    the ones it carries from the tile before (``spatial.fresh_rows``)."""
+    out: list[Band] = []
+    prev: Band | None = None
+    for cur in bands:
+        lo, hi = cur
+        if rolling and prev is not None and prev[1] > prev[0] and lo < prev[1]:
+            lo = min(prev[1], hi)
+        out.append((lo, hi))
+        prev = cur
+    return out
+
+
+def overwrite_ok(
+    reads: Sequence[Band], writes: Sequence[Band], x_off: int, x_row: int, y_off: int, y_row: int
+) -> int | None:
+    """None when writing ``writes`` (rows of ``y``, per tile, at ``y_off`` with ``y_row`` bytes a row) never touches a
+    byte that a later tile reads of ``x`` (``reads``, rows at ``x_off`` with ``x_row`` bytes a row); otherwise the
+    first tile that would. Tiles without rows write or read nothing."""
+    assert len(reads) == len(writes)
+    lo = hi = None  # hull of the bytes read by the tiles after t
+    bad = None
+    for t in range(len(writes) - 1, -1, -1):
+        w0, w1 = writes[t]
+        if lo is not None and w1 > w0:
+            a, b = y_off + w0 * y_row, y_off + w1 * y_row
+            if a < hi and lo < b:
+                bad = t
+        r0, r1 = reads[t]
+        if r1 > r0:
+            a, b = x_off + r0 * x_row, x_off + r1 * x_row
+            lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+    return bad
+
+
+def pinned_offsets(blocks, partner: dict) -> tuple[dict, int, set]:
+    """Slow offsets in birth order, each block at the lowest aligned offset clear of every block live with it,
+    except that a block with a ``partner`` (the dying input it may overwrite) first tries the partner's offset,
+    where only the partner may share its bytes. Returns (offsets, arena end, the blocks placed over their partner).
+
+    ``blocks`` are :class:`tigris.plan.arena.Block` (no tails); lifetimes are unit indices, inclusive."""
+    from tigris.plan.types import align_up
+
+    offsets: dict = {}
+    over: set = set()
+    alive: dict[int, list] = {}  # step -> [(key, start, end)] of the blocks placed so far
+    for b in sorted(blocks, key=lambda b: (b.birth, -b.size, str(b.key))):
+        live = {(k, s, e) for t in range(b.birth, b.death + 1) for k, s, e in alive.get(t, ())}
+        p = partner.get(b.key)
+        off = None
+        if p is not None and p in offsets:
+            cand = offsets[p]
+            if all(e <= cand or s >= cand + b.size for k, s, e in live if k != p):
+                off = cand
+                over.add(b.key)
+        if off is None:
+            off = 0
+            for k, s, e in sorted(live, key=lambda r: r[1]):
+                if s >= off + b.size:
+                    break
+                if e > off:
+                    off = align_up(e)
+        offsets[b.key] = off
+        for t in range(b.birth, b.death + 1):
+            alive.setdefault(t, []).append((b.key, off, off + b.size))
+    end = max([0] + [offsets[b.key] + b.size for b in blocks])
+    return offsets, end, over
