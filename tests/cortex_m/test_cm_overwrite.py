@@ -1,0 +1,33 @@
+"""Streaming overwrite (unit flag OVERWRITE) on an emulated core: plans whose units write their spilled outputs over
+the slow homes of inputs dying in them (one rolling unit over its input; two units, each over the one before) run on
+the Cortex-M4F with the host runtime's int8 output, byte for byte, which is the untiled plan's."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from cm_fixtures import board_objs, harness, run_plan  # noqa: F401  (fixtures)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+
+import _rt_plans as P  # noqa: E402
+from test_rt_overwrite import _base  # noqa: E402
+
+
+def test_overwrite_plans_on_qemu_match_host(harness, board_objs, tmp_path):
+    from tigris.emit.reader import read_plan
+    from tigris.emit import format as F
+    from tigris.host import Session
+
+    g = _base()
+    untiled = Session(P.compile_graph(g, 1 << 20, xip=True)[0])
+    for n, fast in enumerate((1536, 1024)):
+        data, plan = P.compile_graph(g, fast, xip=True)
+        assert any(u.flags & F.UnitFlag.OVERWRITE for u in read_plan(data).units)
+        x = P.random_input(g, 7 + n)
+        hs = Session(data)
+        want = untiled._to_caller(untiled.outputs[0], untiled.run(x).outputs["y"])
+        assert hs._to_caller(hs.outputs[0], hs.run(x).outputs["y"]) == want
+        got = run_plan(harness, board_objs, tmp_path / f"p{n}", data, "mps2-an386", hs._to_caller(hs.inputs[0], x["x"]),
+                       "overwrite")
+        assert got == want, f"plan at {fast} B"
