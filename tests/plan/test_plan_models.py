@@ -144,3 +144,29 @@ def test_compiled_plans_reuse_their_halos(rel, budget):
     assert got.fast_peak == plan.fast_peak
     for name, y in want.outputs.items():
         np.testing.assert_array_equal(got.outputs[name], y)
+
+
+def test_recomputing_tiles_with_a_short_last_band_write_no_taller_temporary():
+    """A depthwise conv over its own input in pieces takes a temporary of as many rows as its bands need; the runtime
+    refuses one taller than a band it computes. Regression: kws_dscnn_f32's recomputing plan at 32K (the baseline of
+    bench/plan_quality.py --halo) paired a conv whose last tile computes one row with a two-row temporary, so the plan
+    could not be written (TGRS_ERR_PARAM); such a pair is now not formed."""
+    import numpy as np
+
+    from tigris import api
+    from tigris.emit import emit_plan
+
+    rel = "mlperf_tiny/kws_dscnn_f32.onnx"
+    path = shared_model(rel)
+    prep = api.prepare(path)
+    plan = plan_memory(prep.graph, 32 * KIB, **{**api._plan_kwargs(prep, True, 0.0), "halo_reuse": False})
+    assert check_plan(prep.graph, plan) == []
+    tiled = [u for u in plan.units if u.tile_rows]
+    assert tiled and not any(u.rolling for u in tiled) and any(u.in_place_rows for u in tiled)
+    data = emit_plan(prep.graph, plan, prep.lowered, xip=True)  # the reader runs the runtime's checks
+    x = api.random_inputs(prep, 0)
+    got = api.run_plan(data, x)
+    want = api.run_plan(api.compile_model(path, 1 << 30, xip=True, prepared=prep).plan_bytes, x)
+    assert got.fast_peak == plan.fast_peak
+    for name, y in want.outputs.items():
+        np.testing.assert_array_equal(got.outputs[name], y)

@@ -253,6 +253,8 @@ def _check_pieces(graph: AnalyzedGraph, unit, i: int, x: str, y: str, rows: int)
     hx, hy = tensor_rows(graph.tensors[x]), tensor_rows(graph.tensors[y])
     for band in unit.tile_rows or [{x: (0, hx), y: (0, hy)}]:
         (i0, i1), (o0, o1) = band[x], band[y]
+        if rows > o1 - o0 > 0:  # as the loader refuses it (dw_pieces: more rows than the band)
+            return f"the temporary of {rows} rows is taller than the band {band[y]} of {y}"
         held, nxt, stored = 0, o0, o0
         while stored < o1:
             n = min(rows - held, o1 - nxt)

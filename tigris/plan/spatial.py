@@ -329,9 +329,11 @@ def plan_bands(
         op, need = graph.ops[i], 1
         k = _kind(op)
         irb, orb = row_bytes(graph, x), row_bytes(graph, y)
-        for t in tile_rows:
-            if x in t and y in t and t[y][1] > t[y][0]:
-                need = max(need, k.piece_rows(op, t[x], t[y], irb, orb))
+        computing = [t for t in tile_rows if x in t and y in t and t[y][1] > t[y][0]]
+        for t in computing:
+            need = max(need, k.piece_rows(op, t[x], t[y], irb, orb))
+        if any(t[y][1] - t[y][0] < need for t in computing):
+            return None  # the runtime refuses a temporary taller than a band it computes (a short last tile)
         temp = align_up(need * orb)
         return (need, band[x] - band[y] + temp) if band[y] <= band[x] and temp < band[y] else None
 
