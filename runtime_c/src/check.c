@@ -213,6 +213,102 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
     }
 }
 
+int tgrs_col_pointwise(const uint8_t *op, uint32_t kind)
+{
+    int64_t w[5];
+    return tgrs_op_cols_class(kind) == TGRS_COLS_WINDOW && tgrs_col_window(op, kind, w) && w[0] == 1 && w[1] == 1 &&
+           w[3] == 0 && w[4] == 0;
+}
+
+int tgrs_cols_rowwise(const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t op_index,
+                      const tgrs_op_frame *f)
+{
+    const uint8_t *r = tgrs_op(plan, op_index);
+    uint32_t kind = tgrs_rd_u32(r + TGRS_OP_OFF_KIND);
+    uint32_t pf = tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST);
+    uint32_t n_in = tgrs_rd_u32(r + TGRS_OP_OFF_N_IN);
+    int32_t ow = tgrs_rd_i32(tgrs_tensor(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)) + TGRS_TENSOR_OFF_DIMS + 8u);
+    int32_t o0;
+    int32_t on;
+    uint32_t k;
+    if (!TGRS_COLS || (tgrs_rd_u32(unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) == 0u ||
+        (tgrs_op_cols_class(kind) != TGRS_COLS_PIXEL && !tgrs_col_pointwise(r, kind))) {
+        return 0;
+    }
+    tgrs_tile_cols(plan, unit, tile, f->place[0] - pf, &o0, &on);
+    for (k = 0; k < n_in; ++k) {
+        int32_t c0;
+        int32_t cn;
+        if (tgrs_rd_i32(tgrs_tensor(plan, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k)) + TGRS_TENSOR_OFF_DIMS + 8u) !=
+            ow) {
+            continue;
+        }
+        tgrs_tile_cols(plan, unit, tile, f->place[k + 1u] - pf, &c0, &cn);
+        if (c0 != o0 || cn != on) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void tgrs_op_frame_row(tgrs_op_frame *d, const tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *unit,
+                       uint32_t tile, uint32_t op_index, int32_t r)
+{
+    const uint8_t *rec = tgrs_op(plan, op_index);
+    uint32_t pf = tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST);
+    uint32_t n_in = tgrs_rd_u32(rec + TGRS_OP_OFF_N_IN);
+    const uint8_t *otr = tgrs_tensor(plan, tgrs_rd_u32(rec + TGRS_OP_OFF_OUTPUT));
+    int32_t ow = tgrs_rd_i32(otr + TGRS_TENSOR_OFF_DIMS + 8u);
+    int32_t o0;
+    int32_t on;
+    uint32_t k;
+    *d = *f;
+    d->ctx.p = d->params;
+    d->ctx.out = &d->out;
+    tgrs_tile_cols(plan, unit, tile, f->place[0] - pf, &o0, &on);
+    /* the output band is dense [rows, on, C]: row r starts (r - row0) rows of on pixels in */
+    if (f->out.data != NULL) {
+        d->out.data = (uint8_t *)f->out.data +
+                      (size_t)(r - f->out.row0) * (size_t)on * (tgrs_row_bytes(otr) / (uint32_t)ow);
+    }
+    d->out.row0 = r;
+    d->out.rows = 1;
+    if (tgrs_op_cols_class(tgrs_rd_u32(rec + TGRS_OP_OFF_KIND)) == TGRS_COLS_WINDOW) {
+        /* a 1-wide unpadded window along W on exactly its output's columns: no pad either side */
+        uint32_t slots = tgrs_op_col_window(tgrs_rd_u32(rec + TGRS_OP_OFF_KIND));
+        d->params[TGRS_COL_SLOT(slots, 3)] = 0;
+        d->params[TGRS_COL_SLOT(slots, 4)] = 0;
+    }
+    for (k = 0; k < n_in; ++k) {
+        const tgrs_tview *v = &f->views[k];
+        tgrs_tview *w = &d->views[k];
+        const uint8_t *tr = tgrs_tensor(plan, tgrs_rd_u32(rec + TGRS_OP_OFF_INPUTS + 4u * k));
+        int32_t full = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 8u);
+        size_t pixel = tgrs_row_bytes(tr) / (uint32_t)full;
+        int32_t c0 = 0;
+        int32_t cn = v->dims[2];
+        int64_t skip = 0; /* pixels of the dense band before the view's first */
+        d->ctx.in[k] = w;
+        if (full == ow) {
+            tgrs_tile_cols(plan, unit, tile, f->place[k + 1u] - pf, &c0, &cn);
+            skip = (int64_t)o0 - c0;
+            w->dims[2] = on;
+        }
+        if (tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u) > 1) { /* a broadcast along H keeps its one row */
+            if (r < v->row0 || r >= v->row0 + v->rows) {
+                w->rows = 0; /* the band lacks the row: the kind check refuses the op */
+                continue;
+            }
+            skip += (int64_t)(r - v->row0) * cn;
+            w->row0 = r;
+            w->rows = 1;
+        }
+        if (v->data != NULL) {
+            w->data = (uint8_t *)v->data + (size_t)skip * pixel;
+        }
+    }
+}
+
 /* The base the constants of unit u count from at load, or NULL when their bytes exist only at run time. */
 static const uint8_t *tgrs_visible_consts(const tgrs_plan *plan, const uint8_t *u)
 {
@@ -252,7 +348,18 @@ int tgrs_check_kinds(const tgrs_plan *plan, const tgrs_check_fn *checks, uint32_
                 if (f.out.rows == 0) {
                     continue; /* the executor does not call the kernel in this tile either */
                 }
-                rc = checks[kind](&f.ctx);
+                if (TGRS_COLS && tgrs_cols_rowwise(plan, u, tile, i, &f)) {
+                    /* the executor calls it once per output row on sub-band views: check each of those */
+                    int32_t row;
+                    rc = TGRS_OK;
+                    for (row = f.out.row0; row < f.out.row0 + f.out.rows && rc == TGRS_OK; ++row) {
+                        tgrs_op_frame g;
+                        tgrs_op_frame_row(&g, &f, plan, u, tile, i, row);
+                        rc = checks[kind](&g.ctx);
+                    }
+                } else {
+                    rc = checks[kind](&f.ctx);
+                }
                 if (rc != TGRS_OK) {
                     *failed_op = (int32_t)i;
                     return rc > 0 ? TGRS_ERR_UNSUPPORTED : rc;

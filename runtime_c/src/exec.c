@@ -252,7 +252,18 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     }
     TGRS_DCHECK(f.out.data != NULL && (f.ctx.scratch_size == 0u || f.ctx.scratch != NULL));
     TGRS_DCHECK(kind >= 1u && kind <= TGRS_OP_COUNT && ex->kernels[kind] != NULL);
-    rc = ex->kernels[kind](&f.ctx);
+    if (TGRS_COLS && at->cols && tgrs_cols_rowwise(ex->plan, at->unit, at->tile, op_index, &f)) {
+        /* an operand band wider than the output's (a branch buffer's hull): row by row on sub-band views */
+        int32_t row;
+        rc = TGRS_OK;
+        for (row = f.out.row0; row < f.out.row0 + f.out.rows && rc == TGRS_OK; ++row) {
+            tgrs_op_frame g;
+            tgrs_op_frame_row(&g, &f, ex->plan, at->unit, at->tile, op_index, row);
+            rc = ex->kernels[kind](&g.ctx);
+        }
+    } else {
+        rc = ex->kernels[kind](&f.ctx);
+    }
     if (TGRS_ROLLING && rc == TGRS_OK && at->rolling) {
         tgrs_carry_out(ex, at, opos);
     }

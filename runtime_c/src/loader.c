@@ -845,7 +845,8 @@ static int tgrs_check_rolling(const tgrs_plan *plan, const uint8_t *u)
  * End of step 15 for a COLS unit (docs/format.md "COLS units"): in every tile a windowed op's input band is exactly
  * the columns its output band reads, clipped to the input, so the band-relative pads the executor derives
  * (tgrs_op_frame_fill) are >= 0 and > 0 only at the tensor's real edges; a per-pixel op's operands of the output's
- * width have the output's band. A window outside the kernels' limit is left to the kind check (step 17).
+ * width hold the output's band (a wider one, a branch buffer's hull, is read row by row: tgrs_op_frame_row). A
+ * window outside the kernels' limit is left to the kind check (step 17).
  */
 static int tgrs_check_cols(const tgrs_plan *plan, const uint8_t *u)
 {
@@ -881,6 +882,13 @@ static int tgrs_check_cols(const tgrs_plan *plan, const uint8_t *u)
                     continue;
                 }
                 tgrs_tile_cols(plan, u, t, tgrs_find_placement(plan, pf, pc, x) - pf, &c0, &cn);
+                if (tgrs_col_pointwise(r, kind) && iw == ow) {
+                    /* a 1x1 window reads its output's columns; a wider band is read row by row */
+                    if (c0 > o0 || (int64_t)o0 + on > (int64_t)c0 + cn) {
+                        return TGRS_ERR_TILE_COLS;
+                    }
+                    continue;
+                }
                 lo = (int64_t)o0 * w[1] - w[3];
                 hi = (int64_t)(o0 + on - 1) * w[1] - w[3] + (w[0] - 1) * w[2] + 1;
                 if (lo < 0) {
@@ -899,8 +907,8 @@ static int tgrs_check_cols(const tgrs_plan *plan, const uint8_t *u)
                         continue;
                     }
                     tgrs_tile_cols(plan, u, t, tgrs_find_placement(plan, pf, pc, x) - pf, &c0, &cn);
-                    if (c0 != o0 || cn != on) {
-                        return TGRS_ERR_TILE_COLS;
+                    if (c0 > o0 || (int64_t)o0 + on > (int64_t)c0 + cn) {
+                        return TGRS_ERR_TILE_COLS; /* a wider band (a branch's hull) is read row by row */
                     }
                 }
             }

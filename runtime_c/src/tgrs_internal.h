@@ -183,6 +183,28 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
                         uint8_t *fast, const uint8_t *consts);
 
 /*
+ * A COLS unit's per-pixel op (or 1x1 window, tgrs_col_pointwise) reading an operand of the output's width whose column band is wider than the output's
+ * (a branch buffer's hull, docs/format.md "COLS units"): the op runs one output row at a time on sub-band views
+ * (tgrs_op_frame_row). 1 when op `op_index`, filled into `f` for tile `tile`, runs so; 0 otherwise (and outside
+ * COLS units).
+ */
+int tgrs_cols_rowwise(const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t op_index,
+                      const tgrs_op_frame *f);
+
+/* 1 when OP record `op` of kind `kind` is a WINDOW kind whose W window is one column wide, stride 1, unpadded (a
+   1x1 conv): output column c reads input column c, so it may read a sub-band like a PIXEL kind. */
+int tgrs_col_pointwise(const uint8_t *op, uint32_t kind);
+
+/*
+ * `d` = frame `f` of op `op_index` (tile `tile`) narrowed to its output row `r` (f->out.row0 <= r < f->out.row0 +
+ * f->out.rows): every view holds that one row, an operand of the output's width only the output band's columns of
+ * it (at their offset inside its dense band), so the views are dense again. An operand band lacking row r gets
+ * rows 0 and the kind check refuses it (TGRS_ERR_TILE). d->ctx points into d.
+ */
+void tgrs_op_frame_row(tgrs_op_frame *d, const tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *unit,
+                       uint32_t tile, uint32_t op_index, int32_t r);
+
+/*
  * Halo reuse (docs/format.md "ROLLING units"): the rows placement `pos` (position in the unit's placements) of tiled
  * unit `unit` carries from tile `tile` - 1 into tile `tile`: 0 unless the unit is ROLLING, tile >= 1, the placement
  * is not an ACCUM unit's accumulator and its band overlaps its band in the tile before. *prev_row0 (when not NULL)

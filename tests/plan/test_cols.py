@@ -135,7 +135,7 @@ def test_checker_proves_column_split_units():
     cols = [dict(c) for c in u.tile_cols]
     lo, hi = cols[0][inner]
     cols[0][inner] = (lo, hi - 1)  # one column short of what its consumer needs
-    assert any("needs rows" in e for e in broken(tile_cols=cols))
+    assert any("needs columns" in e or "need rows" in e for e in broken(tile_cols=cols))
     out = u.spill[0]
     cols = [dict(c) for c in u.tile_cols]
     cols[1][out] = (cols[1][out][0] + 1, cols[1][out][1])  # a gap in the output's columns

@@ -1011,7 +1011,8 @@ def col_need(win: tuple[int, int, int, int, int], a: int, b: int, width: int) ->
 def _check_cols(u: UnitInfo, ops: list[OpInfo], tensors: list[TensorInfo]) -> None:
     """Step 15, end of a COLS unit: in every tile, a windowed op's input band is exactly the columns its output band
     reads, clipped to the input (so the band-relative pads the executor derives are >= 0 and > 0 only at the
-    tensor's real edges), and a per-pixel op's operands of the output's width have the output's band."""
+    tensor's real edges), and a per-pixel op's operands of the output's width hold the output's band (a wider one,
+    a branch buffer's hull, is read row by row through sub-band views)."""
     what = f"unit {u.index}"
     pos = {pl.tensor: j for j, pl in enumerate(u.placements)}
     table = cols_table()
@@ -1029,16 +1030,24 @@ def _check_cols(u: UnitInfo, ops: list[OpInfo], tensors: list[TensorInfo]) -> No
                     continue  # out of the kernels' range: the kind check refuses the op (step 17)
                 x = op.inputs[0]
                 i0, i_n = tile[pos[x]]
+                if win[0] == 1 and win[1] == 1 and win[3] == 0 and win[4] == 0 and tensors[x].dims[2] == out_w:
+                    # a 1x1 window reads its output's columns; a wider band is read row by row
+                    if not (i0 <= o0 and o0 + on <= i0 + i_n):
+                        raise _fail("ERR_TILE_COLS", f"{what}: tile {t} op {op.index} ({op.kind}) reads columns "
+                                                     f"{i0}+{i_n} of {tensors[x].name}, which do not hold its "
+                                                     f"output band {o0}+{on}")
+                    continue
                 if (i0, i0 + i_n) != col_need(win, o0, o0 + on, tensors[x].dims[2]):  # type: ignore[arg-type]
                     raise _fail("ERR_TILE_COLS", f"{what}: tile {t} op {op.index} ({op.kind}) reads columns "
                                                  f"{i0}+{i_n} of {tensors[x].name}, not what its output band "
                                                  f"{o0}+{on} needs")
             else:
                 for x in op.inputs:
-                    if tensors[x].dims[2] == out_w and tile[pos[x]] != (o0, on):
+                    c0, cn = tile[pos[x]]
+                    if tensors[x].dims[2] == out_w and not (c0 <= o0 and o0 + on <= c0 + cn):
                         raise _fail("ERR_TILE_COLS", f"{what}: tile {t} op {op.index} ({op.kind}) reads columns "
-                                                     f"{tile[pos[x]]} of {tensors[x].name}, its output band is "
-                                                     f"{(o0, on)}")
+                                                     f"{tile[pos[x]]} of {tensors[x].name}, which do not hold its "
+                                                     f"output band {(o0, on)}")
 
 
 def _check_rolling(u: UnitInfo, last: OpInfo | None, tensors: list[TensorInfo], fast_arena: int) -> None:

@@ -21,10 +21,10 @@ intermediate results, and checks:
    overlap, except an output a unit declares written over an input dying in it (``ExecUnit.overwrite``), proven
    tile by tile (``tigris.plan.overwrite``); the high water is within the slow budget;
 7. column-split units (``tile_cols``, tigris.plan.cols): no rolling, accumulating or in-place buffers; every op
-   column-local per its kind, every buffer its own root with at most one consumer in the unit; the output tiles form
-   a grid, row band by row band, whose column bands cover ``[0, W)`` left to right, and whose row bands cover the
-   rows once; every band of every tile is exactly the rows and columns its consumer needs (clipped), not empty,
-   within the tensor, and its dense ``rows x cols`` block fits its buffer.
+   column-local per its kind, every buffer its own root; the output tiles form a grid, row band by row band, whose
+   column bands cover ``[0, W)`` left to right, and whose row bands cover the rows once; every band of every tile
+   is exactly the hull of the rows and columns its consumers need (clipped; a windowed consumer's columns exactly
+   its band), not empty, within the tensor, and its dense ``rows x cols`` block fits its buffer.
 
 :func:`check_plan` returns the list of violations (empty = proven); :func:`assert_plan` raises on the first few.
 """
@@ -330,10 +330,11 @@ def _check_tiles(graph: AnalyzedGraph, bufs, unit, carrying: set[str] = frozense
 
 
 def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
-    """A column-split unit (tigris.plan.cols): its scope, the grid of its output bands, every band exactly what its
-    one consumer needs in both axes (clipped), and every dense band within its buffer."""
+    """A column-split unit (tigris.plan.cols): its scope, the grid of its output bands, every band exactly the hull of
+    what its consumers need in both axes (clipped; a windowed consumer's columns exactly), and every dense band
+    within its buffer."""
     from tigris.ops import kind_for
-    from tigris.plan.cols import pixel_bytes, width
+    from tigris.plan.cols import pixel_bytes, reads_sub_bands, width
 
     errs: list[str] = []
     if len(unit.tile_cols) != len(unit.tile_rows) or unit.tiles != len(unit.tile_rows):
@@ -352,7 +353,6 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
                                for r, c in zip(unit.tile_rows, unit.tile_cols)):
         errs.append(f"accumulator {out} is not the pixel (0, 1) x (0, 1) in every tile")
     src = out if gap is None else bufs.root(graph.ops[gap].inputs[0])
-    consumers: dict[str, set[int]] = {}
     for i in unit.ops:
         op = graph.ops[i]
         kind = kind_for(op.op_type)
@@ -362,11 +362,6 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
         for n in (*op.inputs, *op.outputs):
             if n and not graph.is_const(n) and bufs.root(n) != n:
                 errs.append(f"{op.name}: {n} is an alias view in a column-split unit")
-        for n in bufs.reads[i]:
-            consumers.setdefault(n, set()).add(i)
-    for n, who in sorted(consumers.items()):
-        if len(who) > 1:
-            errs.append(f"{n} has {len(who)} consumers in a column-split unit")
     if errs:
         return errs
     names = set(unit.fast)
@@ -394,6 +389,8 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
                 errs.append(f"tile {t}: band {n} rows {rows[n]} columns {cols[n]} is empty or outside the tensor")
             if (hi - lo) * (l1 - l0) * pixel_bytes(graph, n) > unit.fast[n].size:
                 errs.append(f"tile {t}: band {n} rows {rows[n]} columns {cols[n]} does not fit its buffer")
+        hull_r: dict[str, tuple[int, int]] = {}  # per buffer read in the unit: the hull of its consumers' needs
+        hull_c: dict[str, tuple[int, int]] = {}
         for i in unit.ops:
             if i == gap:
                 continue  # it adds its input band, the tile itself (covered above)
@@ -407,9 +404,16 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
                 wi = width(graph, name)
                 lo, hi = (0, 1) if wi == 1 else kind.cols_needed(op, *cols[o])
                 need_c = (max(0, lo), max(max(0, lo), min(wi, hi)))
-                if rows[name] != need_r or cols[name] != need_c:
-                    errs.append(f"tile {t}: {op.name} needs rows {need_r} columns {need_c} of {name}, band is "
-                                f"rows {rows[name]} columns {cols[name]}")
+                if not reads_sub_bands(graph, op) and cols[name] != need_c:
+                    # a windowed kernel reads its whole input band: the band must be exactly its need
+                    errs.append(f"tile {t}: {op.name} needs columns {need_c} of {name}, band is {cols[name]}")
+                for hull, need in ((hull_r, need_r), (hull_c, need_c)):
+                    lo0, hi0 = hull.get(name, need)
+                    hull[name] = (min(lo0, need[0]), max(hi0, need[1]))
+        for name in hull_r:
+            if rows[name] != hull_r[name] or cols[name] != hull_c[name]:
+                errs.append(f"tile {t}: the ops of the unit need rows {hull_r[name]} columns {hull_c[name]} of "
+                            f"{name}, band is rows {rows[name]} columns {cols[name]}")
     if col_at != 0 or row_at != h:
         errs.append(f"output tiles cover rows [0,{row_at}) and columns [0,{col_at}) of {h}x{w}")
     return errs

@@ -6,14 +6,18 @@ tiles: row bands exactly as a recomputing tiled unit (spatial rule 6) times colu
 0 first, then of row band 1, and so on. Rules:
 
 1. Scope (:func:`cols_reason`): every op is column-local per its kind (``OpKind.col_local``: per pixel along W, or a
-   window along W); every tensor of the unit is a single ``nhwc`` image that is its own buffer (no alias view); every
-   buffer has at most one consumer inside the unit; the unit does not accumulate (spatial rule 7; rule 6 below is
-   the exception), does not carry (rule 9) and has no in-place pair (lifetime rule 6). The unit has one output, like
-   every tiled unit.
+   window along W); every tensor of the unit is a single ``nhwc`` image that is its own buffer (no alias view); the
+   unit does not accumulate (spatial rule 7; rule 6 below is the exception), does not carry (rule 9) and has no
+   in-place pair (lifetime rule 6). The unit has one output, like every tiled unit. A buffer may have several
+   consumers in the unit (a branch point: SqueezeNet's squeeze output feeds a 1x1 and a 3x3 expand): its band is
+   the hull of their needs, in rows and in columns; a windowed consumer must need exactly that hull's columns (its
+   kernel reads its whole input band), a per-pixel one or a 1x1 conv may need fewer (:func:`reads_sub_bands`; the
+   runtime then runs it row by row on sub-band views, docs/format.md "COLS units"), else the grid is not planned.
 2. Column bands: the unit output's W is cut into ``n`` disjoint bands, the widest first (``W // n`` columns, one more
-   for the first ``W % n``). A reverse walk gives every buffer, per column band, exactly the columns its consumer
-   needs for its own band (``OpKind.cols_needed``, the W window ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)`` or the same
-   columns), clipped to ``[0, W)``; an input of width 1 is read whole (``(0, 1)``).
+   for the first ``W % n``). A reverse walk gives every buffer, per column band, exactly the columns its consumers
+   need for their own bands (``OpKind.cols_needed``, the W window ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)`` or the
+   same columns; the hull over several consumers), clipped to ``[0, W)``; an input of width 1 is read whole
+   (``(0, 1)``).
 3. Row and column maps are independent, so a buffer's band in tile ``(r, c)`` is its row band of row band ``r``
    times its column band of column band ``c``: the walks run once per row band and once per column band, not per
    tile. A band buffer holds a dense ``[rows, cols, C]`` block, sized for the most rows times the most columns.
@@ -77,7 +81,6 @@ def cols_reason(
     graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str, accumulate_gap: bool = False,
 ) -> str | None:
     """Why ops ``ops`` (single output ``output``) cannot form a column-split unit (rule 1), or None when they can."""
-    consumers: dict[str, set[int]] = {}
     gap = accumulating(graph, ops, output, accumulate_gap)
     for i in ops:
         op = graph.ops[i]
@@ -91,11 +94,6 @@ def cols_reason(
         for name in (*op.inputs, *op.outputs):
             if name and not graph.is_const(name) and bufs.root(name) != name:
                 return f"{op.name}: {name} is a view of {bufs.root(name)}"
-        for name in bufs.reads[i]:
-            consumers.setdefault(name, set()).add(i)
-    for name, who in consumers.items():
-        if len(who) > 1:
-            return f"{name} has {len(who)} consumers in the unit"
     src = grid_source(graph, bufs, ops, output, accumulate_gap)
     t = graph.tensors[src]
     if t.layout != "nhwc" or len(t.shape) != 4 or t.shape[0] != 1:
@@ -113,6 +111,21 @@ def band_scratch(scratch_bytes_of: Callable[..., int] | None, i: int, rows: int,
     if code is not None and code.co_argcount >= 3:
         return scratch_bytes_of(i, rows, cols)
     return scratch_bytes_of(i, rows)
+
+
+def reads_sub_bands(graph: AnalyzedGraph, op) -> bool:
+    """Rule 1: whether ``op`` may read a band wider than its need (the runtime runs it one output row at a time on
+    sub-band views): a per-pixel op, or a window of one pixel, stride 1, unpadded in both axes (a 1x1 conv), whose
+    output row ``r`` and column ``c`` read input row ``r`` and column ``c`` only."""
+    k = _kind(op)
+    win = k.col_window(op)
+    if win is None:
+        return True
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if win[0] != 1 or win[1] != 1 or win[3] != 0 or tuple(x.shape[2:]) != tuple(y.shape[2:]):
+        return False
+    rw = k.window(op)
+    return rw is not None and rw[0] == 1 and rw[1] == 1 and rw[3] == 0
 
 
 def col_splits(w: int, n: int) -> list[tuple[int, int]]:
@@ -145,10 +158,22 @@ def _col_walk(
             lo, hi = (0, 1) if w == 1 else k.cols_needed(op, a, b)
             lo, hi = max(0, lo), min(w, hi)
             hi = max(lo, hi)
-            if name in cols:  # the op reads this input twice: one band serves both
+            if name in cols:  # another consumer (or this op again) reads it too: the hull serves both (rule 1)
                 plo, phi = cols[name]
                 lo, hi = min(lo, plo), max(hi, phi)
             cols[name] = (lo, hi)
+    for i in rev:  # rule 1: a windowed consumer reads exactly its need, so a branch's hull must be it
+        op = graph.ops[i]
+        k = _kind(op)
+        if reads_sub_bands(graph, op):
+            continue
+        a, b = cols[op.outputs[0]]
+        x = op.inputs[0]
+        w = width(graph, x)
+        lo, hi = (0, 1) if w == 1 else k.cols_needed(op, a, b)
+        lo, hi = max(0, lo), min(w, hi)
+        if cols[x] != (lo, max(lo, hi)):
+            return None
     return cols
 
 
