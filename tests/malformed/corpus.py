@@ -167,6 +167,35 @@ def _overwrite_plan(d: Path) -> str:
     return "o.tgrs"
 
 
+def _gap_plan(d: Path, mutate: str) -> str:
+    """An untiled int8 GlobalAveragePool plan whose TFLM_AVG parameter (TFLM's AVERAGE_POOL_2D over the whole image)
+    is broken and the CRC resealed: 2 (not a flag) under the tflm numerics, or 1 under the onnx numerics."""
+    import struct
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "runtime"))
+    import _rt_plans as P
+
+    from tigris.emit import format as TF
+    from tigris.emit import read_plan
+    from tigris.emit.writer import seal
+    from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
+    from tigris.ops import kind
+
+    q = QuantParam(np.array([0.05], np.float32), np.array([-3], np.int64))
+    tflm = mutate == "two"
+    tensors = {"x": Tensor("x", (1, 8, 5, 5), "int8", q, "nhwc"), "y": Tensor("y", (1, 8, 1, 1), "int8", q, "nhwc")}
+    g = AnalyzedGraph("gap", tensors, [Op("gap", "GlobalAveragePool", ("x",), ("y",),
+                                          {"tflm_avgpool": 1} if tflm else {})], ["x"], ["y"], {}, {},
+                      numerics="tflm" if tflm else "onnx")
+    data = bytearray(P.compile_graph(g, 1 << 20)[0])
+    ops = struct.unpack_from("<I", data, TF.DIR_OFFSET + (int(TF.SectionId.OPS) - 1) * TF.SECTION.size + 4)[0]
+    k = next(j for j, op in enumerate(read_plan(bytes(data)).ops) if op.kind == "gap")
+    struct.pack_into("<i", data, ops + k * TF.OP.size + 40 + 4 * kind("gap").PARAMS.index("TFLM_AVG"), 2 if tflm else 1)
+    (d / "g.tgrs").write_bytes(seal(data))
+    return "g.tgrs"
+
+
 def _empty(d: Path, name: str) -> str:
     (d / name).write_bytes(b"")
     return name
@@ -344,6 +373,12 @@ CASES: list[Case] = [
                                                      "--output", "o.npz"], 2, "TGRS_ERR_TILE_COLS"),
     Case("cols-with-rolling-inspect", lambda d: ["inspect", _cols_plan(d, "rolling")], 2, "TGRS_ERR_UNIT"),
     Case("cols-concat-along-w-inspect", lambda d: ["inspect", _cols_concat_plan(d)], 2, "TGRS_ERR_COLS_OP"),
+    Case("gap-tflm-avg-not-a-flag-inspect", lambda d: ["inspect", _gap_plan(d, "two")], 2, "TGRS_ERR_PARAM"),
+    Case("gap-tflm-avg-not-a-flag-run", lambda d: ["run", _gap_plan(d, "two"), "--input",
+                                                   f"x={_npy(d, 'x.npy', np.zeros((1, 8, 5, 5), np.int8))}",
+                                                   "--output", "o.npz"], 2, "TGRS_ERR_PARAM"),
+    Case("gap-tflm-avg-under-onnx-numerics-inspect", lambda d: ["inspect", _gap_plan(d, "onnx")], 2,
+         "TGRS_ERR_PARAM"),
     Case("dw-in-place-stalls-inspect", lambda d: ["inspect", _dw_pieces_plan(d, "stall")], 2, "TGRS_ERR_PARAM"),
     Case("dw-in-place-stalls-run", lambda d: ["run", _dw_pieces_plan(d, "stall"), "--input",
                                               f"x={_npy(d, 'x.npy', np.zeros((1, 1, 12, 12), np.int8))}",

@@ -71,8 +71,10 @@ def test_average_pool_over_the_whole_image_becomes_gap():
         assert r.rewritten == 0 and "AveragePool" in [op.op_type for op in r.graph.ops]
 
 
-def _int8_pool_graphs(numerics: str, s_in: float, zp_in: int, s_out: float, zp_out: int, h: int, w: int):
-    """The same int8 average over a whole [h, w] image as an AveragePool and as a GlobalAveragePool."""
+def _int8_pool_graphs(numerics: str, s_in: float, zp_in: int, s_out: float, zp_out: int, h: int, w: int,
+                      tflm_avgpool: bool = False):
+    """The same int8 average over a whole [h, w] image as an AveragePool and as a GlobalAveragePool (marked
+    ``tflm_avgpool`` as rule 6 marks it under the tflm numerics, or not)."""
     from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
 
     q = lambda s, z: QuantParam(np.array([s], np.float32), np.array([z], np.int64))  # noqa: E731
@@ -80,7 +82,7 @@ def _int8_pool_graphs(numerics: str, s_in: float, zp_in: int, s_out: float, zp_o
     for op in (Op("p", "AveragePool", ("x",), ("y",), {"kernel_shape": [h, w], "strides": [h, w], "dilations": [1, 1],
                                                          "pads": [0, 0, 0, 0], "ceil_mode": 0,
                                                          "count_include_pad": 0}),
-               Op("p", "GlobalAveragePool", ("x",), ("y",), {})):
+               Op("p", "GlobalAveragePool", ("x",), ("y",), {"tflm_avgpool": 1} if tflm_avgpool else {})):
         tensors = {"x": Tensor("x", (1, 16, h, w), "int8", q(s_in, zp_in), "nhwc"),
                    "y": Tensor("y", (1, 16, 1, 1), "int8", q(s_out, zp_out), "nhwc")}
         out.append(AnalyzedGraph("avg", tensors, [op], ["x"], ["y"], {}, {}, numerics=numerics))
@@ -90,8 +92,9 @@ def _int8_pool_graphs(numerics: str, s_in: float, zp_in: int, s_out: float, zp_o
 def test_int8_whole_image_average_pool_and_gap_agree_bit_for_bit():
     """Why rule 6 may rewrite int8 pools (ONNX numerics): the AveragePool kind and the GAP kind compute the same codes,
     also where averages land on halves (equal scales: every odd multiple of count/2), in the NumPy reference (the C
-    kernels: tests/runtime/test_rt_cols_kinds.py). Under the tflm numerics they do not (TFLM's AVERAGE_POOL_2D rounds
-    halves away from zero), which is why the rule keeps those."""
+    kernels: tests/runtime/test_rt_cols_kinds.py). Under the tflm numerics a plain GAP does not (TFLM's
+    AVERAGE_POOL_2D rounds the raw codes' average halves away from zero, its MEAN requantizes), so rule 6 marks the
+    GAP ``tflm_avgpool`` there, which gives the pool's codes; and only with equal encodings (TFLM's rule)."""
     from tigris.passes import reducemean_gap
     from tigris.reference import run_reference
 
@@ -105,8 +108,13 @@ def test_int8_whole_image_average_pool_and_gap_agree_bit_for_bit():
     ties = 0
     for seed in range(20):  # tflm: raw codes halves away from zero vs MEAN's requantization
         pool, gap = _int8_pool_graphs("tflm", 0.05, -3, 0.05, -3, 2, 2)
+        marked = _int8_pool_graphs("tflm", 0.05, -3, 0.05, -3, 2, 2, tflm_avgpool=True)[1]
         x = {"x": np.random.default_rng(seed).integers(-128, 128, (1, 16, 2, 2), dtype=np.int8)}
         ties += int(np.any(run_reference(pool, x)["y"] != run_reference(gap, x)["y"]))
+        np.testing.assert_array_equal(run_reference(pool, x)["y"], run_reference(marked, x)["y"])
     assert ties > 0
     tflm_pool = _int8_pool_graphs("tflm", 0.05, -3, 0.05, -3, 4, 4)[0]
-    assert not reducemean_gap._whole_image(tflm_pool, tflm_pool.ops[0])
+    r = run_pass(tflm_pool, "reducemean_gap")
+    assert r.rewritten == 1 and r.graph.ops[0].attrs == {"tflm_avgpool": 1}
+    other = _int8_pool_graphs("tflm", 0.05, -3, 0.04, -3, 4, 4)[0]  # unequal encodings: the pool's lowering refuses
+    assert not reducemean_gap._whole_image(other, other.ops[0])

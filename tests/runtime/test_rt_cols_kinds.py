@@ -5,7 +5,8 @@ max(1, max|ref|), since a GlobalAveragePool accumulating over a grid adds its fl
 runtime's fast high-water mark equal to the plan's peak; one float model per family agrees with ONNX Runtime.
 
 * An AveragePool over the whole image is a GlobalAveragePool (tigris/passes/reducemean_gap.py rule 6), which
-  accumulates over the tiles of a column-split unit: the two kinds' C kernels give the same int8 codes.
+  accumulates over the tiles of a column-split unit: the two kinds' C kernels give the same int8 codes, with the
+  onnx numerics and (the GAP's TFLM_AVG) the tflm ones, untiled and accumulated over tiles.
 """
 from __future__ import annotations
 
@@ -94,6 +95,17 @@ def test_whole_image_avgpool_and_gap_kernels_agree(session):
             a = session(P.compile_graph(pool, 1 << 20)[0]).run(x).outputs["y"]
             b = session(P.compile_graph(gap, 1 << 20)[0]).run(x).outputs["y"]
             np.testing.assert_array_equal(a, b)
+        pool, gap = _int8_pool_graphs("tflm", s_in, zp_in, s_in, zp_in, h, w, tflm_avgpool=True)
+        x = {"x": rng.integers(-128, 128, (1, 16, h, w), dtype=np.int8)}
+        a = session(P.compile_graph(pool, 1 << 20)[0]).run(x).outputs["y"]
+        b = session(P.compile_graph(gap, 1 << 20)[0]).run(x).outputs["y"]
+        np.testing.assert_array_equal(a, b)
+        if h >= 4:  # accumulated over row tiles (unit flag ACCUM): a budget below the whole input
+            data, plan = P.compile_graph(gap, 16 * w * 2 + 16 + 64 + 64)
+            assert any(u.accumulate for u in plan.units), plan.units
+            got = session(data).run(x)
+            np.testing.assert_array_equal(got.outputs["y"], a)
+            assert got.fast_peak == plan.fast_peak
 
 
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
@@ -108,9 +120,10 @@ def test_person_mbv1_whole_image_avgpool_accumulates_over_a_grid(session, tmp_pa
 
 
 @pytest.mark.shared
-@pytest.mark.parametrize("rel", ["mlperf_tiny/kws_dscnn_int8.onnx", "mlperf_tiny/kws_dscnn_f32.onnx"])
+@pytest.mark.parametrize("rel", ["mlperf_tiny/kws_dscnn_int8.onnx", "mlperf_tiny/kws_dscnn_f32.onnx",
+                                 "tflite/kws_dscnn_int8.tflite"])
 def test_kws_dscnn_below_its_row_floor(session, rel):
     path = P.shared_model(rel)
-    _, _, x, outputs = _below_row_floor(path, cols="int8" in rel)
+    _, _, x, outputs = _below_row_floor(path, cols="int8" in rel)  # the tflite twin's GAP has TFLM_AVG
     if rel.endswith("f32.onnx"):
         _matches_ort(path, x, outputs)

@@ -12,7 +12,9 @@ outside ``[0, H)`` are padding. The output size is the output tensor's (so ``cei
   ``(mult, shift)`` encode ``s_in/s_out``. The divisor is an exact 64-bit integer, so lowering checks it fits.
 * GlobalAveragePool (one band, or accumulated over the tiles of a unit: ``gap_begin``/``gap_accumulate``/
   ``gap_finish`` below fix the summation order so both give the same bits): int8 ``zp_out + round(sum(q - zp_in) * mult / (H*W * 2**(31 - shift)))``, the same
-  exact division, ``(mult, shift)`` encoding ``s_in / s_out``; float ``sum / (H*W)``.
+  exact division, ``(mult, shift)`` encoding ``s_in / s_out``; float ``sum / (H*W)``. ``TFLM_AVG`` 1 (a TFLM
+  AveragePool over the whole image, tigris/passes/reducemean_gap.py rule 6): the tflm AveragePool's arithmetic,
+  ``sum(q)`` of the raw codes divided by ``H*W`` rounding halves away from zero, clamped (equal encodings).
 
 Averages round halves to even, unlike the Q0.31 requantization of products (halves away from zero): with equal
 input and output scales an average lands exactly on a half whenever the sum is an odd multiple of count/2 (one
@@ -255,15 +257,21 @@ class GlobalAveragePool(OpKind):
         # the mean of one channel's plane; the multiplier depends on H*W and the per-tensor scales only
         return True
 
-    PARAMS = ("MULT", "SHIFT", "LO", "HI", "NUMERICS")
+    PARAMS = ("MULT", "SHIFT", "LO", "HI", "NUMERICS", "TFLM_AVG")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         n, h, w, c = tensor_view_dims(x)
         params = {"LO": -128, "HI": 127}
         if dtype_kind(graph, op) == "int8":
-            s_in, _ = per_tensor(x, "GlobalAveragePool input")
+            s_in, zp_in = per_tensor(x, "GlobalAveragePool input")
             s_out, zp_out = per_tensor(y, "GlobalAveragePool output")
+            if op.attrs.get("tflm_avgpool"):
+                # TFLM's AVERAGE_POOL_2D over the whole image (reducemean_gap rule 6): raw codes, one encoding
+                if graph.numerics != "tflm" or (s_in, zp_in) != (s_out, zp_out):
+                    raise TigrisError("a TFLM average pool needs the tflm numerics and equal input and output "
+                                      "quantization", op.name)
+                params["TFLM_AVG"] = 1
             if graph.numerics == "tflm":
                 mult, shift = tflm_mean_multiplier(s_in / s_out, h * w, op.name)
             else:
@@ -318,6 +326,10 @@ def gap_finish(low: Lowered, acc: np.ndarray, x: TensorView, out: TensorView) ->
     n, h, w, c = x.dims
     if out.dtype == "float32":
         out.data[...] = (acc / np.float32(h * w)).astype(np.float32).reshape(out.data.shape)
+        return
+    if low.params.get("TFLM_AVG", 0):  # TFLM's AVERAGE_POOL_2D: the raw codes' sum, halves away from zero
+        q = div_round_half_away(acc.astype(np.int64), np.int64(h * w))
+        out.data[...] = np.clip(q, low.params["LO"], low.params["HI"]).astype(out.data.dtype).reshape(out.data.shape)
         return
     total = acc.astype(np.int64) - h * w * x.zero_point
     if low.params.get("NUMERICS", 0):  # TFLM's MEAN: 1/(H*W) is in (MULT, SHIFT) already

@@ -12,14 +12,16 @@ Rules:
 6. ``AveragePool`` on a rank-4 tensor whose window is the whole image (kernel ``[H, W]``, dilations 1, no pads, a
    ``1x1`` output) becomes ``GlobalAveragePool``: both divide the same sum by ``H*W`` with one rounding, halves to
    even (int8) or in float32, so the bits agree, and a GAP may accumulate over the tiles of a unit (also a
-   column-split one) where a window over the whole image needs every input row and column at once. Not for int8
-   with the ``tflm`` numerics: TFLM's AVERAGE_POOL_2D averages the raw codes rounding halves away from zero, its
-   MEAN requantizes, so the two differ there (docs/numerics.md).
+   column-split one) where a window over the whole image needs every input row and column at once. Int8 with the
+   ``tflm`` numerics: TFLM's AVERAGE_POOL_2D averages the raw codes rounding halves away from zero where its MEAN
+   requantizes, so the GAP is marked ``tflm_avgpool`` and keeps the pool's arithmetic (its ``TFLM_AVG``
+   parameter, docs/numerics.md); only with equal input and output quantization (TFLM's rule, which the
+   AveragePool's lowering states otherwise).
 
 Why here: exporters (Keras, timm) write global pooling as a mean over H and W; the runtime's GAP kernel does it.
 
 Postcondition: no ReduceMean over exactly the spatial axes of a rank-4 tensor, no rank-4 GlobalMaxPool, and no
-rank-4 AveragePool over the whole image (but int8 under the tflm numerics) remains.
+rank-4 AveragePool over the whole image (int8 under the tflm numerics: with equal encodings) remains.
 """
 from __future__ import annotations
 
@@ -44,7 +46,9 @@ def run(graph: AnalyzedGraph) -> PassResult:
             n += 1
             continue
         if op.op_type == "AveragePool" and _whole_image(g, op):
-            ops.append(Op(op.name, "GlobalAveragePool", op.inputs[:1], op.outputs, {}))  # rule 6
+            tflm = g.numerics == "tflm" and g.tensors[op.inputs[0]].dtype == "int8"
+            ops.append(Op(op.name, "GlobalAveragePool", op.inputs[:1], op.outputs,
+                          {"tflm_avgpool": 1} if tflm else {}))  # rule 6
             n += 1
             continue
         if op.op_type != "ReduceMean":
@@ -82,4 +86,10 @@ def _whole_image(g: AnalyzedGraph, op: Op) -> bool:
         return False
     if any(int(v) != 1 for v in a.get("dilations") or []) or any(int(v) != 0 for v in a.get("pads") or []):
         return False
-    return not (g.numerics == "tflm" and x.dtype in ("int8", "uint8"))
+    if x.dtype == "uint8" or (x.dtype == "int8" and (x.quant is None or y.quant is None)):
+        return False
+    if g.numerics == "tflm" and x.dtype == "int8":
+        qx, qy = x.quant, y.quant
+        return (not qx.per_channel and not qy.per_channel and float(qx.scale[0]) == float(qy.scale[0])
+                and int(qx.zero_point[0]) == int(qy.zero_point[0]))
+    return True

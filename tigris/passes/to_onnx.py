@@ -28,7 +28,7 @@ _SAME = {"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "PR
 
 
 _MARKERS = {"fused_activation", "alias", "normalized", "unsupported_why", "nhwc_order", "axis_physical", "logical_axis", "lifted", "_extracted",
-            "coerce_2d", "domain"}
+            "coerce_2d", "domain", "tflm_avgpool"}
 
 
 class _Builder:

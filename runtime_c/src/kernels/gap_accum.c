@@ -10,7 +10,8 @@
  *          (float32[N*C], live across the tiles); finish divides by (float)(H*W). Bands are consecutive and in
  *          order, so the sum is the untiled kernel's bit for bit.
  *   int8:  exact int32 sums of the codes in the op's scratch (int32[N*C], 4*N*C bytes, planned across the tiles);
- *          finish writes zp_out + round((sum - H*W*zp_in) * mult / (H*W << (31 - shift))), halves to even, clamped.
+ *          finish writes zp_out + round((sum - H*W*zp_in) * mult / (H*W << (31 - shift))), halves to even, clamped
+ *          (TFLM_AVG 1: the raw sum / (H*W), halves away from zero, clamped; NUMERICS 1: TFLM's MEAN).
  * Nothing is kept between calls except in those two planned buffers: no globals, no allocation.
  */
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include "kview.h"
 #include "requant.h"
 #include "tgrs_op.h"
+#include "variants.h"
 
 /* -DTGRS_INT8_ONLY (see registry.c) refuses float accumulation, and the constant-false branches drop its code. */
 #ifdef TGRS_INT8_ONLY
@@ -59,7 +61,8 @@ static int gap_acc_check(const tgrs_op_ctx *ctx, size_t *hw, size_t *nc)
         if (shift > TGRS_SHIFT_MAX || ctx->p[TGRS_P_GAP_MULT] < 0 ||
             !tgrs_s8_bounds_ok(ctx->p[TGRS_P_GAP_LO], ctx->p[TGRS_P_GAP_HI], out->zero_point) ||
             *hw > ((size_t)1 << 23) || (nm != TGRS_NUMERICS_ONNX && nm != TGRS_NUMERICS_TFLM) ||
-            (nm == TGRS_NUMERICS_ONNX && ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)*hw) > 62)) {
+            (nm == TGRS_NUMERICS_ONNX && ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)*hw) > 62) ||
+            !tgrs_gap_tflm_avg_ok(ctx)) {
             return TGRS_ERR_PARAM;
         }
     }
@@ -158,7 +161,12 @@ int tgrs_gap_finish(const tgrs_op_ctx *ctx)
         int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
         int32_t lo = ctx->p[TGRS_P_GAP_LO];
         int32_t hi = ctx->p[TGRS_P_GAP_HI];
-        if (ctx->p[TGRS_P_GAP_NUMERICS] == TGRS_NUMERICS_TFLM) {
+        if (ctx->p[TGRS_P_GAP_TFLM_AVG] != 0) {
+            /* TFLM's AVERAGE_POOL_2D over the whole image: the raw codes' sum, halves away from zero */
+            for (i = 0; i < nc; ++i) {
+                y[i] = tgrs_gap_tflm_avg(acc[i], (int32_t)hw, lo, hi);
+            }
+        } else if (ctx->p[TGRS_P_GAP_NUMERICS] == TGRS_NUMERICS_TFLM) {
             /* TFLM's MEAN: 1/(H*W) is already in (mult, shift); |sum| <= 255 * 2^23 fits in int32 */
             for (i = 0; i < nc; ++i) {
                 int32_t sum = (int32_t)((int64_t)acc[i] - (int64_t)hw * in->zero_point);

@@ -7,6 +7,8 @@
  *   gap  int8: zp_out + round(sum(q - zp_in) * mult / ((H*W) << (31 - shift))), halves to even (mult/shift: s_in/s_out)
  *   gap  int8, NUMERICS 1 (tflm, TFLM's MEAN): zp_out + requantize_tflm(sum(q - zp_in), mult, shift), 1/(H*W) folded
  *        into (mult, shift) at lowering
+ *   gap  int8, TFLM_AVG 1 (NUMERICS 1; TFLM's AVERAGE_POOL_2D over the whole image, equal encodings): the avg tflm
+ *        formula below with count = H*W
  *   float: max of taps; sum of taps (row-major tap order) / (float)count; sum / (float)(H*W).
  *   avg  int8, NUMERICS 1 (tflm; input and output encodings equal): s = sum(q) of the raw codes,
  *        clamp(s > 0 ? (s + count/2) / count : (s - count/2) / count, lo, hi) with C's truncating division.
@@ -432,7 +434,8 @@ static int gap_s8_check(const tgrs_op_ctx *ctx)
     if (shift > TGRS_SHIFT_MAX || ctx->p[TGRS_P_GAP_MULT] < 0 ||
         !tgrs_s8_bounds_ok(ctx->p[TGRS_P_GAP_LO], ctx->p[TGRS_P_GAP_HI], ctx->out->zero_point) || hw > (1u << 23) ||
         (nm != TGRS_NUMERICS_ONNX && nm != TGRS_NUMERICS_TFLM) ||
-        (nm == TGRS_NUMERICS_ONNX && ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)hw) > 62)) {
+        (nm == TGRS_NUMERICS_ONNX && ((int64_t)31 - shift) + tgrs_bitlen((uint32_t)hw) > 62) ||
+        !tgrs_gap_tflm_avg_ok(ctx)) {
         return TGRS_ERR_PARAM;
     }
     return TGRS_OK;
@@ -463,6 +466,10 @@ int tgrs_gap_s8(const tgrs_op_ctx *ctx)
             int32_t acc = 0;
             for (i = 0; i < hw; ++i) {
                 acc += (int32_t)x[i * C + (size_t)c];
+            }
+            if (ctx->p[TGRS_P_GAP_TFLM_AVG] != 0) { /* TFLM's AVERAGE_POOL_2D: raw codes, halves away from zero */
+                y[c] = tgrs_gap_tflm_avg(acc, (int32_t)hw, lo, hi);
+                continue;
             }
             acc -= (int32_t)hw * in->zero_point;
             if (nm == TGRS_NUMERICS_TFLM) { /* TFLM's MEAN: 1/(H*W) is already in (mult, shift) */

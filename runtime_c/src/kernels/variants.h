@@ -25,6 +25,23 @@ int tgrs_avgpool_f32(const tgrs_op_ctx *ctx);
 int tgrs_avgpool_s8(const tgrs_op_ctx *ctx);
 int tgrs_gap_f32(const tgrs_op_ctx *ctx);
 int tgrs_gap_s8(const tgrs_op_ctx *ctx);
+/* TGRS_P_GAP_TFLM_AVG (TFLM's AVERAGE_POOL_2D over the whole image as a GAP) is 0 or 1, and 1 only with the
+ * tflm numerics and the input's zero point on the output (one encoding): both gap variants check it. */
+static inline int tgrs_gap_tflm_avg_ok(const tgrs_op_ctx *ctx)
+{
+    int32_t t = ctx->p[TGRS_P_GAP_TFLM_AVG];
+    return t == 0 || (t == 1 && ctx->p[TGRS_P_GAP_NUMERICS] == TGRS_NUMERICS_TFLM &&
+                      ctx->in[0]->zero_point == ctx->out->zero_point);
+}
+
+/* That average of a raw-code sum s over hw pixels (|s| <= 128 * 2^23): C's truncating division of s +- hw/2,
+ * clamped to [lo, hi]. */
+static inline int8_t tgrs_gap_tflm_avg(int32_t s, int32_t hw, int32_t lo, int32_t hi)
+{
+    int32_t q = s > 0 ? (s + hw / 2) / hw : (s - hw / 2) / hw;
+    return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+}
+
 /* -DTGRS_NO_ACCUM (no ACCUM unit in the firmware's plans; the loader refuses one, tgrs_internal.h): the GAP entry and
  * check never reach the accumulating phases, so --gc-sections drops gap_accum.c. */
 #if defined(TGRS_NO_ACCUM)
