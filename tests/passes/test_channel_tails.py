@@ -33,9 +33,10 @@ import builders  # noqa: E402
 import fam_seg  # noqa: E402
 
 
-def _head_model(c: int, h: int, act: str | None, pool: str, seed: int) -> onnx.ModelProto:
+def _head_model(c: int, h: int, act: str | None, pool: str, seed: int, k: int | None = None) -> onnx.ModelProto:
     """x [1, 4, h, h] -> 3x3 conv to 12 channels + Relu -> 1x1 conv to ``c`` channels (+ ``act``) -> ``pool``
-    (GlobalAveragePool, or an AveragePool / MaxPool over the whole image) -> Flatten -> Gemm to 10."""
+    (GlobalAveragePool, or an AveragePool / MaxPool with a ``k`` x ``k`` window of stride ``k``, over the whole
+    image when ``k`` is None) -> Flatten -> Gemm to 10."""
     g = builders._new(seed)
     e = g.op("Relu", [g.conv("x", 4, 12, 3)])
     y = g.conv(e, 12, c, 1)
@@ -44,9 +45,11 @@ def _head_model(c: int, h: int, act: str | None, pool: str, seed: int) -> onnx.M
     if pool == "GlobalAveragePool":
         p = g.op(pool, [y])
     else:
-        p = g.op(pool, [y], kernel_shape=[h, h], strides=[1, 1], pads=[0, 0, 0, 0])
+        k = k or h
+        p = g.op(pool, [y], kernel_shape=[k, k], strides=[k, k], pads=[0, 0, 0, 0])
     f = g.op("Flatten", [p])
-    w = (g.rng.standard_normal((10, c)) / np.sqrt(c)).astype(np.float32)
+    n = c * (h // (k or h)) ** 2
+    w = (g.rng.standard_normal((10, n)) / np.sqrt(n)).astype(np.float32)
     z = g.op("Gemm", [f, g.const(w), g.const((g.rng.standard_normal(10) * 0.1).astype(np.float32), "b")],
              transB=1)
     return fam_seg.finish_typed(g, "head", [1, 4, h, h], [(z, onnx.TensorProto.FLOAT, [1, 10])], opset=14)
@@ -96,19 +99,19 @@ def test_channel_tail_is_the_reducing_chain(tmp_path):
     assert channel_tail(p3.graph, p3.graph.ops[0].name) == ()
 
 
-CASES = [  # (int8, channels, image, activation, pooling op, groups)
-    (False, 40, 5, "HardSwish", "GlobalAveragePool", 3),
-    (False, 37, 4, None, "AveragePool", 5),
-    (True, 40, 5, "HardSwish", "GlobalAveragePool", 3),
-    (True, 37, 4, None, "AveragePool", 5),       # 37 channels in 5 groups: two Concats, uneven groups
-    (True, 24, 3, "Sigmoid", "MaxPool", 24),     # one channel per group
+CASES = [  # (int8, channels, image, activation, pooling op, its window (None: the image), groups)
+    (False, 40, 5, "HardSwish", "GlobalAveragePool", None, 3),
+    (False, 37, 4, None, "AveragePool", 2, 5),
+    (True, 40, 5, "HardSwish", "GlobalAveragePool", None, 3),
+    (True, 37, 4, None, "AveragePool", 2, 5),    # 37 channels in 5 groups: two Concats, uneven; 2x2 pooled rows
+    (True, 24, 3, "Sigmoid", "MaxPool", None, 24),  # one channel per group
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{'int8' if c[0] else 'f32'}-{c[4]}-g{c[5]}" for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[f"{'int8' if c[0] else 'f32'}-{c[4]}-g{c[6]}" for c in CASES])
 def test_split_with_tail_equals_unsplit(tmp_path, case):
-    int8, c, h, act, pool, groups = case
-    path = _paths(tmp_path, _head_model(c, h, act, pool, seed=c + h), int8)
+    int8, c, h, act, pool, k, groups = case
+    path = _paths(tmp_path, _head_model(c, h, act, pool, seed=c + h, k=k), int8)
     prep = api.prepare(path)
     conv = _head(prep)
     tail = channel_tail(prep.graph, conv.name)
@@ -140,7 +143,7 @@ def test_split_with_tail_equals_unsplit(tmp_path, case):
     assert np.max(np.abs(b[name] - ref)) <= tol
 
 
-@pytest.mark.parametrize("pool", ["GlobalAveragePool", "AveragePool"])
+@pytest.mark.parametrize("pool", ["GlobalAveragePool", "MaxPool"])
 def test_analyze_splits_the_head_below_the_pool_floor(tmp_path, pool):
     """256 channels on 6x6 int8: the pooling op alone needs more than the budget (with column tiles too); analyze
     splits the 1x1 conv with its pooling tail, and the plan runs like the untiled one."""

@@ -110,6 +110,15 @@ def test_receptive_field_and_halo():
     x2 = g2.input("x", (1, 1, 32, 32))
     graph2 = g2.graph([g2.conv(g2.conv(x2, 1, s=2), 1, s=2)])
     assert receptive_field(graph2, [0, 1]) == 1 + 2 * 1 + 2 * 2
+    # ops side by side are no chain: eight stride-2 3x3 branches of x joined by Adds need 3 rows of x, not 2**8
+    g3 = G()
+    x3 = g3.input("x", (1, 1, 32, 32))
+    y3 = g3.conv(x3, 1, s=2)
+    for _ in range(7):
+        y3 = g3.add(y3, g3.conv(x3, 1, s=2))
+    graph3 = g3.graph([g3.conv(y3, 1, k=3, s=1)])
+    ops3 = list(range(len(graph3.ops)))
+    assert receptive_field(graph3, ops3) == 1 + 2 * 1 + 2  # the last conv's 3 rows, each 1 + 2 rows of x
 
 
 def test_input_rows_of_windowed_ops():

@@ -135,17 +135,24 @@ def input_rows(graph: AnalyzedGraph, op: Op, name: str, rows: tuple[int, int]) -
 
 
 def receptive_field(graph: AnalyzedGraph, ops: Sequence[int]) -> int:
-    """The spec's walk: RF = 1 + sum over windowed ops (reverse order) of (eff_kernel - 1) * cumulative stride."""
-    rf, cum_stride = 1, 1
-    for i in reversed(list(ops)):
-        win = _kind(graph.ops[i]).window(graph.ops[i])
+    """The spec's walk: RF = 1 + sum over windowed ops (reverse order) of (eff_kernel - 1) * cumulative stride, on a
+    chain of ops. Ops that run side by side (the branches of a block, channel groups) are not one chain: the walk
+    follows each path of producers to consumers within ``ops`` and takes the largest, which is the spec's sum on a
+    chain (``acc = acc * stride + (eff_kernel - 1)`` along the path, forwards)."""
+    acc: dict[int, int] = {}
+    made = {}  # tensor -> the op of ``ops`` producing it
+    for i in ops:
+        op = graph.ops[i]
+        before = max((acc[made[n]] for n in op.inputs if n in made), default=0)
+        win = _kind(op).window(op)
         if win is None:
-            continue
-        k, s, d, _ = win
-        eff = k + (k - 1) * (d - 1)
-        rf += (eff - 1) * cum_stride
-        cum_stride *= s
-    return rf
+            acc[i] = before
+        else:
+            k, s, d, _ = win
+            acc[i] = before * s + (k - 1) * d  # (eff_kernel - 1) = (k - 1) * d
+        for n in op.outputs:
+            made[n] = i
+    return 1 + max(acc.values(), default=0)
 
 
 def halo(graph: AnalyzedGraph, ops: Sequence[int]) -> int:
