@@ -50,6 +50,11 @@ typedef struct tgrs_op_ctx {
     uint32_t phase;                        /* 0, or TGRS_PHASE_* bits: the GAP of an ACCUM unit (below) */
     int32_t acc_w;                         /* the accumulating GAP of a COLS unit: its input's full width (its
                                               views hold column bands); 0 otherwise */
+    uint32_t proven;                       /* nonzero: the loader ran this kind's check on this very context (all
+                                              but the addresses), so the kernel may skip the checks of its
+                                              parameters, dims, bands, constant lengths and scratch size and only
+                                              derive its geometry; constant values are checked either way. The
+                                              executor sets it; 0 (a caller's own context) checks everything. */
 } tgrs_op_ctx;
 
 /* ctx.phase of the accumulating GlobalAveragePool (tgrs_kernel_gap passes such a call to tgrs_gap_phases): every

@@ -18,76 +18,123 @@
 #include "tgrs_dcheck.h"
 #include "tgrs_internal.h"
 
+/* The unit fields every view of one frame reads, read once per frame instead of once per view. */
+typedef struct tgrs_unit_fields {
+    uint32_t pf;            /* the unit's first PLACEMENT */
+    uint32_t pc;            /* its placement count */
+    uint32_t flags;         /* its UNIT flags */
+    const uint8_t *place;   /* PLACEMENT record pf */
+    const uint8_t *tensors; /* TENSORS record 0 */
+    const uint8_t *band;    /* the TILE_ROWS record of placement pf in this tile; NULL when the unit is untiled */
+} tgrs_unit_fields;
+
+static void tgrs_unit_fields_at(tgrs_unit_fields *uf, const tgrs_plan *plan, const uint8_t *u, uint32_t tile)
+{
+    uf->pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+    uf->pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+    uf->flags = tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS);
+    uf->place = tgrs_placement(plan, uf->pf);
+    uf->tensors = tgrs_tensor(plan, 0u);
+    uf->band = (uf->flags & TGRS_UNIT_F_TILED) != 0u
+                   ? tgrs_rec(plan, TGRS_SEC_TILE_ROWS, tgrs_rd_u32(u + TGRS_UNIT_OFF_ROWS_FIRST) + tile * uf->pc,
+                              TGRS_TILE_ROW_SIZE)
+                   : NULL;
+}
+
 /* The view of tensor t in tile `tile` of unit u: its own dims and quantization, its root's band; returns the root's
    absolute PLACEMENT index (the loader proved it exists). */
-static uint32_t tgrs_view_fill(const tgrs_plan *plan, const uint8_t *u, uint32_t tile, uint32_t t, uint8_t *fast,
-                               tgrs_tview *v)
+static uint32_t tgrs_view_fill(const tgrs_plan *plan, const tgrs_unit_fields *uf, const uint8_t *u, uint32_t tile,
+                               uint32_t t, uint8_t *fast, tgrs_tview *v)
 {
-    const uint8_t *tr = tgrs_tensor(plan, t);
-    uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
-    uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
-    uint32_t p = tgrs_find_placement(plan, pf, pc, tgrs_rd_u32(tr + TGRS_TENSOR_OFF_ROOT));
+    const uint8_t *tr = uf->tensors + (size_t)t * TGRS_TENSOR_SIZE;
+    const uint32_t root = tgrs_rd_u32(tr + TGRS_TENSOR_OFF_ROOT);
+    uint32_t lo = 0;
+    uint32_t hi = uf->pc;
+    uint32_t pos = 0;
     uint32_t k;
-    TGRS_DCHECK(p != TGRS_NONE);
-    for (k = 0; k < 4u; ++k) {
-        v->dims[k] = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u * k);
+    /* tgrs_find_placement on the unit's records: the loader proved them strictly increasing by tensor, and the
+       root among them */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        uint32_t at = tgrs_rd_u32(uf->place + (size_t)mid * TGRS_PLACEMENT_SIZE + TGRS_PLACEMENT_OFF_TENSOR);
+        if (at == root) {
+            pos = mid;
+            break;
+        }
+        if (at < root) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
     }
-    if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u) {
-        const uint8_t *r = tgrs_rec(plan, TGRS_SEC_TILE_ROWS,
-                                    tgrs_rd_u32(u + TGRS_UNIT_OFF_ROWS_FIRST) + tile * pc + (p - pf),
-                                    TGRS_TILE_ROW_SIZE);
+    TGRS_DCHECK(lo < hi);
+    if (TGRS_NATIVE_LE) {
+        memcpy(v->dims, tr + TGRS_TENSOR_OFF_DIMS, sizeof v->dims); /* four little-endian int32 in a row */
+    } else {
+        for (k = 0; k < 4u; ++k) {
+            v->dims[k] = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_DIMS + 4u * k);
+        }
+    }
+    if (uf->band != NULL) {
+        const uint8_t *r = uf->band + (size_t)pos * TGRS_TILE_ROW_SIZE;
         v->row0 = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROW0);
         v->rows = tgrs_rd_i32(r + TGRS_TILE_ROW_OFF_ROWS);
-        if (TGRS_COLS && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u) {
+        if (TGRS_COLS && (uf->flags & TGRS_UNIT_F_COLS) != 0u) {
             /* A column band is a standalone tensor of its width: its buffer holds it dense (docs/format.md). */
             int32_t col0;
-            tgrs_tile_cols(plan, u, tile, p - pf, &col0, &v->dims[2]);
+            tgrs_tile_cols(plan, u, tile, pos, &col0, &v->dims[2]);
         }
     } else {
         /* An alias may have other dims than its root (same bytes): the whole tensor in its own rows. */
         v->row0 = 0;
         v->rows = v->dims[1];
     }
-    v->data = fast != NULL ? (void *)(fast + tgrs_rd_u32(tgrs_placement(plan, p) + TGRS_PLACEMENT_OFF_OFFSET)) : NULL;
+    v->data = fast != NULL
+                  ? (void *)(fast + tgrs_rd_u32(uf->place + (size_t)pos * TGRS_PLACEMENT_SIZE + TGRS_PLACEMENT_OFF_OFFSET))
+                  : NULL;
     v->dtype = (int32_t)tgrs_rd_u32(tr + TGRS_TENSOR_OFF_DTYPE);
     v->zero_point = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_ZERO_POINT);
     v->scale = tgrs_rd_f32(tr + TGRS_TENSOR_OFF_SCALE);
-    return p;
+    return uf->pf + pos;
+}
+
+/* The overlap of placement pos's band in tile `tile` (record `now`) with its band in the tile before (the record
+   pc records earlier): the rows it carries. */
+static int32_t tgrs_overlap(const uint8_t *now, uint32_t pc, int32_t *prev_row0)
+{
+    const uint8_t *before = now - (size_t)pc * TGRS_TILE_ROW_SIZE;
+    int32_t r0 = tgrs_rd_i32(before + TGRS_TILE_ROW_OFF_ROW0);
+    int32_t n0 = tgrs_rd_i32(before + TGRS_TILE_ROW_OFF_ROWS);
+    int32_t r1 = tgrs_rd_i32(now + TGRS_TILE_ROW_OFF_ROW0);
+    if (prev_row0 != NULL) {
+        *prev_row0 = r0;
+    }
+    /* row0 and rows are proven non-negative and within the tensor (step 14), so these sums do not overflow. */
+    return (n0 > 0 && r1 < r0 + n0) ? r0 + n0 - r1 : 0;
+}
+
+int tgrs_is_accumulator(const tgrs_plan *plan, const uint8_t *unit, uint32_t pf, uint32_t pos)
+{
+    const uint8_t *last = tgrs_op(plan, tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_FIRST) +
+                                            tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_COUNT) - 1u);
+    uint32_t acc = tgrs_root(plan, tgrs_rd_u32(last + TGRS_OP_OFF_OUTPUT));
+    return tgrs_rd_u32(tgrs_placement(plan, pf + pos) + TGRS_PLACEMENT_OFF_TENSOR) == acc;
 }
 
 int32_t tgrs_carried_rows(const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t pos, int32_t *prev_row0)
 {
     uint32_t flags = tgrs_rd_u32(unit + TGRS_UNIT_OFF_FLAGS);
     uint32_t pc = tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_COUNT);
-    uint32_t rf = tgrs_rd_u32(unit + TGRS_UNIT_OFF_ROWS_FIRST);
-    const uint8_t *before;
-    const uint8_t *now;
-    int32_t r0;
-    int32_t n0;
-    int32_t r1;
     if (!TGRS_ROLLING || (flags & TGRS_UNIT_F_ROLLING) == 0u || tile == 0u) {
         return 0;
     }
-    if ((flags & TGRS_UNIT_F_ACCUM) != 0u) {
-        /* The accumulating GAP's output holds the whole sum in every tile; it never carries. */
-        const uint8_t *last = tgrs_op(plan, tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_FIRST) +
-                                                tgrs_rd_u32(unit + TGRS_UNIT_OFF_OP_COUNT) - 1u);
-        uint32_t acc = tgrs_root(plan, tgrs_rd_u32(last + TGRS_OP_OFF_OUTPUT));
-        uint32_t pf = tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST);
-        if (tgrs_rd_u32(tgrs_placement(plan, pf + pos) + TGRS_PLACEMENT_OFF_TENSOR) == acc) {
-            return 0;
-        }
+    if ((flags & TGRS_UNIT_F_ACCUM) != 0u &&
+        tgrs_is_accumulator(plan, unit, tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST), pos)) {
+        return 0;
     }
-    before = tgrs_rec(plan, TGRS_SEC_TILE_ROWS, rf + (tile - 1u) * pc + pos, TGRS_TILE_ROW_SIZE);
-    now = tgrs_rec(plan, TGRS_SEC_TILE_ROWS, rf + tile * pc + pos, TGRS_TILE_ROW_SIZE);
-    r0 = tgrs_rd_i32(before + TGRS_TILE_ROW_OFF_ROW0);
-    n0 = tgrs_rd_i32(before + TGRS_TILE_ROW_OFF_ROWS);
-    r1 = tgrs_rd_i32(now + TGRS_TILE_ROW_OFF_ROW0);
-    if (prev_row0 != NULL) {
-        *prev_row0 = r0;
-    }
-    /* row0 and rows are proven non-negative and within the tensor (step 14), so these sums do not overflow. */
-    return (n0 > 0 && r1 < r0 + n0) ? r0 + n0 - r1 : 0;
+    return tgrs_overlap(tgrs_rec(plan, TGRS_SEC_TILE_ROWS, tgrs_rd_u32(unit + TGRS_UNIT_OFF_ROWS_FIRST) + tile * pc + pos,
+                                 TGRS_TILE_ROW_SIZE),
+                        pc, prev_row0);
 }
 
 int tgrs_col_window(const uint8_t *op, uint32_t kind, int64_t *w)
@@ -148,29 +195,42 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
 {
     const uint8_t *r = tgrs_op(plan, op_index);
     uint32_t n_in = tgrs_rd_u32(r + TGRS_OP_OFF_N_IN);
-    uint32_t uflags = tgrs_rd_u32(unit + TGRS_UNIT_OFF_FLAGS);
+    tgrs_unit_fields uf;
+    uint32_t uflags;
     uint32_t k;
-    memset(&f->ctx, 0, sizeof f->ctx);
-    f->place[0] = tgrs_view_fill(plan, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), fast, &f->out);
+    tgrs_unit_fields_at(&uf, plan, unit, tile);
+    uflags = uf.flags;
+    /* every field of ctx is stored below (no memset: this runs for every op in every tile) */
+    for (k = 0; k < (uint32_t)TGRS_MAX_INPUTS; ++k) {
+        f->ctx.in[k] = NULL;
+    }
+    f->ctx.scratch = NULL;
+    f->ctx.phase = 0u;
+    f->ctx.acc_w = 0;
+    f->ctx.proven = 0u;
+    f->place[0] = tgrs_view_fill(plan, &uf, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), fast, &f->out);
     f->carried = 0;
+    f->out_rb = 0u;
     if (TGRS_ROLLING && (uflags & TGRS_UNIT_F_ROLLING) != 0u) {
-        /* A carrying output: the op computes only the rows after the carried ones, which the executor moved to the
-           top of the buffer when the tile started (its consumers read the whole band). */
-        int32_t c = tgrs_carried_rows(plan, unit, tile, f->place[0] - tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST),
-                                      NULL);
-        f->carried = c;
-        if (c > 0) {
-            f->out.row0 += c;
-            f->out.rows -= c;
-            if (f->out.data != NULL) {
-                f->out.data = (uint8_t *)f->out.data +
-                              (size_t)c * tgrs_row_bytes(tgrs_tensor(plan, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT)));
+        f->out_rb = tgrs_row_bytes(uf.tensors + (size_t)tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT) * TGRS_TENSOR_SIZE);
+        if (tile != 0u &&
+            ((uflags & TGRS_UNIT_F_ACCUM) == 0u || !tgrs_is_accumulator(plan, unit, uf.pf, f->place[0] - uf.pf))) {
+            /* A carrying output: the op computes only the rows after the carried ones, which the executor moved to
+               the top of the buffer when the tile started (its consumers read the whole band). */
+            int32_t c = tgrs_overlap(uf.band + (size_t)(f->place[0] - uf.pf) * TGRS_TILE_ROW_SIZE, uf.pc, NULL);
+            f->carried = c;
+            if (c > 0) {
+                f->out.row0 += c;
+                f->out.rows -= c;
+                if (f->out.data != NULL) {
+                    f->out.data = (uint8_t *)f->out.data + (size_t)c * f->out_rb;
+                }
             }
         }
     }
     for (k = 0; k < n_in; ++k) {
         f->place[k + 1u] =
-            tgrs_view_fill(plan, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k), fast, &f->views[k]);
+            tgrs_view_fill(plan, &uf, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k), fast, &f->views[k]);
         f->ctx.in[k] = &f->views[k];
     }
     if (TGRS_NATIVE_LE) {
@@ -182,11 +242,10 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
     }
     for (k = 0; k < (uint32_t)TGRS_MAX_CONSTS; ++k) {
         uint32_t len = tgrs_rd_u32(r + TGRS_OP_OFF_CONST_LEN + 4u * k);
-        if (len != 0u) {
-            f->ctx.c[k] = consts != NULL ? (const void *)(consts + tgrs_rd_u32(r + TGRS_OP_OFF_CONST_OFF + 4u * k))
-                                         : NULL;
-            f->ctx.clen[k] = len;
-        }
+        f->ctx.c[k] = (len != 0u && consts != NULL)
+                          ? (const void *)(consts + tgrs_rd_u32(r + TGRS_OP_OFF_CONST_OFF + 4u * k))
+                          : NULL;
+        f->ctx.clen[k] = len;
     }
     if (TGRS_COLS && (uflags & TGRS_UNIT_F_COLS) != 0u) {
         tgrs_cols_params(f, plan, unit, tile, r);

@@ -46,6 +46,8 @@ typedef struct tgrs_at {
     int tiled;
     int rolling; /* ROLLING: carrying placements keep rows in their line buffers from tile to tile */
     int cols;    /* COLS: bands are also cut along W and stored dense */
+    int accum;   /* ACCUM: the last op's output is the accumulating GAP's */
+    const uint8_t *band; /* tiled: the TILE_ROWS record of the unit's first placement in this tile */
 } tgrs_at;
 
 static void tgrs_touch(uint32_t *peak, uint32_t off, uint32_t size)
@@ -91,12 +93,9 @@ static void tgrs_band(const tgrs_exec *ex, const tgrs_at *at, const uint8_t *roo
    carries from the tile before go to the top of the band, where the band's first rows belong: from its line
    buffer, or (no line buffer: the band buffer survived the tile) from the end of the band they ended there.
    c: the rows it carries, tgrs_carried_rows of this tile (the caller has it: the op's frame, or the reload's own
-   call); nothing to do when 0. */
-static void tgrs_carry_in(tgrs_exec *ex, const tgrs_at *at, uint32_t pos, int32_t c)
+   call); nothing to do when 0. band: the placement's buffer in the fast arena, rb: its row bytes. */
+static void tgrs_carry_in(tgrs_exec *ex, const tgrs_at *at, uint32_t pos, int32_t c, uint8_t *band, uint32_t rb)
 {
-    const uint8_t *pr;
-    uint8_t *band;
-    uint32_t rb;
     int32_t row0 = 0;
     int32_t cur0;
     int32_t rows;
@@ -105,9 +104,6 @@ static void tgrs_carry_in(tgrs_exec *ex, const tgrs_at *at, uint32_t pos, int32_
     if (c == 0) {
         return;
     }
-    pr = tgrs_placement(ex->plan, at->place_first + pos);
-    band = ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET);
-    rb = tgrs_row_bytes(tgrs_tensor(ex->plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR)));
     tgrs_line_buffer(ex->plan, at->unit, pos, &off, &size);
     if (off != TGRS_NONE) {
         /* c rows fit the line buffer and the band (step 15) */
@@ -123,33 +119,37 @@ static void tgrs_carry_in(tgrs_exec *ex, const tgrs_at *at, uint32_t pos, int32_
     }
 }
 
-/* Placement `pos` now holds its whole band of this tile: keep the rows the next tile carries (the last rows of this
-   band) in its line buffer. */
-static void tgrs_carry_out(tgrs_exec *ex, const tgrs_at *at, uint32_t pos)
+/* Placement `pos` now holds its whole band of this tile (rows of rb bytes from `band`): keep the rows the next tile
+   carries (the last rows of this band) in its line buffer. Only a placement with a line buffer has anything to do
+   here (one carrying in place keeps its rows in the band buffer until the next tile moves them), so that is looked
+   up first; the rows carried are the overlap of this band with the next (tgrs_carried_rows of the next tile, read
+   here from the two records). */
+static void tgrs_carry_out(tgrs_exec *ex, const tgrs_at *at, uint32_t pos, const uint8_t *band, uint32_t rb)
 {
-    const uint8_t *pr = tgrs_placement(ex->plan, at->place_first + pos);
-    uint32_t rb = tgrs_row_bytes(tgrs_tensor(ex->plan, tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_TENSOR)));
-    int32_t row0;
+    const uint8_t *now;
+    int32_t r0;
     int32_t rows;
+    int32_t r1;
     int32_t c;
     uint32_t off;
     uint32_t size;
     if (at->tile + 1u >= at->tiles) {
         return;
     }
-    c = tgrs_carried_rows(ex->plan, at->unit, at->tile + 1u, pos, NULL);
-    if (c == 0) {
-        return;
-    }
     tgrs_line_buffer(ex->plan, at->unit, pos, &off, &size);
-    if (off == TGRS_NONE) {
-        return; /* it carries in place: the rows stay in the band buffer until the next tile moves them */
+    if (off == TGRS_NONE || (at->accum && tgrs_is_accumulator(ex->plan, at->unit, at->place_first, pos))) {
+        return; /* no line buffer, or the accumulating GAP's output (it never carries) */
     }
-    tgrs_band(ex, at, NULL, pos, &row0, &rows);
-    /* the next band starts c rows before this one ends, no earlier than it starts (step 15): 0 < c <= rows */
-    memcpy(ex->fast + off, ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET) + (size_t)(rows - c) * rb,
-           (size_t)c * rb);
-    tgrs_touch(&ex->fast_peak, off, size);
+    now = at->band + (size_t)pos * TGRS_TILE_ROW_SIZE;
+    r0 = tgrs_rd_i32(now + TGRS_TILE_ROW_OFF_ROW0);
+    rows = tgrs_rd_i32(now + TGRS_TILE_ROW_OFF_ROWS);
+    r1 = tgrs_rd_i32(now + (size_t)at->place_count * TGRS_TILE_ROW_SIZE + TGRS_TILE_ROW_OFF_ROW0);
+    c = (rows > 0 && r1 < r0 + rows) ? r0 + rows - r1 : 0; /* as tgrs_carried_rows: rows >= 0, no overflow */
+    if (c != 0) {
+        /* the next band starts c rows before this one ends, no earlier than it starts (step 15): 0 < c <= rows */
+        memcpy(ex->fast + off, band + (size_t)(rows - c) * rb, (size_t)c * rb);
+        tgrs_touch(&ex->fast_peak, off, size);
+    }
 }
 
 /* Copy tensor t's band of this tile between its slow home and its fast placement. */
@@ -169,7 +169,7 @@ static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
     if (TGRS_ROLLING && to_fast && at->rolling) {
         /* A carrying input: its first rows come from its line buffer; load only the rows after them. */
         int32_t c = tgrs_carried_rows(ex->plan, at->unit, at->tile, pidx, NULL);
-        tgrs_carry_in(ex, at, pidx, c);
+        tgrs_carry_in(ex, at, pidx, c, ex->fast + poff, rb);
         row0 += c;
         rows -= c;
         poff += (uint32_t)c * rb;
@@ -205,7 +205,7 @@ static void tgrs_move(tgrs_exec *ex, const tgrs_at *at, uint32_t t, int to_fast)
     tgrs_touch_placement(ex, at->place_first + pidx);
     tgrs_touch(&ex->slow_peak, soff, tgrs_rd_u32(rr + TGRS_TENSOR_OFF_SLOW_SIZE));
     if (TGRS_ROLLING && to_fast && at->rolling) {
-        tgrs_carry_out(ex, at, pidx);
+        tgrs_carry_out(ex, at, pidx, ex->fast + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET), rb);
     }
 }
 
@@ -228,19 +228,23 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     tgrs_op_frame f;
     uint32_t k;
     uint32_t opos;
+    uint8_t *band;
     int rc;
 
     /* The same context the loader's check of this op and tile saw (check.c), now with addresses. */
     tgrs_op_frame_fill(&f, ex->plan, at->unit, at->tile, op_index, ex->fast, xip ? ex->weights : ex->fast);
+    f.ctx.proven = 1u; /* step 17 checked this op in this tile on this frame */
     tgrs_touch_placement(ex, f.place[0]);
     opos = f.place[0] - at->place_first;
+    /* the output's band buffer: f.out (filled above) holds only the rows after the carried ones */
+    band = (uint8_t *)f.out.data - (size_t)f.carried * f.out_rb;
     if (TGRS_ROLLING && at->rolling) {
-        /* the carried rows first; f.out (filled above) holds only the rows after them */
-        tgrs_carry_in(ex, at, opos, f.carried);
+        /* the carried rows first */
+        tgrs_carry_in(ex, at, opos, f.carried, band, f.out_rb);
     }
     if (f.out.rows == 0) {
         if (TGRS_ROLLING && at->rolling) {
-            tgrs_carry_out(ex, at, opos);
+            tgrs_carry_out(ex, at, opos, band, f.out_rb);
         }
         return TGRS_OK; /* this tile computes no row of this tensor */
     }
@@ -265,7 +269,7 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
         rc = ex->kernels[kind](&f.ctx);
     }
     if (TGRS_ROLLING && rc == TGRS_OK && at->rolling) {
-        tgrs_carry_out(ex, at, opos);
+        tgrs_carry_out(ex, at, opos, band, f.out_rb);
     }
     return rc;
 }
@@ -349,6 +353,7 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     at.tiled = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u;
     at.rolling = TGRS_ROLLING && (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u;
     at.cols = TGRS_COLS && (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u;
+    at.accum = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u;
     of = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_FIRST);
     oc = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT);
     tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);
@@ -360,6 +365,10 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     }
     for (at.tile = 0; at.tile < tiles; ++at.tile) {
         uint32_t i;
+        at.band = at.tiled ? tgrs_rec(ex->plan, TGRS_SEC_TILE_ROWS,
+                                      tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_ROWS_FIRST) + at.tile * at.place_count,
+                                      TGRS_TILE_ROW_SIZE)
+                           : NULL;
         tgrs_move_list(ex, &at, 1);
         for (i = of; i < of + oc; ++i) {
             rc = tgrs_run_op(ex, &at, i);

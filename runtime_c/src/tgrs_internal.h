@@ -170,6 +170,7 @@ typedef struct tgrs_op_frame {
     int32_t params[TGRS_MAX_PARAMS];
     uint32_t place[TGRS_MAX_INPUTS + 1]; /* absolute PLACEMENT index of the output [0] and of input k at [k + 1] */
     int32_t carried;                     /* rows the output band carries from the tile before (ROLLING), else 0 */
+    uint32_t out_rb;                     /* bytes of one output row (ROLLING units), else 0 */
     tgrs_op_ctx ctx;
 } tgrs_op_frame;
 
@@ -212,6 +213,10 @@ void tgrs_op_frame_row(tgrs_op_frame *d, const tgrs_op_frame *f, const tgrs_plan
  * carried rows are the last rows of the earlier band and the first rows of the current one.
  */
 int32_t tgrs_carried_rows(const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t pos, int32_t *prev_row0);
+
+/* Whether placement pos (position in the unit's placements, first placement pf) of ACCUM unit `unit` holds the
+   accumulating GAP's output (the root of the unit's last op's output), which never carries. */
+int tgrs_is_accumulator(const tgrs_plan *plan, const uint8_t *unit, uint32_t pf, uint32_t pos);
 
 /* The line buffer (fast offset, size) of placement `pos` of ROLLING unit `unit`: (TGRS_NONE, 0) when it carries
    nothing. The loader proved the list inside INDEX and every line buffer inside the fast arena. */

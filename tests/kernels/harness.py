@@ -134,6 +134,8 @@ typedef struct tgrs_op_ctx {
     void *scratch;
     uint32_t scratch_size;
     uint32_t phase;
+    int32_t acc_w;
+    uint32_t proven;
 } tgrs_op_ctx;
 """
 

@@ -91,22 +91,28 @@ uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tg
     return conv_is_direct(&w) ? 0u : conv_patch_rows(4u, (int64_t)out->rows * out->dims[2]) * (uint32_t)patch * 4u;
 }
 
-/* Validate everything the kernel relies on and derive the geometry. */
+/* Validate everything the kernel relies on and derive the geometry. With ctx->proven (the loader ran these checks on
+   this context) only the derivation runs; the values are the same either way. */
 static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
 {
     const int32_t *p = ctx->p;
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
+    const int check = ctx->proven == 0u;
     int ok;
     int st;
     uint64_t wbytes;
-    conv_load_window(&cg->w, p, &ok);
-    if (!ok || p[TGRS_P_CONV_PACK_NR] != (elem == 1 ? 1 : CONV_NR) || p[TGRS_P_CONV_GROUP] < 1) {
-        return TGRS_ERR_PARAM;
-    }
-    st = tgrs_window_check(&cg->w, in, out);
-    if (st != TGRS_OK) {
-        return st;
+    if (check) {
+        conv_load_window(&cg->w, p, &ok);
+        if (!ok || p[TGRS_P_CONV_PACK_NR] != (elem == 1 ? 1 : CONV_NR) || p[TGRS_P_CONV_GROUP] < 1) {
+            return TGRS_ERR_PARAM;
+        }
+        st = tgrs_window_check(&cg->w, in, out);
+        if (st != TGRS_OK) {
+            return st;
+        }
+    } else {
+        tgrs_window_get(&cg->w, p + TGRS_P_CONV_KH);
     }
     cg->n = in->dims[0];
     cg->h = in->dims[1];
@@ -115,20 +121,22 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     cg->ow = out->dims[2];
     cg->oc = out->dims[3];
     cg->g = p[TGRS_P_CONV_GROUP];
-    if (cg->c % cg->g != 0 || cg->oc % cg->g != 0) {
+    if (check && (cg->c % cg->g != 0 || cg->oc % cg->g != 0)) {
         return TGRS_ERR_SHAPE;
     }
     cg->icg = cg->c / cg->g;
     cg->ocg = cg->oc / cg->g;
-    if ((int64_t)cg->w.kh * cg->w.kw * cg->icg != p[TGRS_P_CONV_PATCH] || p[TGRS_P_CONV_PATCH] > CONV_MAX_PATCH) {
+    if (check &&
+        ((int64_t)cg->w.kh * cg->w.kw * cg->icg != p[TGRS_P_CONV_PATCH] || p[TGRS_P_CONV_PATCH] > CONV_MAX_PATCH)) {
         return TGRS_ERR_PARAM;
     }
     cg->k = p[TGRS_P_CONV_PATCH];
     cg->npan = (elem == 1) ? cg->ocg : (cg->ocg + CONV_NR - 1) / CONV_NR;
     wbytes = (uint64_t)cg->g * (uint64_t)cg->npan * (uint64_t)cg->k * (elem == 1 ? 1u : CONV_NR) * elem;
     /* lengths only (both are > 0, so a matching length means a present constant) */
-    if (ctx->clen[TGRS_C_CONV_WEIGHT] != wbytes ||
-        ctx->clen[TGRS_C_CONV_BIAS] != (uint64_t)cg->oc * 4u * (elem == 1 && p[TGRS_P_CONV_WZP] == 1 ? 2u : 1u)) {
+    if (check && (ctx->clen[TGRS_C_CONV_WEIGHT] != wbytes ||
+                  ctx->clen[TGRS_C_CONV_BIAS] !=
+                      (uint64_t)cg->oc * 4u * (elem == 1 && p[TGRS_P_CONV_WZP] == 1 ? 2u : 1u))) {
         return TGRS_ERR_SHAPE;
     }
     cg->in_row0 = in->row0;
@@ -138,7 +146,7 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     cg->direct = conv_is_direct(&cg->w);
     /* the size only: the executor points scratch into the arena whenever scratch_size > 0 (the loader's check has
        no arena) */
-    if ((elem == 1 || !cg->direct) &&
+    if (check && (elem == 1 || !cg->direct) &&
         ctx->scratch_size < conv_patch_rows(elem, (int64_t)out->rows * out->dims[2]) * (uint32_t)cg->k *
                                 (elem == 1 ? 2u : 4u)) { /* tgrs_conv_scratch_size */
         return TGRS_ERR_SCRATCH;
@@ -286,18 +294,18 @@ static void conv_mk1x4_f32(int32_t k, const float *a0, const float *b, int64_t p
     float c10 = 0, c11 = 0, c12 = 0, c13 = 0, c14 = 0, c15 = 0, c16 = 0, c17 = 0;
     float c20 = 0, c21 = 0, c22 = 0, c23 = 0, c24 = 0, c25 = 0, c26 = 0, c27 = 0;
     float c30 = 0, c31 = 0, c32 = 0, c33 = 0, c34 = 0, c35 = 0, c36 = 0, c37 = 0;
-    const float *p0 = b, *p1 = b + pstride, *p2 = b + 2 * pstride, *p3 = b + 3 * pstride;
+    /* one pointer steps through the first panel; the other three are fixed offsets from it (base + index
+       addressing), so a step costs one increment instead of four */
+    const int64_t s1 = pstride, s2 = 2 * pstride, s3 = 3 * pstride;
+    const float *p0 = b;
     int32_t kk;
     for (kk = 0; kk < k; ++kk) {
         const float x = a0[kk];
         CONV_PAN(c0, x, p0);
-        CONV_PAN(c1, x, p1);
-        CONV_PAN(c2, x, p2);
-        CONV_PAN(c3, x, p3);
+        CONV_PAN(c1, x, p0 + s1);
+        CONV_PAN(c2, x, p0 + s2);
+        CONV_PAN(c3, x, p0 + s3);
         p0 += CONV_NR;
-        p1 += CONV_NR;
-        p2 += CONV_NR;
-        p3 += CONV_NR;
     }
     CONV_STORE(c0, 0);
     CONV_STORE(c1, 1);
@@ -726,16 +734,21 @@ int tgrs_conv_f32(const tgrs_op_ctx *ctx)
 {
     conv_geom cg;
     tgrs_op_ctx wide; /* float16 weights widened into the scratch (kcheck.h) */
-    int st = tgrs_f16_widen(&wide, ctx, TGRS_C_CONV_WEIGHT, ctx->p[TGRS_P_CONV_WF16]);
+    const tgrs_op_ctx *use = ctx; /* float32 weights are used as they are: no copy of the context per call */
+    int st = TGRS_OK;
+    if (ctx->p[TGRS_P_CONV_WF16] != 0) {
+        st = tgrs_f16_widen(&wide, ctx, TGRS_C_CONV_WEIGHT, ctx->p[TGRS_P_CONV_WF16]);
+        use = &wide;
+    }
     if (st == TGRS_OK) {
-        st = conv_entry(&wide, TGRS_DT_F32, &cg);
+        st = conv_entry(use, TGRS_DT_F32, &cg);
     }
     if (st != TGRS_OK || cg.out_rows == 0) {
         return st;
     }
     {
         const conv_geom g = cg;
-        return TGRS_CONV_F32(&wide, &g);
+        return TGRS_CONV_F32(use, &g);
     }
 }
 

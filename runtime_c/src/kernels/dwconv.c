@@ -48,13 +48,18 @@ static int dw_prepare(const tgrs_op_ctx *ctx, dw_geom *dg, size_t elem)
     const int32_t *p = ctx->p;
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
+    const int check = ctx->proven == 0u; /* else the loader ran these checks on this context: derive only */
     int st;
-    if (!tgrs_window_load(&dg->w, p + TGRS_P_DWCONV_KH) || p[TGRS_P_DWCONV_DEPTH_MULT] < 1) {
-        return TGRS_ERR_PARAM;
-    }
-    st = tgrs_window_check(&dg->w, in, out);
-    if (st != TGRS_OK) {
-        return st;
+    if (check) {
+        if (!tgrs_window_load(&dg->w, p + TGRS_P_DWCONV_KH) || p[TGRS_P_DWCONV_DEPTH_MULT] < 1) {
+            return TGRS_ERR_PARAM;
+        }
+        st = tgrs_window_check(&dg->w, in, out);
+        if (st != TGRS_OK) {
+            return st;
+        }
+    } else {
+        tgrs_window_get(&dg->w, p + TGRS_P_DWCONV_KH);
     }
     dg->n = in->dims[0];
     dg->h = in->dims[1];
@@ -63,12 +68,13 @@ static int dw_prepare(const tgrs_op_ctx *ctx, dw_geom *dg, size_t elem)
     dg->ow = out->dims[2];
     dg->oc = out->dims[3];
     dg->m = p[TGRS_P_DWCONV_DEPTH_MULT];
-    if ((int64_t)dg->c * dg->m != dg->oc) {
+    if (check && (int64_t)dg->c * dg->m != dg->oc) {
         return TGRS_ERR_SHAPE;
     }
     /* lengths only (both are > 0, so a matching length means a present constant) */
-    if (ctx->clen[TGRS_C_DWCONV_WEIGHT] != (uint64_t)dg->w.kh * (uint64_t)dg->w.kw * (uint64_t)dg->oc * elem ||
-        ctx->clen[TGRS_C_DWCONV_BIAS] != (uint64_t)dg->oc * 4u * (elem == 1u && p[TGRS_P_DWCONV_WZP] == 1 ? 2u : 1u)) {
+    if (check &&
+        (ctx->clen[TGRS_C_DWCONV_WEIGHT] != (uint64_t)dg->w.kh * (uint64_t)dg->w.kw * (uint64_t)dg->oc * elem ||
+         ctx->clen[TGRS_C_DWCONV_BIAS] != (uint64_t)dg->oc * 4u * (elem == 1u && p[TGRS_P_DWCONV_WZP] == 1 ? 2u : 1u))) {
         return TGRS_ERR_SHAPE;
     }
     dg->in_row0 = in->row0;
@@ -726,11 +732,16 @@ static int dw_f32_run(const tgrs_op_ctx *ctx)
 {
     dw_geom dg;
     tgrs_op_ctx wide; /* float16 weights widened into the scratch (kcheck.h) */
-    int st = tgrs_f16_widen(&wide, ctx, TGRS_C_DWCONV_WEIGHT, ctx->p[TGRS_P_DWCONV_WF16]);
-    if (st == TGRS_OK) {
-        st = dw_entry(&wide, TGRS_DT_F32, &dg);
+    const tgrs_op_ctx *use = ctx; /* float32 weights are used as they are: no copy of the context per call */
+    int st = TGRS_OK;
+    if (ctx->p[TGRS_P_DWCONV_WF16] != 0) {
+        st = tgrs_f16_widen(&wide, ctx, TGRS_C_DWCONV_WEIGHT, ctx->p[TGRS_P_DWCONV_WF16]);
+        use = &wide;
     }
-    return (st != TGRS_OK || dg.out_rows == 0) ? st : TGRS_DW_F32(&wide, &dg);
+    if (st == TGRS_OK) {
+        st = dw_entry(use, TGRS_DT_F32, &dg);
+    }
+    return (st != TGRS_OK || dg.out_rows == 0) ? st : TGRS_DW_F32(use, &dg);
 }
 
 static int dw_s8_run(const tgrs_op_ctx *ctx, dw_wzp_fn wzp)

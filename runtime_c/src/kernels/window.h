@@ -10,6 +10,7 @@
 #define TGRS_WINDOW_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "tgrs_op.h"
 
@@ -22,6 +23,13 @@ typedef struct tgrs_window {
 
 /* Read and range-check a window from 10 consecutive params (kh kw sh sw dh dw pt pl pb pr). Returns 1 if valid. */
 int tgrs_window_load(tgrs_window *w, const int32_t *p);
+
+/* The window of a context the loader proved (ctx->proven: tgrs_window_load accepted these very params): the 10
+   params as they are. */
+static inline void tgrs_window_get(tgrs_window *w, const int32_t *p)
+{
+    memcpy(w, p, sizeof *w);
+}
 
 /*
  * Check the geometry of a windowed op: batch equal, output H/W as the window gives from the input H/W, and the input
