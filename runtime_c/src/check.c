@@ -44,30 +44,39 @@ static void tgrs_unit_fields_at(tgrs_unit_fields *uf, const tgrs_plan *plan, con
 /* The view of tensor t in tile `tile` of unit u: its own dims and quantization, its root's band; returns the root's
    absolute PLACEMENT index (the loader proved it exists). */
 static uint32_t tgrs_view_fill(const tgrs_plan *plan, const tgrs_unit_fields *uf, const uint8_t *u, uint32_t tile,
-                               uint32_t t, uint8_t *fast, tgrs_tview *v)
+                               uint32_t t, uint8_t *fast, tgrs_tview *v, tgrs_pos_cache *cache)
 {
     const uint8_t *tr = uf->tensors + (size_t)t * TGRS_TENSOR_SIZE;
     const uint32_t root = tgrs_rd_u32(tr + TGRS_TENSOR_OFF_ROOT);
-    uint32_t lo = 0;
-    uint32_t hi = uf->pc;
+    const uint32_t slot = root % TGRS_POS_SLOTS;
     uint32_t pos = 0;
     uint32_t k;
-    /* tgrs_find_placement on the unit's records: the loader proved them strictly increasing by tensor, and the
-       root among them */
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2u;
-        uint32_t at = tgrs_rd_u32(uf->place + (size_t)mid * TGRS_PLACEMENT_SIZE + TGRS_PLACEMENT_OFF_TENSOR);
-        if (at == root) {
-            pos = mid;
-            break;
+    if (cache != NULL && cache->tensor[slot] == root) {
+        pos = cache->pos[slot]; /* found in an earlier tile (or op) of this unit */
+    } else {
+        /* tgrs_find_placement on the unit's records: the loader proved them strictly increasing by tensor, and the
+           root among them */
+        uint32_t lo = 0;
+        uint32_t hi = uf->pc;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2u;
+            uint32_t at = tgrs_rd_u32(uf->place + (size_t)mid * TGRS_PLACEMENT_SIZE + TGRS_PLACEMENT_OFF_TENSOR);
+            if (at == root) {
+                pos = mid;
+                break;
+            }
+            if (at < root) {
+                lo = mid + 1u;
+            } else {
+                hi = mid;
+            }
         }
-        if (at < root) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
+        TGRS_DCHECK(lo < hi);
+        if (cache != NULL) {
+            cache->tensor[slot] = root;
+            cache->pos[slot] = pos;
         }
     }
-    TGRS_DCHECK(lo < hi);
     if (TGRS_NATIVE_LE) {
         memcpy(v->dims, tr + TGRS_TENSOR_OFF_DIMS, sizeof v->dims); /* four little-endian int32 in a row */
     } else {
@@ -191,7 +200,7 @@ static void tgrs_cols_params(tgrs_op_frame *f, const tgrs_plan *plan, const uint
 }
 
 void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t op_index,
-                        uint8_t *fast, const uint8_t *consts)
+                        uint8_t *fast, const uint8_t *consts, tgrs_pos_cache *cache)
 {
     const uint8_t *r = tgrs_op(plan, op_index);
     uint32_t n_in = tgrs_rd_u32(r + TGRS_OP_OFF_N_IN);
@@ -208,7 +217,7 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
     f->ctx.phase = 0u;
     f->ctx.acc_w = 0;
     f->ctx.proven = 0u;
-    f->place[0] = tgrs_view_fill(plan, &uf, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), fast, &f->out);
+    f->place[0] = tgrs_view_fill(plan, &uf, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT), fast, &f->out, cache);
     f->carried = 0;
     f->out_rb = 0u;
     if (TGRS_ROLLING && (uflags & TGRS_UNIT_F_ROLLING) != 0u) {
@@ -230,7 +239,8 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
     }
     for (k = 0; k < n_in; ++k) {
         f->place[k + 1u] =
-            tgrs_view_fill(plan, &uf, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k), fast, &f->views[k]);
+            tgrs_view_fill(plan, &uf, unit, tile, tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k), fast, &f->views[k],
+                           cache);
         f->ctx.in[k] = &f->views[k];
     }
     if (TGRS_NATIVE_LE) {
@@ -403,7 +413,7 @@ int tgrs_check_kinds(const tgrs_plan *plan, const tgrs_check_fn *checks, uint32_
                     *failed_op = (int32_t)i; /* a kind the firmware did not link */
                     return TGRS_ERR_UNSUPPORTED;
                 }
-                tgrs_op_frame_fill(&f, plan, u, tile, i, NULL, consts);
+                tgrs_op_frame_fill(&f, plan, u, tile, i, NULL, consts, NULL);
                 if (f.out.rows == 0) {
                     continue; /* the executor does not call the kernel in this tile either */
                 }

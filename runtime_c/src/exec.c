@@ -34,6 +34,7 @@ typedef struct tgrs_exec {
     const uint8_t *weights; /* WEIGHTS section */
     uint32_t fast_peak;
     uint32_t slow_peak;
+    tgrs_pos_cache pos; /* the current unit's placement positions (tgrs_op_frame_fill) */
 } tgrs_exec;
 
 /* The unit being run and the tile within it. */
@@ -232,7 +233,8 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     int rc;
 
     /* The same context the loader's check of this op and tile saw (check.c), now with addresses. */
-    tgrs_op_frame_fill(&f, ex->plan, at->unit, at->tile, op_index, ex->fast, xip ? ex->weights : ex->fast);
+    tgrs_op_frame_fill(&f, ex->plan, at->unit, at->tile, op_index, ex->fast, xip ? ex->weights : ex->fast,
+                       &ex->pos);
     f.ctx.proven = 1u; /* step 17 checked this op in this tile on this frame */
     tgrs_touch_placement(ex, f.place[0]);
     opos = f.place[0] - at->place_first;
@@ -342,6 +344,7 @@ static void tgrs_exchange(tgrs_exec *ex, uint32_t i, const uint8_t *src, uint8_t
 static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
 {
     tgrs_at at;
+    uint32_t i;
     uint32_t of;
     uint32_t oc;
     uint32_t tiles;
@@ -359,12 +362,14 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);
     at.tiles = tiles;
 
+    for (i = 0; i < TGRS_POS_SLOTS; ++i) {
+        ex->pos.tensor[i] = TGRS_NONE; /* positions are per unit */
+    }
     rc = tgrs_load_weights(ex, at.unit);
     if (rc != TGRS_OK) {
         return rc;
     }
     for (at.tile = 0; at.tile < tiles; ++at.tile) {
-        uint32_t i;
         at.band = at.tiled ? tgrs_rec(ex->plan, TGRS_SEC_TILE_ROWS,
                                       tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_ROWS_FIRST) + at.tile * at.place_count,
                                       TGRS_TILE_ROW_SIZE)

@@ -175,13 +175,25 @@ typedef struct tgrs_op_frame {
 } tgrs_op_frame;
 
 /*
+ * The positions of root tensors among one unit's placements, remembered from tile to tile by the executor (the
+ * loader passes none): a direct-mapped table keyed by tensor index, so a tiled unit's views search the unit's
+ * placements once per tensor instead of once per op and tile. TGRS_NONE marks an empty slot.
+ */
+#define TGRS_POS_SLOTS 16u
+typedef struct tgrs_pos_cache {
+    uint32_t tensor[TGRS_POS_SLOTS];
+    uint32_t pos[TGRS_POS_SLOTS];
+} tgrs_pos_cache;
+
+/*
  * Fill `f` for OP record op_index of unit `unit` in tile `tile`. `fast` is the fast arena, or NULL for no addresses
  * (views get data NULL, the scratch NULL). `consts` is the base the op's constant offsets count from (the fast arena
  * after a unit's weights are loaded, the WEIGHTS section for XIP), or NULL when the constants' bytes are not
- * available. f->ctx points into f: use f in place.
+ * available. `cache` (or NULL) remembers placement positions across calls for the same unit (cleared to TGRS_NONE
+ * before its first). f->ctx points into f: use f in place.
  */
 void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t op_index,
-                        uint8_t *fast, const uint8_t *consts);
+                        uint8_t *fast, const uint8_t *consts, tgrs_pos_cache *cache);
 
 /*
  * A COLS unit's per-pixel op (or 1x1 window, tgrs_col_pointwise) reading an operand of the output's width whose column band is wider than the output's
