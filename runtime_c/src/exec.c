@@ -47,8 +47,8 @@ typedef struct tgrs_at {
     int tiled;
     int rolling; /* ROLLING: carrying placements keep rows in their line buffers from tile to tile */
     int cols;    /* COLS: bands are also cut along W and stored dense */
-    int accum;   /* ACCUM: the last op's output is the accumulating GAP's */
-    const uint8_t *band; /* tiled: the TILE_ROWS record of the unit's first placement in this tile */
+    int accum;   /* ROLLING and ACCUM: the last op's output is the accumulating GAP's (it never carries) */
+    const uint8_t *band; /* ROLLING: the TILE_ROWS record of the unit's first placement in this tile */
 } tgrs_at;
 
 static void tgrs_touch(uint32_t *peak, uint32_t off, uint32_t size)
@@ -356,7 +356,7 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
     at.tiled = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u;
     at.rolling = TGRS_ROLLING && (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u;
     at.cols = TGRS_COLS && (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_COLS) != 0u;
-    at.accum = (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u;
+    at.accum = TGRS_ROLLING && (tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u;
     of = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_FIRST);
     oc = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT);
     tiles = tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_TILES);
@@ -370,10 +370,11 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
         return rc;
     }
     for (at.tile = 0; at.tile < tiles; ++at.tile) {
-        at.band = at.tiled ? tgrs_rec(ex->plan, TGRS_SEC_TILE_ROWS,
-                                      tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_ROWS_FIRST) + at.tile * at.place_count,
-                                      TGRS_TILE_ROW_SIZE)
-                           : NULL;
+        at.band = TGRS_ROLLING && at.rolling ? tgrs_rec(ex->plan, TGRS_SEC_TILE_ROWS,
+                                                        tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_ROWS_FIRST) +
+                                                            at.tile * at.place_count,
+                                                        TGRS_TILE_ROW_SIZE)
+                                            : NULL; /* only tgrs_carry_out reads it */
         tgrs_move_list(ex, &at, 1);
         for (i = of; i < of + oc; ++i) {
             rc = tgrs_run_op(ex, &at, i);

@@ -60,6 +60,11 @@ int tgrs_window_load(tgrs_window *w, const int32_t *p)
     return 1;
 }
 
+void tgrs_window_get(tgrs_window *w, const int32_t *p)
+{
+    memcpy(w, p, sizeof *w);
+}
+
 /* The loader proves COLS band-relative pads for windows within the kernels' limit: the two limits are one. */
 typedef char tgrs_check_cols_window_max[(TGRS_COLS_WINDOW_MAX == TGRS_WINDOW_MAX) ? 1 : -1];
 
