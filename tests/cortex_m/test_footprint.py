@@ -66,8 +66,9 @@ def images(harness, kws_plan, board_objs, tmp_path_factory):
 # Resize, the Pad modes, any-shape PRelu slopes, the FPU float conv/dwconv/fc blocks, about 1.9 KiB, the rolling
 # units' line-buffer moves and loader checks, about 1.1 KiB, and the COLS units' strided band copies, band-relative
 # parameters and loader checks (accumulating grids included), about 1.5 KiB, and the in-place depthwise pieces, about
-# 0.5 KiB); its bound is the measured figure plus a small margin, so growth fails.
-EVERY_KERNEL_BOUND = 52.5 * KIB
+# 0.5 KiB, and the kernels' derive-only path for contexts the loader proved with the float depthwise channel tails,
+# about 0.3 KiB); its bound is the measured figure plus a small margin, so growth fails.
+EVERY_KERNEL_BOUND = 53 * KIB
 INT8_CNN_SUBSET_BOUND = 16 * KIB
 
 
