@@ -81,3 +81,35 @@ def test_mobilenet_v2_int8_cols_plan_on_qemu_matches_host(harness, board_objs, t
     name = s.outputs[0].name
     assert got == s._to_caller(s.outputs[0], host.outputs[name]) == \
         s._to_caller(s.outputs[0], untiled.outputs[name])
+
+
+@pytest.mark.shared
+def test_mobilenet_v2_int8_head_groups_on_qemu_matches_host(harness, board_objs, tmp_path):
+    """mobilenet_v2_035_96_int8 at the minimum analyze reports with --xip (at most 0.8x of the peer's 4K): the head
+    conv 112 -> 1280 in channel groups each pooling its own channels ("Channel tails"), depthwise and pointwise convs
+    in channel groups, column tiles; on the Cortex-M4F the firmware's output bytes are the host runtime's, which are
+    the untiled plan's."""
+    from tigris import api
+    from tigris.host import Session
+
+    board = "mps2-an386"
+    path = P.shared_model("torchvision/mobilenet_v2_035_96_int8.onnx")
+    prep = api.prepare(path)
+    m = api.analyze(path, "2K", xip=True, prepared=prep, emit=False, tradeoff=False,
+                    groups_advice=True).json["min_fast_budget_bytes"]
+    assert m <= 0.8 * 4096
+    c = api.compile_model(path, m, xip=True, prepared=prep)
+    g = c.analysis.prepared.graph
+    assert any(op.op_type == "GlobalAveragePool" and op.attrs.get("weight_group") for op in g.ops)
+    assert any(u.tile_cols for u in c.analysis.plan.units)
+    inputs = api.random_inputs(prep, seed=3)
+    s = Session(c.plan_bytes)
+    host = s.run(inputs)
+    untiled = Session(api.compile_model(path, "8M", xip=True, prepared=prep).plan_bytes).run(inputs)
+    elf = harness.build_plan_app(c.plan_bytes, board, tmp_path / "fw", obj_dir=board_objs[board] / "cols")
+    (tmp_path / "in0.bin").write_bytes(s._to_caller(s.inputs[0], inputs[s.inputs[0].name]))
+    r = harness.run(board, elf, ["in0.bin", "out0.bin"], cwd=tmp_path, timeout_s=900)
+    assert r.returncode == harness.EXIT_OK, r.console
+    name = s.outputs[0].name
+    assert (tmp_path / "out0.bin").read_bytes() == s._to_caller(s.outputs[0], host.outputs[name]) == \
+        s._to_caller(s.outputs[0], untiled.outputs[name])

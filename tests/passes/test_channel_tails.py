@@ -190,7 +190,8 @@ def test_mobilenet_v2_int8_head_in_channel_groups():
     prep = api.prepare(path)
     a = api.analyze(path, "2K", xip=True, tradeoff=False, emit=False, groups_advice=True, prepared=prep)
     m = a.json["min_fast_budget_bytes"]
-    assert a.json["min_fast_budget_without_groups_bytes"] == 7680 and m <= 3712
+    # at most 0.8x of the closest peer's 4K (issue 15), with column tiles and groups together
+    assert a.json["min_fast_budget_without_groups_bytes"] == 7680 and m <= 0.8 * 4096
     c = api.compile_model(path, m, xip=True, prepared=prep)
     assert c.analysis.fits
     head = "/features/features.18/features.18.0/Conv"
