@@ -50,12 +50,17 @@ typedef struct tgrs_op_ctx {
     uint32_t phase;                        /* 0, or TGRS_PHASE_* bits: the GAP of an ACCUM unit (below) */
     int32_t acc_w;                         /* the accumulating GAP of a COLS unit: its input's full width (its
                                               views hold column bands); 0 otherwise */
-    uint32_t proven;                       /* nonzero: the loader ran this kind's check on this very context (all
-                                              but the addresses), so the kernel may skip the checks of its
-                                              parameters, dims, bands, constant lengths and scratch size and only
-                                              derive its geometry; constant values are checked either way. The
-                                              executor sets it; 0 (a caller's own context) checks everything. */
+    uint32_t proven;                       /* TGRS_PROVEN_* bits: what the loader's check of this kind already
+                                              proved on this very context (all but the addresses), which the kernel
+                                              need not check again. The executor sets it; 0 (a caller's own
+                                              context) checks everything. */
 } tgrs_op_ctx;
+
+/* ctx.proven: TGRS_PROVEN_SHAPE, the parameters, dims, bands, dtypes, constant lengths and scratch size (the kernel
+   only derives its geometry from them); TGRS_PROVEN_CONSTS, also the constants' values, set when the kernel reads the
+   very bytes the loader checked (an XIP plan's WEIGHTS section: the plan stays unchanged while it is loaded). */
+#define TGRS_PROVEN_SHAPE 1u
+#define TGRS_PROVEN_CONSTS 2u
 
 /* ctx.phase of the accumulating GlobalAveragePool (tgrs_kernel_gap passes such a call to tgrs_gap_phases): every
    tile's call accumulates its band, the first tile's also clears the sums first, the last's also averages after. */

@@ -235,7 +235,8 @@ static int tgrs_run_op(tgrs_exec *ex, const tgrs_at *at, uint32_t op_index)
     /* The same context the loader's check of this op and tile saw (check.c), now with addresses. */
     tgrs_op_frame_fill(&f, ex->plan, at->unit, at->tile, op_index, ex->fast, xip ? ex->weights : ex->fast,
                        &ex->pos);
-    f.ctx.proven = 1u; /* step 17 checked this op in this tile on this frame */
+    /* step 17 checked this op in this tile on this frame, and with XIP on the constant bytes the kernel reads */
+    f.ctx.proven = xip ? TGRS_PROVEN_SHAPE | TGRS_PROVEN_CONSTS : TGRS_PROVEN_SHAPE;
     tgrs_touch_placement(ex, f.place[0]);
     opos = f.place[0] - at->place_first;
     /* the output's band buffer: f.out (filled above) holds only the rows after the carried ones */

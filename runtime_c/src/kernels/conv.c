@@ -98,7 +98,7 @@ static int conv_prepare(const tgrs_op_ctx *ctx, conv_geom *cg, size_t elem)
     const int32_t *p = ctx->p;
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
-    const int check = ctx->proven == 0u;
+    const int check = (ctx->proven & TGRS_PROVEN_SHAPE) == 0u;
     int ok;
     int st;
     uint64_t wbytes;

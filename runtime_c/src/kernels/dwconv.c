@@ -48,7 +48,7 @@ static int dw_prepare(const tgrs_op_ctx *ctx, dw_geom *dg, size_t elem)
     const int32_t *p = ctx->p;
     const tgrs_tview *in = ctx->in[0];
     const tgrs_tview *out = ctx->out;
-    const int check = ctx->proven == 0u; /* else the loader ran these checks on this context: derive only */
+    const int check = (ctx->proven & TGRS_PROVEN_SHAPE) == 0u; /* else the loader ran these checks on this context: derive only */
     int st;
     if (check) {
         if (!tgrs_window_load(&dg->w, p + TGRS_P_DWCONV_KH) || p[TGRS_P_DWCONV_DEPTH_MULT] < 1) {
@@ -200,6 +200,69 @@ static void dw_pair_f32(const float *base, int64_t step, const float *wk0, int32
     }
 }
 
+/* dw_block_f32 for m = 1 and a last block of nc < DW_CB channels (a channel group of 72 ends in 8): the same sums
+   in the same order, without an index division per element. Apart from dw_block_f32 so its loops stay as they are. */
+static void dw_block_tail_f32(const dw_geom *dg, const float *img, const float *wt, int32_t oh, int32_t ow,
+                              int32_t c0, int32_t nc, float acc[DW_CB])
+{
+    const tgrs_window *w = &dg->w;
+    int32_t i, j, cc;
+    for (cc = 0; cc < nc; ++cc) {
+        acc[cc] = 0.0f;
+    }
+    for (i = 0; i < w->kh; ++i) {
+        const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+        if (ih < 0 || ih >= dg->h) {
+            continue;
+        }
+        for (j = 0; j < w->kw; ++j) {
+            const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+            const float *x = img + ((int64_t)(ih - dg->in_row0) * dg->wd + iw) * dg->c + c0;
+            const float *wk = wt + ((int64_t)i * w->kw + j) * dg->oc + c0;
+            if (iw < 0 || iw >= dg->wd) {
+                continue;
+            }
+            for (cc = 0; cc < nc; ++cc) {
+                acc[cc] += x[cc] * wk[cc];
+            }
+        }
+    }
+}
+
+/* dw_pair_f32 for a last block of nc < DW_CB channels: the same sums, in the same order. */
+static void dw_pair_tail_f32(const float *base, int64_t step, const float *wk0, int32_t oc, const int64_t *toff,
+                             int32_t ntaps, int32_t nc, float acc0[DW_CB], float acc1[DW_CB])
+{
+    int32_t t, cc;
+    for (cc = 0; cc < nc; ++cc) {
+        acc0[cc] = 0.0f;
+        acc1[cc] = 0.0f;
+    }
+    for (t = 0; t < ntaps; ++t) {
+        const float *x0 = base + toff[t];
+        const float *x1 = x0 + step;
+        const float *wk = wk0 + (int64_t)t * oc;
+        for (cc = 0; cc < nc; ++cc) {
+            acc0[cc] += x0[cc] * wk[cc];
+            acc1[cc] += x1[cc] * wk[cc];
+        }
+    }
+}
+
+/* The last channel block (nc < DW_CB, m = 1) of one pixel, or of a pair of interior pixels (pair), into acc0 (and
+   acc1): out of line, so the full blocks' loops compile as they would without it. */
+TGRS_NOINLINE static void dw_tail_f32(const dw_geom *dg, const float *img, const float *wt, const int64_t *toff,
+                                      int32_t ntaps, int pair, int32_t oh, int32_t ow, int32_t c0, int32_t nc,
+                                      float acc0[DW_CB], float acc1[DW_CB])
+{
+    if (pair) {
+        dw_pair_tail_f32(img + dw_base(dg, oh, ow) + c0, (int64_t)dg->w.sw * dg->c, wt + c0, dg->oc, toff, ntaps, nc,
+                         acc0, acc1);
+    } else {
+        dw_block_tail_f32(dg, img, wt, oh, ow, c0, nc, acc0);
+    }
+}
+
 static void dw_store_f32(float *o, const float *acc, const float *bias, int32_t nc, float lo, float hi)
 {
     int32_t cc;
@@ -242,6 +305,14 @@ static int dw_f32(const tgrs_op_ctx *ctx, const dw_geom *dg)
                         dw_pair_f32(img + dw_base(dg, oh, ow) + c0, pstep, wt + c0, dg->oc, toff, ntaps, acc0, acc1);
                         dw_store_f32(o + c0, acc0, bias + c0, nc, lo, hi);
                         dw_store_f32(o + dg->oc + c0, acc1, bias + c0, nc, lo, hi);
+                        continue;
+                    }
+                    if (dg->m == 1 && nc < DW_CB) {
+                        /* the last block of a channel count that is not a multiple of DW_CB */
+                        dw_tail_f32(dg, img, wt, toff, ntaps, pair, oh, ow, c0, nc, acc0, acc1);
+                        for (px = 0; px < step; ++px) {
+                            dw_store_f32(o + (int64_t)px * dg->oc + c0, px == 0 ? acc0 : acc1, bias + c0, nc, lo, hi);
+                        }
                         continue;
                     }
                     for (px = 0; px < step; ++px) {
