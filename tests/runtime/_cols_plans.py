@@ -121,7 +121,9 @@ def _q(s: float, z: int) -> QuantParam:
 def chain(layers: list[tuple], int8: bool, h: int, w: int, c: int, seed: int) -> AnalyzedGraph:
     """x [1, c, h, w] -> one op per layer -> y. A layer is ("conv"|"dw", k, stride, dilation, pad) (a conv keeps c
     channels), ("maxpool"|"avgpool", k, stride, pad), ("prelu", per_position) (a slope per channel, or per channel
-    and position), ("gap",) (GlobalAveragePool), or ("relu",) / ("sigmoid",); int8 ops each with their own output quantization."""
+    and position), ("gap",) (GlobalAveragePool), ("shuffle",) (a channel shuffle in two groups: the Gather along the
+    channels pass channel_shuffle makes of one), or ("relu",) / ("sigmoid",); int8 ops each with their own output
+    quantization."""
     from _rt_plans import conv_weights
 
     rng = np.random.default_rng(seed)
@@ -153,6 +155,10 @@ def chain(layers: list[tuple], int8: bool, h: int, w: int, c: int, seed: int) ->
                 s_out, z_out = s_prev, z_prev  # int8 MaxPool keeps its input's quantization
             attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p, p, p, p], count_include_pad=0)
             ops.append(Op(f"op{i}", "MaxPool" if op_kind == "maxpool" else "AveragePool", (prev,), (out,), attrs))
+        elif op_kind == "shuffle":
+            k = c // 2
+            idx = [a * k + b for b in range(k) for a in range(2)] + list(range(2 * k, c))
+            ops.append(Op(f"op{i}", "Gather", (prev,), (out,), {"axis": 1, "indices": idx, "normalized": True}))
         elif op_kind == "gap":
             hh = ww = 1
             ops.append(Op(f"op{i}", "GlobalAveragePool", (prev,), (out,), {}))

@@ -25,6 +25,7 @@ CHAINS = {
     "conv-relu-dw-pw": [("conv", 3, 1, 1, 1), ("relu",), ("dw", 3, 2, 1, 1), ("conv", 1, 1, 1, 0)],
     "dilated-strided-pools": [("dw", 5, 1, 2, 4), ("conv", 3, 2, 1, 1), ("maxpool", 3, 2, 1), ("avgpool", 3, 1, 1)],
     "unpadded-sigmoid-prelu": [("conv", 3, 2, 1, 0), ("sigmoid",), ("prelu", False), ("dw", 3, 1, 1, 1)],
+    "channel-shuffle": [("conv", 3, 1, 1, 1), ("shuffle",), ("dw", 3, 1, 1, 1), ("shuffle",)],
 }
 
 
@@ -98,7 +99,7 @@ _LAYERS = st.one_of(
               st.sampled_from([1, 1, 2]), st.sampled_from([0, 1, 2])),
     st.tuples(st.sampled_from(["maxpool", "avgpool"]), st.sampled_from([2, 3]), st.sampled_from([1, 2]),
               st.sampled_from([0, 1])),
-    st.tuples(st.sampled_from(["relu", "sigmoid"])),
+    st.tuples(st.sampled_from(["relu", "sigmoid", "shuffle"])),
 )
 
 

@@ -7,6 +7,8 @@ runtime's fast high-water mark equal to the plan's peak; one float model per fam
 * An AveragePool over the whole image is a GlobalAveragePool (tigris/passes/reducemean_gap.py rule 6), which
   accumulates over the tiles of a column-split unit: the two kinds' C kernels give the same int8 codes, with the
   onnx numerics and (the GAP's TFLM_AVG) the tflm ones, untiled and accumulated over tiles.
+* A channel shuffle (Reshape -> Transpose -> Reshape over the channels) is a Gather along the channels
+  (tigris/passes/channel_shuffle.py), per pixel: shuffle, shufflenet_v2 and yolo_fastest_v2 cut through it.
 """
 from __future__ import annotations
 
@@ -126,4 +128,15 @@ def test_kws_dscnn_below_its_row_floor(session, rel):
     path = P.shared_model(rel)
     _, _, x, outputs = _below_row_floor(path, cols="int8" in rel)  # the tflite twin's GAP has TFLM_AVG
     if rel.endswith("f32.onnx"):
+        _matches_ort(path, x, outputs)
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+@pytest.mark.parametrize("fam", ["shuffle", "shufflenet_v2", "yolo_fastest_v2"])
+def test_channel_shuffles_run_per_pixel(session, tmp_path, fam, int8):
+    path = _family(tmp_path, fam, int8)
+    prep, c, x, outputs = _below_row_floor(path)
+    assert "Gather" in [op.op_type for op in prep.graph.ops]
+    assert "Transpose" not in [op.op_type for op in prep.graph.ops]
+    if not int8:
         _matches_ort(path, x, outputs)

@@ -11,7 +11,8 @@ from types import ModuleType
 from typing import Callable
 
 from tigris.ir import AnalyzedGraph
-from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, cleanup, clip_relu6, concat_axis,
+from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, channel_shuffle, cleanup, clip_relu6,
+                           concat_axis,
                            concat_const, constant_fold,
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
                            index_ops,
@@ -65,6 +66,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(concat_const, None),  # a Concat of constants around activations as Pad + Add; before concat_axis
     _p(pool_concat, None),  # a MaxPool of a channel Concat as a Concat of MaxPools; before concat_axis
     _p(unit_dim_squeeze, None),  # Reshape targets are output shapes now; before the layout pass
+    _p(channel_shuffle, None),  # after unit_dim_squeeze (rank 4); before the layout pass
     _p(broadcast_rank, None),  # likewise
     _p(concat_axis, 14),
     _p(output_transpose, 15),
@@ -115,6 +117,8 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("float_tail", "layout"),
     ("strip_operands", "unit_dim_squeeze"),
     ("unit_dim_squeeze", "layout"),
+    ("unit_dim_squeeze", "channel_shuffle"),
+    ("channel_shuffle", "layout"),
     ("strip_operands", "broadcast_rank"),
     ("broadcast_rank", "layout"),
     ("input_transpose", "layout"),
