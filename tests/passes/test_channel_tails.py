@@ -21,10 +21,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from tigris import api
 from tigris.ops import lower
-from tigris.passes.weight_split import channel_step, channel_tail, group_bounds, split_op
+from tigris.passes.weight_split import channel_step, channel_tail, group_bounds, max_groups, split_op
 from tigris.plan import op_lower_bounds
 from tigris.plan.check import check_plan
 
@@ -205,3 +207,35 @@ def test_mobilenet_v2_int8_head_in_channel_groups():
     untiled = api.run_plan(api.compile_model(path, "8M", xip=True, prepared=prep).plan_bytes, x)
     (name,) = run.outputs
     assert run.outputs[name].tobytes() == untiled.outputs[name].tobytes()
+
+
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_split_with_tail_property(tmp_path_factory, data):
+    """Random heads (channels, image, activation, pooling op, group count): the split plan gives the unsplit plan's
+    int8 bytes on the host runtime (float: within 1e-5 relative)."""
+    int8 = data.draw(st.booleans(), "int8")
+    c = data.draw(st.integers(2, 40), "channels")
+    h = data.draw(st.integers(2, 6), "image")
+    act = data.draw(st.sampled_from([None, "HardSwish", "Sigmoid"]), "act")  # float islands in int8 too
+    pool, k = data.draw(st.sampled_from([("GlobalAveragePool", None), ("MaxPool", None)] +
+                                        ([("AveragePool", 2), ("MaxPool", 2)] if h % 2 == 0 else [])), "pool")
+    tmp = tmp_path_factory.mktemp("tail")
+    path = _paths(tmp, _head_model(c, h, act, pool, seed=c * 7 + h, k=k), int8)
+    prep = api.prepare(path)
+    conv = _head(prep)
+    tail = channel_tail(prep.graph, conv.name)
+    assert tail
+    most = max_groups(prep.graph, conv)  # float convs split in whole 8-channel panels
+    assume(most >= 2)
+    groups = data.draw(st.integers(2, most), "groups")
+    g = split_op(prep.graph, conv.name, groups, tail)
+    split = api.Prepared(g, prep.reports, [lower(g, op) for op in g.ops])
+    x = _input(h, c + h)
+    a = api.run_plan(api.analyze(path, "1M", xip=True, prepared=prep, tradeoff=False).plan_bytes, x).outputs
+    b = api.run_plan(api.analyze(path, "1M", xip=True, prepared=split, tradeoff=False).plan_bytes, x).outputs
+    (name,) = a
+    if int8:
+        assert a[name].tobytes() == b[name].tobytes()
+    else:
+        assert np.max(np.abs(a[name] - b[name])) <= 1e-5 * max(1.0, float(np.abs(a[name]).max()))

@@ -63,6 +63,10 @@ class _QuantBoundary(OpKind):
             return "per-element scales"
         return cols_reason(graph, op, per_pixel=True)
 
+    def channel_local(self, graph: AnalyzedGraph, op: Op) -> bool:
+        # one scale and zero point for every element (a per-element op indexes its tables by position)
+        return not op.attrs.get("per_element") and len([i for i in op.inputs if i]) == 1
+
     def unsupported(self, graph: AnalyzedGraph, op: Op) -> str | None:
         ins = [i for i in op.inputs if i]
         if op.attrs.get("per_element"):
