@@ -223,7 +223,9 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
     if (TGRS_ROLLING && (uflags & TGRS_UNIT_F_ROLLING) != 0u) {
         f->out_rb = tgrs_row_bytes(uf.tensors + (size_t)tgrs_rd_u32(r + TGRS_OP_OFF_OUTPUT) * TGRS_TENSOR_SIZE);
         if (tile != 0u &&
-            ((uflags & TGRS_UNIT_F_ACCUM) == 0u || !tgrs_is_accumulator(plan, unit, uf.pf, f->place[0] - uf.pf))) {
+            ((uflags & TGRS_UNIT_F_ACCUM) == 0u ||
+             (cache != NULL ? tgrs_rd_u32(tgrs_placement(plan, f->place[0]) + TGRS_PLACEMENT_OFF_TENSOR) != cache->acc
+                            : !tgrs_is_accumulator(plan, unit, uf.pf, f->place[0] - uf.pf)))) {
             /* A carrying output: the op computes only the rows after the carried ones, which the executor moved to
                the top of the buffer when the tile started (its consumers read the whole band). */
             int32_t c = tgrs_overlap(uf.band + (size_t)(f->place[0] - uf.pf) * TGRS_TILE_ROW_SIZE, uf.pc, NULL);

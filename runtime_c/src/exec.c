@@ -138,7 +138,9 @@ static void tgrs_carry_out(tgrs_exec *ex, const tgrs_at *at, uint32_t pos, const
         return;
     }
     tgrs_line_buffer(ex->plan, at->unit, pos, &off, &size);
-    if (off == TGRS_NONE || (at->accum && tgrs_is_accumulator(ex->plan, at->unit, at->place_first, pos))) {
+    if (off == TGRS_NONE ||
+        (at->accum && tgrs_rd_u32(tgrs_placement(ex->plan, at->place_first + pos) + TGRS_PLACEMENT_OFF_TENSOR) ==
+                          ex->pos.acc)) {
         return; /* no line buffer, or the accumulating GAP's output (it never carries) */
     }
     now = at->band + (size_t)pos * TGRS_TILE_ROW_SIZE;
@@ -365,6 +367,14 @@ static int tgrs_run_unit(tgrs_exec *ex, uint32_t ui, tgrs_stats *st)
 
     for (i = 0; i < TGRS_POS_SLOTS; ++i) {
         ex->pos.tensor[i] = TGRS_NONE; /* positions are per unit */
+    }
+    ex->pos.acc = TGRS_NONE;
+    if ((tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ACCUM) != 0u) {
+        /* the accumulating GAP's output never carries (tgrs_is_accumulator), looked up once per unit */
+        ex->pos.acc = tgrs_root(ex->plan, tgrs_rd_u32(tgrs_op(ex->plan, tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_FIRST) +
+                                                                      tgrs_rd_u32(at.unit + TGRS_UNIT_OFF_OP_COUNT) -
+                                                                      1u) +
+                                                          TGRS_OP_OFF_OUTPUT));
     }
     rc = tgrs_load_weights(ex, at.unit);
     if (rc != TGRS_OK) {

@@ -183,6 +183,7 @@ typedef struct tgrs_op_frame {
 typedef struct tgrs_pos_cache {
     uint32_t tensor[TGRS_POS_SLOTS];
     uint32_t pos[TGRS_POS_SLOTS];
+    uint32_t acc; /* an ACCUM unit's accumulator (root of its last op's output), else TGRS_NONE */
 } tgrs_pos_cache;
 
 /*
