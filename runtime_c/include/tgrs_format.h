@@ -39,7 +39,8 @@
 #define TGRS_FLAG_XIP 1u
 #define TGRS_FLAG_LZ4 2u
 #define TGRS_FLAG_TFLM 4u
-#define TGRS_FLAGS_KNOWN 7u                              /* any other bit is an error */
+#define TGRS_FLAG_ONE_REGION 8u
+#define TGRS_FLAGS_KNOWN 15u                             /* any other bit is an error */
 
 /* ---- dtype codes (tigris/ops/base.py DTYPE_CODES) ---- */
 #define TGRS_DT_F32 1                                    /* float32 */
@@ -140,6 +141,7 @@
 #define TGRS_ERR_COLS_OP (-48)                           /* op not allowed in a column-split unit (its kind, or an alias operand) */
 #define TGRS_ERR_SCRATCH_OVERLAP (-49)                   /* an op's scratch overlaps the buffer of one of its operands */
 #define TGRS_ERR_OVERWRITE (-50)                         /* an output written over an input's slow home that is still read, or not dying there */
+#define TGRS_ERR_REGION (-51)                            /* one-region plan: a unit's buffers reach a live slow home, or the arenas passed differ */
 
 /* ---- op kinds, parameter and const slot indices ---- */
 #define TGRS_OP_CONV 1u
@@ -920,6 +922,7 @@ static inline const char *tgrs_status_str(int status)
     case TGRS_ERR_COLS_OP: return "op not allowed in a column-split unit (its kind, or an alias operand)";
     case TGRS_ERR_SCRATCH_OVERLAP: return "an op's scratch overlaps the buffer of one of its operands";
     case TGRS_ERR_OVERWRITE: return "an output written over an input's slow home that is still read, or not dying there";
+    case TGRS_ERR_REGION: return "one-region plan: a unit's buffers reach a live slow home, or the arenas passed differ";
     default: return "unknown status";
     }
 }

@@ -97,7 +97,9 @@ int tgrs_output_info(const tgrs_plan *plan, int32_t index, tgrs_io_info *info);
 /*
  * Run one inference. `fast`/`slow` are the arenas (aligned to TGRS_ARENA_ALIGN; `slow` may be NULL when the plan
  * needs no slow arena); inputs[i] holds tgrs_input_info(i).nbytes bytes, outputs[i] receives
- * tgrs_output_info(i).nbytes bytes. `stats` may be NULL.
+ * tgrs_output_info(i).nbytes bytes. `stats` may be NULL. A plan with the header flag TGRS_FLAG_ONE_REGION takes one
+ * region as both arenas: pass the same pointer as `fast` and `slow`, with at least max(tgrs_fast_size,
+ * tgrs_slow_size) bytes as both lengths (other pointers: TGRS_ERR_REGION).
  */
 int tgrs_run(const tgrs_plan *plan, void *fast, size_t fast_len, void *slow, size_t slow_len,
              const void *const *inputs, void *const *outputs, tgrs_stats *stats);

@@ -1203,6 +1203,108 @@ static int tgrs_check_units(const tgrs_plan *plan)
     return TGRS_OK;
 }
 
+/*
+ * End of step 15 with ONE_REGION (docs/format.md "One region"): the slow arena is the fast arena's memory, so every
+ * buffer of a unit (weight prefix, placements, line buffers, op scratch) ends at or below its peak_bytes, and every
+ * SLOW root live across a unit has its home at or above that unit's peak_bytes. A root is live from unit 0 when a
+ * tensor of it is a graph input (the run writes it first), else from its first spill; to the last unit when one is
+ * a graph output (the run reads it last), else to its last reload. Everything read here was proven by the steps
+ * before.
+ */
+static int tgrs_check_one_region(const tgrs_plan *plan)
+{
+    uint32_t n = plan->sec_count[TGRS_SEC_UNITS];
+    uint32_t nt = plan->sec_count[TGRS_SEC_TENSORS];
+    uint32_t i;
+    uint32_t t;
+    for (i = 0; i < n; ++i) {
+        const uint8_t *u = tgrs_unit(plan, i);
+        uint64_t peak = tgrs_rd_u32(u + TGRS_UNIT_OFF_PEAK_BYTES);
+        uint32_t pf = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST);
+        uint32_t pc = tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT);
+        uint32_t of = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_FIRST);
+        uint32_t oc = tgrs_rd_u32(u + TGRS_UNIT_OFF_OP_COUNT);
+        int rolling = (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_ROLLING) != 0u;
+        uint32_t p;
+        if (tgrs_rd_u32(u + TGRS_UNIT_OFF_WEIGHT_BYTES) > peak) {
+            return TGRS_ERR_REGION;
+        }
+        for (p = pf; p < pf + pc; ++p) {
+            const uint8_t *pr = tgrs_placement(plan, p);
+            if ((uint64_t)tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_OFFSET) + tgrs_rd_u32(pr + TGRS_PLACEMENT_OFF_SIZE) >
+                peak) {
+                return TGRS_ERR_REGION;
+            }
+            if (rolling) {
+                uint32_t off;
+                uint32_t size;
+                tgrs_line_buffer(plan, u, p - pf, &off, &size);
+                if (off != TGRS_NONE && (uint64_t)off + size > peak) {
+                    return TGRS_ERR_REGION;
+                }
+            }
+        }
+        for (p = of; p < of + oc; ++p) {
+            const uint8_t *r = tgrs_op(plan, p);
+            uint32_t size = tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_SIZE);
+            if (size != 0u && (uint64_t)tgrs_rd_u32(r + TGRS_OP_OFF_SCRATCH_OFF) + size > peak) {
+                return TGRS_ERR_REGION;
+            }
+        }
+    }
+    for (t = 0; t < nt; ++t) {
+        const uint8_t *tr = tgrs_tensor(plan, t);
+        uint32_t off = tgrs_rd_u32(tr + TGRS_TENSOR_OFF_SLOW_OFFSET);
+        uint32_t birth = TGRS_NONE;
+        uint32_t death = TGRS_NONE;
+        uint32_t first = TGRS_NONE;
+        uint32_t last = 0u;
+        uint32_t spilled = TGRS_NONE;
+        uint32_t reloaded = TGRS_NONE;
+        uint32_t k;
+        if (tgrs_root(plan, t) != t || (tgrs_rd_u32(tr + TGRS_TENSOR_OFF_FLAGS) & TGRS_TENSOR_F_SLOW) == 0u ||
+            tgrs_rd_u32(tr + TGRS_TENSOR_OFF_SLOW_SIZE) == 0u) {
+            continue;
+        }
+        for (i = 0; i < n; ++i) {
+            const uint8_t *u = tgrs_unit(plan, i);
+            int s = tgrs_unit_moves(plan, u, 1, t);
+            int r = tgrs_unit_moves(plan, u, 0, t);
+            if (s && spilled == TGRS_NONE) {
+                spilled = i;
+            }
+            if (r) {
+                reloaded = i;
+            }
+            if (s || r) {
+                first = first == TGRS_NONE ? i : first;
+                last = i;
+            }
+        }
+        if (tgrs_root_flagged(plan, t, TGRS_TENSOR_F_INPUT)) {
+            birth = 0u;
+        } else if (first != TGRS_NONE) {
+            birth = spilled != TGRS_NONE ? spilled : first;
+        }
+        if (tgrs_root_flagged(plan, t, TGRS_TENSOR_F_OUTPUT)) {
+            death = n - 1u;
+        } else if (first != TGRS_NONE) {
+            death = reloaded != TGRS_NONE ? reloaded : last;
+        } else if (birth == 0u) {
+            death = 0u;
+        }
+        if (birth == TGRS_NONE || death == TGRS_NONE) {
+            continue; /* never moved and no interface: no run touches its home */
+        }
+        for (k = birth; k <= death && k < n; ++k) {
+            if (off < tgrs_rd_u32(tgrs_unit(plan, k) + TGRS_UNIT_OFF_PEAK_BYTES)) {
+                return TGRS_ERR_REGION;
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 /* Step 19: stages are for reports, but a reader still refuses a malformed one. */
 static int tgrs_check_stages(const tgrs_plan *plan)
 {
@@ -1282,6 +1384,9 @@ int tgrs_load_steps(tgrs_plan *plan, const void *bytes, size_t len)
     }
     if (rc == TGRS_OK) {
         rc = tgrs_check_units(plan);
+    }
+    if (rc == TGRS_OK && (plan->flags & TGRS_FLAG_ONE_REGION) != 0u) {
+        rc = tgrs_check_one_region(plan);
     }
     if (rc == TGRS_OK) {
         rc = tgrs_check_stages(plan);

@@ -138,7 +138,8 @@ def _header(info: PlanInfo, name: str, section: str, slow_section: str, fast_sec
         '#include "tigris.h"',
         "",
         f"#define {P}_PLAN_BYTES {info.size}u",
-        f"#define {P}_FAST_ARENA_BYTES {info.fast_arena}u",
+        f"#define {P}_FAST_ARENA_BYTES {info.region_bytes}u"
+        + ("  /* one region: the fast arena array holds the slow arena too (ONE_REGION) */" if info.one_region else ""),
         f"#define {P}_SLOW_ARENA_BYTES {info.slow_arena}u",
         f"#define {P}_NUM_INPUTS {len(info.inputs)}",
         f"#define {P}_NUM_OUTPUTS {len(info.outputs)}",
@@ -261,7 +262,7 @@ def _byte_array(data: bytes) -> list[str]:
 def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: str,
           fast_section: str | None, io: str = "separate") -> list[str]:
     P = name.upper()
-    has_slow = info.slow_arena > 0
+    has_slow = info.slow_arena > 0 and not info.one_region  # one region: the slow arena is the fast array
     lines = [
         "",
         '#include "tgrs_op.h" /* tgrs_kernel_fn, the kernel entry points, tgrs_run_kernels */',
@@ -308,10 +309,13 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
             f"static uint8_t {name}_slow_arena[{P}_SLOW_ARENA_BYTES]\n"
             f'    __attribute__((aligned({_ALIGN}), section("{slow_section}")));'
         )
+    elif info.one_region:
+        lines.append("/* One region (ONE_REGION): the slow arena is the fast arena's memory, passed as both. */")
     else:
         lines.append("/* This plan never spills: it needs no slow arena. */")
-    slow_ptr = f"{name}_slow_arena" if has_slow else "NULL"
-    slow_len = f"sizeof {name}_slow_arena" if has_slow else "0u"  # tigris.h: slow may be NULL when unneeded
+    slow_ptr = f"{name}_slow_arena" if has_slow else f"{name}_fast_arena" if info.one_region else "NULL"
+    slow_len = f"sizeof {name}_slow_arena" if has_slow else f"sizeof {name}_fast_arena" if info.one_region else "0u"
+    # tigris.h: slow may be NULL when unneeded
     lines += [
         "",
         "/* The op resolver: the kernels of exactly the kinds this plan uses, so --gc-sections drops every other",
@@ -526,7 +530,8 @@ def _app(info: PlanInfo, name: str, io: str = "separate") -> list[str]:
         "    /* RAM holds garbage after a warm reset on a real device: poison the arenas so every run proves the plan",
         "       never reads a byte it did not write first. */",
         f"    memset({name}_fast_arena, 0xA5, sizeof {name}_fast_arena);",
-        *([f"    memset({name}_slow_arena, 0x5A, sizeof {name}_slow_arena);"] if info.slow_arena > 0 else []),
+        *([f"    memset({name}_slow_arena, 0x5A, sizeof {name}_slow_arena);"]
+          if info.slow_arena > 0 and not info.one_region else []),
         *([
             f"    for (i = 0; i < {P}_NUM_INPUTS; i++) {{",
             "        const char *path = argc > 1 + i ? argv[1 + i] : default_in[i];",

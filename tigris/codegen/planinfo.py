@@ -90,6 +90,16 @@ class PlanInfo:
         return bool(self.flags & F.Flag.XIP)
 
     @property
+    def one_region(self) -> bool:
+        """Both arenas are one block of memory (header flag ONE_REGION): the firmware passes one array twice."""
+        return bool(self.flags & F.Flag.ONE_REGION)
+
+    @property
+    def region_bytes(self) -> int:
+        """The fast arena array's size: the plan's fast arena, or for one region the larger of the two arenas."""
+        return max(self.fast_arena, self.slow_arena) if self.one_region else self.fast_arena
+
+    @property
     def input_bytes(self) -> int:
         """Bytes of every input buffer the caller passes (the runtime reads them, never owns them)."""
         return sum(io.nbytes for io in self.inputs)
@@ -108,7 +118,7 @@ class PlanInfo:
         """Total RAM with the I/O exchanged through separate caller buffers, or ``in-arena``: the firmware writes
         inputs and reads outputs at their homes inside the arenas (tgrs_run_in_place), which adds nothing."""
         extra = 0 if io == "in-arena" else self.input_bytes + self.output_bytes
-        return self.fast_arena + self.slow_arena + extra
+        return (self.region_bytes if self.one_region else self.fast_arena + self.slow_arena) + extra
 
     def ram_json(self, io: str = "separate") -> dict[str, int]:
         """The RAM figures of a firmware built from this plan (the generated header states the same numbers)."""

@@ -47,9 +47,13 @@ class Flag(IntEnum):
     XIP = 1  # const refs are offsets into the WEIGHTS section, read in place
     LZ4 = 2  # per-unit weight blobs are LZ4 blocks (never together with XIP)
     TFLM = 4  # compiled for the tflm numerics contract (docs/numerics.md); 0: the onnx contract
+    # The fast and slow arenas are one region (a board without PSRAM): the caller passes the same memory as both, of
+    # max(fast_arena, slow_arena) bytes. Each unit's buffers lie below its peak_bytes and every slow home live across
+    # the unit at or above it, which a reader proves (docs/format.md "One region").
+    ONE_REGION = 8
 
 
-FLAGS_KNOWN = Flag.XIP | Flag.LZ4 | Flag.TFLM
+FLAGS_KNOWN = Flag.XIP | Flag.LZ4 | Flag.TFLM | Flag.ONE_REGION
 
 
 class Target(IntEnum):
@@ -589,6 +593,7 @@ STATUS: tuple[Status, ...] = (
     Status("ERR_COLS_OP", -48, "op not allowed in a column-split unit (its kind, or an alias operand)"),
     Status("ERR_SCRATCH_OVERLAP", -49, "an op's scratch overlaps the buffer of one of its operands"),
     Status("ERR_OVERWRITE", -50, "an output written over an input's slow home that is still read, or not dying there"),
+    Status("ERR_REGION", -51, "one-region plan: a unit's buffers reach a live slow home, or the arenas passed differ"),
 )
 
 STATUS_BY_NAME = {s.name: s for s in STATUS}

@@ -359,6 +359,7 @@ class PlanFile:
             fast_budget=self.fast_budget, slow_budget=self.slow_budget, xip=self.xip, stages=stages, units=units,
             slow={t.name: t.slow for t in self.tensors if t.slow is not None},
             alias_of={t.name: name[t.root] for t in self.tensors if t.is_alias},
+            one_region=bool(self.flags & F.Flag.ONE_REGION),
             unscheduled_peak=self.unscheduled_peak, fast_peak=self.fast_arena, slow_peak=self.slow_arena,
             spill_bytes=self.spill_bytes, reload_bytes=self.reload_bytes, recompute_macs=self.recompute_macs,
         )
@@ -477,6 +478,8 @@ def read_plan(data: bytes | bytearray | memoryview) -> PlanFile:
     units = [_check_unit_buffers(c, ui, u, tensors, fast_arena) for ui, u in enumerate(units_raw)]
     _check_overwrite(units, tensors)
     ops = _check_ops(c, units, tensors, fast_arena, int(h["target"]))  # type: ignore[arg-type]
+    if c.flags & F.Flag.ONE_REGION:
+        _check_one_region(units, ops, tensors)
     stages = _check_stages(c, len(units), len(tensors))
     _check_kinds(buf, ops)
     n_in = int(p["n_inputs"])
@@ -899,6 +902,45 @@ def _check_overwrite(units: list[UnitInfo], tensors: list[TensorInfo]) -> None:
                 if bad is not None:
                     raise _fail("ERR_OVERWRITE", f"{what}: tile {bad} writes bytes of {tensors[y].name} that a later "
                                                  f"tile still reads of {tensors[x].name}")
+
+
+def _check_one_region(units: list[UnitInfo], ops: list[OpInfo], tensors: list[TensorInfo]) -> None:
+    """Step 15, end (ONE_REGION, docs/format.md "One region"): unit by unit, its weight prefix, every placement, line
+    buffer and op scratch end at or below its peak_bytes; then tensor by tensor, every SLOW root live across a unit
+    (from 0 when a tensor of it is a graph input, else from its first spill; to the last unit when one is a graph
+    output, else to its last reload) has its home at or above that unit's peak_bytes."""
+    for u in units:
+        ends = [u.weight_bytes] + [pl.offset + pl.size for pl in u.placements]
+        ends += [off + size for off, size in u.carry if off != F.NONE]
+        ends += [op.scratch.end for op in ops[u.op_first : u.op_first + u.op_count] if op.scratch is not None
+                 and op.scratch.size]
+        if max(ends) > u.peak_bytes:
+            raise _fail("ERR_REGION", f"unit {u.index}: a buffer ends at {max(ends)}, past the unit's peak "
+                                      f"{u.peak_bytes}")
+    for t in tensors:
+        if t.root != t.index or t.slow is None or not t.slow.size:
+            continue
+        group = [x for x in tensors if x.root == t.index]
+        spills = [u.index for u in units if any(tensors[i].root == t.index for i in u.spill)]
+        reloads = [u.index for u in units if any(tensors[i].root == t.index for i in u.reload)]
+        moves = sorted(spills + reloads)
+        birth = death = None
+        if any(x.flags & F.TensorFlag.INPUT for x in group):
+            birth = 0
+        elif moves:
+            birth = (spills or moves)[0]
+        if any(x.flags & F.TensorFlag.OUTPUT for x in group):
+            death = len(units) - 1
+        elif moves:
+            death = (reloads or moves)[-1]
+        elif birth == 0:
+            death = 0
+        if birth is None or death is None:
+            continue  # never moved and no interface: no run touches its home
+        for u in units[birth : death + 1]:
+            if t.slow.offset < u.peak_bytes:
+                raise _fail("ERR_REGION", f"unit {u.index}: {t.name}'s slow home at {t.slow.offset} is live and "
+                                          f"below the unit's peak {u.peak_bytes}")
 
 
 def _carry_list(c: _Sections, u: dict) -> tuple[tuple[int, int], ...]:

@@ -238,6 +238,7 @@ def emit_plan(
     }
     flags = (F.Flag.XIP if xip else 0) | (F.Flag.LZ4 if compression == "lz4" else 0)
     flags |= F.Flag.TFLM if graph.numerics == "tflm" else 0
+    flags |= F.Flag.ONE_REGION if getattr(plan, "one_region", False) else 0
     data = assemble(sections, int(flags), int(F.TARGET_NAMES[target]))
 
     from tigris.emit.reader import PlanFormatError, read_plan  # the self-check: what we return, the loader accepts

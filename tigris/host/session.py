@@ -127,8 +127,13 @@ class Session:
         # Arenas are allocated once and reused: the runtime never reads an arena byte it did not write in the same
         # run (tests/runtime/test_rt_exec.py checks outputs do not depend on arena contents). cffi releases the GIL
         # during tgrs_run, so runs of one Session are serialized.
-        self._fast = self._ffi.new("uint8_t[]", max(1, self.fast_size))
-        self._slow = self._ffi.new("uint8_t[]", max(1, self.slow_size))
+        # A ONE_REGION plan (docs/format.md "One region") takes one block of memory as both arenas.
+        self.one_region = bool(int(F.HEADER.unpack(data, 0)["flags"]) & F.Flag.ONE_REGION)
+        if self.one_region:
+            self._fast = self._slow = self._ffi.new("uint8_t[]", max(1, self.fast_size, self.slow_size))
+        else:
+            self._fast = self._ffi.new("uint8_t[]", max(1, self.fast_size))
+            self._slow = self._ffi.new("uint8_t[]", max(1, self.slow_size))
         self._lock = threading.Lock()
         # The I/O buffers of io="separate", also allocated once: NumPy views write the inputs and read the outputs
         # in place (a run costs no allocation and no bytes objects; small models spend most of a run here).

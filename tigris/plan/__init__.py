@@ -417,11 +417,15 @@ OVERWRITE = True
 
 
 def _slow_arena(
-    graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit]
+    graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit], one_region: bool = False
 ) -> tuple[dict[str, Placement], int, dict[int, dict[str, str]]]:
     """Slow placements of every tensor a unit reloads or spills; lifetimes are in units (inclusive). The third
     value maps a unit index to the outputs it writes over a dying input's home (``ExecUnit.overwrite``): those are
-    placed at the input's offset when that makes the arena smaller, and the arena is packed as before otherwise."""
+    placed at the input's offset when that makes the arena smaller, and the arena is packed as before otherwise.
+
+    ``one_region``: the slow arena is the fast arena's memory, so every home lies at or above the ``peak_bytes`` of
+    each unit it is live across (``tigris.plan.overwrite.pinned_offsets`` with those floors, with and without the
+    overwrites, the smaller kept)."""
     birth: dict[str, int] = {}
     death: dict[str, int] = {}
     for k, unit in enumerate(units):
@@ -440,6 +444,7 @@ def _slow_arena(
     blocks = [Block(n, bufs.size(n), birth[n], death[n]) for n in birth]
     offsets, end = assign_offsets(blocks, 0)
     pairs = _overwrites(graph, bufs, units, birth, death) if OVERWRITE else {}
+    candidates = pairs
     if pairs:
         from tigris.plan.overwrite import pinned_offsets
 
@@ -451,6 +456,20 @@ def _slow_arena(
             pairs = {k: over for k, over in pairs.items() if over}
         else:
             pairs = {}
+    if one_region and blocks:
+        # The arena above every unit's buffers (as large as the two arenas together), or homes packed down onto
+        # the floors the units leave free, whichever ends lower.
+        from tigris.plan.overwrite import pinned_offsets
+
+        floors = [unit.peak_bytes for unit in units]
+        top = align_up(max(floors))
+        tries = [(top + end, {n: top + o for n, o in offsets.items()}, pairs)]
+        for use in ([candidates, {}] if candidates else [{}]):
+            partner = {y: x for over in use.values() for y, x in over.items()}
+            r_offsets, r_end, used = pinned_offsets(blocks, partner, floors)
+            kept = {k: {y: x for y, x in over.items() if y in used} for k, over in use.items()}
+            tries.append((r_end, r_offsets, {k: over for k, over in kept.items() if over}))
+        end, offsets, pairs = min(tries, key=lambda r: r[0])
     places = {n: Placement("slow", offsets[n], bufs.size(n)) for n in birth}
     return places, (end if blocks else 0), pairs
 
@@ -551,15 +570,17 @@ def _cost_of(graph, bufs, costs, planned) -> float:
     return sum(_traffic(graph, bufs, units)) + costs.recompute_weight * sum(s.recompute_macs for s in stages)
 
 
-def _sram_of(graph, bufs, planned) -> int:
-    """Fast peak plus slow peak of a planned partition: the SRAM it needs when both arenas are SRAM."""
+def _sram_of(graph, bufs, planned, one_region: bool = False) -> int:
+    """Fast peak plus slow peak of a planned partition: the SRAM it needs when both arenas are SRAM (one region:
+    the larger of the two, the slow homes packed above each unit's buffers)."""
     units, _ = planned
-    return max(unit.peak_bytes for unit in units) + _slow_arena(graph, bufs, units)[1]
+    fast, slow = max(unit.peak_bytes for unit in units), _slow_arena(graph, bufs, units, one_region)[1]
+    return max(fast, slow) if one_region else fast + slow
 
 
 def _partition(
     graph, bufs, u, costs, budget, strategy, any_fit: bool = False, least_sram: bool = False,
-    slow_budget: int | None = None,
+    slow_budget: int | None = None, one_region: bool = False,
 ) -> Planned | NoFit:
     """The partition of ``strategy``; for ``tigris`` the cheaper of both strategies' plans, or (``any_fit``, when
     only feasibility matters) the spec's plan as soon as it fits, or (``least_sram``) the one needing less fast plus
@@ -579,9 +600,9 @@ def _partition(
     if costs.recompute_weight and not isinstance(spec, NoFit):
         cands = _within_spec_traffic(graph, bufs, u, costs, budget, spec, cands, memo)
     if slow_budget is not None:
-        cands = [p for p in cands if _slow_arena(graph, bufs, p[0])[1] <= slow_budget] or cands
+        cands = [p for p in cands if _slow_arena(graph, bufs, p[0], one_region)[1] <= slow_budget] or cands
     if least_sram:
-        return min(cands, key=lambda p: (_sram_of(graph, bufs, p), _cost_of(graph, bufs, costs, p)))
+        return min(cands, key=lambda p: (_sram_of(graph, bufs, p, one_region), _cost_of(graph, bufs, costs, p)))
     return min(cands, key=lambda p: _cost_of(graph, bufs, costs, p))
 
 
@@ -732,6 +753,7 @@ def plan(
     halo_reuse: bool = True,
     col_tiles: bool = COL_TILES_DEFAULT,
     force_cols: int = 0,
+    one_region: bool = False,
 ) -> PlanResult:
     """Plan stages 3-6 for ``graph`` within ``fast_budget`` bytes of fast memory (see module docstring):
     :class:`Fit` or :class:`NoFit`.
@@ -770,6 +792,11 @@ def plan(
     column tiles first and again with them only when that does not fit, so every plan that fits without them is
     unchanged. ``force_cols`` (tests) plans with column tiles at once and runs every tiled unit that can be
     column-split as exactly that many column tiles (when such a grid fits).
+
+    ``one_region`` plans for a board whose slow arena is the fast arena's memory (no PSRAM; the format's header flag
+    ONE_REGION): every slow home lies at or above the fast buffers of each unit it is live across, so a unit's
+    buffers use the bytes of the homes not live during it. ``slow_budget`` then bounds the slow arena's end, and the
+    region the runtime takes is ``max(fast_peak, slow_peak)``; ``least_sram`` compares that.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown planning strategy {strategy!r}; choose from {STRATEGIES}")
@@ -778,7 +805,7 @@ def plan(
     if not graph.ops:
         return NoFit(None, None, 0, "empty", fast_budget)
     args = (fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight, feasibility, least_sram)
-    cols = dict(halo_reuse=halo_reuse, col_tiles=col_tiles, force_cols=force_cols)
+    cols = dict(halo_reuse=halo_reuse, col_tiles=col_tiles, force_cols=force_cols, one_region=one_region)
     res = _plan_in_order(graph, *args, weight_bytes_of, scratch_bytes_of, layouts, **cols)
     if op_order == "spec" or (feasibility and slow_budget is None and isinstance(res, Fit)):
         return res
@@ -804,10 +831,15 @@ def plan(
     traffic = lambda p: p.spill_bytes + p.reload_bytes  # noqa: E731
     cost = lambda p: traffic(p) + recompute_weight * p.recompute_macs  # noqa: E731
     if least_sram:
-        better = (mine.fast_peak + mine.slow_peak, cost(mine)) < (a.fast_peak + a.slow_peak, cost(a))
+        better = (sram_bytes(mine), cost(mine)) < (sram_bytes(a), cost(a))
     else:
         better = cost(mine) < cost(a) and traffic(mine) <= traffic(a)
     return Fit(mine) if better else res
+
+
+def sram_bytes(p: MemoryPlan) -> int:
+    """The SRAM a plan needs when both arenas are SRAM: their sum, or one region's size."""
+    return max(p.fast_peak, p.slow_peak) if p.one_region else p.fast_peak + p.slow_peak
 
 
 def _in_graph_order(p: MemoryPlan, order: tuple[int, ...], unscheduled: int | None, graph: AnalyzedGraph) -> MemoryPlan:
@@ -823,7 +855,7 @@ def _in_graph_order(p: MemoryPlan, order: tuple[int, ...], unscheduled: int | No
 def _plan_in_order(
     graph: AnalyzedGraph, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight, feasibility,
     least_sram, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse: bool = True, col_tiles: bool = False,
-    force_cols: int = 0,
+    force_cols: int = 0, one_region: bool = False,
 ) -> PlanResult:
     """:func:`plan` of the graph's ops in the graph's order."""
     bufs = buffers(graph)
@@ -835,7 +867,7 @@ def _plan_in_order(
         costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts,
                        halo_reuse and strategy != "spec", cols, force_cols if cols else 0)
         return _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
-                          least_sram=least_sram, slow_budget=slow_budget)
+                          least_sram=least_sram, slow_budget=slow_budget, one_region=one_region)
 
     # column tiles are a fallback below the row floor (tigris.plan.cols rule 5): plans that fit without them stay
     planned = attempt(bool(force_cols))
@@ -844,7 +876,7 @@ def _plan_in_order(
     if isinstance(planned, NoFit):
         return planned
     units, stages = planned
-    slow, slow_peak, over = _slow_arena(graph, bufs, units)
+    slow, slow_peak, over = _slow_arena(graph, bufs, units, one_region)
     units = [replace(unit, overwrite=over[k]) if k in over else unit for k, unit in enumerate(units)]
     if slow_budget is not None and slow_peak > slow_budget:
         return NoFit(None, None, slow_peak, "slow_memory", slow_budget)
@@ -863,6 +895,7 @@ def _plan_in_order(
         spill_bytes=spill,
         reload_bytes=reload,
         recompute_macs=sum(s.recompute_macs for s in stages),
+        one_region=one_region and slow_peak > 0,
     ))
 
 
@@ -940,7 +973,7 @@ def min_fast_budget(
 class SramOnly:
     """The smallest SRAM the planner found for a board without slow memory: both arenas in SRAM."""
 
-    total_bytes: int  # fast arena + slow arena, the SRAM both need together
+    total_bytes: int  # fast arena + slow arena, the SRAM both need together (one region: the larger of the two)
     fast_budget: int  # the -m that plans it
     fast_bytes: int  # the plan's fast peak
     slow_bytes: int  # the plan's slow peak (the -s that plans it; an SRAM region on such a board)
@@ -961,6 +994,10 @@ def min_sram_only_budget(
     it fits both budgets too (a slow budget only filters the candidate plans). None when no budget fits. ``kw`` are
     :func:`plan`'s options (``slow_budget`` excepted).
 
+    With ``one_region=True`` (a :func:`plan` option) the arenas are one region and a plan needs
+    ``max(fast_peak, slow_peak)`` bytes (``sram_bytes``): the slow homes sit above each unit's buffers, which reuse
+    the bytes of the homes not live during that unit.
+
     ``max_recompute_macs`` keeps only plans recomputing at most that many halo MACs; each probe is then judged by the
     ordinary plan at its budget and slow peak (what ``-m``/``-s`` give), so the cap holds for the plan reported.
     """
@@ -977,7 +1014,7 @@ def min_sram_only_budget(
                 res = plan(graph, budget, res.plan.slow_peak, **kw)
             ok = isinstance(res, Fit) and (max_recompute_macs is None or res.plan.recompute_macs <= max_recompute_macs)
             seen[budget] = SramOnly(
-                res.plan.fast_peak + res.plan.slow_peak, budget, res.plan.fast_peak, res.plan.slow_peak,
+                sram_bytes(res.plan), budget, res.plan.fast_peak, res.plan.slow_peak,
                 res.plan.recompute_macs,
             ) if ok else None
         return seen[budget]
@@ -1009,4 +1046,4 @@ def min_sram_only_budget(
     res = plan(graph, best.fast_budget, best.slow_bytes, **kw)
     assert isinstance(res, Fit), res
     p = res.plan
-    return SramOnly(p.fast_peak + p.slow_peak, best.fast_budget, p.fast_peak, p.slow_peak, p.recompute_macs)
+    return SramOnly(sram_bytes(p), best.fast_budget, p.fast_peak, p.slow_peak, p.recompute_macs)

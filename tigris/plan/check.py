@@ -19,7 +19,8 @@ intermediate results, and checks:
    either so); none takes part in an in-place pair;
 6. slow placements: every reloaded/spilled tensor has one, aligned; tensors whose unit intervals intersect do not
    overlap, except an output a unit declares written over an input dying in it (``ExecUnit.overwrite``), proven
-   tile by tile (``tigris.plan.overwrite``); the high water is within the slow budget;
+   tile by tile (``tigris.plan.overwrite``); the high water is within the slow budget; in a one-region plan
+   (``MemoryPlan.one_region``) every home lies at or above the fast peak of each unit it is live in;
 7. column-split units (``tile_cols``, tigris.plan.cols): no rolling, accumulating or in-place buffers; every op
    column-local per its kind, every buffer its own root; the output tiles form a grid, row band by row band, whose
    column bands cover ``[0, W)`` left to right, and whose row bands cover the rows once; every band of every tile
@@ -451,6 +452,11 @@ def _check_slow(graph, bufs, plan: MemoryPlan) -> list[str]:  # rule 6
         if plan.slow_budget is not None and p.end > plan.slow_budget:
             errs.append(f"slow placement of {n} {p} exceeds the slow budget {plan.slow_budget}")
         items.append((n, p, b, d))
+        if plan.one_region and p.size:  # the slow arena is the fast arena's memory: above every unit it is live in
+            for k in range(b, min(d, len(plan.units) - 1) + 1):
+                if p.offset < plan.units[k].peak_bytes:
+                    errs.append(f"one region: slow home of {n} {p} is live in unit {k} and below its fast peak "
+                                f"{plan.units[k].peak_bytes}")
     errs += [f"slow: {e}" for e in _overlaps(items, frozenset(allowed))]
     return errs
 

@@ -57,12 +57,14 @@ def overwrite_ok(
     return bad
 
 
-def pinned_offsets(blocks, partner: dict) -> tuple[dict, int, set]:
+def pinned_offsets(blocks, partner: dict, floors: Sequence[int] | None = None) -> tuple[dict, int, set]:
     """Slow offsets in birth order, each block at the lowest aligned offset clear of every block live with it,
     except that a block with a ``partner`` (the dying input it may overwrite) first tries the partner's offset,
     where only the partner may share its bytes. Returns (offsets, arena end, the blocks placed over their partner).
 
-    ``blocks`` are :class:`tigris.plan.arena.Block` (no tails); lifetimes are unit indices, inclusive."""
+    ``floors`` (one region): per unit, the end of its fast buffers; a block starts at or above the floor of every
+    unit in its lifetime. ``blocks`` are :class:`tigris.plan.arena.Block` (no tails); lifetimes are unit indices,
+    inclusive (a graph output lives one past the last unit)."""
     from tigris.plan.types import align_up
 
     offsets: dict = {}
@@ -70,15 +72,18 @@ def pinned_offsets(blocks, partner: dict) -> tuple[dict, int, set]:
     alive: dict[int, list] = {}  # step -> [(key, start, end)] of the blocks placed so far
     for b in sorted(blocks, key=lambda b: (b.birth, -b.size, str(b.key))):
         live = {(k, s, e) for t in range(b.birth, b.death + 1) for k, s, e in alive.get(t, ())}
+        lo = 0
+        if floors and b.size:
+            lo = align_up(max([0] + list(floors[b.birth : b.death + 1])))
         p = partner.get(b.key)
         off = None
-        if p is not None and p in offsets:
+        if p is not None and p in offsets and offsets[p] >= lo:
             cand = offsets[p]
             if all(e <= cand or s >= cand + b.size for k, s, e in live if k != p):
                 off = cand
                 over.add(b.key)
         if off is None:
-            off = 0
+            off = lo
             for k, s, e in sorted(live, key=lambda r: r[1]):
                 if s >= off + b.size:
                     break

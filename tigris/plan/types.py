@@ -127,6 +127,10 @@ class MemoryPlan:
     spill_bytes: int = 0  # bytes written to slow memory per inference
     reload_bytes: int = 0  # bytes read back from slow memory per inference
     recompute_macs: int = 0
+    # One SRAM region (a board without PSRAM; the format's header flag ONE_REGION): the slow arena is the same memory
+    # as the fast one, every slow home live across a unit at or above that unit's peak_bytes. The caller provides
+    # max(fast_peak, slow_peak) bytes once.
+    one_region: bool = False
 
     def home(self, tensor: str) -> Placement | None:
         """Where a graph input must be written before a run / a graph output read after it."""
