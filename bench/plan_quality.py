@@ -433,7 +433,7 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
             try:
                 graph, scratch, note = prepare(path)
             except (TigrisError, ImportError, NotImplementedError, KeyError, ValueError) as err:
-                rows.append([name, f"not planned: {type(err).__name__}"] + [""] * 11)
+                rows.append([name, f"not planned: {type(err).__name__}"] + [""] * 13)
                 continue
             macs = sum(op_macs(graph, op) for op in graph.ops)
             before = plan_memory(graph, 2**30, 0, xip=True, scratch_bytes_of=scratch).fast_peak
@@ -452,23 +452,30 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
             free = min_sram_only_budget(graph, xip=True, scratch_bytes_of=scratch, recompute_weight=0.0)
             res = plan(graph, free.fast_budget, free.slow_bytes, xip=True, scratch_bytes_of=scratch, recompute_weight=0.0)
             ok = ok if not check_plan(graph, res.plan) else "CHECK FAILED"
+            # one SRAM region (plan(one_region=True)): a unit's buffers may use the bytes of homes not live during it
+            one = min_sram_only_budget(graph, xip=True, scratch_bytes_of=scratch, one_region=True)
+            res = plan(graph, one.fast_budget, one.slow_bytes, xip=True, scratch_bytes_of=scratch, one_region=True)
+            ok = ok if not check_plan(graph, res.plan) else "CHECK FAILED"
             dt = time.perf_counter() - t0
             rows.append([name + (f" ({note})" if note else ""), before, r.total_bytes, r.fast_bytes, r.slow_bytes,
                          f"{r.total_bytes / before:.2f}", f"{100 * r.recompute_macs / macs:.1f}" if macs else "0.0",
                          cap.total_bytes if cap else "none",
                          f"{100 * cap.recompute_macs / macs:.1f}" if cap and macs else "0.0", free.total_bytes,
-                         f"{100 * free.recompute_macs / macs:.1f}" if macs else "0.0", ok, f"{dt:.1f}"])
+                         f"{100 * free.recompute_macs / macs:.1f}" if macs else "0.0", one.total_bytes,
+                         f"{100 * one.recompute_macs / macs:.1f}" if macs else "0.0", ok, f"{dt:.1f}"])
             print(rows[-1], flush=True)
     target = ""
     for r in rows:
         if str(r[0]).startswith("mobilenet_v2_100_224_int8") and r[2] != "":
-            met = r[7] != "none" and int(r[7]) <= 175_616
+            within = [int(r[7])] if r[7] != "none" else []
+            within += [int(r[11])] if float(r[12]) <= 10.0 else []
+            met = bool(within) and min(within) <= 175_616
             target = (f"\n\nTarget (MobileNetV2-1.0 224 int8 without PSRAM in at most 175,616 bytes with at most 10% "
-                      f"recompute): {r[2]} bytes at {r[6]}% recompute, {r[7]} bytes within 10% recompute; "
-                      f"{'met' if met else 'not met'}.")
+                      f"recompute): {r[2]} bytes at {r[6]}% recompute, {r[7]} bytes within 10% recompute, {r[11]} "
+                      f"bytes as one region at {r[12]}%; {'met' if met else 'not met'}.")
     headers = ["model", "-s 0 today (B)", "SRAM-only (B)", "fast arena", "slow arena (in SRAM)", "after/before",
                "recompute %", "SRAM-only, recompute <= 10% (B)", "its recompute %", "traffic objective (B)",
-               "its recompute %", "checked", "search s"]
+               "its recompute %", "one region (B)", "its recompute %", "checked", "search s"]
     return (
         "SRAM-only plans (`python3 bench/plan_quality.py --sram-only`, XIP): a board with no PSRAM. `-s 0 today` is "
         "the fast budget the planner needs with no slow arena at all, i.e. the one untiled unit; `SRAM-only` is "
@@ -479,7 +486,12 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
         "within 10% halo recompute (`max_recompute_macs`; the same figure when the first is already within it). Both "
         "price recompute as the planner's default does (`DEFAULT_RECOMPUTE_WEIGHT`), so the plans compared are the "
         "ones that reuse their halos where they fit; `traffic objective` is the search over the traffic-only plans "
-        "(`recompute_weight=0`), at most 9% less SRAM (person_detect_int8), bought with 16-28% recompute.\n\n" + markdown_table(headers, rows) + target
+        "(`recompute_weight=0`), at most 9% less SRAM (person_detect_int8), bought with 16-28% recompute. A unit's "
+        "spilled output may take the slow home of an input dying in it (streaming overwrite, docs/memory-planning.md), "
+        "so the slow arena holds the graph input with the boundaries written over it. `one region` is the same search "
+        "with both arenas in one block (`one_region=True`, the header flag ONE_REGION): a unit's buffers may use the "
+        "bytes of homes not live during it; the figure is that block's size.\n\n"
+        + markdown_table(headers, rows) + target
     )
 
 # Branched families of tests/families (built with seeded weights): detector heads, a segmentation head with an

@@ -1,6 +1,8 @@
-"""Streaming overwrite (unit flag OVERWRITE) on an emulated core: plans whose units write their spilled outputs over
-the slow homes of inputs dying in them (one rolling unit over its input; two units, each over the one before) run on
-the Cortex-M4F with the host runtime's int8 output, byte for byte, which is the untiled plan's."""
+"""Streaming overwrite (unit flag OVERWRITE) and one SRAM region (header flag ONE_REGION) on an emulated core: plans
+whose units write their spilled outputs over the slow homes of inputs dying in them (one rolling unit over its input;
+two units, each over the one before), and the two-unit plan in one block of memory (the generated firmware passes
+its one arena array as both arenas), run on the Cortex-M4F with the host runtime's int8 output, byte for byte, which
+is the untiled plan's."""
 from __future__ import annotations
 
 import sys
@@ -21,13 +23,14 @@ def test_overwrite_plans_on_qemu_match_host(harness, board_objs, tmp_path):
 
     g = _base()
     untiled = Session(P.compile_graph(g, 1 << 20, xip=True)[0])
-    for n, fast in enumerate((1536, 1024)):
-        data, plan = P.compile_graph(g, fast, xip=True)
+    for n, (fast, one) in enumerate(((1536, False), (1024, False), (1024, True))):
+        data, plan = P.compile_graph(g, fast, xip=True, one_region=one)
         assert any(u.flags & F.UnitFlag.OVERWRITE for u in read_plan(data).units)
+        assert bool(read_plan(data).flags & F.Flag.ONE_REGION) == one
         x = P.random_input(g, 7 + n)
         hs = Session(data)
         want = untiled._to_caller(untiled.outputs[0], untiled.run(x).outputs["y"])
         assert hs._to_caller(hs.outputs[0], hs.run(x).outputs["y"]) == want
         got = run_plan(harness, board_objs, tmp_path / f"p{n}", data, "mps2-an386", hs._to_caller(hs.inputs[0], x["x"]),
                        "overwrite")
-        assert got == want, f"plan at {fast} B"
+        assert got == want, f"plan at {fast} B, one region {one}"

@@ -196,6 +196,18 @@ def _gap_plan(d: Path, mutate: str) -> str:
     return "g.tgrs"
 
 
+def _region_plan(d: Path) -> str:
+    """A one-region plan (tests/runtime/test_rt_one_region.py) with a live slow home moved below its unit's buffers
+    and the CRC resealed, so only the one-region check can refuse it."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "runtime"))
+    from test_rt_one_region import region_mutants
+
+    (d / "r.tgrs").write_bytes(region_mutants()[0][1])
+    return "r.tgrs"
+
+
 def _empty(d: Path, name: str) -> str:
     (d / name).write_bytes(b"")
     return name
@@ -394,6 +406,7 @@ CASES: list[Case] = [
     Case("overwrite-still-read-run", lambda d: ["run", _overwrite_plan(d), "--input",
                                                 f"x={_npy(d, 'x.npy', np.zeros((1, 4, 16, 16), np.int8))}",
                                                 "--output", "o.npz"], 2, "TGRS_ERR_OVERWRITE"),
+    Case("one-region-home-below-buffers-inspect", lambda d: ["inspect", _region_plan(d)], 2, "TGRS_ERR_REGION"),
     Case("plan-garbage-inspect", lambda d: ["inspect", (d / "p.tgrs").write_bytes(b"TGRS" + b"\xff" * 60) and "p.tgrs"],
          2, "p.tgrs"),
     Case("codegen-garbage-plan", lambda d: ["codegen", (d / "p.tgrs").write_bytes(b"TGRS" + b"\0" * 60) and "p.tgrs",
