@@ -239,3 +239,22 @@ def test_split_with_tail_property(tmp_path_factory, data):
         assert a[name].tobytes() == b[name].tobytes()
     else:
         assert np.max(np.abs(a[name] - b[name])) <= 1e-5 * max(1.0, float(np.abs(a[name]).max()))
+
+
+def test_group_searches_shortcuts_change_no_answer_with_tails(tmp_path, monkeypatch):
+    """The split attempt's early refusal (``can_grow``) and the searches' feasibility probes answer for a pool
+    over the budget as full plans do: the same minima, limiting op and groups."""
+    path = _paths(tmp_path, _head_model(256, 6, None, "GlobalAveragePool", seed=5), True)
+
+    def advice(budget: int) -> dict:
+        a = api.analyze(path, budget, xip=True, tradeoff=False, emit=False, groups_advice=True)
+        keep = ("fits", "min_fast_budget_bytes", "min_fast_budget_without_groups_bytes", "limiting_op",
+                "failed_op", "weight_groups")
+        return {k: a.json.get(k) for k in keep}
+
+    for budget in (256, 1024, 2048):
+        fast = advice(budget)
+        monkeypatch.setattr(api, "CHEAP_PROBES", False)
+        slow = advice(budget)
+        monkeypatch.setattr(api, "CHEAP_PROBES", True)
+        assert fast == slow, budget
