@@ -676,7 +676,7 @@ def cols_table(models: Path) -> str:
         "shuffle a per-pixel Gather (docs/memory-planning.md \"Column tiles\"), so their row-tile figures are lower "
         "than before those passes too (kws_dscnn int8 8,064 -> 1,280 B, the shuffle family f32 16,384 -> 2,048). "
         "Where the ratio stays 1.00 an op that is not column-local sets the figure: 1-D convolutions (a window along "
-        "the time axis of a width-1 tensor), Gemm/MatMul, Transpose, Resize, Pad, Softmax/ArgMax on rank-3 tensors "
+        "the time axis of a width-1 tensor) and pools, Gemm/MatMul, Transpose, Resize, Pad, Softmax/ArgMax on rank-3 tensors "
         "or Concat layers.\n\n"
         + markdown_table(headers, rows)
     )
