@@ -99,6 +99,8 @@ int tgrs_reads_target(uint32_t target);
  * (n_checks entries, normally TGRS_OP_COUNT + 1; NULL for a kind the firmware does not link, refused with
  * TGRS_ERR_UNSUPPORTED). tgrs_load passes every kind's check; `tigris codegen` emits a table with exactly the plan's
  * kinds, so --gc-sections drops the other kinds' checks as it drops their kernels. failed_op as tgrs_load_diag.
+ * checks[k] must be kind k's tgrs_check_<kind> (or its _sym twin): the run marks each kernel context proven
+ * (tgrs_op_ctx.proven) on the strength of these checks, and the kernels do not repeat them.
  */
 int tgrs_load_checks(tgrs_plan *plan, const void *bytes, size_t len, const tgrs_check_fn *checks, uint32_t n_checks,
                      int32_t *failed_op);
