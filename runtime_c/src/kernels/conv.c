@@ -540,6 +540,60 @@ static void conv_mk_s8(int32_t k, const int16_t *const a[CONV_MR], const int8_t 
     acc[3][1] = s31;
 }
 
+/* conv_mk_s8 for one patch row: a block's tail of one or two pixels (a one-row band of a 9-pixel-wide image ends
+   every row in one) then computes only its own rows instead of repeating its last pixel up to CONV_MR. The sums are
+   exact integers, so they equal conv_mk_s8's. */
+static void conv_mk1_s8(int32_t k, const int16_t *a0, const int8_t *w0, const int8_t *w1, int32_t acc[2])
+{
+    int32_t s0 = 0, s1 = 0;
+    int32_t kk, t;
+    for (kk = 0; TGRS_VECTOR_CHUNKS && kk + CONV_KC <= k; kk += CONV_KC) {
+        int16_t u[CONV_KC], v[CONV_KC];
+        conv_widen(w0 + kk, u);
+        conv_widen(w1 + kk, v);
+        for (t = 0; t < CONV_KC; ++t) {
+            s0 += a0[kk + t] * u[t];
+            s1 += a0[kk + t] * v[t];
+        }
+    }
+    for (; kk < k; ++kk) {
+        s0 += a0[kk] * w0[kk];
+        s1 += a0[kk] * w1[kk];
+    }
+    acc[0] = s0;
+    acc[1] = s1;
+}
+
+/* conv_ch_s8_plain for a tail block of nv <= 2 pixels, one patch row at a time (conv_mk1_s8); out of line, so the
+   full blocks' step compiles as it would without it. */
+TGRS_NOINLINE static int32_t conv_ch_s8_few(const tgrs_op_ctx *ctx, const conv_geom *cg,
+                                            const int16_t *const a[CONV_MR], int8_t *const o[CONV_MR], int32_t g,
+                                            int32_t oc, int32_t nv)
+{
+    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
+    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
+    const int32_t zp_out = ctx->p[TGRS_P_CONV_ZP_OUT], nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
+    const int64_t ch = (int64_t)g * cg->ocg + oc;
+    const int8_t *w0 = wt + ch * cg->k;
+    int32_t acc[2][2];
+    int32_t i, j;
+    for (i = 0; i < nv; ++i) {
+        conv_mk1_s8(cg->k, a[i], w0, (ncol == 2) ? w0 + cg->k : w0, acc[i]);
+    }
+    for (j = 0; j < ncol; ++j) {
+        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
+        const int32_t b = bias[ch + j];
+        for (i = 0; i < nv; ++i) {
+            o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), lo, hi);
+        }
+    }
+    return 2;
+}
+
 /* The plain form of the shared driver's channel step (conv_s8_blocks): the dot products of the block's patches with
  * two weight rows from channel oc (an odd last channel pairs with itself; its second column is not stored), each
  * channel requantized through its prepared tgrs_rq. Returns the channels it took. */
@@ -558,6 +612,9 @@ static int32_t conv_ch_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg, con
     int32_t acc[CONV_MR][2];
     int32_t i, j;
     (void)mode;
+    if (nv <= 2) {
+        return conv_ch_s8_few(ctx, cg, a, o, g, oc, nv);
+    }
     conv_mk_s8(cg->k, a, w0, (ncol == 2) ? w0 + cg->k : w0, acc);
     for (j = 0; j < ncol; ++j) {
         const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
