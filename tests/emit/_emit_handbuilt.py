@@ -32,7 +32,7 @@ def _params(kname: str, int8: bool) -> dict[str, int]:
     if kname == "maxpool":
         return {"KH": 2, "KW": 2, "SH": 2, "SW": 2, "DH": 1, "DW": 1, "PT": 0, "PL": 0, "PB": 0, "PR": 0,
                 "COUNT_PAD": 0, "MULT": 1 << 30, "SHIFT": 1, "LO": -128, "HI": 127}
-    return {"MULT": 1 << 30, "SHIFT": 1, "LO": -128, "HI": 127}  # gap
+    return {"MULT": 1 << 30, "SHIFT": 1, "LO": -128, "HI": 127, "TFLM_AVG": 0}  # gap
 
 
 def _lowered(kname: str, op: Op, seed: int, int8: bool) -> Lowered:
