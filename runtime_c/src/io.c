@@ -151,6 +151,8 @@ const char *tgrs_status_name(int code)
         TGRS_NAME(TGRS_ERR_TILE_COLS)
         TGRS_NAME(TGRS_ERR_COLS_OP)
         TGRS_NAME(TGRS_ERR_SCRATCH_OVERLAP)
+        TGRS_NAME(TGRS_ERR_OVERWRITE)
+        TGRS_NAME(TGRS_ERR_REGION)
     default:
         return "TGRS_ERR_UNKNOWN";
     }
