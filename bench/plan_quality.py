@@ -486,7 +486,7 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
         "within 10% halo recompute (`max_recompute_macs`; the same figure when the first is already within it). Both "
         "price recompute as the planner's default does (`DEFAULT_RECOMPUTE_WEIGHT`), so the plans compared are the "
         "ones that reuse their halos where they fit; `traffic objective` is the search over the traffic-only plans "
-        "(`recompute_weight=0`), at most 9% less SRAM (person_detect_int8), bought with 16-28% recompute. A unit's "
+        "(`recompute_weight=0`), at most 21% less SRAM (person_detect_int8), bought with 8-67% recompute. A unit's "
         "spilled output may take the slow home of an input dying in it (streaming overwrite, docs/memory-planning.md), "
         "so the slow arena holds the graph input with the boundaries written over it. `one region` is the same search "
         "with both arenas in one block (`one_region=True`, the header flag ONE_REGION): a unit's buffers may use the "
