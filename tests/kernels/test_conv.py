@@ -146,12 +146,12 @@ def test_scratch_is_checked(lib, int8):
 @pytest.mark.parametrize("int8", [False, True])
 @pytest.mark.parametrize("w", [1, 2, 3, 5])
 def test_a_band_of_few_pixels_needs_fewer_patch_rows(lib, int8, w):
-    """A float im2col stores one patch row per pixel of its block: an output band of fewer than CONV_MR pixels (a
-    COLS unit's one-pixel column tile) runs with that many rows of scratch, and one byte less is refused; int8
-    always gathers CONV_MR rows."""
+    """A float im2col stores one patch row per pixel of its block, and int8 widens one per pixel
+    (conv_s8_narrow): an output band of fewer than CONV_MR pixels (a COLS unit's one-pixel column tile) runs with
+    that many rows of scratch, and one byte less is refused."""
     case = MacCase(op_type="Conv", n=1, c=5, h=3, w=w, oc=7, kernel=(3, 3), pads=(1, 1, 1, 1), int8=int8).build()
     low = lowered(case)
-    rows = 4 if int8 else min(4, w)  # one output row of w pixels
+    rows = min(4, w)  # one output row of w pixels
     need = kind("conv").band_scratch_bytes(low, None, 1, w)
     assert need == rows * 3 * 3 * 5 * (2 if int8 else 4)
     band = case.in_view(0, 2)  # output row 0 reads input rows [0, 2)
@@ -159,6 +159,24 @@ def test_a_band_of_few_pixels_needs_fewer_patch_rows(lib, int8, w):
     assert st == lib.const["TGRS_OK"]
     np.testing.assert_array_equal(got, run_c(lib, case, low, 0, 1, in_band=band, scratch=4096)[1])
     assert run_c(lib, case, low, 0, 1, in_band=band, scratch=need - 1)[0] == lib.const["TGRS_ERR_SCRATCH"]
+
+
+@pytest.mark.parametrize("w,rows", [(1, 1), (3, 1), (1, 3), (2, 1)])
+def test_int8_band_of_few_pixels_needs_a_patch_row_per_pixel(lib, w, rows):
+    """An int8 band of npix < CONV_MR output pixels (a column tile) runs with scratch for npix widened patches
+    (conv.c conv_s8_narrow, Conv.band_scratch_bytes): the bytes of the full-scratch run, padded taps included;
+    one byte less is refused. Four pixels or more still need CONV_MR rows."""
+    case = MacCase(op_type="Conv", n=2, c=5, h=4, w=w, oc=7, kernel=(3, 3), pads=(1, 1, 1, 1), int8=True).build()
+    low = lowered(case)
+    npix = rows * w
+    row = 3 * 3 * 5 * 2
+    assert kind("conv").band_scratch_bytes(low, None, rows, w) == min(4, npix) * row
+    st, full = run_c(lib, case, low, 1, rows, scratch=4 * row)
+    assert st == lib.const["TGRS_OK"]
+    np.testing.assert_array_equal(full, reference(case, low, 1, rows))
+    st, narrow = run_c(lib, case, low, 1, rows, scratch=min(4, npix) * row)
+    assert st == lib.const["TGRS_OK"] and narrow.tobytes() == full.tobytes()
+    assert run_c(lib, case, low, 1, rows, scratch=min(4, npix) * row - 1)[0] == lib.const["TGRS_ERR_SCRATCH"]
 
 
 def test_pointwise_needs_no_scratch(lib):

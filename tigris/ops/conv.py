@@ -171,14 +171,16 @@ class Conv(_mac.WindowedMacKind):
 
     def band_scratch_bytes(self, low: Lowered, graph: AnalyzedGraph | None, out_rows: int,
                            out_cols: int | None) -> int:
-        """A float im2col stores one patch row per pixel of its block: a band of fewer than ``CONV_MR`` pixels
-        (``out_rows * out_cols``, a COLS unit's one- or two-pixel tile) needs only that many (the C kernel checks
-        the same per tile). ``out_cols`` None: the full width, counted as ``CONV_MR`` whatever it is."""
+        """A float im2col stores one patch row per pixel of its block, and an int8 band of fewer than ``CONV_MR``
+        pixels widens one patch at a time (conv.c ``conv_s8_narrow``): a band of fewer than ``CONV_MR`` pixels
+        (``out_rows * out_cols``, a COLS unit's one- or two-pixel tile) needs only that many patch rows (the C
+        kernel checks the same per tile). ``out_cols`` None: the full width, counted as ``CONV_MR`` whatever it
+        is."""
         k = int(low.params["patch"])
+        rows = CONV_MR if out_cols is None else max(1, min(CONV_MR, out_rows * out_cols))
         if np.asarray(low.consts["weight"]).dtype == np.int8:
-            return CONV_MR * k * 2
+            return rows * k * 2
         wide = _mac.f16_scratch_bytes(low)  # the widened weights come first (tgrs_f16_view)
         if is_direct(Window.from_params(low.params)):
             return wide
-        rows = CONV_MR if out_cols is None else max(1, min(CONV_MR, out_rows * out_cols))
         return wide + rows * k * 4

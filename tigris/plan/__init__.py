@@ -27,7 +27,7 @@ from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
 from tigris.plan.chain import StageInfo, col_scope, fit_tiles, form_chains, spec_guess, unit_bands, unit_col_bands
 from tigris.plan import cols as cols_module
-from tigris.plan.cols import grid_source, max_cols, pixel_bytes, width
+from tigris.plan.cols import band_scratch, grid_source, max_cols, pixel_bytes, width
 from tigris.plan.order import reorder, search_order
 from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
 from tigris.plan.spatial import (
@@ -818,7 +818,11 @@ def plan(
     order = found.order
     wb = weight_bytes_of or default_weight_bytes(graph)
     sb = scratch_bytes_of or _no_scratch
-    other = _plan_in_order(reorder(graph, order), *args, lambda k: wb(order[k]), lambda k, rows: sb(order[k], rows),
+
+    def rsb(k: int, rows: int, cols: int | None = None) -> int:  # a column band's too (tigris.plan.cols.band_scratch)
+        return sb(order[k], rows) if cols is None else band_scratch(sb, order[k], rows, cols)
+
+    other = _plan_in_order(reorder(graph, order), *args, lambda k: wb(order[k]), rsb,
                            memo.setdefault(("op_order", order), {}), **cols)
     if isinstance(other, NoFit):
         return res

@@ -18,7 +18,8 @@
  * are gathered into the planned scratch (blocked im2col; padded taps hold 0; a band of fewer pixels needs only as
  * many patch rows, e.g. a one-pixel column tile of a COLS unit). int8: CONV_MR patches are always
  * gathered, widened to int16 (padded taps hold the input zero point, whose real value is 0). Scratch:
- * tgrs_conv_scratch_size, mirrored by Conv.scratch_bytes in Python.
+ * tgrs_conv_scratch_size, mirrored by Conv.scratch_bytes in Python; an int8 band of fewer than CONV_MR output pixels
+ * (a column tile of a COLS unit) may have scratch for just its pixels, which conv_s8_narrow computes one by one.
  */
 #include <string.h>
 
@@ -68,12 +69,14 @@ static int conv_is_direct(const tgrs_window *w)
     return w->kh == 1 && w->kw == 1 && w->pt == 0 && w->pl == 0 && w->pb == 0 && w->pr == 0;
 }
 
-/* Patch rows the scratch holds: int8 always gathers CONV_MR (its block layouts are CONV_MR wide); a float im2col
-   stores one row per pixel of the block, so a band of fewer pixels than CONV_MR (a column tile of one or two
-   pixels) needs only that many. */
+/* Patch rows the scratch must hold for a band of npix output pixels: a float im2col stores one row per pixel of
+   the block, so a band of fewer pixels than CONV_MR (a column tile of one or two pixels) needs only that many; the
+   int8 drivers' block layouts are CONV_MR wide, so a smaller int8 scratch (at least npix widened patches) sends
+   the band to conv_s8_narrow, which widens one patch at a time. */
 static uint32_t conv_patch_rows(size_t elem, int64_t npix)
 {
-    return (elem == 1 || npix >= CONV_MR) ? (uint32_t)CONV_MR : (uint32_t)(npix < 1 ? 1 : npix);
+    (void)elem;
+    return npix >= CONV_MR ? (uint32_t)CONV_MR : (uint32_t)(npix < 1 ? 1 : npix);
 }
 
 uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tgrs_tview *out)
@@ -85,8 +88,8 @@ uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tg
     if (!ok || patch <= 0 || patch > CONV_MAX_PATCH) {
         return 0;
     }
-    if (in->dtype == TGRS_DT_S8) {
-        return (uint32_t)CONV_MR * (uint32_t)patch * 2u; /* int16 patch rows, direct convs included */
+    if (in->dtype == TGRS_DT_S8) { /* int16 patch rows, direct convs included (fewer: conv_s8_narrow) */
+        return conv_patch_rows(1u, (int64_t)out->rows * out->dims[2]) * (uint32_t)patch * 2u;
     }
     return conv_is_direct(&w) ? 0u : conv_patch_rows(4u, (int64_t)out->rows * out->dims[2]) * (uint32_t)patch * 4u;
 }
@@ -752,6 +755,66 @@ static int conv_s8_wzp(const tgrs_op_ctx *ctx, const conv_geom *cg)
     return TGRS_OK;
 }
 
+/*
+ * A band of fewer than CONV_MR output pixels whose planned scratch holds only its own patches (conv_prepare proved
+ * npix * K int16): every build's drivers take CONV_MR patches at a time, so this plain loop computes such a band
+ * pixel by pixel instead. Each patch is widened as the drivers widen it (padded taps: the input zero point), its
+ * dot product with each weight row is the same exact int32 sum and is requantized through the same tgrs_rq, so the
+ * bytes are the drivers'. It runs on a column tile of one or a few pixels, where the drivers' blocks are tails too.
+ */
+static int conv_s8_narrow(const tgrs_op_ctx *ctx, const conv_geom *cg)
+{
+    const tgrs_window *w = &cg->w;
+    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
+    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
+    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
+    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
+    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
+    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
+    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const int8_t *in = (const int8_t *)ctx->in[0]->data;
+    int8_t *out = (int8_t *)ctx->out->data;
+    int16_t *a = (int16_t *)ctx->scratch;
+    const int64_t npix = (int64_t)cg->out_rows * cg->ow;
+    const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
+    int32_t n, g, i, j, e, oc, kk;
+    int64_t q;
+    for (n = 0; n < cg->n; ++n) {
+        const int8_t *img = in + n * in_img;
+        for (q = 0; q < npix; ++q) {
+            const int32_t oh = cg->out_row0 + (int32_t)(q / cg->ow);
+            const int32_t ow = (int32_t)(q % cg->ow);
+            int8_t *o = out + (n * npix + q) * cg->oc;
+            for (g = 0; g < cg->g; ++g) {
+                int16_t *dst = a;
+                for (i = 0; i < w->kh; ++i) {
+                    const int32_t ih = oh * w->sh - w->pt + i * w->dh;
+                    for (j = 0; j < w->kw; ++j) {
+                        const int32_t iw = ow * w->sw - w->pl + j * w->dw;
+                        const int in_img_tap = ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd;
+                        const int8_t *src = in_img_tap ? img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg : NULL;
+                        for (e = 0; e < cg->icg; ++e) {
+                            dst[e] = (int16_t)(src != NULL ? src[e] : zp_in);
+                        }
+                        dst += cg->icg;
+                    }
+                }
+                for (oc = 0; oc < cg->ocg; ++oc) {
+                    const int64_t ch = (int64_t)g * cg->ocg + oc;
+                    const int8_t *wk = wt + ch * cg->k;
+                    const tgrs_rq rq = tgrs_rq_make(mult[ch], shift[ch], zp_out, nm);
+                    int32_t acc = 0;
+                    for (kk = 0; kk < cg->k; ++kk) {
+                        acc += (int32_t)a[kk] * wk[kk];
+                    }
+                    o[ch] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc, bias[ch]), lo, hi);
+                }
+            }
+        }
+    }
+    return TGRS_OK;
+}
+
 /* The weight-zero-point path an entry point links: conv_s8_wzp, or NULL in tgrs_conv_s8_sym (docs/runtime.md
  * "Code size": an image whose plan has no such op leaves it out). */
 typedef int (*conv_wzp_fn)(const tgrs_op_ctx *ctx, const conv_geom *cg);
@@ -767,6 +830,9 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg, conv_wzp_fn wzp)
     }
     if (ctx->p[TGRS_P_CONV_WZP] != 0) {
         return ctx->p[TGRS_P_CONV_WZP] != 1 ? TGRS_ERR_PARAM : (wzp != NULL ? wzp(ctx, cg) : TGRS_ERR_UNSUPPORTED);
+    }
+    if (ctx->scratch_size < (uint32_t)CONV_MR * (uint32_t)cg->k * 2u) {
+        return conv_s8_narrow(ctx, cg); /* fewer than CONV_MR pixels, scratch for just them (conv_prepare) */
     }
     return TGRS_CONV_S8(ctx, cg);
 }
