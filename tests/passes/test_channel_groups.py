@@ -148,9 +148,9 @@ def test_analyze_splits_below_the_floor_only(tmp_path, int8):
     # at the minimum without groups nothing is split: that plan is the planner's own
     at_min = api.analyze(path, plain_min, xip=True, prepared=prep, tradeoff=False)
     assert at_min.fits and at_min.json["weight_groups"] == []
-    # and a budget below what one channel group (or its joining Concat) needs is refused as before
-    # (1K fits since the Slices reading the input may share one column-split unit: a branch point)
-    tiny = api.analyze(path, 512, xip=True, tradeoff=False)
+    # and a budget below the smallest with groups (planned with column tiles too) is refused as before
+    least = api.analyze(path, 16, xip=True, tradeoff=False, emit=False, groups_advice=True).min_fast_budget
+    tiny = api.analyze(path, least // 2 // 16 * 16, xip=True, tradeoff=False)
     assert not tiny.fits and tiny.json["weight_groups"] == []
 
 
@@ -160,13 +160,13 @@ def test_minimum_with_channel_groups_compiles(tmp_path):
     path = _paths(tmp_path, _dw_model(96, 12, 5, 2, 1, seed=7), False)
     prep = api.prepare(path)
     plain_min = api._min_fast(prep, None, True)  # the planner's own (column tiles included), no groups
-    low = api.analyze(path, 512, xip=True, tradeoff=False, emit=False, groups_advice=True)
+    low = api.analyze(path, 16, xip=True, tradeoff=False, emit=False, groups_advice=True)
     m = low.json["min_fast_budget_bytes"]
     assert low.json["min_fast_budget_without_groups_bytes"] == plain_min and m < plain_min
     assert low.min_fast_budget == m
     c = api.compile_model(path, m, xip=True)
     assert c.analysis.fits and c.analysis.json["weight_groups"]
-    assert api.analyze(path, 512, xip=True, tradeoff=False, emit=False).json["min_fast_budget_bytes"] == plain_min
+    assert api.analyze(path, 16, xip=True, tradeoff=False, emit=False).json["min_fast_budget_bytes"] == plain_min
 
 
 def _lraspp(tmp_path: Path, int8: bool) -> Path:
@@ -216,7 +216,7 @@ def test_mobilenet_v2_144_f32_fits_64k(tmp_path):
     assert a.fits and a.plan.fast_peak <= 64 * 1024, a.reason
     v = api.verify(path, "64K", xip=True)
     assert v["pass"], v
-    low = api.analyze(path, "4K", xip=True, prepared=prep, tradeoff=False, emit=False, groups_advice=True)
+    low = api.analyze(path, "16K", xip=True, prepared=prep, tradeoff=False, emit=False, groups_advice=True)
     m = low.json["min_fast_budget_bytes"]
     # the smaller of channel groups' minimum (41,472 on rows) and column tiles' (when they are on)
     assert m <= 64 * 1024 and m <= low.json.get("min_fast_budget_without_groups_bytes", m)
@@ -254,6 +254,16 @@ def _advice(path: Path, budget: str, xip: bool) -> dict:
     return {k: a.json.get(k) for k in keep}
 
 
+def _refused(path: Path, xip: bool) -> int:
+    """A budget at which analyze (groups and column tiles included) refuses the model: two thirds of the least it
+    names (with weight groups when it names a budget for them), less while that still fits."""
+    j = api.analyze(path, 16, xip=xip, tradeoff=False, emit=False, groups_advice=True).json
+    budget = (j.get("weight_groups_budget_bytes") or j["min_fast_budget_bytes"]) * 2 // 3 // 16 * 16
+    while api.analyze(path, budget, xip=xip, tradeoff=False, emit=False).fits:
+        budget = budget * 2 // 3 // 16 * 16
+    return budget
+
+
 def _same_without_shortcuts(monkeypatch, path: Path, budget: str, xip: bool) -> None:
     fast = _advice(path, budget, xip)
     monkeypatch.setattr(api, "CHEAP_PROBES", False)  # full plans in the searches, no early refusal of a split
@@ -267,15 +277,16 @@ def test_group_searches_shortcuts_change_no_answer(tmp_path, monkeypatch, xip):
     """The group searches' shortcuts (feasibility probes, the split attempt refusing before any bisection when an
     op over the budget is one no split helps) report the same minima, limiting op and groups as full plans do."""
     path = _paths(tmp_path, _dw_model(96, 12, 5, 2, 1, seed=7), False)
-    for budget in ("256", "512"):
-        _same_without_shortcuts(monkeypatch, path, budget, xip)
+    top = _refused(path, xip)
+    for budget in (top // 2 // 16 * 16, top):
+        _same_without_shortcuts(monkeypatch, path, str(budget), xip)
 
 
 @pytest.mark.shared
-@pytest.mark.parametrize("name,budget", [("mlperf_tiny/vww_mbv1_025_96_int8.onnx", "2224"),
-                                         ("mlperf_tiny/kws_dscnn_int8.onnx", "512"),
-                                         ("torchvision/mobilenet_v2_035_96_int8.onnx", "2K")])
-def test_group_searches_shortcuts_change_no_answer_shared(monkeypatch, name, budget):
+@pytest.mark.parametrize("name", ["mlperf_tiny/vww_mbv1_025_96_int8.onnx", "mlperf_tiny/kws_dscnn_int8.onnx",
+                                  "torchvision/mobilenet_v2_035_96_int8.onnx"])
+def test_group_searches_shortcuts_change_no_answer_shared(monkeypatch, name):
     from tigris_testing import shared_model
 
-    _same_without_shortcuts(monkeypatch, shared_model(name), budget, False)
+    path = shared_model(name)
+    _same_without_shortcuts(monkeypatch, path, str(_refused(path, False)), False)
