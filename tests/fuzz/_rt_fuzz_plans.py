@@ -1,6 +1,7 @@
 """Base plans for the fuzzers and the reader/loader differential test: the runtime tests' small graphs (elementwise,
 and a conv chain with weights, scratch, requantization) in every weight mode, untiled and tiled/chained, a conv chain
-ending in a GlobalAveragePool that accumulates over tiles, a column-split (COLS) grid, plus a few small real models;
+ending in a GlobalAveragePool that accumulates over tiles, a column-split (COLS) grid, a COLS plan with branch points
+and a Concat, plus a few small real models;
 and the plan mutator."""
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ def _cached() -> tuple[bytes, ...]:
     _u, whole = P.compile_graph(g, 1 << 22)
     out.append(P.compile_graph(g, whole.unscheduled_peak // 3, xip=True, col_tiles=True, force_cols=3,
                                layouts={})[0])
+    # Branch points and a channel Concat in column-split units (the fire model of tests/runtime/test_rt_cols_concat.py
+    # at its smallest budget): a 1x1 conv reads a sub-band of its branch buffer's hull row by row.
+    import tempfile
+
+    import test_rt_cols_concat as T
+
+    with tempfile.TemporaryDirectory() as d:
+        out.append(T.concat_cols_plan(Path(d)))
     out += _model_plans()
     return tuple(out)
 
