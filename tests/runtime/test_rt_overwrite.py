@@ -87,6 +87,9 @@ def test_outputs_over_dying_inputs_shrink_the_slow_arena(session_cls):
         # the input's home holds everything: without the overwrite each output needs bytes of its own
         assert plan.slow_peak == g.tensors["x"].nbytes < _without_overwrite(g, fast, True).slow_peak
         assert read_plan(data).to_memory_plan().units[0].overwrite == pairs[0]
+        from tigris.emit.inspect import inspect_plan
+
+        assert [u["overwrites_input"] for u in inspect_plan(data)["units"]] == [True] * len(pairs)
         for seed in (0, 1):
             x = P.random_input(g, seed)
             got = Session(data).run(x)

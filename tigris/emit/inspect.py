@@ -64,6 +64,7 @@ def plan_summary(pf: PlanFile) -> dict[str, Any]:
             "weights_shuffled": u.shuffled,  # LZ4 block over byte planes (unit flag SHUFFLE)
             "accumulates_gap": u.accumulates,  # last op is a GlobalAveragePool summing over the tiles (ACCUM)
             "column_split": u.col_split,  # tiles also cut along W, dense column bands (COLS)
+            "overwrites_input": u.overwrites,  # a spill may share a dying reloaded input's slow home (OVERWRITE)
             "reload": [names[i] for i in u.reload],
             "spill": [names[i] for i in u.spill],
         }

@@ -185,6 +185,10 @@ class UnitInfo:
     def col_split(self) -> bool:
         return bool(self.flags & F.UnitFlag.COLS)
 
+    @property
+    def overwrites(self) -> bool:
+        return bool(self.flags & F.UnitFlag.OVERWRITE)
+
 
 @dataclass(frozen=True)
 class StageInfo:
