@@ -6,7 +6,8 @@ QDQ model (float input quantized, AveragePool, quantized again, dequantized) com
 on both boards with both variants; the output must be the host runtime's bytes (tests/kernels/test_pool.py checks
 the host against the NumPy reference). The shapes: channel counts that are not a multiple of 4 (the predicated
 tail) or above the 32-channel chunk, padding counted in the divisor or not, strides, a 1x1 image, a window as large
-as the image (KWS's pool), TFLM numerics, and random shapes (fixed seed).
+as the image (KWS's pool: that one lowers to the GlobalAveragePool kernel with the pool's codes, reducemean_gap rule
+6) and one a column short of it, TFLM numerics, and random shapes (fixed seed).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def _cases() -> dict[str, dict]:
         "c13_4x4_k3_s2_cip": dict(c=13, h=4, w=4, k=(3, 3), s=(2, 2), pads=(1, 1, 1, 1), cip=1),
         "c66_1x1_k1": dict(c=66, h=1, w=1, k=(1, 1), s=(1, 1), pads=(0, 0, 0, 0), cip=0),
         "c64_25x5_whole": dict(c=64, h=25, w=5, k=(25, 5), s=(1, 1), pads=(0, 0, 0, 0), cip=0),
+        "c64_25x5_k25x4": dict(c=64, h=25, w=5, k=(25, 4), s=(1, 1), pads=(0, 0, 0, 0), cip=0),
         "c9_5x5_k3_tflm": dict(c=9, h=5, w=5, k=(3, 3), s=(1, 1), pads=(1, 1, 1, 1), cip=0, tflm=True),
     }
     rng = np.random.default_rng(2222)
@@ -86,7 +88,11 @@ def _plan(key: str, tmp_dir: Path):
         path = tmp_dir / f"{key}.onnx"
         onnx.save(m, str(path))
         prep = api.prepare(str(path), numerics="tflm" if CASES[key].get("tflm") else None)
-        assert any(lw.kind == "avgpool" for lw in prep.lowered), "the pool did not lower to an int8 avgpool"
+        c = CASES[key]
+        # a window over the whole unpadded map is a GlobalAveragePool (reducemean_gap rule 6) with the pool's codes
+        whole = tuple(c["k"]) == (c["h"], c["w"]) and not any(c["pads"])
+        want = "gap" if whole else "avgpool"
+        assert any(lw.kind == want for lw in prep.lowered), f"the pool did not lower to an int8 {want}"
         comp = api.compile_model(str(path), "256K", prepared=prep)
         s = Session(comp.plan_bytes)
         inputs = {s.inputs[0].name: x}
