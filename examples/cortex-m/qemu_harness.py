@@ -232,7 +232,8 @@ INT8_CNN_KINDS = ("conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "s
 INT8_ONLY_CFLAGS = "-DTGRS_INT8_ONLY"
 # The int8 CNN subset of the size tables: int8-only and, for a plan with no ROLLING, COLS or ACCUM unit and no dwconv
 # in place, without halo reuse, column tiling, the accumulating GAP and the in-place depthwise pieces.
-SUBSET_CFLAGS = "-DTGRS_INT8_ONLY -DTGRS_NO_ROLLING -DTGRS_NO_COLS -DTGRS_NO_DW_PIECES -DTGRS_NO_ACCUM"
+SUBSET_CFLAGS = ("-DTGRS_INT8_ONLY -DTGRS_NO_ROLLING -DTGRS_NO_COLS -DTGRS_NO_DW_PIECES -DTGRS_NO_ACCUM -DTGRS_NO_OVERWRITE"
+                 " -DTGRS_NO_REGION")
 
 
 def subset_sources(kinds: tuple[str, ...] = INT8_CNN_KINDS) -> list[Path]:

@@ -88,6 +88,7 @@ int tgrs_check_fc_sym(const tgrs_op_ctx *ctx);
 /* The check of the _onnx kernel below: its kind's check, and TGRS_ERR_UNSUPPORTED for an int8 op with TFLM
  * numerics (param NUMERICS = 1). */
 int tgrs_check_softmax_onnx(const tgrs_op_ctx *ctx);
+int tgrs_check_gap_onnx(const tgrs_op_ctx *ctx);
 
 /* 1 when this runtime build reads weights arranged for target `target` (TGRS_TARGET_*, the plan header's field):
  * the generic layout always, its own core's arrangements, every target's in a host build (-DTGRS_ANY_TARGET=1;
@@ -190,6 +191,9 @@ int tgrs_kernel_fc_sym(const tgrs_op_ctx *ctx);
  * so --gc-sections drops that path (0.5 KiB at -Os, docs/runtime.md "Code size").
  */
 int tgrs_kernel_softmax_onnx(const tgrs_op_ctx *ctx);
+/* GlobalAveragePool without its TFLM-numerics paths (TFLM's MEAN and the whole-image AVERAGE_POOL_2D, TFLM_AVG), in
+ * the same way; an accumulating GAP's tiles still go to gap_accum.c. */
+int tgrs_kernel_gap_onnx(const tgrs_op_ctx *ctx);
 
 /*
  * Accumulating GlobalAveragePool (unit flag ACCUM; tigris/ops/pool.py gap_begin/gap_accumulate/gap_finish). The

@@ -436,7 +436,7 @@ int tgrs_arenas_ok(const tgrs_plan *plan, const void *fast, size_t fast_len, con
     if (fast_len < plan->fast_arena || slow_len < plan->slow_arena) {
         return TGRS_ERR_ARENA_SMALL;
     }
-    if ((plan->flags & TGRS_FLAG_ONE_REGION) != 0u && slow != fast) {
+    if (TGRS_REGION && (plan->flags & TGRS_FLAG_ONE_REGION) != 0u && slow != fast) {
         /* One region: the loader proved the slow homes clear of each unit's buffers only within the same memory. */
         return TGRS_ERR_REGION;
     }

@@ -613,8 +613,8 @@ static int tgrs_check_overwrite(const tgrs_plan *plan, uint32_t ui)
     int carries = (flags & TGRS_UNIT_F_ROLLING) != 0u && (flags & TGRS_UNIT_F_ACCUM) == 0u;
     uint32_t j;
     uint32_t k;
-    if ((flags & TGRS_UNIT_F_OVERWRITE) == 0u) {
-        return TGRS_OK;
+    if (!TGRS_OVERWRITE || (flags & TGRS_UNIT_F_OVERWRITE) == 0u) {
+        return TGRS_OK; /* without TGRS_OVERWRITE step 17 refused the flag */
     }
     for (j = 0; j < sc; ++j) {
         uint32_t y = tgrs_root(plan, tgrs_index_at(plan, sf + j));
@@ -1108,6 +1108,9 @@ static int tgrs_check_units(const tgrs_plan *plan)
         if (!TGRS_COLS && (flags & TGRS_UNIT_F_COLS) != 0u) {
             return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_COLS */
         }
+        if (!TGRS_OVERWRITE && (flags & TGRS_UNIT_F_OVERWRITE) != 0u) {
+            return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_OVERWRITE */
+        }
         if (!TGRS_ACCUM && (flags & TGRS_UNIT_F_ACCUM) != 0u) {
             return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_ACCUM */
         }
@@ -1188,7 +1191,7 @@ static int tgrs_check_units(const tgrs_plan *plan)
             return rc;
         }
     }
-    for (i = 0; i < n; ++i) {
+    for (i = 0; TGRS_OVERWRITE && i < n; ++i) {
         rc = tgrs_check_overwrite(plan, i);
         if (rc != TGRS_OK) {
             return rc;
@@ -1386,7 +1389,7 @@ int tgrs_load_steps(tgrs_plan *plan, const void *bytes, size_t len)
         rc = tgrs_check_units(plan);
     }
     if (rc == TGRS_OK && (plan->flags & TGRS_FLAG_ONE_REGION) != 0u) {
-        rc = tgrs_check_one_region(plan);
+        rc = TGRS_REGION ? tgrs_check_one_region(plan) : TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_REGION */
     }
     if (rc == TGRS_OK) {
         rc = tgrs_check_stages(plan);

@@ -44,6 +44,20 @@
 #else
 #define TGRS_ACCUM 1
 #endif
+/* Outputs over dying inputs' slow homes (OVERWRITE units) and one SRAM region (header flag ONE_REGION; docs/format.md).
+ * Both change nothing at run time but need the loader's proofs, which -DTGRS_NO_OVERWRITE and -DTGRS_NO_REGION fold
+ * away (about 1.5 KiB and 0.5 KiB on a Cortex-M4F at -Os); the loader then refuses such a unit or plan with
+ * TGRS_ERR_UNSUPPORTED, and tigris codegen says whether its plan needs them. */
+#if defined(TGRS_NO_OVERWRITE)
+#define TGRS_OVERWRITE 0
+#else
+#define TGRS_OVERWRITE 1
+#endif
+#if defined(TGRS_NO_REGION)
+#define TGRS_REGION 0
+#else
+#define TGRS_REGION 1
+#endif
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define TGRS_NATIVE_LE 1

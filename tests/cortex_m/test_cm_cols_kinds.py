@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cm_fixtures import board_objs, harness  # noqa: F401  (fixtures)
+from cm_fixtures import assert_feature_off_refuses, board_objs, harness  # noqa: F401  (fixtures)
 
 KWS = Path(__file__).resolve().parents[1] / "models" / "kws_dscnn_int8.onnx"
 BOARD = "mps2-an386"
@@ -84,22 +84,5 @@ def test_kws_dscnn_int8_cols_plan_on_qemu_matches_host(harness, board_objs, tmp_
 def test_no_accum_firmware_refuses_an_accum_plan(harness, board_objs, tmp_path, kws_cols):
     """The generated file of an ACCUM plan stops a -DTGRS_NO_ACCUM build; with that guard skipped, such a runtime
     refuses the plan at init (TGRS_ERR_UNSUPPORTED) instead of running it."""
-    from tigris.codegen import generate_c
-
     data, x, _ = kws_cols
-    with pytest.raises(harness.BuildError, match="ACCUM"):
-        harness.build_plan_app(data, BOARD, tmp_path / "guard", obj_dir=board_objs[BOARD] / "noaccum",
-                               cflags="-DTGRS_NO_ACCUM")
-    c_src, header = generate_c(data, "model", "app")
-    assert "#if defined(TGRS_NO_ACCUM)" in c_src
-    c_src = c_src.replace("#if defined(TGRS_NO_ACCUM)", "#if 0")  # the guard skipped: the loader must refuse
-    d = tmp_path / "noaccum"
-    d.mkdir()
-    (d / "model.c").write_text(c_src)
-    (d / "model.h").write_text(header)
-    elf = harness.build(BOARD, d / "build", model_c=d / "model.c", obj_dir=board_objs[BOARD] / "noaccum",
-                        cflags="-DTGRS_NO_ACCUM")
-    (d / "in0.bin").write_bytes(x)
-    r = harness.run(BOARD, elf, ["in0.bin", "out0.bin"], cwd=d, timeout_s=120)
-    assert r.returncode == harness.EXIT_RUNTIME, r.console
-    assert "TGRS_ERR_UNSUPPORTED" in r.console, r.console
+    assert_feature_off_refuses(harness, board_objs, tmp_path, data, x, "TGRS_NO_ACCUM", "noaccum", build_match="ACCUM")

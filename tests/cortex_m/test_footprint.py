@@ -45,9 +45,12 @@ def images(harness, kws_plan, board_objs, tmp_path_factory):
     from tigris.emit.reader import read_plan
     from tigris.ops import kind
 
-    # The subset's plan has no ROLLING and no COLS unit and no dwconv in place (at 32K it would not lower the arena,
-    # so the planner leaves them out), so its firmware leaves halo reuse, column tiling and the pieces out too.
-    assert not any(u.rolling or u.col_split for u in read_plan(kws_plan).units)
+    # The subset's plan has no ROLLING, COLS or OVERWRITE unit, is not ONE_REGION and runs no dwconv in place (at 32K
+    # it would not lower the arena, so the planner leaves them out), so its firmware leaves those parts out too.
+    from tigris.emit import format as F
+
+    assert not any(u.rolling or u.col_split or u.flags & F.UnitFlag.OVERWRITE for u in read_plan(kws_plan).units)
+    assert not read_plan(kws_plan).flags & F.Flag.ONE_REGION
     assert not any(op.kind == "dwconv" and op.params[kind("dwconv").PARAMS.index("ip_rows")]
                    for op in read_plan(kws_plan).ops)
     for label, kernels, cflags in (("all", "all", ""), ("int8", "plan", harness.SUBSET_CFLAGS)):
@@ -89,7 +92,7 @@ def test_op_resolver_links_only_the_plans_kinds(harness, images):
     int8, full = _defined_code(images["int8"][0]), _defined_code(images["all"][0])
     entries = {f"tgrs_kernel_{k}" for k in KERNELS}
     sym = {f"tgrs_kernel_{k}_sym" for k in ("conv", "dwconv", "fc")}  # no op of the plan has weight zero points
-    onnx = {"tgrs_kernel_softmax_onnx"}  # nor TFLM numerics
+    onnx = {"tgrs_kernel_softmax_onnx", "tgrs_kernel_gap_onnx"}  # nor TFLM numerics
     assert entries <= full and not (sym | onnx) & full  # the check can fail: the every-kernel image defines them all
     want = {f"tgrs_kernel_{k}" + ("_sym" if f"tgrs_kernel_{k}_sym" in sym else "") +
             ("_onnx" if f"tgrs_kernel_{k}_onnx" in onnx else "") for k in INT8_CNN_PLAN_KINDS}

@@ -245,14 +245,13 @@ def tflm_plans():
 
 
 def test_onnx_entries_only_where_no_op_has_tflm_numerics(tflm_plans):
-    # The onnx-numerics plan's softmax gets the entry points without the TFLM path; the TFLM plan keeps the full
-    # ones; the GAP has no such entry (the model's AveragePool over the whole map is a GAP with either numerics,
-    # reducemean_gap rule 6; TFLM's keeps the pool's rounding, TFLM_AVG); --kernels all always names the full ones.
+    # The onnx-numerics plan's softmax and GAP (the model's AveragePool over the whole map is a GAP with either
+    # numerics, reducemean_gap rule 6; TFLM's keeps the pool's rounding, TFLM_AVG) get the entry points without the
+    # TFLM path; the TFLM plan keeps the full ones; --kernels all always names the full ones.
     onnx_plan, tflm_plan, _, _ = tflm_plans
     onnx_src, _ = generate_c(onnx_plan, "m", "core")
     tflm_src, _ = generate_c(tflm_plan, "m", "core")
-    assert all("[TGRS_OP_GAP] = tgrs_kernel_gap," in src for src in (onnx_src, tflm_src))
-    for k in ("softmax",):
+    for k in ("softmax", "gap"):
         for what in ("kernel", "check"):
             assert f"[TGRS_OP_{k.upper()}] = tgrs_{what}_{k}_onnx," in onnx_src
             assert f"[TGRS_OP_{k.upper()}] = tgrs_{what}_{k}," in tflm_src
@@ -279,7 +278,7 @@ def test_onnx_entries_refuse_a_tflm_op_at_init_and_at_run(tflm_plans, tmp_path):
             return c_src.replace(line, line.replace(f"_{kind},", f"_{kind}_onnx,"))
         return edit
 
-    for kind in ("softmax",):
+    for kind in ("softmax", "gap"):
         lines, _ = _build_and_run(tmp_path / f"check-{kind}", data, x, "run", to_onnx("check", kind))
         assert lines[0] == f"init {CODES['ERR_UNSUPPORTED']}", (kind, lines)
         lines, _ = _build_and_run(tmp_path / f"kernel-{kind}", data, x, "run", to_onnx("kernel", kind))

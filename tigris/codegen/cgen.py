@@ -259,6 +259,33 @@ def _byte_array(data: bytes) -> list[str]:
     return lines
 
 
+# The runtime's optional parts (tgrs_internal.h): (whether this plan needs it, the macro that leaves it out, what the
+# plan has, the #error's words). A plan that needs a part stops a build without it; the others say it may be left out.
+def _features(info: PlanInfo) -> list[tuple[bool, str, str, str]]:
+    return [
+        (info.rolling, "TGRS_NO_ROLLING", "carries halo rows from tile to tile (ROLLING units)", "has ROLLING units"),
+        (info.cols, "TGRS_NO_COLS", "cuts tiles along the width too (COLS units)", "has COLS units"),
+        (info.accum, "TGRS_NO_ACCUM", "accumulates a GlobalAveragePool over tiles (ACCUM units)", "has ACCUM units"),
+        (info.dw_pieces, "TGRS_NO_DW_PIECES", "writes a dwconv's output over its own input in pieces",
+         "runs dwconv in place"),
+        (info.overwrite, "TGRS_NO_OVERWRITE", "writes outputs over dying inputs' slow homes (OVERWRITE units)",
+         "has OVERWRITE units"),
+        (info.one_region, "TGRS_NO_REGION", "keeps both arenas in one block of memory (ONE_REGION)",
+         "is a ONE_REGION plan"),
+    ]
+
+
+def _feature_guards(info: PlanInfo) -> list[str]:
+    lines = []
+    for needed, macro, what, short in _features(info):
+        if needed:
+            lines += [f"/* This plan {what}: the runtime needs that part. */", f"#if defined({macro})",
+                      f'#error "this plan {short}: build the runtime without -D{macro}"', "#endif"]
+        else:
+            lines.append(f"/* This plan does not need what -D{macro} leaves out (docs/deploying.md). */")
+    return lines
+
+
 def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: str,
           fast_section: str | None, io: str = "separate") -> list[str]:
     P = name.upper()
@@ -267,26 +294,7 @@ def _core(info: PlanInfo, data: bytes, name: str, section: str, slow_section: st
         "",
         '#include "tgrs_op.h" /* tgrs_kernel_fn, the kernel entry points, tgrs_run_kernels */',
         "",
-        *(["/* This plan carries halo rows from tile to tile (ROLLING units): the runtime needs halo reuse. */",
-           "#if defined(TGRS_NO_ROLLING)",
-           '#error "this plan has ROLLING units: build the runtime without -DTGRS_NO_ROLLING"',
-           "#endif"] if info.rolling else
-          ["/* No unit of this plan is ROLLING: the runtime may be built with -DTGRS_NO_ROLLING (docs/deploying.md). */"]),
-        *(["/* This plan cuts tiles along the width too (COLS units): the runtime needs column tiling. */",
-           "#if defined(TGRS_NO_COLS)",
-           '#error "this plan has COLS units: build the runtime without -DTGRS_NO_COLS"',
-           "#endif"] if info.cols else
-          ["/* No unit of this plan is COLS: the runtime may be built with -DTGRS_NO_COLS (docs/deploying.md). */"]),
-        *(["/* A GlobalAveragePool of this plan accumulates over tiles (ACCUM units): the runtime needs it. */",
-           "#if defined(TGRS_NO_ACCUM)",
-           '#error "this plan has ACCUM units: build the runtime without -DTGRS_NO_ACCUM"',
-           "#endif"] if info.accum else
-          ["/* No unit of this plan is ACCUM: the runtime may be built with -DTGRS_NO_ACCUM (docs/deploying.md). */"]),
-        *(["/* A dwconv of this plan writes its output over its own input in pieces: the runtime needs them. */",
-           "#if defined(TGRS_NO_DW_PIECES)",
-           '#error "this plan runs dwconv in place: build the runtime without -DTGRS_NO_DW_PIECES"',
-           "#endif"] if info.dw_pieces else
-          ["/* No dwconv of this plan runs in place: the runtime may be built with -DTGRS_NO_DW_PIECES. */"]),
+        *_feature_guards(info),
         "",
         "/* The plan is read in place and never copied whole to RAM: its records on every run, and with XIP the",
         "   weights as well (otherwise each unit's weights are copied or decompressed into the fast arena). */",

@@ -84,6 +84,9 @@ class PlanInfo:
     # Whether a dwconv op runs over its own input in pieces (param ip_rows > 0): the generated file then refuses a
     # -DTGRS_NO_DW_PIECES build.
     dw_pieces: bool = False
+    # Whether a unit is OVERWRITE (outputs over dying inputs' slow homes): the generated file then refuses a
+    # -DTGRS_NO_OVERWRITE build (and a ONE_REGION plan, ``one_region``, a -DTGRS_NO_REGION one).
+    overwrite: bool = False
 
     @property
     def xip(self) -> bool:
@@ -227,6 +230,7 @@ def read_plan_info(data: bytes) -> PlanInfo:
         cols=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.COLS),
         accum=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.ACCUM),
         dw_pieces=_any_dw_pieces(data, sections.get(F.SectionId.OPS, (0, 0))),
+        overwrite=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.OVERWRITE),
     )
 
 
@@ -261,7 +265,7 @@ WZP_KINDS = ("conv", "dwconv", "fc")
 # The kinds whose kernels have a TFLM-numerics path of their own that a firmware can leave out
 # (tgrs_kernel_<kind>_onnx). Not avgpool: its TFLM average is a few instructions of the pixel loop, less than a
 # second entry point costs.
-TFLM_KINDS = ("softmax",)
+TFLM_KINDS = ("softmax", "gap")
 
 
 def _wzp_kinds(data: bytes, section: tuple[int, int]) -> tuple[int, ...]:

@@ -107,7 +107,7 @@ KERNELS = tuple(name for name, _mod, _cls in KINDS)
 # way: a build without that file gets the same refusing stub.
 VARIANTS = tuple(f"{k}_{d}" for k in ("conv", "dwconv", "fc", "maxpool", "avgpool", "gap", "add", "mul", "softmax")
                  for d in ("f32", "s8")) + ("gap_phases", "conv_s8_sym", "dwconv_s8_sym", "fc_s8_sym",
-                                                   "softmax_s8_onnx")
+                                                   "softmax_s8_onnx", "gap_s8_onnx")
 
 # The public API as cffi sees it. tgrs_plan is opaque to Python (cffi takes its size from the compiler).
 CDEF = """

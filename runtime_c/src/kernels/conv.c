@@ -75,8 +75,8 @@ static int conv_is_direct(const tgrs_window *w)
    the band to conv_s8_narrow, which widens one patch at a time. */
 static uint32_t conv_patch_rows(size_t elem, int64_t npix)
 {
-    (void)elem;
-    return npix >= CONV_MR ? (uint32_t)CONV_MR : (uint32_t)(npix < 1 ? 1 : npix);
+    return (npix >= CONV_MR || (elem == 1u && !TGRS_CONV_NARROW)) ? (uint32_t)CONV_MR
+                                                                  : (uint32_t)(npix < 1 ? 1 : npix);
 }
 
 uint32_t tgrs_conv_scratch_size(const int32_t *p, const tgrs_tview *in, const tgrs_tview *out)
@@ -831,7 +831,7 @@ static int conv_s8(const tgrs_op_ctx *ctx, const conv_geom *cg, conv_wzp_fn wzp)
     if (ctx->p[TGRS_P_CONV_WZP] != 0) {
         return ctx->p[TGRS_P_CONV_WZP] != 1 ? TGRS_ERR_PARAM : (wzp != NULL ? wzp(ctx, cg) : TGRS_ERR_UNSUPPORTED);
     }
-    if (ctx->scratch_size < (uint32_t)CONV_MR * (uint32_t)cg->k * 2u) {
+    if (TGRS_CONV_NARROW && ctx->scratch_size < (uint32_t)CONV_MR * (uint32_t)cg->k * 2u) {
         return conv_s8_narrow(ctx, cg); /* fewer than CONV_MR pixels, scratch for just them (conv_prepare) */
     }
     return TGRS_CONV_S8(ctx, cg);

@@ -441,7 +441,23 @@ static int gap_s8_check(const tgrs_op_ctx *ctx)
     return TGRS_OK;
 }
 
-int tgrs_gap_s8(const tgrs_op_ctx *ctx)
+/* TFLM's two int8 averages of one channel's raw code sum: TFLM_AVG 1 is AVERAGE_POOL_2D over the whole image, else
+   MEAN (1/(H*W) already in mult/shift). Only tgrs_gap_s8 passes it, so an image whose plan has no TFLM GAP (the
+   _onnx entry) does not link it nor the TFLM requantization. */
+typedef int8_t (*gap_tflm_fn)(const tgrs_op_ctx *ctx, int32_t acc, int32_t hw, int32_t zp_in);
+
+static int8_t gap_tflm(const tgrs_op_ctx *ctx, int32_t acc, int32_t hw, int32_t zp_in)
+{
+    int32_t lo = ctx->p[TGRS_P_GAP_LO];
+    int32_t hi = ctx->p[TGRS_P_GAP_HI];
+    if (ctx->p[TGRS_P_GAP_TFLM_AVG] != 0) { /* raw codes, halves away from zero */
+        return tgrs_gap_tflm_avg(acc, hw, lo, hi);
+    }
+    return tgrs_requant_nm_s8(acc - hw * zp_in, ctx->p[TGRS_P_GAP_MULT], ctx->p[TGRS_P_GAP_SHIFT],
+                              ctx->out->zero_point, lo, hi, TGRS_RQ_TFLM);
+}
+
+static int gap_s8_run(const tgrs_op_ctx *ctx, gap_tflm_fn tflm)
 {
     const tgrs_tview *in = ctx->in[0];
     tgrs_tview *out = ctx->out;
@@ -449,12 +465,15 @@ int tgrs_gap_s8(const tgrs_op_ctx *ctx)
     int32_t shift = ctx->p[TGRS_P_GAP_SHIFT];
     int32_t lo = ctx->p[TGRS_P_GAP_LO];
     int32_t hi = ctx->p[TGRS_P_GAP_HI];
-    int32_t nm = ctx->p[TGRS_P_GAP_NUMERICS];
+    int tflm_op = ctx->p[TGRS_P_GAP_NUMERICS] == TGRS_NUMERICS_TFLM;
     int32_t n, c;
     size_t i, hw, C;
     int st = gap_s8_check(ctx);
     if (st != TGRS_OK) {
         return st;
+    }
+    if (tflm_op && tflm == NULL) {
+        return TGRS_ERR_UNSUPPORTED; /* the _onnx entry: built without the TFLM path */
     }
     hw = (size_t)in->dims[1] * (size_t)in->dims[2];
     C = (size_t)in->dims[3];
@@ -467,15 +486,11 @@ int tgrs_gap_s8(const tgrs_op_ctx *ctx)
             for (i = 0; i < hw; ++i) {
                 acc += (int32_t)x[i * C + (size_t)c];
             }
-            if (ctx->p[TGRS_P_GAP_TFLM_AVG] != 0) { /* TFLM's AVERAGE_POOL_2D: raw codes, halves away from zero */
-                y[c] = tgrs_gap_tflm_avg(acc, (int32_t)hw, lo, hi);
+            if (tflm_op) {
+                y[c] = tflm(ctx, acc, (int32_t)hw, in->zero_point);
                 continue;
             }
             acc -= (int32_t)hw * in->zero_point;
-            if (nm == TGRS_NUMERICS_TFLM) { /* TFLM's MEAN: 1/(H*W) is already in (mult, shift) */
-                y[c] = tgrs_requant_nm_s8(acc, mult, shift, out->zero_point, lo, hi, TGRS_RQ_TFLM);
-                continue;
-            }
             {
                 int64_t q = tgrs_div_round_half_even((int64_t)acc * (int64_t)mult,
                                                      (int64_t)hw * ((int64_t)1 << (31 - shift))) +
@@ -485,6 +500,17 @@ int tgrs_gap_s8(const tgrs_op_ctx *ctx)
         }
     }
     return TGRS_OK;
+}
+
+int tgrs_gap_s8(const tgrs_op_ctx *ctx)
+{
+    return gap_s8_run(ctx, gap_tflm);
+}
+
+/* Without the TFLM numerics: such an op is TGRS_ERR_UNSUPPORTED (tgrs_check_gap_onnx refuses it at load). */
+int tgrs_gap_s8_onnx(const tgrs_op_ctx *ctx)
+{
+    return gap_s8_run(ctx, NULL);
 }
 
 /* The kinds' checks (check.c calls them at load, once per op and tile): what the dtype variant registry.c picks
@@ -510,4 +536,14 @@ int tgrs_check_gap(const tgrs_op_ctx *ctx)
         return tgrs_gap_accum_check(ctx); /* the GAP of an ACCUM unit (gap_accum.c) */
     }
     return pool_dtype_of(ctx) == TGRS_DT_F32 ? gap_check(ctx, TGRS_DT_F32) : gap_s8_check(ctx);
+}
+
+/* The check of tgrs_kernel_gap_onnx: an int8 op with TFLM numerics is TGRS_ERR_UNSUPPORTED. */
+int tgrs_check_gap_onnx(const tgrs_op_ctx *ctx)
+{
+    int st = tgrs_check_gap(ctx);
+    if (st == TGRS_OK && pool_dtype_of(ctx) == TGRS_DT_S8 && ctx->p[TGRS_P_GAP_NUMERICS] == TGRS_NUMERICS_TFLM) {
+        return TGRS_ERR_UNSUPPORTED;
+    }
+    return st;
 }

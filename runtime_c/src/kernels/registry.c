@@ -91,6 +91,14 @@ int tgrs_kernel_gap(const tgrs_op_ctx *ctx)
     return tgrs_by_dtype(ctx, tgrs_gap_s8, TGRS_F32_VARIANT(tgrs_gap_f32));
 }
 
+int tgrs_kernel_gap_onnx(const tgrs_op_ctx *ctx)
+{
+    if (TGRS_GAP_ACCUM && ctx->phase != 0u) {
+        return tgrs_gap_phases(ctx);
+    }
+    return tgrs_by_dtype(ctx, tgrs_gap_s8_onnx, TGRS_F32_VARIANT(tgrs_gap_f32));
+}
+
 int tgrs_kernel_add(const tgrs_op_ctx *ctx)
 {
     return tgrs_by_dtype(ctx, tgrs_add_s8, TGRS_F32_VARIANT(tgrs_add_f32));

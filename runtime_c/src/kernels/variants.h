@@ -49,6 +49,15 @@ static inline int8_t tgrs_gap_tflm_avg(int32_t s, int32_t hw, int32_t lo, int32_
 #else
 #define TGRS_GAP_ACCUM 1
 #endif
+/* -DTGRS_NO_COLS (no COLS unit in the firmware's plans): only a column band gets an int8 conv scratch of fewer than
+ * CONV_MR patches (Conv.band_scratch_bytes counts CONV_MR over a full-width band), so conv.c's conv_s8_narrow folds
+ * away (about 0.8 KiB on a Cortex-M4F at -Os) and tgrs_conv_scratch_size asks for CONV_MR patches again, which the
+ * loader then proves of every int8 conv. */
+#if defined(TGRS_NO_COLS)
+#define TGRS_CONV_NARROW 0
+#else
+#define TGRS_CONV_NARROW 1
+#endif
 int tgrs_add_f32(const tgrs_op_ctx *ctx);
 int tgrs_add_s8(const tgrs_op_ctx *ctx);
 int tgrs_mul_f32(const tgrs_op_ctx *ctx);
@@ -56,5 +65,6 @@ int tgrs_mul_s8(const tgrs_op_ctx *ctx);
 int tgrs_softmax_f32(const tgrs_op_ctx *ctx);
 int tgrs_softmax_s8(const tgrs_op_ctx *ctx);
 int tgrs_softmax_s8_onnx(const tgrs_op_ctx *ctx); /* without the TFLM numerics */
+int tgrs_gap_s8_onnx(const tgrs_op_ctx *ctx);     /* likewise */
 
 #endif /* TGRS_VARIANTS_H */
