@@ -70,8 +70,10 @@ def images(harness, kws_plan, board_objs, tmp_path_factory):
 # units' line-buffer moves and loader checks, about 1.1 KiB, and the COLS units' strided band copies, band-relative
 # parameters and loader checks (accumulating grids included), about 1.5 KiB, and the in-place depthwise pieces, about
 # 0.5 KiB, and the kernels' derive-only path for contexts the loader proved with the float depthwise channel tails,
-# about 0.3 KiB); its bound is the measured figure plus a small margin, so growth fails.
-EVERY_KERNEL_BOUND = 53 * KIB
+# about 0.3 KiB, and the loader's proofs of OVERWRITE units and ONE_REGION plans, column-split branch points, the
+# whole-image TFLM average and the narrow int8 conv bands, about 4.7 KiB: 58,754 B); its bound is the measured
+# figure plus a small margin, so growth fails.
+EVERY_KERNEL_BOUND = 58 * KIB
 INT8_CNN_SUBSET_BOUND = 16 * KIB
 
 
@@ -121,7 +123,7 @@ def test_int8_only_image_has_no_float_kernels_and_no_libm(harness, images):
     # The check can fail: the every-kernel image of the same plan does hold the float variants and expf.
     assert f32 <= full and "expf" in full
     assert not f32 & int8, sorted(f32 & int8)
-    assert {"tgrs_conv_s8_sym", "tgrs_dwconv_s8_sym", "tgrs_fc_s8_sym", "tgrs_gap_s8",
+    assert {"tgrs_conv_s8_sym", "tgrs_dwconv_s8_sym", "tgrs_fc_s8_sym", "tgrs_gap_s8_onnx",
             "tgrs_softmax_s8_onnx"} <= int8 & s8
     libm = sorted(s for s in int8 if s.rstrip("f") in ("exp", "__ieee754_exp", "log", "tanh", "sqrt", "expm1",
                                                           "__ieee754_log", "__ieee754_sqrt", "pow", "floor", "round"))
@@ -177,7 +179,9 @@ def test_no_rolling_firmware_refuses_a_rolling_plan(harness, board_objs, tmp_pat
     x = s._to_caller(s.inputs[0], inputs[s.inputs[0].name])
     assert_feature_off_refuses(harness, board_objs, tmp_path / "norolling", plan, x, "TGRS_NO_ROLLING", "size-nr",
                                build_match="ROLLING", opt="-Os",
-                               cflags=harness.SUBSET_CFLAGS.replace("-DTGRS_NO_ACCUM", ""))  # its GAP accumulates
+                               # its GAP accumulates and its units write over dying inputs
+                               cflags=harness.SUBSET_CFLAGS.replace("-DTGRS_NO_ACCUM", "").replace(
+                                   "-DTGRS_NO_OVERWRITE", ""))
     # the same plan on a build with halo reuse: the host's bytes
     got = run_plan(harness, board_objs, tmp_path / "rolling", plan, "mps2-an386", x, "size-r", opt="-Os",
                    cflags=harness.INT8_ONLY_CFLAGS)

@@ -137,8 +137,8 @@ def test_table_without_a_used_kind_is_refused_at_init(plan_and_input, tmp_path):
     data, x, _ = plan_and_input
 
     def drop_gap(c_src: str) -> str:
-        assert "    [TGRS_OP_GAP] = tgrs_kernel_gap,\n" in c_src
-        return c_src.replace("    [TGRS_OP_GAP] = tgrs_kernel_gap,\n", "")
+        assert "    [TGRS_OP_GAP] = tgrs_kernel_gap_onnx,\n" in c_src  # no op of the plan has TFLM numerics
+        return c_src.replace("    [TGRS_OP_GAP] = tgrs_kernel_gap_onnx,\n", "")
 
     lines, _ = _build_and_run(tmp_path, data, x, "run", drop_gap)
     assert lines[0] == f"init {CODES['ERR_UNSUPPORTED']}", lines
