@@ -48,3 +48,22 @@ SHARED_INT8 = [
     "torchvision/mobilenet_v2_035_96_int8.onnx",
     "torchvision/efficientnet_lite0_128_int8.onnx",
 ]
+
+
+def host_runtime():
+    """The bundled runtime built for this machine (``tigris.host.build.runtime()``), or skip the test saying why it
+    cannot be built here (no C compiler, no cffi)."""
+    try:
+        from tigris.host.build import runtime
+
+        return runtime()
+    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
+        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+
+
+def host_session():
+    """``(Session, PlanError)`` of the host runtime, or skip the test as ``host_runtime`` does."""
+    host_runtime()
+    from tigris.host.session import PlanError, Session
+
+    return Session, PlanError

@@ -14,7 +14,6 @@ from cm_fixtures import assert_feature_off_refuses, board_objs, harness, run_pla
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 
 import _rt_plans as P  # noqa: E402
-from test_rt_overwrite import _base  # noqa: E402
 
 
 def test_overwrite_plans_on_qemu_match_host(harness, board_objs, tmp_path):
@@ -22,7 +21,7 @@ def test_overwrite_plans_on_qemu_match_host(harness, board_objs, tmp_path):
     from tigris.emit import format as F
     from tigris.host import Session
 
-    g = _base()
+    g = P.overwrite_chain()
     untiled = Session(P.compile_graph(g, 1 << 20, xip=True)[0])
     for n, (fast, one) in enumerate(((1536, False), (1024, False), (1024, True))):
         data, plan = P.compile_graph(g, fast, xip=True, one_region=one)
@@ -40,7 +39,7 @@ def test_overwrite_plans_on_qemu_match_host(harness, board_objs, tmp_path):
 def test_no_overwrite_or_region_firmware_refuses_the_plans(harness, board_objs, tmp_path):
     from tigris.host import Session
 
-    g = _base()
+    g = P.overwrite_chain()
     x = Session(P.compile_graph(g, 1 << 20, xip=True)[0])._to_caller(Session(P.compile_graph(g, 1 << 20, xip=True)[0])
                                                                       .inputs[0], P.random_input(g, 7)["x"])
     overwrite, _ = P.compile_graph(g, 1536, xip=True)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import _emit_handbuilt as H
+from tigris_testing import host_session
 from tigris.emit import emit_plan, read_plan
 from tigris.emit import format as F
 from tigris.emit.reader import PlanFormatError
@@ -19,15 +20,7 @@ from tigris.emit.writer import seal
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.session import PlanError, Session
-
-        from tigris.host.build import runtime
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
 def _bases() -> list[bytes]:

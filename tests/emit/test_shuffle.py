@@ -16,7 +16,7 @@ from tigris.emit import read_plan
 from tigris.emit.reader import PlanFormatError
 from tigris.emit.weights import compress_unit_blob, shuffle_planes, unshuffle_planes
 from tigris.emit.writer import seal
-from tigris_testing import SHARED_FLOAT, TEST_MODELS, shared_model
+from tigris_testing import SHARED_FLOAT, TEST_MODELS, host_session, shared_model
 
 RUNTIME = Path(os.environ.get("TIGRIS_RUNTIME_C") or Path(__file__).resolve().parents[2] / "runtime_c")
 
@@ -91,14 +91,7 @@ def test_c_unshuffle_is_byte_exact_against_numpy(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import PlanError, Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import random
 import pytest
 
 import _rt_fuzz_plans as FP
+from tigris_testing import host_runtime
 from tigris.emit import format as F
 from tigris.emit.reader import PlanFormatError, read_plan
 
@@ -27,12 +28,7 @@ NAME_BY_CODE = {s.code: s.name for s in F.STATUS}
 
 @pytest.fixture(scope="module")
 def c_load():
-    try:
-        from tigris.host.build import runtime
-
-        rt = runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler: the C side cannot be built here
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    rt = host_runtime()
     ffi, lib = rt.ffi, rt.lib
 
     def load(data: bytes) -> str:

@@ -82,9 +82,9 @@ def test_the_checker_refuses_an_unsafe_overwrite():
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
-    from test_rt_overwrite import _base
+    import _rt_plans as P
 
-    g = _base()
+    g = P.overwrite_chain()
     p = plan_memory(g, 1024, xip=True)
     assert p.units[0].overwrite == {"t1": "x"}
     assert check_plan(g, p) == []

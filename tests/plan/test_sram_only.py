@@ -16,7 +16,7 @@ from test_property import dags
 from tigris.ir import DoesNotFitError
 from tigris.plan import Fit, min_sram_only_budget, plan, unscheduled_peak
 from tigris.plan.check import check_plan
-from tigris_testing import shared_model
+from tigris_testing import host_runtime, shared_model
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -41,12 +41,7 @@ def test_sram_only_is_a_real_plan_no_larger_than_untiled(graph, xip):
 
 @pytest.fixture(scope="module")
 def host():
-    try:
-        from tigris.host.build import runtime
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    host_runtime()
 
 
 def test_vww_sram_only_plan_runs_bit_identical(host):

@@ -220,3 +220,86 @@ def conv_weights(rng, specs, int8: bool, tensors: dict) -> dict[str, np.ndarray]
             tensors[wn] = Tensor(wn, wshape)
             tensors[bn] = Tensor(bn, (oc,))
     return weights
+
+
+# --- byte-level plan mutation (malformed-plan tests) --------------------------------------------------------------
+
+
+def section_offset(data: bytes, sid) -> int:
+    """Byte offset of section ``sid`` (a ``format.SectionId``) in a plan."""
+    from tigris.emit import format as F
+
+    return int(F.SECTION.unpack(data, F.DIR_OFFSET + (int(sid) - 1) * F.SECTION.size)["offset"])
+
+
+def tensor_record_pos(data: bytes, name: str) -> int:
+    """Byte offset of tensor ``name``'s record in a plan."""
+    from tigris.emit import format as F
+    from tigris.emit import read_plan
+
+    k = next(t.index for t in read_plan(data).tensors if t.name == name)
+    return section_offset(data, F.SectionId.TENSORS) + k * F.TENSOR.size
+
+
+def unit_record_pos(data: bytes, k: int) -> int:
+    """Byte offset of unit ``k``'s record in a plan."""
+    from tigris.emit import format as F
+
+    return section_offset(data, F.SectionId.UNITS) + k * F.UNIT.size
+
+
+def set_field(data: bytes, pos: int, v: int, fmt: str = "<I") -> bytes:
+    """The plan with ``v`` packed at ``pos`` and its checksum sealed again, so only the semantic check can refuse it."""
+    import struct
+
+    from tigris.emit.writer import seal
+
+    b = bytearray(data)
+    struct.pack_into(fmt, b, pos, v)
+    return seal(b)
+
+
+# --- random conv chains -----------------------------------------------------------------------------------------
+
+
+def chain_graph(layers: list[tuple[str, int, int, int]], int8: bool, h: int, c: int, seed: int) -> AnalyzedGraph:
+    """x -> one conv per ``(kind, k, stride, dilation)`` layer ('conv' with c output channels, 'dw' depthwise) ->
+    y, every conv with weights, a bias and (int8) its own output quantization."""
+    rng = np.random.default_rng(seed)
+    dt = "int8" if int8 else "float32"
+
+    def act(name: str, hh: int, s: float, z: int) -> Tensor:
+        return Tensor(name, (1, c, hh, hh), dt, QuantParam(np.array([s], np.float32), np.array([z], np.int64))
+                      if int8 else None, "nhwc")
+
+    tensors = {"x": act("x", h, 0.05, -3)}
+    specs, ops, prev, hh, s_prev = [], [], "x", h, 0.05
+    for i, (kind, k, s, d) in enumerate(layers):
+        eff = (k - 1) * d + 1
+        p = (eff - 1) // 2
+        hh = (hh + 2 * p - eff) // s + 1
+        out = "y" if i == len(layers) - 1 else f"t{i}"
+        s_out = float(rng.uniform(0.04, 0.12))
+        tensors[out] = act(out, hh, s_out, int(rng.integers(-20, 20)))
+        specs.append((f"w{i}", f"b{i}", (c, 1 if kind == "dw" else c, k, k), s_prev))
+        attrs = dict(kernel_shape=[k, k], strides=[s, s], dilations=[d, d], pads=[p, p, p, p],
+                     group=c if kind == "dw" else 1, fused_activation="relu" if i % 2 == 0 else None)
+        ops.append(Op(f"op{i}", "DepthwiseConv" if kind == "dw" else "Conv", (prev, f"w{i}", f"b{i}"), (out,), attrs))
+        prev, s_prev = out, s_out
+    weights = conv_weights(rng, specs, int8, tensors)
+    return AnalyzedGraph("rollchain", tensors, ops, ["x"], ["y"], weights, {})
+
+
+def chain_layers():
+    """Hypothesis strategy of one ``chain_graph`` layer."""
+    from hypothesis import strategies as st
+
+    return st.tuples(st.sampled_from(["conv", "dw"]), st.sampled_from([1, 3, 3, 5]), st.sampled_from([1, 1, 2]),
+                     st.sampled_from([1, 1, 2]))
+
+
+def overwrite_chain() -> AnalyzedGraph:
+    """x (16x16x4 int8) -> conv 3x3 -> dw 3x3/2 -> conv 1x1 -> dw 3x3 -> conv 3x3/2 -> y: at 1,536 bytes one rolling
+    unit of 4 tiles writes y over x; at 1,024 two units, the first writing t1 over x, the second y over t1."""
+    return chain_graph([("conv", 3, 1, 1), ("dw", 3, 2, 1), ("conv", 1, 1, 1), ("dw", 3, 1, 1), ("conv", 3, 2, 1)],
+                       True, 16, 4, 0)

@@ -22,21 +22,14 @@ from tigris.ir import QuantParam, Tensor
 from tigris.ops import TensorView, lower
 from tigris.ops.pool import gap_accumulate, gap_begin, gap_finish
 from tigris.reference import run_reference
-from tigris_testing import shared_model
+from tigris_testing import host_session, shared_model
 
 FLOAT_RTOL_REF = 1e-5
 
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import PlanError, Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
 def _gap_lowered(int8: bool, c: int, h: int, w: int):

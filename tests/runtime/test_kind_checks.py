@@ -20,6 +20,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import _rt_plans as P
 from tigris import api
 from tigris.emit import format as F
 from tigris.emit.reader import KIND_CHECK_CODES, read_plan
@@ -68,15 +69,10 @@ MODELS = {
 NEAR = (0, 1, -1, 2, 3, 7, 4097, 1 << 20, -(1 << 20), 0x7FFFFFFF, -0x80000000)
 
 
-def _section(data: bytes, sid: F.SectionId) -> int:
-    e = F.SECTION.unpack(data, F.DIR_OFFSET + (int(sid) - 1) * F.SECTION.size)
-    return int(e["offset"])  # type: ignore[arg-type]
-
-
 def _mutants(data: bytes, kind: str):
     pf = read_plan(data)
-    base = _section(data, F.SectionId.OPS)
-    tbase = _section(data, F.SectionId.TENSORS)
+    base = P.section_offset(data, F.SectionId.OPS)
+    tbase = P.section_offset(data, F.SectionId.TENSORS)
     offs = F.OP.offsets()
     for op in pf.ops:
         if op.kind != kind:

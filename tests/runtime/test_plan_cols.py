@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import _cols_plans as C
+from tigris_testing import host_session
 import _rt_plans as P
 from tigris.plan import min_fast_budget
 from tigris.plan.check import check_plan
@@ -31,14 +32,7 @@ CHAINS = {
 
 @pytest.fixture(scope="module")
 def session():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session
+    return host_session()[0]
 
 
 def _callbacks(g, xip: bool) -> dict:

@@ -7,7 +7,6 @@ runtime's fast and slow high-water marks equal the plan's peaks; the reader roun
 readers' refusals of malformed COLS units, each with its own code, from both the C loader and the Python reader."""
 from __future__ import annotations
 
-import struct
 
 import numpy as np
 import pytest
@@ -15,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import _cols_plans as C
+from tigris_testing import host_session
 import _rt_plans as P
 from tigris.emit import format as F
 from tigris.emit import read_plan
 from tigris.emit.reader import PlanFormatError
-from tigris.emit.writer import seal
 from tigris.ir import DoesNotFitError, TigrisError
 from tigris.plan.check import check_plan
 
@@ -37,14 +36,7 @@ GRIDS = [(1, 2), (2, 3), (3, 5), (1, 7)]
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import PlanError, Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
 @pytest.mark.parametrize("int8", [True, False], ids=["int8", "float"])
@@ -200,31 +192,21 @@ def _base() -> tuple[bytes, object]:
     return C.emit_cols(g, C.lower_all(g), 2, 3)
 
 
-def _section(data: bytes, sid: F.SectionId) -> int:
-    return int(F.SECTION.unpack(data, F.DIR_OFFSET + (int(sid) - 1) * F.SECTION.size)["offset"])
-
-
-def _set(data: bytes, pos: int, v: int, fmt: str = "<I") -> bytes:
-    b = bytearray(data)
-    struct.pack_into(fmt, b, pos, v)
-    return seal(b)
-
-
 def _mutants(base: bytes):
     pf = read_plan(base)
     unit = pf.units[0]
     pc, tiles = len(unit.placements), unit.tiles
-    uoff = _section(base, F.SectionId.UNITS)
+    uoff = P.section_offset(base, F.SectionId.UNITS)
     u = F.UNIT.unpack(base, uoff)
     flags = uoff + F.UNIT.offsets()["flags"]
     cols = F.UnitFlag.COLS | F.UnitFlag.TILED
-    yield "COLS untiled", _set(base, flags, int(F.UnitFlag.COLS)), "ERR_UNIT"
-    yield "COLS with ROLLING", _set(base, flags, int(cols | F.UnitFlag.ROLLING)), "ERR_UNIT"
-    yield "COLS with ACCUM", _set(base, flags, int(cols | F.UnitFlag.ACCUM)), "ERR_UNIT"
-    yield "row records only", _set(base, uoff + F.UNIT.offsets()["rows_count"], tiles * pc), "ERR_UNIT"
-    yield "no COLS flag", _set(base, flags, int(F.UnitFlag.TILED)), "ERR_UNIT"  # twice the records of a tiled unit
+    yield "COLS untiled", P.set_field(base, flags, int(F.UnitFlag.COLS)), "ERR_UNIT"
+    yield "COLS with ROLLING", P.set_field(base, flags, int(cols | F.UnitFlag.ROLLING)), "ERR_UNIT"
+    yield "COLS with ACCUM", P.set_field(base, flags, int(cols | F.UnitFlag.ACCUM)), "ERR_UNIT"
+    yield "row records only", P.set_field(base, uoff + F.UNIT.offsets()["rows_count"], tiles * pc), "ERR_UNIT"
+    yield "no COLS flag", P.set_field(base, flags, int(F.UnitFlag.TILED)), "ERR_UNIT"  # twice the records of a tiled unit
 
-    rows = _section(base, F.SectionId.TILE_ROWS) + 8 * int(u["rows_first"])
+    rows = P.section_offset(base, F.SectionId.TILE_ROWS) + 8 * int(u["rows_first"])
     name = [t.name for t in pf.tensors]
     pos = {name[p.tensor]: j for j, p in enumerate(unit.placements)}
 
@@ -232,26 +214,26 @@ def _mutants(base: bytes):
         return rows + 8 * ((tiles + t) * pc + pos[tensor])
 
     w = {n: pf.tensor(n).dims[2] for n in pos}
-    yield "column band before 0", _set(base, col_rec(0, "t0"), -1, "<i"), "ERR_TILE_COLS"
-    yield "empty column band", _set(base, col_rec(1, "y") + 4, 0, "<i"), "ERR_TILE_COLS"
+    yield "column band before 0", P.set_field(base, col_rec(0, "t0"), -1, "<i"), "ERR_TILE_COLS"
+    yield "empty column band", P.set_field(base, col_rec(1, "y") + 4, 0, "<i"), "ERR_TILE_COLS"
     c0, n = unit.tile_cols[tiles - 1][pos["t1"]]
-    yield "column band past W", _set(base, col_rec(tiles - 1, "t1") + 4, w["t1"] - c0 + 1, "<i"), "ERR_TILE_COLS"
+    yield "column band past W", P.set_field(base, col_rec(tiles - 1, "t1") + 4, w["t1"] - c0 + 1, "<i"), "ERR_TILE_COLS"
     # the buffer of x, 16 bytes short of its largest dense band
     px = unit.placements[pos["x"]]
-    poff = _section(base, F.SectionId.PLACEMENTS) + F.PLACEMENT.size * pos["x"] + F.PLACEMENT.offsets()["size"]
-    yield "band buffer too small", _set(base, poff, px.size - 16), "ERR_TILE_COLS"
+    poff = P.section_offset(base, F.SectionId.PLACEMENTS) + F.PLACEMENT.size * pos["x"] + F.PLACEMENT.offsets()["size"]
+    yield "band buffer too small", P.set_field(base, poff, px.size - 16), "ERR_TILE_COLS"
     # t1 feeds the depthwise conv: one column less than its window needs (a narrower band fits its buffer)
     c0, n = unit.tile_cols[0][pos["t1"]]
-    yield "input band short of the window", _set(base, col_rec(0, "t1") + 4, n - 1, "<i"), "ERR_TILE_COLS"
-    yield "input band not at the need", _set(base, col_rec(0, "t1"), c0 + 1, "<i") if c0 + n < w["t1"] else \
-        _set(base, col_rec(0, "t1") + 4, n - 1, "<i"), "ERR_TILE_COLS"
+    yield "input band short of the window", P.set_field(base, col_rec(0, "t1") + 4, n - 1, "<i"), "ERR_TILE_COLS"
+    yield "input band not at the need", P.set_field(base, col_rec(0, "t1"), c0 + 1, "<i") if c0 + n < w["t1"] else \
+        P.set_field(base, col_rec(0, "t1") + 4, n - 1, "<i"), "ERR_TILE_COLS"
     # relu (t0 -> t1) per pixel: its input band one column narrower than its output band
     c0, n = unit.tile_cols[1][pos["t0"]]
-    yield "per-pixel operand band differs", _set(base, col_rec(1, "t0") + 4, n - 1, "<i"), "ERR_TILE_COLS"
+    yield "per-pixel operand band differs", P.set_field(base, col_rec(1, "t0") + 4, n - 1, "<i"), "ERR_TILE_COLS"
     # the relu op record as a GlobalAveragePool: a kind that cannot run on column bands
-    ops = _section(base, F.SectionId.OPS)
+    ops = P.section_offset(base, F.SectionId.OPS)
     relu = next(o.index for o in pf.ops if o.kind == "unary")
-    yield "kind not column-local", _set(base, ops + relu * F.OP.size, 6), "ERR_COLS_OP"
+    yield "kind not column-local", P.set_field(base, ops + relu * F.OP.size, 6), "ERR_COLS_OP"
 
 
 def test_readers_refuse_malformed_cols_units(session_cls):
@@ -338,8 +320,8 @@ def test_a_table_indexed_by_the_full_column_is_refused(session_cls):
     from tigris.ops import kind
 
     slot = [p.lower() for p in kind("prelu").PARAMS].index("sw")
-    pos = _section(base, F.SectionId.OPS) + op.index * F.OP.size + F.OP.offsets()["params"] + 4 * slot
-    bad = _set(base, pos, 1, "<i")
+    pos = P.section_offset(base, F.SectionId.OPS) + op.index * F.OP.size + F.OP.offsets()["params"] + 4 * slot
+    bad = P.set_field(base, pos, 1, "<i")
     with pytest.raises(PlanFormatError) as py:
         read_plan(bad)
     assert py.value.status == "ERR_COLS_OP"
@@ -418,14 +400,14 @@ def test_an_accumulating_gap_ends_a_cols_unit(session_cls, int8):
         return
     np.testing.assert_array_equal(got.outputs["y"], want)
     unit = next(u for u in pf.units if u.col_split and u.accumulates)
-    u = F.UNIT.unpack(data, _section(data, F.SectionId.UNITS) + unit.index * F.UNIT.size)
+    u = F.UNIT.unpack(data, P.section_offset(data, F.SectionId.UNITS) + unit.index * F.UNIT.size)
     pc = len(unit.placements)
     gap = pf.ops[unit.op_first + unit.op_count - 1]
     j = next(k for k, p in enumerate(unit.placements) if p.tensor == pf.tensors[gap.inputs[0]].root)
-    rows = _section(data, F.SectionId.TILE_ROWS) + 8 * int(u["rows_first"])
+    rows = P.section_offset(data, F.SectionId.TILE_ROWS) + 8 * int(u["rows_first"])
     t = next(t for t in range(1, unit.tiles) if unit.tile_cols[t][j][0] > 0)  # a tile continuing a piece of rows
     c0, n = unit.tile_cols[t][j]
-    bad = _set(data, rows + 8 * ((unit.tiles + t) * pc + j), c0 - 1, "<i")  # one column added twice
+    bad = P.set_field(data, rows + 8 * ((unit.tiles + t) * pc + j), c0 - 1, "<i")  # one column added twice
     assert P.assert_readers_refuse(Session, PlanError, [("a column accumulated twice", bad, "ERR_TILE_COLS")]) == 1
 
 
@@ -453,9 +435,9 @@ def test_a_cols_unit_is_no_fast_interface_home(session_cls):
     base, _ = C.emit_cols(g, C.lower_all(g), 1, 1)  # one tile: every buffer holds its whole tensor
     pf = read_plan(base)
     px = next(p for p in pf.units[0].placements if pf.tensors[p.tensor].name == "x")
-    io = _section(base, F.SectionId.IO)
-    bad = _set(base, io + F.IO.offsets()["arena"], int(F.Arena.FAST))
-    bad = _set(bad, io + F.IO.offsets()["offset"], px.offset)
+    io = P.section_offset(base, F.SectionId.IO)
+    bad = P.set_field(base, io + F.IO.offsets()["arena"], int(F.Arena.FAST))
+    bad = P.set_field(bad, io + F.IO.offsets()["offset"], px.offset)
     with pytest.raises(PlanFormatError) as py:
         read_plan(bad)
     assert py.value.status == "ERR_IO"

@@ -20,18 +20,14 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
 import builders  # noqa: E402
 
+from tigris_testing import host_runtime
 from tigris.ir import DoesNotFitError  # noqa: E402
 from tigris.plan.check import check_plan  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def runtime_ok():
-    try:
-        from tigris.host.build import runtime
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    host_runtime()
 
 
 def fire_model(size: int = 25, fires=((8, 16), "pool", (8, 16)), seed: int = 3) -> onnx.ModelProto:

@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 import pytest
 
+from tigris_testing import host_session
 import _rt_plans as P
 from tigris import api
 from tigris.plan import min_fast_budget
@@ -32,14 +33,7 @@ ORT_TOL = 1e-4  # tigris.api.FLOAT_RTOL
 
 @pytest.fixture(scope="module")
 def session():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session
+    return host_session()[0]
 
 
 def _family(tmp: Path, fam: str, int8: bool) -> Path:

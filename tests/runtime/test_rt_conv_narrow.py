@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tigris_testing import host_session
 from tigris import api
 from tigris.ops.conv import CONV_MR
 
@@ -22,14 +23,7 @@ from test_host_isa_levels import _levels
 
 @pytest.fixture(scope="module")
 def session():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import PlanError, Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
 def _model(tmp_path: Path) -> Path:

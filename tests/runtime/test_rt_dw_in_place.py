@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tigris_testing import host_session
 import _rt_plans as P
 from tigris.emit import format as F
 from tigris.emit import read_plan
@@ -31,14 +32,7 @@ IP_SLOT = kind("dwconv").PARAMS.index("ip_rows")
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import PlanError, Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
 def dw_graph(int8: bool, h: int, c: int, k: int, s: int, pads: tuple[int, int, int, int], seed: int = 0,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tigris_testing import host_session
 import _rt_plans as P
 from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
 from tigris.ops.binary import _Binary
@@ -21,14 +22,7 @@ FLOAT_TOL = P.FLOAT_TOL
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session
+    return host_session()[0]
 
 
 def residual_graph(int8: bool, h: int = 12, c: int = 8, seed: int = 3) -> AnalyzedGraph:

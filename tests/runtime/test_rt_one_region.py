@@ -6,16 +6,14 @@ peaks; a plan that does not use it keeps its bytes. Then the refusals: both read
 buffers or a buffer above its unit's peak, and the runtime's for two different arenas."""
 from __future__ import annotations
 
-import struct
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tigris_testing import host_session
 import _rt_plans as P
-from test_rt_overwrite import _base, _patch, _tensor_pos, _unit_pos
-from test_rt_rolling import LAYER, chain_graph
 from tigris.emit import format as F
 from tigris.emit import read_plan
 from tigris.ir import DoesNotFitError
@@ -25,24 +23,17 @@ from tigris.plan.check import check_plan
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import PlanError, Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(layers=st.lists(LAYER, min_size=2, max_size=5), int8=st.booleans(), h=st.integers(12, 28),
+@given(layers=st.lists(P.chain_layers(), min_size=2, max_size=5), int8=st.booleans(), h=st.integers(12, 28),
        c=st.sampled_from([2, 4, 8]), frac=st.floats(0.05, 0.7), xip=st.booleans(), seed=st.integers(0, 9))
 def test_one_region_plans_run_like_untiled(session_cls, layers, int8, h, c, frac, xip, seed):
     Session, _ = session_cls
     layers = [(kind, k, s, 1 if k == 1 else d) for kind, k, s, d in layers]
-    g = chain_graph(layers, int8, h, c, seed)
+    g = P.chain_graph(layers, int8, h, c, seed)
     untiled, whole = P.compile_graph(g, 1 << 22, xip=xip)
     fast = max(256, int(whole.fast_peak * frac))
     try:
@@ -70,7 +61,7 @@ def test_later_units_use_the_dead_input_bytes(session_cls):
     than the two arenas of the same partition (never larger: the packing may always put the homes above every
     unit's buffers)."""
     Session, _ = session_cls
-    g = chain_graph([("conv", 3, 2, 1), ("conv", 3, 1, 1), ("conv", 1, 1, 1), ("conv", 3, 1, 1)], True, 24, 8, 2)
+    g = P.chain_graph([("conv", 3, 2, 1), ("conv", 3, 1, 1), ("conv", 1, 1, 1), ("conv", 3, 1, 1)], True, 24, 8, 2)
     untiled = P.compile_graph(g, 1 << 20, xip=True)[0]
     data, plan = P.compile_graph(g, 800, xip=True, one_region=True)
     _, two = P.compile_graph(g, 800, xip=True)
@@ -83,23 +74,23 @@ def test_later_units_use_the_dead_input_bytes(session_cls):
 
 
 def region_mutants() -> list[tuple[str, bytes, str]]:
-    g = _base()
+    g = P.overwrite_chain()
     data, plan = P.compile_graph(g, 1024, xip=True, one_region=True)
     assert plan.one_region
-    t1 = _tensor_pos(data, "t1") + F.TENSOR.offsets()["slow_offset"]
-    peak = _unit_pos(data, 0) + F.UNIT.offsets()["peak_bytes"]
+    t1 = P.tensor_record_pos(data, "t1") + F.TENSOR.offsets()["slow_offset"]
+    peak = P.unit_record_pos(data, 0) + F.UNIT.offsets()["peak_bytes"]
     return [
         # t1's home moved to 0: below the buffers of both units it is live in
-        ("a live home below a unit's buffers", _patch(data, t1, 0), "ERR_REGION"),
+        ("a live home below a unit's buffers", P.set_field(data, t1, 0), "ERR_REGION"),
         # the first unit's peak said lower than its buffers reach: a home above it could collide with them
-        ("a buffer above its unit's peak", _patch(data, peak, plan.units[0].peak_bytes - 16), "ERR_REGION"),
+        ("a buffer above its unit's peak", P.set_field(data, peak, plan.units[0].peak_bytes - 16), "ERR_REGION"),
     ]
 
 
 def test_refusals(session_cls):
     Session, PlanError = session_cls
     assert P.assert_readers_refuse(Session, PlanError, region_mutants()) == 2
-    g = _base()
+    g = P.overwrite_chain()
     data, _ = P.compile_graph(g, 1024, xip=True, one_region=True)
     s = Session(data)
     s._slow = s._ffi.new("uint8_t[]", max(1, s.slow_size))  # two arenas for a one-region plan

@@ -12,26 +12,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tigris_testing import host_session
 import _rt_plans as P
 import tigris.plan as planner
-from test_rt_rolling import LAYER, chain_graph
 from tigris.emit import format as F
 from tigris.emit import read_plan
-from tigris.emit.writer import seal
 from tigris.ir import DoesNotFitError
 from tigris.plan.check import check_plan
 
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import PlanError, Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
 def _without_overwrite(g, fast, xip):
@@ -44,12 +36,12 @@ def _without_overwrite(g, fast, xip):
 
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(layers=st.lists(LAYER, min_size=2, max_size=5), int8=st.booleans(), h=st.integers(12, 28),
+@given(layers=st.lists(P.chain_layers(), min_size=2, max_size=5), int8=st.booleans(), h=st.integers(12, 28),
        c=st.sampled_from([2, 4, 8]), frac=st.floats(0.05, 0.7), xip=st.booleans(), seed=st.integers(0, 9))
 def test_overwriting_plans_run_like_untiled(session_cls, layers, int8, h, c, frac, xip, seed):
     Session, _ = session_cls
     layers = [(kind, k, s, 1 if k == 1 else d) for kind, k, s, d in layers]
-    g = chain_graph(layers, int8, h, c, seed)
+    g = P.chain_graph(layers, int8, h, c, seed)
     untiled, whole = P.compile_graph(g, 1 << 22, xip=xip)
     fast = max(256, int(whole.fast_peak * frac))
     try:
@@ -68,17 +60,9 @@ def test_overwriting_plans_run_like_untiled(session_cls, layers, int8, h, c, fra
     assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
 
 
-def _base():
-    """x (16x16x4 int8) -> conv 3x3 -> dw 3x3/2 -> conv 1x1 -> dw 3x3 -> conv 3x3/2 -> y: at 1,536 bytes one rolling
-    unit of 4 tiles writes y over x; at 1,024 two units, the first writing t1 over x, the second y over t1."""
-    g = chain_graph([("conv", 3, 1, 1), ("dw", 3, 2, 1), ("conv", 1, 1, 1), ("dw", 3, 1, 1), ("conv", 3, 2, 1)],
-                    True, 16, 4, 0)
-    return g
-
-
 def test_outputs_over_dying_inputs_shrink_the_slow_arena(session_cls):
     Session, _ = session_cls
-    g = _base()
+    g = P.overwrite_chain()
     untiled = P.compile_graph(g, 1 << 20, xip=True)[0]
     for fast, pairs in ((1536, [{"y": "x"}]), (1024, [{"t1": "x"}, {"y": "t1"}])):
         data, plan = P.compile_graph(g, fast, xip=True)
@@ -100,38 +84,21 @@ def test_outputs_over_dying_inputs_shrink_the_slow_arena(session_cls):
 # --- refusals -------------------------------------------------------------------------------------------------------
 
 
-def _tensor_pos(data: bytes, name: str) -> int:
-    k = next(t.index for t in read_plan(data).tensors if t.name == name)
-    off = int(F.SECTION.unpack(data, F.DIR_OFFSET + (int(F.SectionId.TENSORS) - 1) * F.SECTION.size)["offset"])
-    return off + k * F.TENSOR.size
-
-
-def _unit_pos(data: bytes, k: int) -> int:
-    off = int(F.SECTION.unpack(data, F.DIR_OFFSET + (int(F.SectionId.UNITS) - 1) * F.SECTION.size)["offset"])
-    return off + k * F.UNIT.size
-
-
-def _patch(data: bytes, pos: int, v: int) -> bytes:
-    b = bytearray(data)
-    struct.pack_into("<I", b, pos, v)
-    return seal(b)
-
-
 def overwrite_mutants() -> list[tuple[str, bytes, str]]:
     """(what, plan bytes, status) of broken overwrites of ``_base``'s plans."""
-    g = _base()
+    g = P.overwrite_chain()
     two = P.compile_graph(g, 1024, xip=True)[0]
-    flags = _unit_pos(two, 1) + F.UNIT.offsets()["flags"]
+    flags = P.unit_record_pos(two, 1) + F.UNIT.offsets()["flags"]
     flags0 = struct.unpack_from("<I", two, flags)[0]
-    t1 = _tensor_pos(two, "t1") + F.TENSOR.offsets()["slow_offset"]
-    x_flags = _tensor_pos(two, "x") + F.TENSOR.offsets()["flags"]
+    t1 = P.tensor_record_pos(two, "t1") + F.TENSOR.offsets()["slow_offset"]
+    x_flags = P.tensor_record_pos(two, "x") + F.TENSOR.offsets()["flags"]
     return [
         # t1 moved onto the tail of x's home: the first tile's row of t1 lands on rows of x later tiles read
-        ("intermediate over input rows still to be read", _patch(two, t1, g.tensors["x"].nbytes - g.tensors["t1"].nbytes), "ERR_OVERWRITE"),
+        ("intermediate over input rows still to be read", P.set_field(two, t1, g.tensors["x"].nbytes - g.tensors["t1"].nbytes), "ERR_OVERWRITE"),
         # x marked a graph output too: it does not die in unit 0, so nothing may be written over it
-        ("output over a graph output", _patch(two, x_flags, struct.unpack_from("<I", two, x_flags)[0] | int(
+        ("output over a graph output", P.set_field(two, x_flags, struct.unpack_from("<I", two, x_flags)[0] | int(
             F.TensorFlag.OUTPUT)), "ERR_OVERWRITE"),
-        ("OVERWRITE with COLS", _patch(two, flags, flags0 | int(F.UnitFlag.COLS) | int(F.UnitFlag.TILED)), "ERR_UNIT"),
+        ("OVERWRITE with COLS", P.set_field(two, flags, flags0 | int(F.UnitFlag.COLS) | int(F.UnitFlag.TILED)), "ERR_UNIT"),
     ]
 
 

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tigris_testing import host_session
 import _rt_plans as P
 from tigris.emit import format as F
 from tigris.emit import read_plan
-from tigris.emit.writer import seal
-from tigris.ir import AnalyzedGraph, DoesNotFitError, Op, QuantParam, Tensor
+from tigris.ir import DoesNotFitError
 from tigris.plan.check import check_plan
 
 FLOAT_TOL = P.FLOAT_TOL
@@ -23,47 +23,11 @@ FLOAT_TOL = P.FLOAT_TOL
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.session import PlanError, Session
-
-        from tigris.host.build import runtime
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
-def chain_graph(layers: list[tuple[str, int, int, int]], int8: bool, h: int, c: int, seed: int) -> AnalyzedGraph:
-    """x -> one conv per ``(kind, k, stride, dilation)`` layer ('conv' with c output channels, 'dw' depthwise) ->
-    y, every conv with weights, a bias and (int8) its own output quantization."""
-    rng = np.random.default_rng(seed)
-    dt = "int8" if int8 else "float32"
-
-    def act(name: str, hh: int, s: float, z: int) -> Tensor:
-        return Tensor(name, (1, c, hh, hh), dt, QuantParam(np.array([s], np.float32), np.array([z], np.int64))
-                      if int8 else None, "nhwc")
-
-    tensors = {"x": act("x", h, 0.05, -3)}
-    specs, ops, prev, hh, s_prev = [], [], "x", h, 0.05
-    for i, (kind, k, s, d) in enumerate(layers):
-        eff = (k - 1) * d + 1
-        p = (eff - 1) // 2
-        hh = (hh + 2 * p - eff) // s + 1
-        out = "y" if i == len(layers) - 1 else f"t{i}"
-        s_out = float(rng.uniform(0.04, 0.12))
-        tensors[out] = act(out, hh, s_out, int(rng.integers(-20, 20)))
-        specs.append((f"w{i}", f"b{i}", (c, 1 if kind == "dw" else c, k, k), s_prev))
-        attrs = dict(kernel_shape=[k, k], strides=[s, s], dilations=[d, d], pads=[p, p, p, p],
-                     group=c if kind == "dw" else 1, fused_activation="relu" if i % 2 == 0 else None)
-        ops.append(Op(f"op{i}", "DepthwiseConv" if kind == "dw" else "Conv", (prev, f"w{i}", f"b{i}"), (out,), attrs))
-        prev, s_prev = out, s_out
-    weights = P.conv_weights(rng, specs, int8, tensors)
-    return AnalyzedGraph("rollchain", tensors, ops, ["x"], ["y"], weights, {})
-
-
-LAYER = st.tuples(st.sampled_from(["conv", "dw"]), st.sampled_from([1, 3, 3, 5]), st.sampled_from([1, 1, 2]),
-                  st.sampled_from([1, 1, 2]))
+chain_graph = P.chain_graph
+LAYER = P.chain_layers()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -124,16 +88,6 @@ def _rolling_base() -> bytes:
     return P.compile_graph(g, 3000)[0]  # two rolling units: one carries in place, one through a line buffer
 
 
-def _section(data: bytes, sid: F.SectionId) -> int:
-    return int(F.SECTION.unpack(data, F.DIR_OFFSET + (int(sid) - 1) * F.SECTION.size)["offset"])
-
-
-def _set_u32(data: bytes, pos: int, v: int) -> bytes:
-    b = bytearray(data)
-    struct.pack_into("<I", b, pos, v)
-    return seal(b)
-
-
 def _carries(unit):
     """(tile t, placement j, rows c) for every placement that carries c > 0 rows into tile t."""
     for t in range(1, unit.tiles):
@@ -147,25 +101,25 @@ def _mutants(base: bytes):
     pf = read_plan(base)
     k = [u.index for u in pf.units if u.rolling and any(off != F.NONE for off, _ in u.carry)][0]
     unit = pf.units[k]
-    uoff = _section(base, F.SectionId.UNITS) + k * F.UNIT.size
+    uoff = P.section_offset(base, F.SectionId.UNITS) + k * F.UNIT.size
     u = F.UNIT.unpack(base, uoff)
     t, j, c = next((t, j, c) for t, j, c in _carries(unit) if unit.carry[j][0] != F.NONE)  # one with a line buffer
-    line = _section(base, F.SectionId.INDEX) + 4 * (int(u["carry_first"]) + 2 * j)
+    line = P.section_offset(base, F.SectionId.INDEX) + 4 * (int(u["carry_first"]) + 2 * j)
     off, size = struct.unpack_from("<2I", base, line)
     rb = pf.tensors[unit.placements[j].tensor].row_bytes
-    yield "line buffer misaligned", _set_u32(base, line, off + 4), "ERR_ARENA_BOUNDS"
-    yield "line buffer past the arena", _set_u32(base, line + 4, 1 << 30), "ERR_ARENA_BOUNDS"
-    yield "line buffer of size 0", _set_u32(base, line + 4, 0), "ERR_ARENA_BOUNDS"
-    yield "line buffer too small", _set_u32(base, line + 4, c * rb - 1), "ERR_TILE_ROWS"
+    yield "line buffer misaligned", P.set_field(base, line, off + 4), "ERR_ARENA_BOUNDS"
+    yield "line buffer past the arena", P.set_field(base, line + 4, 1 << 30), "ERR_ARENA_BOUNDS"
+    yield "line buffer of size 0", P.set_field(base, line + 4, 0), "ERR_ARENA_BOUNDS"
+    yield "line buffer too small", P.set_field(base, line + 4, c * rb - 1), "ERR_TILE_ROWS"
     flags = uoff + F.UNIT.offsets()["flags"]
-    yield "ROLLING untiled", _set_u32(base, flags, int(F.UnitFlag.ROLLING)), "ERR_UNIT"
-    yield "list without ROLLING", _set_u32(base, flags, int(F.UnitFlag.TILED)), "ERR_UNIT"
-    yield "list past INDEX", _set_u32(base, uoff + F.UNIT.offsets()["carry_first"], 1 << 20), "ERR_INDEX"
-    rows = _section(base, F.SectionId.TILE_ROWS) + (int(u["rows_first"]) + t * len(unit.placements) + j) * 8
+    yield "ROLLING untiled", P.set_field(base, flags, int(F.UnitFlag.ROLLING)), "ERR_UNIT"
+    yield "list without ROLLING", P.set_field(base, flags, int(F.UnitFlag.TILED)), "ERR_UNIT"
+    yield "list past INDEX", P.set_field(base, uoff + F.UNIT.offsets()["carry_first"], 1 << 20), "ERR_INDEX"
+    rows = P.section_offset(base, F.SectionId.TILE_ROWS) + (int(u["rows_first"]) + t * len(unit.placements) + j) * 8
     # tile t's band keeps its start but ends a row before tile t - 1's did: it moves back while carrying
-    yield "band ends earlier while carrying", _set_u32(base, rows + 4, c - 1), "ERR_TILE_ROWS"
+    yield "band ends earlier while carrying", P.set_field(base, rows + 4, c - 1), "ERR_TILE_ROWS"
     if unit.tile_rows[t - 1][j][0] > 0:
-        yield "band starts earlier while carrying", _set_u32(base, rows, unit.tile_rows[t - 1][j][0] - 1), \
+        yield "band starts earlier while carrying", P.set_field(base, rows, unit.tile_rows[t - 1][j][0] - 1), \
             "ERR_TILE_ROWS"
 
 
