@@ -138,6 +138,9 @@ class Prepared:
     # column tiles below the row floor (tigris.plan.cols, plan(col_tiles=)); analyze tries them last, after weight
     # groups, so a model that fits without them keeps its plan
     col_tiles: bool = field(default_factory=lambda: _col_tiles_default())
+    # one SRAM region (plan(one_region=True), --one-region): the slow arena is the fast arena's memory, so a unit's
+    # buffers may use the bytes of the slow homes not live during it; -s then bounds the region's end
+    one_region: bool = False
 
 
 def _col_tiles_default() -> bool:
@@ -226,7 +229,7 @@ def _plan_kwargs(prep: Prepared, xip: bool, recompute_weight: float = 0.0) -> di
 
     return {"xip": xip, "weight_bytes_of": weight_bytes_of, "scratch_bytes_of": scratch_bytes_of,
             "recompute_weight": recompute_weight, "layouts": prep.layouts, "op_order": prep.op_order,
-            "col_tiles": prep.col_tiles}
+            "col_tiles": prep.col_tiles, "one_region": prep.one_region}
 
 
 def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weight: float = 0.0,
@@ -282,15 +285,28 @@ def objective_weight(prep: Prepared, objective: str, target: str, clock: int | N
 
 def _sram_only(prep: Prepared, xip: bool, weight: float) -> dict[str, Any] | None:
     """With a slow budget too small: the least SRAM that holds both arenas (a board without PSRAM gives the runtime
-    two SRAM regions), and the -m/-s that plan it."""
+    two SRAM regions), and the -m/-s that plan it; under "one_region" the same search with both arenas in one block
+    (``--one-region``) when that needs fewer bytes (else null)."""
     from tigris.plan import min_sram_only_budget
 
-    r = min_sram_only_budget(prep.graph, **_plan_kwargs(prep, xip, weight))
-    if r is None:
+    def figure(r) -> dict[str, Any]:
+        return {"total_bytes": r.total_bytes, "total": format_size(r.total_bytes),
+                "fast_budget": format_size(r.fast_budget), "fast_budget_bytes": r.fast_budget,
+                "fast_bytes": r.fast_bytes, "slow_bytes": r.slow_bytes, "recompute_macs": r.recompute_macs}
+
+    kw = _plan_kwargs(prep, xip, weight)
+    kw.pop("one_region")
+    two = None if prep.one_region else min_sram_only_budget(prep.graph, **kw)
+    one = min_sram_only_budget(prep.graph, one_region=True, **kw)
+    if two is None and one is None:
         return None
-    return {"total_bytes": r.total_bytes, "total": format_size(r.total_bytes), "fast_budget": format_size(r.fast_budget),
-            "fast_budget_bytes": r.fast_budget, "fast_bytes": r.fast_bytes, "slow_bytes": r.slow_bytes,
-            "recompute_macs": r.recompute_macs}
+    out = figure(two if two is not None else one)
+    out["one_region"] = None
+    if one is not None and (two is None or one.total_bytes < two.total_bytes):
+        out["one_region"] = figure(one)
+    if prep.one_region:  # asked for one region: that is the figure
+        out["one_region"] = figure(one) if one is not None else None
+    return out
 
 
 def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: float,
@@ -453,7 +469,8 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             if key not in cache:
                 cache[key] = lower(graph, op)
             lowered.append(cache[key])
-        return Prepared(graph, prep.reports, lowered, op_order=prep.op_order, col_tiles=prep.col_tiles)
+        return Prepared(graph, prep.reports, lowered, op_order=prep.op_order, col_tiles=prep.col_tiles,
+                        one_region=prep.one_region)
 
     def origin(g: AnalyzedGraph, i: int) -> str:
         return g.ops[i].attrs.get("weight_group", (g.ops[i].name,))[0]
@@ -757,6 +774,7 @@ def analyze(
     weights: str | None = None,
     groups_advice: bool = False,
     op_order: str | None = None,
+    one_region: bool = False,
 ) -> Analysis:
     """Stages 1-6 and the figures of the JSON contract (docs/cli.md). Unsupported models raise
     :class:`UnsupportedModelError` (the caller reports every node).
@@ -771,7 +789,8 @@ def analyze(
     set the minimum, also look for a budget at which weight groups make it compile (``weight_groups_budget``; a few
     extra plans, so off by default; the CLI's analyze and every compile ask for it). ``op_order`` is the planner's
     operator order (``search``, the default, or ``spec``: the loader's order only; docs/memory-planning.md
-    "Operator order")."""
+    "Operator order"). ``one_region`` plans for a board without PSRAM whose slow arena is the fast arena's memory
+    (``plan(one_region=True)``, the header flag ONE_REGION): ``slow`` then bounds the region's end."""
     fast_b = parse_size(fast)
     slow_b = parse_size(slow)
     flash_b = parse_size(flash)
@@ -795,6 +814,8 @@ def analyze(
         if op_order not in OP_ORDERS:
             raise TigrisError(f"unknown operator order {op_order!r}; use {' or '.join(OP_ORDERS)}", "op_order")
         prep = replace(prep, op_order=op_order)  # the same memo of layouts: it holds each order's separately
+    if one_region != prep.one_region:
+        prep = replace(prep, one_region=one_region)  # the same memo: band layouts do not depend on the slow packing
     obj = objective or DEFAULT_OBJECTIVE
     weight = objective_weight(prep, obj, cost_target, clock_hz, bandwidth)
     graph = prep.graph
@@ -939,7 +960,8 @@ def analyze(
     from tigris.report import analysis_details
 
     settings = {"target": cost_target, "clock_hz": clock_hz, "psram_bandwidth": bandwidth, "objective": obj,
-                "recompute_weight": weight, "io_buffers": io_buffers, "xip": xip, "compression": compression}
+                "recompute_weight": weight, "io_buffers": io_buffers, "xip": xip, "compression": compression,
+                "one_region": prep.one_region}
     alternatives: dict[str, MemoryPlan | None] = {}
     if plan is not None and tradeoff:
         for other in OBJECTIVES:
@@ -1024,17 +1046,19 @@ def compile_model(
     weights: str | None = None,
     target: str | None = None,
     op_order: str | None = None,
+    one_region: bool = False,
 ) -> Compiled:
     """Stages 1-7. Raises :class:`DoesNotFitError` (exit 1) when no plan fits the budgets; nothing is written.
     ``prepared`` reuses stages 1-2 of an earlier call on the same model (tests compile one model many ways).
     ``target`` (cortex-m4, cortex-m55 or generic; None: generic) is the core the plan is for, as in
     :func:`analyze`: the weights are arranged for its kernels and the latency estimate (which the default
-    objective, latency, minimizes) is that core's. None is the generic core: no arrangement, generic estimate."""
+    objective, latency, minimizes) is that core's. None is the generic core: no arrangement, generic estimate.
+    ``one_region``: both arenas in one SRAM block (as :func:`analyze`; the plan's header flag ONE_REGION)."""
     if compression not in ("none", "lz4"):
         raise TigrisError(f"unknown compression {compression!r}; use none or lz4", "-c")
     a = analyze(model, fast, slow, flash, input_shapes, xip=xip, compression=compression, prepared=prepared,
                 numerics=numerics, objective=objective, tradeoff=False, weights=weights, target=target,
-                groups_advice=True, op_order=op_order)
+                groups_advice=True, op_order=op_order, one_region=one_region)
     if not a.fits or a.plan_bytes is None:
         hint = f"; smallest fast budget that fits: -m {format_size(a.min_fast_budget)}" if a.min_fast_budget else ""
         if a.json.get("min_fast_budget_xip"):
@@ -1043,7 +1067,13 @@ def compile_model(
             hint += f"; with weight groups it compiles at -m {a.json['weight_groups_budget']}"
         if a.json.get("sram_only"):
             so = a.json["sram_only"]
-            hint += f"; without PSRAM: -m {so['fast_budget']} -s {so['slow_bytes']} ({so['total_bytes']} bytes of SRAM)"
+            if not one_region:
+                hint += (f"; without PSRAM: -m {so['fast_budget']} -s {so['slow_bytes']} ({so['total_bytes']} bytes "
+                         "of SRAM)")
+            if so.get("one_region"):
+                r1 = so["one_region"]
+                hint += (f"{'; without PSRAM' if one_region else ','} as one region: -m {r1['fast_budget']} -s "
+                         f"{r1['slow_bytes']} --one-region ({r1['total_bytes']} bytes of SRAM)")
         raise DoesNotFitError(f"does not fit: {a.reason}{hint}", str(model), a.nofit)
     return Compiled(a.plan_bytes, a)
 
@@ -1301,6 +1331,7 @@ def verify(
     numerics: str | None = None,
     weights: str | None = None,
     target: str | None = None,
+    one_region: bool = False,
 ) -> dict[str, Any]:
     """Compile, run on the C runtime, compare with the model's own runtime and with the NumPy reference, over many
     samples. The external reference is ONNX Runtime for an ONNX model, and the TFLite interpreter (reference kernels)
@@ -1327,7 +1358,7 @@ def verify(
                           "--samples")
     progress("compiling")
     compiled = compile_model(model, fast, slow, flash, xip, compression, input_shapes, numerics=numerics,
-                             weights=weights, target=target)
+                             weights=weights, target=target, one_region=one_region)
     prep = compiled.analysis.prepared
     assert prep is not None
     in_b = _boundaries(prep, prep.graph.inputs)

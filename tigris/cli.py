@@ -173,6 +173,9 @@ def _budget_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--input-shape", "input_shape", multiple=True, metavar="NAME:1x3x96x96",
                      help="Concrete shape for a graph input (repeatable).")(f)
     f = click.option("-f", "--flash", default=None, metavar="SIZE", help="Flash budget for the plan (e.g. 4M).")(f)
+    f = click.option("--one-region", "one_region", is_flag=True,
+                     help="No PSRAM: both arenas share one SRAM block (-s then bounds the block's end; header flag "
+                          "ONE_REGION). analyze -s 0 suggests it where it needs less SRAM.")(f)
     f = click.option("-s", "--slow", default=None, metavar="SIZE", help="Slow (PSRAM) budget; unlimited if absent, 0 = no PSRAM.")(f)
     f = click.option("-m", "--fast", required=True, metavar="SIZE", help="Fast SRAM budget (e.g. 256K).")(f)
     return f
@@ -243,8 +246,8 @@ def _target_option(f: Callable[..., Any]) -> Callable[..., Any]:
               help="Draw the memory picture (SVG) to this file; needs the [plot] extra (matplotlib).")
 @click.option("-v", "--verbose", is_flag=True, help="Also the passes that fired and the per-stage table.")
 @guarded
-def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-            compression: str, numerics: str | None, weights: str | None, target: str | None, clock: str | None,
+def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], one_region: bool,
+            xip: bool, compression: str, numerics: str | None, weights: str | None, target: str | None, clock: str | None,
             psram_bandwidth: str | None, objective: str | None, io_buffers: str, as_json: bool, quiet: bool,
             width: int | None, report_json: str | None, html: str | None, plot: str | None, verbose: bool) -> None:
     """Will MODEL fit? If not, why not, and what would. Exit 0 fits, 1 does not fit, 2 bad input."""
@@ -257,7 +260,7 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
         require_matplotlib()
     a = api.analyze(model, fast, slow, flash, api.parse_input_shapes(input_shape), xip=xip, compression=compression,
                     numerics=numerics, weights=weights, target=target, clock=clock, psram_bandwidth=psram_bandwidth,
-                    objective=objective, io_buffers=io_buffers, groups_advice=True)
+                    objective=objective, io_buffers=io_buffers, groups_advice=True, one_region=one_region)
     body = api.json_envelope("analyze", a.json)
     svg = None
     if plot or html:
@@ -296,14 +299,15 @@ def analyze(model: str, fast: str, slow: str | None, flash: str | None, input_sh
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @guarded
-def compile_cmd(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-                compression: str, numerics: str | None, weights: str | None, output: str | None, objective: str | None,
+def compile_cmd(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...],
+                one_region: bool, xip: bool, compression: str, numerics: str | None, weights: str | None, output: str | None, objective: str | None,
                 target: str | None, as_json: bool, quiet: bool) -> None:
     """Write the .tgrs plan. Exit 0 written, 1 does not fit (nothing written), 2 bad input."""
     out = Path(model).with_suffix(".tgrs") if output is None else output
     resolve_output(out, [model])  # refused before the (possibly long) compilation, not after
     c = api.compile_model(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
-                          numerics=numerics, objective=objective, weights=weights, target=target)
+                          numerics=numerics, objective=objective, weights=weights, target=target,
+                          one_region=one_region)
     write_atomic(out, c.plan_bytes, [model])
     j = c.analysis.json
     if as_json:
@@ -379,8 +383,8 @@ def run(plan: str, inputs: tuple[str, ...], output: str, as_json: bool, quiet: b
 @_target_option
 @click.option("--json", "as_json", is_flag=True, help="Every metric of every output as JSON.")
 @guarded
-def verify(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], xip: bool,
-           compression: str, numerics: str | None, weights: str | None, inputs: tuple[str, ...], data: str | None, samples: int | None,
+def verify(model: str, fast: str, slow: str | None, flash: str | None, input_shape: tuple[str, ...], one_region: bool,
+           xip: bool, compression: str, numerics: str | None, weights: str | None, inputs: tuple[str, ...], data: str | None, samples: int | None,
            seed: int, target: str | None, as_json: bool) -> None:
     """Compile, run on the C runtime, compare with ONNX Runtime and the NumPy reference.
 
@@ -393,7 +397,7 @@ def verify(model: str, fast: str, slow: str | None, flash: str | None, input_sha
         with console_progress(enabled=not as_json) as progress:
             res = api.verify(model, fast, slow, flash, xip, compression, api.parse_input_shapes(input_shape),
                              given, seed, progress, samples=samples, data=data, numerics=numerics,
-                             weights=weights, target=target)
+                             weights=weights, target=target, one_region=one_region)
     except DoesNotFitError as e:
         if as_json:
             click.echo(json.dumps(api.json_error("verify", str(e), EXIT_VERIFY_NO_FIT, **{"pass": False, "fits": False}),

@@ -125,15 +125,18 @@ def analysis_details(prep: Any, plan: Any, j: dict[str, Any], settings: dict[str
     # tgrs_run_in_place), which the arena peaks already hold, so no byte is added; excluded: the application counts
     # its buffers itself.
     counted = io if settings["io_buffers"] == "separate" else 0
+    # one region (ONE_REGION): the slow arena is the fast arena's memory, so the SRAM is the larger of the two
+    region = plan is not None and plan.one_region
     ram = {
         "fast_arena_bytes": fast,
         "slow_arena_bytes": slow,
         "io_input_bytes": io_in,
         "io_output_bytes": io_out,
         "io_buffers": settings["io_buffers"],
-        "sram_bytes": None if fast is None else fast + counted,
-        "psram_bytes": slow,
-        "total_ram_bytes": None if fast is None else fast + slow + counted,
+        "one_region": region,
+        "sram_bytes": None if fast is None else (max(fast, slow) if region else fast) + counted,
+        "psram_bytes": 0 if region else slow,
+        "total_ram_bytes": None if fast is None else (max(fast, slow) if region else fast + slow) + counted,
         "flash_bytes": j["flash"]["plan_bytes"],
     }
     breakdown = None
@@ -169,7 +172,8 @@ def analysis_details(prep: Any, plan: Any, j: dict[str, Any], settings: dict[str
         "objective": {"name": settings["objective"], "recompute_weight": settings["recompute_weight"],
                       "tradeoff": trade},
         "settings": {"xip": settings["xip"], "compression": settings["compression"], "target": settings["target"],
-                     "clock_hz": settings["clock_hz"], "psram_bandwidth": settings["psram_bandwidth"]},
+                     "clock_hz": settings["clock_hz"], "psram_bandwidth": settings["psram_bandwidth"],
+                     "one_region": settings.get("one_region", False)},
     }
     details["verdict"] = verdict_line(j, ram)
     return details
@@ -185,9 +189,14 @@ def verdict_line(j: dict[str, Any], ram: dict[str, Any]) -> str:
     """``fits: 64K SRAM + 112.5K PSRAM`` (plus I/O buffers and flash), or ``does not fit: <reason>``."""
     if not j["fits"]:
         return f"does not fit: {j.get('reason') or 'no plan'}"
-    parts = [f"{format_size(ram['fast_arena_bytes'])} SRAM (fast arena)"]
-    parts.append(f"{format_size(ram['slow_arena_bytes'])} PSRAM (slow arena)" if ram["slow_arena_bytes"]
-                 else "no PSRAM")
+    if ram.get("one_region"):
+        parts = [f"{format_size(max(ram['fast_arena_bytes'], ram['slow_arena_bytes']))} SRAM (one region: fast "
+                 f"arena {format_size(ram['fast_arena_bytes'])}, slow arena {format_size(ram['slow_arena_bytes'])})",
+                 "no PSRAM"]
+    else:
+        parts = [f"{format_size(ram['fast_arena_bytes'])} SRAM (fast arena)"]
+        parts.append(f"{format_size(ram['slow_arena_bytes'])} PSRAM (slow arena)" if ram["slow_arena_bytes"]
+                     else "no PSRAM")
     if ram["io_buffers"] == "separate":
         parts.append(f"{format_size(ram['io_input_bytes'] + ram['io_output_bytes'])} I/O buffers")
     elif ram["io_buffers"] == "in-arena":
@@ -377,8 +386,13 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
             out.line(f"with output-channel weight groups it compiles at -m {j['weight_groups_budget']}")
     if not j["fits"] and j.get("sram_only"):
         so = j["sram_only"]
-        out.line(f"without PSRAM (both arenas in SRAM): {so['total_bytes']} bytes of SRAM, -m {so['fast_budget']} "
-                 f"-s {so['slow_bytes']}")
+        r1 = so.get("one_region")
+        if not (r1 and j.get("settings", {}).get("one_region")):
+            out.line(f"without PSRAM (both arenas in SRAM): {so['total_bytes']} bytes of SRAM, -m {so['fast_budget']} "
+                     f"-s {so['slow_bytes']}")
+        if r1:
+            out.line(f"without PSRAM as one SRAM region: {r1['total_bytes']} bytes of SRAM, -m {r1['fast_budget']} "
+                     f"-s {r1['slow_bytes']} --one-region")
     return out.text()
 
 
