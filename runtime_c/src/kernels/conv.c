@@ -48,6 +48,29 @@ typedef struct conv_geom {
     int direct;
 } conv_geom;
 
+/* An int8 conv's constants and requantization params, read from its record in one place (every int8 driver and
+   step reads the same ones). */
+typedef struct conv_s8_consts {
+    const int8_t *wt;
+    const int32_t *bias, *mult, *shift;
+    int32_t lo, hi, zp_in, zp_out, nm;
+} conv_s8_consts;
+
+static inline conv_s8_consts conv_s8_consts_of(const tgrs_op_ctx *ctx)
+{
+    conv_s8_consts cs;
+    cs.wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
+    cs.bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
+    cs.mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
+    cs.shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
+    cs.lo = ctx->p[TGRS_P_CONV_ACT_MIN];
+    cs.hi = ctx->p[TGRS_P_CONV_ACT_MAX];
+    cs.zp_in = ctx->p[TGRS_P_CONV_ZP_IN];
+    cs.zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
+    cs.nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    return cs;
+}
+
 /* The window params are 10 consecutive slots in tgrs_window_load's order (a build error if the header changes). */
 typedef char conv_window_params_are_consecutive[(TGRS_P_CONV_KW == TGRS_P_CONV_KH + 1 &&
                                                  TGRS_P_CONV_SH == TGRS_P_CONV_KH + 2 &&
@@ -567,33 +590,36 @@ static void conv_mk1_s8(int32_t k, const int16_t *a0, const int8_t *w0, const in
     acc[1] = s1;
 }
 
+/* Requantizes the int32 sums acc[i][j] of the block's nv pixels and channels ch + j (j < ncol) into o[i][oc + j]. */
+static void conv_store_pair_s8(const conv_s8_consts *cs, int64_t ch, int32_t ncol, int32_t nv, int32_t (*acc)[2],
+                               int8_t *const o[CONV_MR], int32_t oc)
+{
+    int32_t i, j;
+    for (j = 0; j < ncol; ++j) {
+        const tgrs_rq rq = tgrs_rq_make(cs->mult[ch + j], cs->shift[ch + j], cs->zp_out, cs->nm);
+        const int32_t b = cs->bias[ch + j];
+        for (i = 0; i < nv; ++i) {
+            o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), cs->lo, cs->hi);
+        }
+    }
+}
+
 /* conv_ch_s8_plain for a tail block of nv <= 2 pixels, one patch row at a time (conv_mk1_s8); out of line, so the
    full blocks' step compiles as it would without it. */
 TGRS_NOINLINE static int32_t conv_ch_s8_few(const tgrs_op_ctx *ctx, const conv_geom *cg,
                                             const int16_t *const a[CONV_MR], int8_t *const o[CONV_MR], int32_t g,
                                             int32_t oc, int32_t nv)
 {
-    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
-    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
-    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
-    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
-    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
-    const int32_t zp_out = ctx->p[TGRS_P_CONV_ZP_OUT], nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const conv_s8_consts cs = conv_s8_consts_of(ctx);
     const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
     const int64_t ch = (int64_t)g * cg->ocg + oc;
-    const int8_t *w0 = wt + ch * cg->k;
+    const int8_t *w0 = cs.wt + ch * cg->k;
     int32_t acc[2][2];
-    int32_t i, j;
+    int32_t i;
     for (i = 0; i < nv; ++i) {
         conv_mk1_s8(cg->k, a[i], w0, (ncol == 2) ? w0 + cg->k : w0, acc[i]);
     }
-    for (j = 0; j < ncol; ++j) {
-        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
-        const int32_t b = bias[ch + j];
-        for (i = 0; i < nv; ++i) {
-            o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), lo, hi);
-        }
-    }
+    conv_store_pair_s8(&cs, ch, ncol, nv, acc, o, oc);
     return 2;
 }
 
@@ -603,29 +629,17 @@ TGRS_NOINLINE static int32_t conv_ch_s8_few(const tgrs_op_ctx *ctx, const conv_g
 static int32_t conv_ch_s8_plain(const tgrs_op_ctx *ctx, const conv_geom *cg, const int16_t *const a[CONV_MR],
                                 int8_t *const o[CONV_MR], int32_t g, int32_t oc, int32_t nv, int mode)
 {
-    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
-    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
-    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
-    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
-    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
-    const int32_t zp_out = ctx->p[TGRS_P_CONV_ZP_OUT], nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const conv_s8_consts cs = conv_s8_consts_of(ctx);
     const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
     const int64_t ch = (int64_t)g * cg->ocg + oc;
-    const int8_t *w0 = wt + ch * cg->k;
+    const int8_t *w0 = cs.wt + ch * cg->k;
     int32_t acc[CONV_MR][2];
-    int32_t i, j;
     (void)mode;
     if (nv <= 2) {
         return conv_ch_s8_few(ctx, cg, a, o, g, oc, nv);
     }
     conv_mk_s8(cg->k, a, w0, (ncol == 2) ? w0 + cg->k : w0, acc);
-    for (j = 0; j < ncol; ++j) {
-        const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
-        const int32_t b = bias[ch + j];
-        for (i = 0; i < nv; ++i) {
-            o[i][oc + j] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc[i][j], b), lo, hi);
-        }
-    }
+    conv_store_pair_s8(&cs, ch, ncol, nv, acc, o, oc);
     return 2;
 }
 
@@ -703,14 +717,8 @@ static int conv_s8_blocks(const tgrs_op_ctx *ctx, const conv_geom *cg)
 static int conv_s8_wzp(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
     const tgrs_window *w = &cg->w;
-    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
-    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
-    const int32_t *zw = bias + cg->oc;
-    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
-    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
-    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
-    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
-    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const conv_s8_consts cs = conv_s8_consts_of(ctx);
+    const int32_t *zw = cs.bias + cg->oc;
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
     const int64_t in_img = (int64_t)cg->in_rows * cg->wd * cg->c;
@@ -725,9 +733,9 @@ static int conv_s8_wzp(const tgrs_op_ctx *ctx, const conv_geom *cg)
             for (ow = 0; ow < cg->ow; ++ow) {
                 int8_t *o = out + n * out_img + ((int64_t)r * cg->ow + ow) * cg->oc;
                 for (oc = 0; oc < cg->oc; ++oc) {
-                    const int8_t *wk = wt + (int64_t)oc * cg->k;
+                    const int8_t *wk = cs.wt + (int64_t)oc * cg->k;
                     const int32_t c0 = (oc / cg->ocg) * cg->icg; /* the group's first input channel */
-                    uint32_t acc = (uint32_t)bias[oc];
+                    uint32_t acc = (uint32_t)cs.bias[oc];
                     for (i = 0; i < w->kh; ++i) {
                         const int32_t ih = oh * w->sh - w->pt + i * w->dh;
                         if (ih < 0 || ih >= cg->h) {
@@ -743,11 +751,12 @@ static int conv_s8_wzp(const tgrs_op_ctx *ctx, const conv_geom *cg)
                             x = in + n * in_img + ((int64_t)(ih - cg->in_row0) * cg->wd + iw) * cg->c + c0;
                             wp = wk + ((int64_t)i * w->kw + j) * cg->icg;
                             for (ic = 0; ic < cg->icg; ++ic) {
-                                acc += (uint32_t)(((int32_t)x[ic] - zp_in) * ((int32_t)wp[ic] - zw[oc]));
+                                acc += (uint32_t)(((int32_t)x[ic] - cs.zp_in) * ((int32_t)wp[ic] - zw[oc]));
                             }
                         }
                     }
-                    o[oc] = tgrs_requant_nm_s8((int32_t)acc, mult[oc], shift[oc], zp_out, lo, hi, nm);
+                    o[oc] = tgrs_requant_nm_s8((int32_t)acc, cs.mult[oc], cs.shift[oc], cs.zp_out, cs.lo, cs.hi,
+                                               cs.nm);
                 }
             }
         }
@@ -765,13 +774,7 @@ static int conv_s8_wzp(const tgrs_op_ctx *ctx, const conv_geom *cg)
 static int conv_s8_narrow(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
     const tgrs_window *w = &cg->w;
-    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
-    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
-    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
-    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
-    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
-    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
-    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const conv_s8_consts cs = conv_s8_consts_of(ctx);
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
     int16_t *a = (int16_t *)ctx->scratch;
@@ -794,20 +797,20 @@ static int conv_s8_narrow(const tgrs_op_ctx *ctx, const conv_geom *cg)
                         const int in_img_tap = ih >= 0 && ih < cg->h && iw >= 0 && iw < cg->wd;
                         const int8_t *src = in_img_tap ? img + conv_in_off(cg, ih, iw) + (int64_t)g * cg->icg : NULL;
                         for (e = 0; e < cg->icg; ++e) {
-                            dst[e] = (int16_t)(src != NULL ? src[e] : zp_in);
+                            dst[e] = (int16_t)(src != NULL ? src[e] : cs.zp_in);
                         }
                         dst += cg->icg;
                     }
                 }
                 for (oc = 0; oc < cg->ocg; ++oc) {
                     const int64_t ch = (int64_t)g * cg->ocg + oc;
-                    const int8_t *wk = wt + ch * cg->k;
-                    const tgrs_rq rq = tgrs_rq_make(mult[ch], shift[ch], zp_out, nm);
+                    const int8_t *wk = cs.wt + ch * cg->k;
+                    const tgrs_rq rq = tgrs_rq_make(cs.mult[ch], cs.shift[ch], cs.zp_out, cs.nm);
                     int32_t acc = 0;
                     for (kk = 0; kk < cg->k; ++kk) {
                         acc += (int32_t)a[kk] * wk[kk];
                     }
-                    o[ch] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc, bias[ch]), lo, hi);
+                    o[ch] = tgrs_rq_s8(&rq, tgrs_wrap_add(acc, cs.bias[ch]), cs.lo, cs.hi);
                 }
             }
         }

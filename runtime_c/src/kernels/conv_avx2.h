@@ -260,16 +260,11 @@ static int conv_mode_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg)
 static int32_t conv_ch_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg, const int16_t *const a[CONV_MR],
                                int8_t *const o[CONV_MR], int32_t g, int32_t oc, int32_t nv, int mode)
 {
-    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
-    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
-    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
-    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
-    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
-    const int32_t zp_out = ctx->p[TGRS_P_CONV_ZP_OUT], nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const conv_s8_consts cs = conv_s8_consts_of(ctx);
     const int64_t ch = (int64_t)g * cg->ocg + oc;
     const int32_t ncol = (cg->ocg - oc < 2) ? 1 : 2;
     const int64_t c1 = ch + ncol - 1;
-    const int8_t *w0 = wt + ch * cg->k;
+    const int8_t *w0 = cs.wt + ch * cg->k;
     int32_t r[8], i, j;
     __m256i acc, bv, x;
     if (mode != 0 && oc + 8 <= cg->ocg) {
@@ -277,28 +272,29 @@ static int32_t conv_ch_s8_avx2(const tgrs_op_ctx *ctx, const conv_geom *cg, cons
         return 8;
     }
     acc = conv_mk_avx2(cg->k, a, w0, w0 + (ncol - 1) * (int64_t)cg->k);
-    bv = _mm256_setr_epi32(bias[ch], bias[c1], bias[ch], bias[c1], bias[ch], bias[c1], bias[ch], bias[c1]);
+    bv = _mm256_setr_epi32(cs.bias[ch], cs.bias[c1], cs.bias[ch], cs.bias[c1], cs.bias[ch], cs.bias[c1], cs.bias[ch],
+                           cs.bias[c1]);
     x = _mm256_add_epi32(acc, bv); /* wrapping, like tgrs_wrap_add */
-    if (nm == TGRS_RQ_TFLM) {
-        const int32_t s0 = shift[ch], s1 = shift[c1];
-        const int32_t m0 = s0 <= -32 ? 0 : mult[ch], m1 = s1 <= -32 ? 0 : mult[c1];
+    if (cs.nm == TGRS_RQ_TFLM) {
+        const int32_t s0 = cs.shift[ch], s1 = cs.shift[c1];
+        const int32_t m0 = s0 <= -32 ? 0 : cs.mult[ch], m1 = s1 <= -32 ? 0 : cs.mult[c1];
         const int32_t l0 = s0 > 0 ? s0 : 0, l1 = s1 > 0 ? s1 : 0;
         const int32_t r0 = (s0 < 0 && s0 > -32) ? -s0 : 0, r1 = (s1 < 0 && s1 > -32) ? -s1 : 0;
         _mm256_storeu_si256((__m256i *)(void *)r, tgrs_rq_tflm_avx2(
             x, _mm256_setr_epi32(m0, m1, m0, m1, m0, m1, m0, m1), _mm256_setr_epi32(l0, l1, l0, l1, l0, l1, l0, l1),
-            _mm256_setr_epi32(r0, r1, r0, r1, r0, r1, r0, r1), _mm256_set1_epi32(zp_out), lo, hi));
-    } else if (conv_rq_fast_ok(shift[ch]) && conv_rq_fast_ok(shift[c1])) {
-        const __m256i mv = _mm256_setr_epi32(mult[ch], mult[c1], mult[ch], mult[c1], mult[ch], mult[c1], mult[ch],
-                                             mult[c1]);
-        const int32_t e0 = -1 - shift[ch], e1 = -1 - shift[c1];
+            _mm256_setr_epi32(r0, r1, r0, r1, r0, r1, r0, r1), _mm256_set1_epi32(cs.zp_out), cs.lo, cs.hi));
+    } else if (conv_rq_fast_ok(cs.shift[ch]) && conv_rq_fast_ok(cs.shift[c1])) {
+        const __m256i mv = _mm256_setr_epi32(cs.mult[ch], cs.mult[c1], cs.mult[ch], cs.mult[c1], cs.mult[ch],
+                                             cs.mult[c1], cs.mult[ch], cs.mult[c1]);
+        const int32_t e0 = -1 - cs.shift[ch], e1 = -1 - cs.shift[c1];
         const __m256i ev = _mm256_setr_epi32(e0, e1, e0, e1, e0, e1, e0, e1);
-        _mm256_storeu_si256((__m256i *)(void *)r, conv_rq_avx2(x, mv, ev, zp_out, lo, hi));
+        _mm256_storeu_si256((__m256i *)(void *)r, conv_rq_avx2(x, mv, ev, cs.zp_out, cs.lo, cs.hi));
     } else { /* the 64-bit form: a shift above -2 or at most -32 */
         _mm256_storeu_si256((__m256i *)(void *)r, x);
         for (j = 0; j < ncol; ++j) {
-            const tgrs_rq rq = tgrs_rq_make(mult[ch + j], shift[ch + j], zp_out, nm);
+            const tgrs_rq rq = tgrs_rq_make(cs.mult[ch + j], cs.shift[ch + j], cs.zp_out, cs.nm);
             for (i = 0; i < nv; ++i) {
-                r[2 * i + j] = tgrs_rq_s8(&rq, r[2 * i + j], lo, hi);
+                r[2 * i + j] = tgrs_rq_s8(&rq, r[2 * i + j], cs.lo, cs.hi);
             }
         }
     }

@@ -333,13 +333,7 @@ static int conv_rq_fast_ok_vnni(int32_t shift)
 
 static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
 {
-    const int8_t *wt = (const int8_t *)ctx->c[TGRS_C_CONV_WEIGHT];
-    const int32_t *bias = (const int32_t *)ctx->c[TGRS_C_CONV_BIAS];
-    const int32_t *mult = (const int32_t *)ctx->c[TGRS_C_CONV_MULT];
-    const int32_t *shift = (const int32_t *)ctx->c[TGRS_C_CONV_SHIFT];
-    const int32_t lo = ctx->p[TGRS_P_CONV_ACT_MIN], hi = ctx->p[TGRS_P_CONV_ACT_MAX];
-    const int32_t zp_in = ctx->p[TGRS_P_CONV_ZP_IN], zp_out = ctx->p[TGRS_P_CONV_ZP_OUT];
-    const int32_t nm = ctx->p[TGRS_P_CONV_NUMERICS];
+    const conv_s8_consts cs = conv_s8_consts_of(ctx);
     const int8_t *in = (const int8_t *)ctx->in[0]->data;
     int8_t *out = (int8_t *)ctx->out->data;
     uint8_t *scr = (uint8_t *)ctx->scratch; /* 32 * (K / 4) <= CONV_MR * K * 2 bytes */
@@ -352,9 +346,9 @@ static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
     int64_t q0;
     /* the vector requantization (requant_avx2.h): tflm; the 32-bit onnx form when every channel has it; else the
        64-bit onnx form */
-    int mode = nm == TGRS_RQ_TFLM ? 2 : 1;
+    int mode = cs.nm == TGRS_RQ_TFLM ? 2 : 1;
     for (oc = 0; oc < cg->oc && mode == 1; ++oc) {
-        mode = conv_rq_fast_ok_vnni(shift[oc]) ? 1 : 3;
+        mode = conv_rq_fast_ok_vnni(cs.shift[oc]) ? 1 : 3;
     }
     memset(tail, 0, sizeof tail);
     for (n = 0; n < cg->n; ++n) {
@@ -365,7 +359,7 @@ static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
                 const int32_t ncb = (cg->ocg - c0 < CONV_VOC) ? cg->ocg - c0 : CONV_VOC;
                 const int64_t cb = (int64_t)g * cg->ocg + c0; /* the chunk's first output channel */
                 for (j = 0; j < ncb; ++j) {
-                    beff[j] = tgrs_wrap_sub(bias[cb + j], conv_wsum128_vnni(wt + (cb + j) * k, k));
+                    beff[j] = tgrs_wrap_sub(cs.bias[cb + j], conv_wsum128_vnni(cs.wt + (cb + j) * k, k));
                 }
                 int32_t boh = cg->out_row0, bow = 0; /* pixel q0 */
                 for (q0 = 0; q0 < npix; q0 += CONV_VP, conv_pixel_step(cg, boh, bow, CONV_VP, &boh, &bow)) {
@@ -374,7 +368,7 @@ static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
                     for (i = 0; i < CONV_VP; ++i) { /* tail lanes repeat the last pixel, unstored */
                         conv_pixel_step(cg, boh, bow, i < nv ? i : nv - 1, &oh[i], &ow[i]);
                     }
-                    conv_block_vnni(cg, img, oh, ow, g, (int8_t)zp_in, scr, tail);
+                    conv_block_vnni(cg, img, oh, ow, g, (int8_t)cs.zp_in, scr, tail);
                     for (oc = 0; oc < ncb; oc += 8) {
                         const int32_t nc = (ncb - oc < 8) ? ncb - oc : 8;
                         const int64_t ch = cb + oc;
@@ -383,10 +377,10 @@ static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
                         __m256i p[CONV_VP], f[4], bv;
                         for (j = 0; j < 8; ++j) {
                             const int32_t jj = j < nc ? j : nc - 1; /* a short group repeats its last channel */
-                            wr[j] = wt + (ch + jj) * k;
+                            wr[j] = cs.wt + (ch + jj) * k;
                             bb[j] = beff[oc + jj];
-                            mm[j] = mult[ch + jj];
-                            ss[j] = shift[ch + jj];
+                            mm[j] = cs.mult[ch + jj];
+                            ss[j] = cs.shift[ch + jj];
                         }
                         conv_mk_vnni(kq, kr, scr, tail, wr, p);
                         bv = _mm256_loadu_si256((const __m256i *)(const void *)bb);
@@ -396,13 +390,14 @@ static int conv_s8_vnni(const tgrs_op_ctx *ctx, const conv_geom *cg)
                             int32_t r[8];
                             if (i == 0) {
                                 tgrs_rq_fields_avx2(mode, _mm256_loadu_si256((const __m256i *)(const void *)mm),
-                                                    _mm256_loadu_si256((const __m256i *)(const void *)ss), zp_out, f);
+                                                    _mm256_loadu_si256((const __m256i *)(const void *)ss), cs.zp_out,
+                                                    f);
                             }
                             if (nc == 8) {
-                                tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, x, f, lo, hi));
+                                tgrs_store8_avx2(o, tgrs_rq_mode_avx2(mode, x, f, cs.lo, cs.hi));
                                 continue;
                             }
-                            _mm256_storeu_si256((__m256i *)(void *)r, tgrs_rq_mode_avx2(mode, x, f, lo, hi));
+                            _mm256_storeu_si256((__m256i *)(void *)r, tgrs_rq_mode_avx2(mode, x, f, cs.lo, cs.hi));
                             for (j = 0; j < nc; ++j) {
                                 o[j] = (int8_t)r[j];
                             }
