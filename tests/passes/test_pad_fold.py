@@ -69,3 +69,20 @@ def test_int8_pad_with_zero_point_value_folds():
     assert [op.op_type for op in g.ops] == ["Conv"] and g.ops[0].attrs["pads"] == [0, 0, 1, 1]
     assert_same_as_ort(m, g, tol=0.0)
     assert_reference_matches_ort(m, lsb=1)
+
+
+def test_mode_pad_of_the_rows_states_its_row_map():
+    """Rule 5: a reflect/edge/wrap Pad of logical axis 2 is lifted with ``row_src``, the input row each output row
+    copies; a Pad of the columns only, or a constant one, has none."""
+    for mode, pads, want in [
+        ("reflect", [0, 0, 2, 1, 0, 0, 1, 0], [2, 1, 0, 1, 2, 3, 4, 3]),
+        ("edge", [0, 0, 2, 0, 0, 0, 1, 1], [0, 0, 0, 1, 2, 3, 4, 4]),
+        ("wrap", [0, 0, 1, 0, 0, 0, 2, 0], [4, 0, 1, 2, 3, 4, 0, 1]),
+        ("reflect", [0, 0, 0, 1, 0, 0, 0, 1], None),
+        ("constant", [0, 0, 2, 0, 0, 0, 1, 0], None),
+    ]:
+        nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], name="pad", mode=mode),
+                 helper.make_node("MaxPool", ["p"], ["y"], name="pool", kernel_shape=[1, 1])]
+        m = model(nodes, [("x", F, [1, 3, 5, 5])], [("y", F, None)], {"pads": np.array(pads, np.int64)})
+        pad = run_pass(upto(load(m), "pad_fold"), "pad_fold").graph.ops[0]
+        assert pad.op_type == "Pad" and pad.attrs.get("row_src") == want, (mode, pads)

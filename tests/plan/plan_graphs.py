@@ -59,6 +59,19 @@ class G:
         self.ops.append(Op(f"op{i}", kind, (x,), (out,), attrs))
         return out
 
+    def pad(self, x: str, top: int, bottom: int, left: int = 0, right: int = 0, mode: str = "reflect") -> str:
+        """A Pad of H and W as pass pad_fold lifts it: a reflect/edge/wrap Pad of the rows states ``row_src``."""
+        from tigris.ops.pad import MODES, source_index
+
+        n, c, h, w = self.shape(x)
+        i = len(self.ops)
+        out = self._t(f"t{i}", (n, c, h + top + bottom, w + left + right))
+        attrs = dict(pads=[0, 0, top, left, 0, 0, bottom, right], value=0.0, mode=mode, lifted=True)
+        if mode != "constant" and (top or bottom):
+            attrs["row_src"] = [int(v) for v in source_index(np.arange(h + top + bottom) - top, h, MODES[mode])]
+        self.ops.append(Op(f"op{i}", "Pad", (x,), (out,), attrs))
+        return out
+
     def unary(self, x: str, op_type: str = "Relu") -> str:
         i = len(self.ops)
         out = self._t(f"t{i}", self.shape(x))

@@ -1,4 +1,4 @@
-"""Property: on random DAGs of conv, depthwise, pool, add, concat (and GAP) at random budgets, with halo reuse on and
+"""Property: on random DAGs of conv, depthwise, pool, add, concat, reflect/edge/wrap Pad (and GAP) at random budgets, with halo reuse on and
 off, every plan the planner accepts passes the checker and never exceeds the fast budget; a refusal is always a
 DoesNotFitError. However recompute is priced, a plan moves no more through slow memory than the spec strategy's."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ def dags(draw):
     x = g.input("x", (1, draw(st.integers(1, 4)), h, draw(st.integers(4, 12))))
     pool = [x]
     for _ in range(draw(st.integers(1, 9))):
-        kind = draw(st.sampled_from(["conv", "dw", "pool", "add", "concat", "relu", "gap"]))
+        kind = draw(st.sampled_from(["conv", "dw", "pool", "add", "concat", "relu", "gap", "pad"]))
         a = draw(st.sampled_from(pool))
         same = [t for t in pool if g.shape(t)[2:] == g.shape(a)[2:]]
         if kind == "conv":
@@ -37,6 +37,12 @@ def dags(draw):
             out = g.concat([a, draw(st.sampled_from(same))])
         elif kind == "gap":
             out = g.gap(a)
+        elif kind == "pad":  # a Pad of the rows by its mode's row map (tigris.ops.pad)
+            mode = draw(st.sampled_from(["reflect", "edge", "wrap"]))
+            h_a, w_a = g.shape(a)[2:]
+            cap = (lambda d: min(2, d - 1)) if mode == "reflect" else (lambda d: min(2, d))
+            out = g.pad(a, draw(st.integers(0, cap(h_a))), draw(st.integers(0, cap(h_a))),
+                        draw(st.integers(0, cap(w_a))), draw(st.integers(0, cap(w_a))), mode)
         else:
             out = g.unary(a)
         pool.append(out)

@@ -6,7 +6,11 @@ The IR ``pads`` are logical ONNX order (all begins, then all ends); lowering map
 ``o - B``; outside the input it is ``VALUE`` (``MODE`` 0, constant), or the input element the mode maps it to:
 ``MODE`` 1 reflect (``i`` mirrored about the first and last element, period ``2 * (n - 1)``), 2 edge (``i`` clamped
 to ``[0, n)``), 3 wrap (``i mod n``). Negative pads crop, by the same formula. A reflect/edge/wrap Pad of the row
-axis reads rows far from the ones it writes, so it does not run on row bands (``mixes_rows``).
+axis reads rows other than the ones it writes: pass ``pad_fold`` states per output row the input row it copies
+(``row_src``, the mode's map of logical axis 2), and a band of output rows reads the hull of those rows
+(``rows_needed``); the map is not monotone at the edges (reflect: output row 0 reads input row 1), so such a Pad
+never sits in a rolling unit. ``ROW_MAPS = False`` keeps such a Pad out of row bands (the earlier rule, the
+baseline of ``bench/plan_quality.py --cols``).
 
 ``VALUE`` is the float32 bit pattern for float tensors and the int8 code ``quantize(value)`` for int8 ones (0.0 is
 the zero point); an int8 Pad keeps the input's quantization, so the copied codes need no requantization.
@@ -25,6 +29,9 @@ from tigris.ops.qmath import quantize_float
 
 
 MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
+
+# A reflect/edge/wrap Pad of the row axis runs on row bands, reading the rows its ``row_src`` map names.
+ROW_MAPS = True
 
 
 def _mode(op: Op) -> str:
@@ -53,7 +60,7 @@ class Pad(OpKind):
                        "a zero Pad before a Conv "
                        "or AveragePool is folded into its pads"}
     INT8_EXACTNESS = "bit-exact"
-    TILING_DOC = "pointwise, rows shifted by the leading pad"
+    TILING_DOC = "pointwise, rows shifted by the leading pad (reflect/edge/wrap: the rows the mode maps them to)"
     TILING = "pointwise"
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
@@ -74,10 +81,16 @@ class Pad(OpKind):
         r = len(x.shape)
         la = m[1]
         if la is not None and len(pads) == 2 * r and (pads[la] or pads[la + r]):
-            return f"a {_mode(op)} Pad of the row axis reads rows it does not write"
+            if not ROW_MAPS or la != 2 or op.attrs.get("row_src") is None:
+                return f"a {_mode(op)} Pad of the row axis reads rows it does not write"
         return None
 
     def rows_needed(self, op: Op, a: int, b: int) -> tuple[int, int]:
+        src = op.attrs.get("row_src")
+        if src is not None and _mode(op) != "constant":  # the mode's map: the hull of the rows the band copies
+            band = src[max(0, a):max(0, b)]
+            if band:
+                return min(band), max(band) + 1
         top = int(op.attrs.get("pads", [0] * 8)[2])  # the leading H pad shifts the rows
         return a - top, b - top
     PARAMS = ("B0", "B1", "B2", "B3", "E0", "E1", "E2", "E3", "VALUE", "MODE")
@@ -114,12 +127,12 @@ class Pad(OpKind):
         x = inputs[0]
         p = low.params
         if p.get("MODE", 0):
-            if not (x.row0 == 0 and x.rows == x.dims[1]) and (p["B1"] or p["E1"]):
-                raise TileError("a reflect/edge/wrap Pad of the rows needs its whole input")
             idx = []
             for j in range(4):
                 o = np.arange(out.dims[j]) if j != 1 else np.arange(out.row0, out.row0 + out.rows)
                 src = source_index(o - p[f"B{j}"], x.dims[j], p["MODE"])
+                if j == 1 and len(src) and (src.min() < x.row0 or src.max() >= x.row0 + x.rows):
+                    raise TileError("Pad input band misses rows")
                 idx.append(src - x.row0 if j == 1 else src)
             out.data[...] = x.data[np.ix_(*idx)]
             return

@@ -13,7 +13,9 @@ Rules:
    would pad with -inf, not 0). An AveragePool must either have no pads or ``count_include_pad=1``; it then gets
    ``count_include_pad=1`` since the Pad's zeros were counted.
 5. Pads that are not folded are lifted into attributes (``pads`` logical ONNX order, ``value`` real float, ``mode``) so the
-   runtime's Pad kernel can run them; pass 13 drops the operands.
+   runtime's Pad kernel can run them; pass 13 drops the operands. A reflect/edge/wrap Pad of logical axis 2 (the row
+   axis of an nhwc image or an nwc sequence) also gets ``row_src``: per output row of that axis the input row it
+   copies (the kind's row map for banded execution, ``tigris.ops.pad``).
 
 Why here: after QDQ fold (so the int8 zero point is known), before the Conv relabels (only ``Conv`` is matched).
 
@@ -90,11 +92,30 @@ def run(graph: AnalyzedGraph) -> PassResult:
             n += 1
             continue  # op i removed
         declined.append(Decline(op.name, why))
-        lifted = op.with_(attrs={"pads": pads, "value": value, "mode": _mode(op), "lifted": True})
+        attrs = {"pads": pads, "value": value, "mode": _mode(op), "lifted": True}
+        src = _row_src(g, op, pads)
+        if src is not None:
+            attrs["row_src"] = src
+        lifted = op.with_(attrs=attrs)
         if lifted.attrs != op.attrs:
             g.ops[i] = lifted
         i += 1
     return PassResult(tidy(g), n, tuple(declined))
+
+
+def _row_src(g: AnalyzedGraph, op: Op, pads: list[int]) -> list[int] | None:
+    """Rule 5: the input row of logical axis 2 each output row copies, for a reflect/edge/wrap Pad of that axis."""
+    from tigris.ops.pad import MODES, source_index
+
+    mode = _mode(op)
+    shape = g.tensors[op.inputs[0]].shape
+    rank = len(pads) // 2
+    if mode == "constant" or mode not in MODES or rank < 3 or len(shape) != rank or not (pads[2] or pads[rank + 2]):
+        return None
+    n, out = int(shape[2]), int(shape[2]) + pads[2] + pads[rank + 2]
+    if n < 1 or out < 1:
+        return None
+    return [int(v) for v in source_index(np.arange(out) - pads[2], n, MODES[mode])]
 
 
 def _try_fold(g: AnalyzedGraph, i: int, pads: list[int], value: float) -> str | None:

@@ -17,7 +17,8 @@ Rules:
 5. Rows needed from an input for output rows ``[a, b)`` (``OpKind.rows_needed``): for a windowed op with kernel k,
    stride s, dilation d and leading pad p, ``[a*s - p, (b-1)*s - p + (k-1)*d + 1)``; a ConvTranspose (its own row
    map) ``[ceil((a + p - (k-1)*d) / s), floor((b-1 + p) / s) + 1)``; pointwise ops need the same
-   rows; Pad shifts them by its leading H pad (a reflect/edge/wrap Pad of the rows does not tile); Resize needs ``[a//f - 1, ceil(b/f) + 1)`` (one extra row each side
+   rows; Pad shifts them by its leading H pad (a reflect/edge/wrap Pad of the rows: the hull of the rows its mode
+   maps them to, its ``row_src``); Resize needs ``[a//f - 1, ceil(b/f) + 1)`` (one extra row each side
    covers every coordinate-transformation mode); a Slice or Gather along H the rows its start and step (or indices)
    name; DepthToSpace / SpaceToDepth with block size B ``[a//B, (b-1)//B + 1)`` / ``[a*B, b*B)``. The result is
    clipped to the input.

@@ -4,7 +4,8 @@
  * Defined by tigris/ops/pad.py: output element o on view axis j reads input element i = o - B_j; outside the input
  * it is VALUE (float32 bits, or the int8 code of the value) in MODE 0 (constant), or the element the mode maps i to:
  * 1 reflect (mirrored, period 2 * (n - 1)), 2 edge (clamped), 3 wrap (i mod n). Negative begins/ends crop. A
- * reflect/edge/wrap Pad of the rows needs its whole input (the planner does not tile it).
+ * reflect/edge/wrap Pad of the rows reads, for a band of output rows, the rows the mode maps them to: the check
+ * walks the band and asks the input band for their hull.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -109,8 +110,19 @@ int tgrs_check_pad(const tgrs_op_ctx *ctx)
     if ((es == 1u && (value < -128 || value > 255)) || ctx->p[TGRS_P_PAD_MODE] < 0 || ctx->p[TGRS_P_PAD_MODE] > 3) {
         return TGRS_ERR_PARAM;
     }
-    if (ctx->p[TGRS_P_PAD_MODE] != 0 && (b[1] != 0 || ctx->p[TGRS_P_PAD_E1] != 0)) { /* any row may be read */
-        return tgrs_kv_whole(in) ? TGRS_OK : TGRS_ERR_TILE;
+    if (ctx->p[TGRS_P_PAD_MODE] != 0 && (b[1] != 0 || ctx->p[TGRS_P_PAD_E1] != 0)) {
+        /* the hull of the rows the band's output rows copy (not monotone at the edges) */
+        if (tgrs_kv_whole(in)) {
+            return TGRS_OK;
+        }
+        r_lo = in->dims[1];
+        r_hi = 0;
+        for (j = out->row0; j < out->row0 + out->rows; ++j) {
+            int32_t s = pad_src(j - b[1], in->dims[1], ctx->p[TGRS_P_PAD_MODE]);
+            r_lo = imin(r_lo, s);
+            r_hi = imax(r_hi, s + 1);
+        }
+        return tgrs_kv_has_rows(in, r_lo, r_hi) ? TGRS_OK : TGRS_ERR_TILE;
     }
     /* input rows the output band reads */
     r_lo = imax(out->row0 - b[1], 0);

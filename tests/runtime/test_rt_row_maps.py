@@ -1,0 +1,146 @@
+"""Ops that set the row floor before issue 15's 1-D and Pad work, on the host runtime (docs/memory-planning.md
+"Column tiles"): each family model is compiled by ``tigris.api.compile_model`` at its smallest budget today, at most
+0.8x the smallest budget the planner found before (row tiles only, with the op's earlier rule), and gives the
+untiled plan's output (int8 bit for bit; float within 1e-5 x max(1, max|ref|)), with the runtime's fast high-water
+mark equal to the plan's peak; the float model agrees with ONNX Runtime.
+
+* A reflect/edge/wrap Pad of the row axis runs on row bands: a band reads the hull of the rows the mode maps it to
+  (pass pad_fold's ``row_src``; ``tigris.ops.pad.ROW_MAPS = False`` is the earlier rule, whole input).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from tigris import api
+from tigris.ops import pad as pad_kind
+from tigris.plan import min_fast_budget
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
+import builders  # noqa: E402
+
+FLOAT_TOL = 1e-5
+ORT_TOL = 1e-4  # tigris.api.FLOAT_RTOL
+
+
+@pytest.fixture(scope="module")
+def session():
+    try:
+        from tigris.host.build import runtime
+
+        runtime()
+    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
+        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+
+
+def _family(tmp: Path, fam: str, int8: bool) -> Path:
+    fp = tmp / f"{fam}.onnx"
+    onnx.save(builders.FAMILIES[fam](), str(fp))
+    if not int8:
+        return fp
+    qp = tmp / f"{fam}_int8.onnx"
+    builders.quantize(fp, qp, "int8", True)
+    return qp
+
+
+def _earlier_floor(path: Path, monkeypatch) -> int:
+    """The smallest budget with row tiles only and the earlier rules (prepared again: the passes read them)."""
+    with monkeypatch.context() as m:
+        m.setattr(pad_kind, "ROW_MAPS", False)
+        prep = api.prepare(path)
+        return min_fast_budget(prep.graph, **{**api._plan_kwargs(prep, True), "col_tiles": False})
+
+
+def _below_earlier_floor(path: Path, monkeypatch, ratio: float = 0.8):
+    before = _earlier_floor(path, monkeypatch)
+    prep = api.prepare(path)
+    budget = min_fast_budget(prep.graph, **api._plan_kwargs(prep, True))
+    assert budget <= ratio * before, (path.name, budget, before)
+    c = api.compile_model(path, budget, xip=True, prepared=prep)
+    x = api.random_inputs(prep, 0)
+    got = api.run_plan(c.plan_bytes, x)
+    assert got.fast_peak == c.analysis.plan.fast_peak
+    want = api.run_plan(api.compile_model(path, "16M", xip=True, prepared=prep).plan_bytes, x)
+    for name, y in want.outputs.items():
+        if y.dtype == np.float32:
+            assert float(np.abs(got.outputs[name] - y).max()) <= FLOAT_TOL * max(1.0, float(np.abs(y).max()))
+        else:
+            np.testing.assert_array_equal(got.outputs[name], y)
+    return prep, c, x, got.outputs
+
+
+def _matches_ort(path: Path, x, outputs) -> None:
+    ref = api.run_onnxruntime(path, x)
+    ref = ref if isinstance(ref, dict) else dict(zip(outputs, ref))
+    for name, r in ref.items():
+        r = np.asarray(r, np.float64)
+        assert float(np.abs(outputs[name] - r).max()) <= ORT_TOL * max(1.0, float(np.abs(r).max())), name
+
+
+def _tiled_ops(prep, c) -> set[str]:
+    """Names of the ops in tiled units."""
+    return {prep.graph.ops[i].name for u in c.analysis.plan.units if len(u.tile_rows) > 1 for i in u.ops}
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_reflect_pad_of_the_rows_runs_on_row_bands(session, tmp_path, monkeypatch, int8):
+    path = _family(tmp_path, "pad_modes", int8)
+    prep, c, x, outputs = _below_earlier_floor(path, monkeypatch)
+    pads = [op for op in prep.graph.ops if op.op_type == "Pad" and op.attrs.get("row_src")]
+    assert pads and pads[0].attrs["mode"] == "reflect"
+    assert pads[0].name in _tiled_ops(prep, c)
+    if not int8:
+        _matches_ort(path, x, outputs)
+
+
+def _pad_chain_graph(mode: str, int8: bool, h: int = 12):
+    """The conv chain of ``_rt_plans`` with a reflect/edge/wrap Pad of rows and columns between its 3x3 conv and
+    its depthwise conv (as pass pad_fold lifts it, ``row_src`` included)."""
+    import _rt_plans as P
+    from tigris.ir import AnalyzedGraph, Op, Tensor
+    from tigris.ops.pad import MODES, source_index
+
+    g = P.conv_chain_graph(int8=int8, h=h)
+    top, bottom, left, right = 2, 1, 1, 0
+    c1 = g.tensors["c1"]
+    n, c, hh, ww = c1.shape
+    ph, pw = hh + top + bottom, ww + left + right
+    oh, ow = (ph + 2 - 3) // 2 + 1, (pw + 2 - 3) // 2 + 1
+    tensors = dict(g.tensors)
+    tensors["p1"] = Tensor("p1", (n, c, ph, pw), c1.dtype, c1.quant, "nhwc")
+    for name in ("d1", "y"):
+        t = g.tensors[name]
+        tensors[name] = Tensor(name, (1, t.shape[1], oh, ow), t.dtype, t.quant, "nhwc")
+    attrs = dict(pads=[0, 0, top, left, 0, 0, bottom, right], value=0.0, mode=mode, lifted=True,
+                 row_src=[int(v) for v in source_index(np.arange(ph) - top, hh, MODES[mode])])
+    ops = [g.ops[0], Op("pad1", "Pad", ("c1",), ("p1",), attrs),
+           g.ops[1].with_(inputs=("p1", *g.ops[1].inputs[1:])), g.ops[2]]
+    return AnalyzedGraph("padchain", tensors, ops, ["x"], ["y"], g.weights, {})
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+@pytest.mark.parametrize("mode", ["reflect", "edge", "wrap"])
+def test_pad_modes_on_row_bands_match_the_untiled_plan(session, mode, int8):
+    """At budgets from the untiled peak down to the smallest, with halo reuse on and off: the Pad sits in tiled
+    units (rolling ones too, when its bands never move backwards), the checker proves the plan, and the host
+    runtime gives the reference's output and the untiled plan's bytes, its high-water mark at the plan's peak."""
+    import _rt_plans as P
+    from tigris.host.session import Session
+    from tigris.ir import DoesNotFitError
+
+    g = _pad_chain_graph(mode, int8)
+    untiled, _ = P.compile_graph(g, 1 << 20)
+    tiled = 0
+    for budget in (3000, 2000, 1400, 1000, 700, 500):
+        for reuse in (True, False):
+            try:
+                data, plan = P.compile_graph(g, budget, halo_reuse=reuse)
+            except DoesNotFitError:
+                continue
+            tiled += any(len(u.tile_rows) > 1 and 1 in u.ops for u in plan.units)
+            P.run_and_compare(Session, g, data, plan, untiled, int8)
+    assert tiled
