@@ -92,7 +92,7 @@ def head_chain(graph, last_tensor: str, first_tensor: str | None = None) -> tupl
         if op.op_type == "Add":
             o = Op("add", [t(x) for x in acts], t(op.outputs[0]))
         else:
-            k = op.attrs["kernel_shape"][0]
+            k = (op.attrs["kernel_shape"][0] - 1) * op.attrs.get("dilations", [1])[0] + 1  # the window's span
             o = Op("win" if k > 1 else "pw", [t(acts[0])], t(op.outputs[0]), k, op.attrs["strides"][0],
                    op.attrs["pads"][0])
             ci, co = tensors[o.ins[0]].c, tensors[o.out].c
