@@ -490,7 +490,9 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
         "spilled output may take the slow home of an input dying in it (streaming overwrite, docs/memory-planning.md), "
         "so the slow arena holds the graph input with the boundaries written over it. `one region` is the same search "
         "with both arenas in one block (`one_region=True`, the header flag ONE_REGION): a unit's buffers may use the "
-        "bytes of homes not live during it; the figure is that block's size.\n\n"
+        "bytes of homes not live during it; the figure is that block's size (`analyze -s 0` prints it, with the "
+        "`-m`/`-s --one-region` that plan it, where it is below the two arenas'). What any plan of a given shape "
+        "needs on the MobileNetV2-1.0 224 target is the `sram_only_bounds` table below.\n\n"
         + markdown_table(headers, rows) + target
     )
 
