@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from tigris.cli import main
 from tigris.emit import format as F
 from tigris.emit import read_plan
+from tigris_testing import host_runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "families"))
 from builders import mobilenet_v3_small  # noqa: E402
@@ -32,12 +33,7 @@ def model(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def host():
-    try:
-        from tigris.host.build import runtime
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    host_runtime()
 
 
 def _analyze(model: Path, *args: str) -> dict:
