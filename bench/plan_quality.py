@@ -625,18 +625,25 @@ COLS_TARGET = 0.8  # issue 15: the smallest fitting fast budget at most 0.8x of 
 
 class _earlier_rules:
     """The row-tile rules before issue 15's work on the ops that set the row floor, for the ``row tiles`` column: a
-    reflect/edge/wrap Pad of the rows needs its whole input (``tigris.ops.pad.ROW_MAPS``)."""
+    reflect/edge/wrap Pad of the rows needs its whole input (``tigris.ops.pad.ROW_MAPS``), an AveragePool over a whole
+    sequence stays a pool (``tigris.passes.reducemean_gap.SEQUENCES``) and a conv's full-width band reserves
+    ``CONV_MR`` patches (``tigris.ops.conv.NARROW_ROWS``). The graph is prepared again inside it."""
+
+    FLAGS = (("tigris.ops.pad", "ROW_MAPS"), ("tigris.passes.reducemean_gap", "SEQUENCES"),
+             ("tigris.ops.conv", "NARROW_ROWS"))
 
     def __enter__(self):
-        from tigris.ops import pad
+        import importlib
 
-        self.saved = pad.ROW_MAPS
-        pad.ROW_MAPS = False
+        self.saved = []
+        for mod, flag in self.FLAGS:
+            m = importlib.import_module(mod)
+            self.saved.append((m, flag, getattr(m, flag)))
+            setattr(m, flag, False)
 
     def __exit__(self, *exc):
-        from tigris.ops import pad
-
-        pad.ROW_MAPS = self.saved
+        for m, flag, v in self.saved:
+            setattr(m, flag, v)
 
 
 def cols_table(models: Path) -> str:
@@ -660,9 +667,10 @@ def cols_table(models: Path) -> str:
                 rows.append([name, f"not planned: {type(err).__name__}", "", "", "", "", "", ""])
                 continue
             kw = api._plan_kwargs(prep, True)
-            t0 = time.perf_counter()
             with _earlier_rules():
-                before = min_fast_budget(prep.graph, **{**kw, "col_tiles": False, "layouts": {}})
+                early = api.prepare(path)
+                t0 = time.perf_counter()
+                before = min_fast_budget(early.graph, **{**api._plan_kwargs(early, True), "col_tiles": False})
             t1 = time.perf_counter()
             after = min_fast_budget(prep.graph, **{**kw, "col_tiles": True})
             t2 = time.perf_counter()
@@ -687,7 +695,8 @@ def cols_table(models: Path) -> str:
         "Smallest fitting fast budget with `--xip` before and after column tiles (`python3 bench/plan_quality.py "
         "--cols`; docs/memory-planning.md \"Column tiles\"): `row tiles` plans with `col_tiles=False` (one output row "
         "per tile is the floor) and the earlier rules of the ops that set it (a reflect/edge/wrap Pad of the rows "
-        "needs its whole input: `tigris.ops.pad.ROW_MAPS = False`), `column tiles` with the default. Both are the planner's own search with the analyze "
+        "needs its whole input, an AveragePool over a whole sequence stays a pool, a conv's full-width band reserves "
+        "CONV_MR patches: bench/plan_quality.py `_earlier_rules`), `column tiles` with the default. Both are the planner's own search with the analyze "
         "command's weight and scratch figures, without weight or channel groups; `COLS units` counts the column-split "
         "units of the plan at the new figure (proven by the checker); `set by` is the type of the op whose lower "
         "bound is that figure. "

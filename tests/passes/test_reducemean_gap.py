@@ -118,3 +118,35 @@ def test_int8_whole_image_average_pool_and_gap_agree_bit_for_bit():
     assert r.rewritten == 1 and r.graph.ops[0].attrs == {"tflm_avgpool": 1}
     other = _int8_pool_graphs("tflm", 0.05, -3, 0.04, -3, 4, 4)[0]  # unequal encodings: the pool's lowering refuses
     assert not reducemean_gap._whole_image(other, other.ops[0])
+
+
+def test_average_pool_over_the_whole_sequence_becomes_gap():
+    """Rule 6 on a rank-3 tensor: an AveragePool whose window is the whole sequence is a GAP over the view
+    ``[N, L, 1, C]``: float ONNX Runtime's result, int8 the pool kind's codes (onnx numerics); a shorter window is left
+    alone."""
+    from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
+    from tigris.reference import run_reference
+
+    w = np.random.default_rng(2).standard_normal((4, 3, 3)).astype(np.float32)
+    for kernel, rewritten in ((12, 1), (6, 0)):
+        m = model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1]),
+                   helper.make_node("AveragePool", ["c"], ["y"], kernel_shape=[kernel], strides=[kernel], name="avg")],
+                  [("x", F, [1, 3, 12])], [("y", F, None)], {"w": w})
+        g = run_pass(upto(load(m), "reducemean_gap"), "reducemean_gap")
+        assert g.rewritten == rewritten
+        if rewritten:
+            assert [op.op_type for op in g.graph.ops][-1] == "GlobalAveragePool"
+            assert_same_as_ort(m, g.graph, tol=1e-6)
+    q = lambda s, z: QuantParam(np.array([s], np.float32), np.array([z], np.int64))  # noqa: E731
+    rng = np.random.default_rng(7)
+    for s_in, zp_in, s_out, zp_out, n in [(0.05, -3, 0.05, -3, 24), (0.04, 7, 0.013, -20, 9), (0.1, 0, 0.1, 0, 2)]:
+        tensors = {"x": Tensor("x", (1, 16, n), "int8", q(s_in, zp_in), "nwc"),
+                   "y": Tensor("y", (1, 16, 1), "int8", q(s_out, zp_out), "nwc")}
+        pool = AnalyzedGraph("avg", tensors, [Op("p", "AveragePool", ("x",), ("y",), {
+            "kernel_shape": [n], "strides": [n], "dilations": [1], "pads": [0, 0], "ceil_mode": 0,
+            "count_include_pad": 0})], ["x"], ["y"], {}, {})
+        r = run_pass(pool, "reducemean_gap")
+        assert r.rewritten == 1 and r.graph.ops[0].op_type == "GlobalAveragePool"
+        for _ in range(4):
+            x = {"x": rng.integers(-128, 128, (1, 16, n), dtype=np.int8)}
+            np.testing.assert_array_equal(run_reference(pool, x)["y"], run_reference(r.graph, x)["y"])

@@ -6,6 +6,10 @@ mark equal to the plan's peak; the float model agrees with ONNX Runtime.
 
 * A reflect/edge/wrap Pad of the row axis runs on row bands: a band reads the hull of the rows the mode maps it to
   (pass pad_fold's ``row_src``; ``tigris.ops.pad.ROW_MAPS = False`` is the earlier rule, whole input).
+* An AveragePool over a whole sequence (rank 3) is a GlobalAveragePool (pass reducemean_gap rule 6), which
+  accumulates over row tiles; a 1-D conv's row band of fewer than CONV_MR output pixels reserves scratch for just
+  them (``Conv.band_scratch_bytes``; int8 runs conv.c's conv_s8_narrow, so the generated file refuses a
+  -DTGRS_NO_COLS build).
 """
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ import onnx
 import pytest
 
 from tigris import api
+from tigris.ops import conv as conv_kind
 from tigris.ops import pad as pad_kind
+from tigris.passes import reducemean_gap
 from tigris.plan import min_fast_budget
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
@@ -51,6 +57,8 @@ def _earlier_floor(path: Path, monkeypatch) -> int:
     """The smallest budget with row tiles only and the earlier rules (prepared again: the passes read them)."""
     with monkeypatch.context() as m:
         m.setattr(pad_kind, "ROW_MAPS", False)
+        m.setattr(reducemean_gap, "SEQUENCES", False)
+        m.setattr(conv_kind, "NARROW_ROWS", False)
         prep = api.prepare(path)
         return min_fast_budget(prep.graph, **{**api._plan_kwargs(prep, True), "col_tiles": False})
 
@@ -144,3 +152,30 @@ def test_pad_modes_on_row_bands_match_the_untiled_plan(session, mode, int8):
             tiled += any(len(u.tile_rows) > 1 and 1 in u.ops for u in plan.units)
             P.run_and_compare(Session, g, data, plan, untiled, int8)
     assert tiled
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_dscnn1d_pool_and_convs_below_the_earlier_floor(session, tmp_path, monkeypatch, int8):
+    from tigris.codegen.cgen import generate_c
+    from tigris.codegen.planinfo import read_plan_info
+    from tigris.ops.conv import CONV_MR
+
+    path = _family(tmp_path, "dscnn1d", int8)
+    prep, c, x, outputs = _below_earlier_floor(path, monkeypatch)
+    ops = [op.op_type for op in prep.graph.ops]
+    assert "AveragePool" not in ops and "GlobalAveragePool" in ops
+    plan = c.analysis.plan
+    assert any(u.accumulate for u in plan.units)
+    # a 1-D conv on row bands of fewer than CONV_MR pixels, with scratch for just them
+    narrow = [i for u in plan.units if len(u.tile_rows) > 1 for i in u.ops
+              if prep.graph.ops[i].op_type == "Conv1D" and i in u.scratch and
+              u.scratch[i].size < CONV_MR * int(prep.graph.ops[i].attrs["kernel_shape"][0]) *
+              int(prep.graph.tensors[prep.graph.ops[i].inputs[0]].shape[1]) * (2 if int8 else 4)]
+    assert narrow
+    info = read_plan_info(c.plan_bytes)
+    assert info.narrow_conv == int8
+    if int8:
+        src, _ = generate_c(c.plan_bytes, "m")
+        assert '#if defined(TGRS_NO_COLS)\n#error' in src
+    else:
+        _matches_ort(path, x, outputs)

@@ -264,7 +264,10 @@ def _byte_array(data: bytes) -> list[str]:
 def _features(info: PlanInfo) -> list[tuple[bool, str, str, str]]:
     return [
         (info.rolling, "TGRS_NO_ROLLING", "carries halo rows from tile to tile (ROLLING units)", "has ROLLING units"),
-        (info.cols, "TGRS_NO_COLS", "cuts tiles along the width too (COLS units)", "has COLS units"),
+        (info.cols, "TGRS_NO_COLS", "cuts tiles along the width too (COLS units)", "has COLS units")
+        if info.cols or not info.narrow_conv else
+        (True, "TGRS_NO_COLS", "runs an int8 conv on bands of fewer than 4 output pixels (conv_s8_narrow)",
+         "has int8 conv bands of fewer than 4 pixels"),
         (info.accum, "TGRS_NO_ACCUM", "accumulates a GlobalAveragePool over tiles (ACCUM units)", "has ACCUM units"),
         (info.dw_pieces, "TGRS_NO_DW_PIECES", "writes a dwconv's output over its own input in pieces",
          "runs dwconv in place"),

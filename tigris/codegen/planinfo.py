@@ -79,6 +79,10 @@ class PlanInfo:
     rolling: bool = False
     # Whether a unit is COLS (column tiles): the generated file then refuses a -DTGRS_NO_COLS build.
     cols: bool = False
+    # Whether an int8 conv op has scratch for fewer than CONV_MR widened patches (a band of fewer than CONV_MR output
+    # pixels: a column tile, or a row band of a 1-D or width-1 conv), which conv.c's conv_s8_narrow runs: the
+    # generated file then refuses a -DTGRS_NO_COLS build, which folds that path away.
+    narrow_conv: bool = False
     # Whether a unit is ACCUM (a GAP accumulating over tiles): the generated file then refuses a -DTGRS_NO_ACCUM build.
     accum: bool = False
     # Whether a dwconv op runs over its own input in pieces (param ip_rows > 0): the generated file then refuses a
@@ -230,6 +234,7 @@ def read_plan_info(data: bytes) -> PlanInfo:
         cols=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.COLS),
         accum=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.ACCUM),
         dw_pieces=_any_dw_pieces(data, sections.get(F.SectionId.OPS, (0, 0))),
+        narrow_conv=_any_narrow_conv(data, sections.get(F.SectionId.OPS, (0, 0))),
         overwrite=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.OVERWRITE),
     )
 
@@ -242,6 +247,23 @@ def _any_dw_pieces(data: bytes, section: tuple[int, int]) -> bool:
     off, size = section
     return any(int(r["kind"]) == KIND_IDS["dwconv"] and int(r["params"][slot]) != 0  # type: ignore[call-overload,index]
                for r in (F.OP.unpack(data, o) for o in range(off, off + size - F.OP.size + 1, F.OP.size)))
+
+
+def _any_narrow_conv(data: bytes, section: tuple[int, int]) -> bool:
+    """Whether an OP record of the section is an int8 conv (its ``mult`` const is present) whose scratch holds fewer
+    than CONV_MR int16 patches of its ``patch`` length (conv.c ``conv_patch_rows``)."""
+    from tigris.ops import KIND_IDS, kind as get_kind
+    from tigris.ops.conv import CONV_MR
+
+    k = get_kind("conv")
+    patch, mult = k.PARAMS.index("patch"), k.CONSTS.index("mult")
+    off, size = section
+    for o in range(off, off + size - F.OP.size + 1, F.OP.size):
+        r = F.OP.unpack(data, o)
+        if int(r["kind"]) == KIND_IDS["conv"] and int(r["const_len"][mult]) > 0 \
+                and int(r["scratch_size"]) < CONV_MR * int(r["params"][patch]) * 2:  # type: ignore[index]
+            return True
+    return False
 
 
 def _any_unit_flag(data: bytes, section: tuple[int, int], flag: int) -> bool:

@@ -22,12 +22,16 @@ from typing import Sequence
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.layout import tensor_view_dims
 from tigris.ops import _mac
 from tigris.ops._geometry import Window, padded_band, window_from_attrs, window_patches
 from tigris.ops.base import Lowered, TensorView
 
 PACK_NR = 8  # float output channels per weight panel; the C kernel checks the `pack_nr` param equals its CONV_NR
 PACK_NR_S8 = 1  # int8 weights are plain OHWI rows (panels of one channel)
+# A row band of a narrow output (a 1-D conv, a width-1 image) counts its own pixels for the scratch, as a column
+# band does; False counts CONV_MR for every full-width band (the earlier rule, a baseline of bench/plan_quality.py).
+NARROW_ROWS = True
 CONV_MR = 4  # output pixels per micro-kernel call (rows of the im2col block); CONV_MR in conv.c
 CONV_MAX_PATCH = 65536  # keeps every int8 dot product below 2**30 whatever the plan holds; CONV_MAX_PATCH in conv.c
 
@@ -174,9 +178,12 @@ class Conv(_mac.WindowedMacKind):
         """A float im2col stores one patch row per pixel of its block, and an int8 band of fewer than ``CONV_MR``
         pixels widens one patch at a time (conv.c ``conv_s8_narrow``): a band of fewer than ``CONV_MR`` pixels
         (``out_rows * out_cols``, a COLS unit's one- or two-pixel tile) needs only that many patch rows (the C
-        kernel checks the same per tile). ``out_cols`` None: the full width, counted as ``CONV_MR`` whatever it
-        is."""
+        kernel checks the same per tile). ``out_cols`` None: the full width, whose pixels a row band of a narrow
+        output (a 1-D conv's one pixel per row, a width-1 image) may count too; counted as ``CONV_MR`` without the
+        graph."""
         k = int(low.params["patch"])
+        if out_cols is None and NARROW_ROWS and graph is not None and low.outputs and low.outputs[0] in graph.tensors:
+            out_cols = int(tensor_view_dims(graph.tensors[low.outputs[0]])[2])
         rows = CONV_MR if out_cols is None else max(1, min(CONV_MR, out_rows * out_cols))
         if np.asarray(low.consts["weight"]).dtype == np.int8:
             return rows * k * 2

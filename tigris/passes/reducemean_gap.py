@@ -10,7 +10,8 @@ Rules:
 5. ``GlobalMaxPool`` on a rank-4 tensor becomes a ``MaxPool`` whose window is the whole image (stride 1, no pads):
    the runtime has no global max kernel, and the windowed one computes exactly this.
 6. ``AveragePool`` on a rank-4 tensor whose window is the whole image (kernel ``[H, W]``, dilations 1, no pads, a
-   ``1x1`` output) becomes ``GlobalAveragePool``: both divide the same sum by ``H*W`` with one rounding, halves to
+   ``1x1`` output), or on a rank-3 one whose window is the whole sequence (kernel ``[L]``, a length-1 output; the
+   GAP's view is ``[N, L, 1, C]``), becomes ``GlobalAveragePool``: both divide the same sum by ``H*W`` with one rounding, halves to
    even (int8) or in float32, so the bits agree, and a GAP may accumulate over the tiles of a unit (also a
    column-split one) where a window over the whole image needs every input row and column at once. Int8 with the
    ``tflm`` numerics: TFLM's AVERAGE_POOL_2D averages the raw codes rounding halves away from zero where its MEAN
@@ -21,7 +22,8 @@ Rules:
 Why here: exporters (Keras, timm) write global pooling as a mean over H and W; the runtime's GAP kernel does it.
 
 Postcondition: no ReduceMean over exactly the spatial axes of a rank-4 tensor, no rank-4 GlobalMaxPool, and no
-rank-4 AveragePool over the whole image (int8 under the tflm numerics: with equal encodings) remains.
+rank-4 AveragePool over the whole image nor rank-3 one over the whole sequence (int8 under the tflm numerics: with
+equal encodings) remains.
 """
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ from tigris.ir import AnalyzedGraph, Op, Tensor
 from tigris.passes._util import Decline, PassResult, fresh_name
 
 NAME = "reducemean_gap"
+
+# Rule 6 for rank-3 tensors too (an AveragePool over the whole sequence); False: rank 4 only (the earlier rule, a
+# baseline of bench/plan_quality.py).
+SEQUENCES = True
 
 
 def run(graph: AnalyzedGraph) -> PassResult:
@@ -77,10 +83,11 @@ def run(graph: AnalyzedGraph) -> PassResult:
 
 
 def _whole_image(g: AnalyzedGraph, op: Op) -> bool:
-    """Rule 6: an AveragePool whose one window is the whole ``[H, W]`` image, so its output is the GAP's."""
+    """Rule 6: an AveragePool whose one window is the whole ``[H, W]`` image (or ``[L]`` sequence), so its output is
+    the GAP's."""
     x, y = g.tensors[op.inputs[0]], g.tensors[op.outputs[0]]
     a = op.attrs
-    if len(x.shape) != 4 or len(y.shape) != 4 or tuple(y.shape[2:]) != (1, 1):
+    if len(x.shape) not in ((3, 4) if SEQUENCES else (4,)) or len(y.shape) != len(x.shape) or any(int(d) != 1 for d in y.shape[2:]):
         return False
     if list(a.get("kernel_shape") or []) != list(x.shape[2:]) or a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
         return False
