@@ -275,8 +275,8 @@ def evaluate(ops: list[Op], tensors: list[Tensor], sch: Scheme, total_macs: int)
                 ra = max(ra, rows[ti - 1][o][1])
             done += max(0, rb_ - ra) * (cols[ti][o][1] - cols[ti][o][0])
         recompute += (done - t.h * t.w) * op.macs_px
-    span = _span(tiles, rows, cols, tensors, ops)
-    return {"buffers": buffers, "most_buffers": most_buffers, "worst": worst_at, "unread_x": unread_x,
+    span, at_input = _span(tiles, rows, cols, tensors, ops)
+    return {"at_input": at_input, "buffers": buffers, "most_buffers": most_buffers, "worst": worst_at, "unread_x": unread_x,
             "step": worst, "span": span, "bound": max(worst, span), "recompute": 100.0 * recompute / total_macs,
             "tiles": len(tiles)}
 
@@ -292,9 +292,10 @@ def _x_needed(rows, cols, later) -> dict[int, tuple[int, int]]:
     return need
 
 
-def _span(tiles, rows, cols, tensors, ops) -> int:
+def _span(tiles, rows, cols, tensors, ops) -> tuple[int, bool]:
     """The smallest address span of the input x (NHWC at offset 0) and the head's output y (NHWC at offset B) such
-    that no byte of y a tile writes is a byte of x a later tile reads, over every B."""
+    that no byte of y a tile writes is a byte of x a later tile reads, over every B; and whether B = 0 (the output
+    at the input's own offset, as the planner's streaming overwrite places it) is such an offset."""
     x, yi = tensors[0], ops[-1].out
     y = tensors[yi]
     xrow, yrow = x.w * x.c, y.w * y.c
@@ -325,7 +326,7 @@ def _span(tiles, rows, cols, tensors, ops) -> int:
         if ok(b):
             best = s
             break
-    return best
+    return best, ok(0)
 
 
 def schemes() -> list[Scheme]:
@@ -350,19 +351,21 @@ def table(graph) -> str:
                 continue
             r = evaluate(ops, tensors, sch, macs)
             rows.append([label, sch.name, r["most_buffers"], r["worst"], r["unread_x"], r["buffers"],
-                         r["step"], r["span"], r["bound"], f"{r['recompute']:.1f}",
+                         r["step"], r["span"], "yes" if r["at_input"] else "no", r["bound"], f"{r['recompute']:.1f}",
                          "yes" if r["bound"] <= TARGET and r["recompute"] <= 10 else "no"])
             print(rows[-1], flush=True)
     headers = ["head", "scheme", "most buffers at one step (B)", "worst step", "input unread there (B)",
                "buffers there (B)", "input + output + buffers there (B)", "least span of input + head output (B)",
-               "bound (B)", "recompute %", f"<= {TARGET:,} and <= 10%"]
+               "output over the input at its offset", "bound (B)", "recompute %", f"<= {TARGET:,} and <= 10%"]
     return (
         "Lower bounds of the SRAM-only schemes on MobileNetV2-1.0 224 int8 (`python3 bench/sram_only_bounds.py`): "
         "what any plan of each shape needs for the head (the unit from the 150,528-byte input to its first "
         "boundary), granting every best case (input read in place, every op in place, no alignment, scratch or "
         "weights, the head output at the best offset over read input bytes; bench/sram_only_bounds.py says how). "
         "`bound` is the larger of the buffers at the worst step of an interior tile plus the input still unread "
-        "then, and the least address span of input and head output for the scheme's tile order. A scheme over "
+        "then, and the least address span of input and head output for the scheme's tile order (`output over the "
+        "input at its offset`: whether the output may start where the input does, as the planner's streaming "
+        "overwrite places it). A scheme over "
         f"{TARGET:,} bytes cannot reach the issue's target however it is built.\n\n"
         + markdown_table(headers, rows)
     )
