@@ -799,6 +799,7 @@ static inline int tgrs_op_cols_class(uint32_t kind)
     case TGRS_OP_CONCAT: return 1;
     case TGRS_OP_UNARY: return 1;
     case TGRS_OP_PRELU: return 1;
+    case TGRS_OP_TRANSPOSE: return 1;
     case TGRS_OP_QUANTIZE: return 1;
     case TGRS_OP_DEQUANTIZE: return 1;
     case TGRS_OP_EWISE: return 1;

@@ -1,10 +1,16 @@
-"""Transpose (a general permutation of rank <= 4) on rank-4 physical views; untiled (a structural op).
+"""Transpose (a general permutation of rank <= 4) on rank-4 physical views.
 
 The IR ``perm`` is logical. Lowering turns it into ``P0..P3``, a permutation of the view axes: output view axis ``j``
 holds output logical axis ``L_y(j)``, which is input logical axis ``perm[L_y(j)]``, stored on input view axis
 ``V_x(perm[L_y(j)])``. View axes that hold no logical axis (size-1 padding) take the input's remaining padding axes,
 so the result is always a permutation. The kernel (and the reference) then compute
 ``out = transpose(in_view, (P0, P1, P2, P3))``, for any element type.
+
+Tiling: a Transpose whose view permutation keeps the image axis and the row axis (``P0 = 0``, ``P1 = 1``: it permutes
+W and C within each row, or only requantizes) is pointwise along the rows: output row ``h`` is input row ``h`` with
+its pixels' axes swapped, so it runs on row bands (the transpose sinking pass leaves such identity permutations that
+requantize, docs/passes.md). When the permutation is the identity it is per pixel along W too (column-local). Every
+other Transpose is structural (untiled): its output rows are input columns or channels.
 
 int8 with different input and output encodings (ONNX Runtime's quantizer gives a Transpose the grid of a Relu or
 Clip it removed after it): every moved code is requantized, ``zo + requantize_even(q - zi, MULT, SHIFT)`` saturated
@@ -18,8 +24,8 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor, TigrisError
 from tigris.layout import tensor_view_dims
-from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes, requantize_even
-from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes, requantize_even, same_rows
+from tigris.ops.base import Lowered, OpKind, TensorView, cols_reason
 from tigris.ops.qmath import quantize_multiplier
 
 
@@ -48,6 +54,28 @@ class Transpose(OpKind):
                              "Transpose are dropped"}
     INT8_EXACTNESS = "bit-exact when the encodings agree, else <= 1 LSB"
     PARAMS = ("P0", "P1", "P2", "P3", "MULT", "SHIFT")
+    TILING_DOC = "pointwise when the view permutation keeps N and the rows (P0 = 0, P1 = 1), else structural"
+    COLS = "pixel"  # only an identity view permutation (a requantizing move) answers column-local
+
+    def _view_perm(self, graph: AnalyzedGraph, op: Op) -> list[int] | None:
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        perm = op.attrs.get("perm")
+        perm = list(range(len(x.shape)))[::-1] if perm is None else [int(p) for p in perm]
+        if sorted(perm) != list(range(len(x.shape))):
+            return None
+        try:
+            return view_perm(x, y, perm)
+        except (TigrisError, ValueError):
+            return None
+
+    def tiling(self, graph: AnalyzedGraph, op: Op) -> str:
+        p = self._view_perm(graph, op)
+        return "pointwise" if p is not None and p[0] == 0 and p[1] == 1 else "structural"
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        if self._view_perm(graph, op) != [0, 1, 2, 3]:
+            return "Transpose moves W"
+        return cols_reason(graph, op, per_pixel=True)
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -68,10 +96,16 @@ class Transpose(OpKind):
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         x = inputs[0]
-        if x.rows != x.dims[1] or out.rows != out.dims[1]:
-            raise TileError("Transpose is untiled")
         perm = [low.params[f"P{i}"] for i in range(4)]
-        moved = np.transpose(x.data.reshape(x.dims), perm).reshape(out.data.shape)
+        whole = x.rows == x.dims[1] and out.rows == out.dims[1]
+        if not whole and perm[:2] != [0, 1]:
+            raise TileError("Transpose moves the rows: untiled")
+        if whole:
+            moved = np.transpose(x.data.reshape(x.dims), perm).reshape(out.data.shape)
+        else:  # a row band: each row's W and C axes permuted (or kept)
+            n, _, w, c = x.dims
+            band = same_rows(x, out).reshape(n, out.rows, w, c)
+            moved = np.transpose(band, perm).reshape(out.data.shape)
         if low.params.get("MULT", 0):
             q = requantize_even(moved.astype(np.int64) - x.zero_point, low.params["MULT"], low.params["SHIFT"])
             moved = np.clip(q + out.zero_point, -128, 127)

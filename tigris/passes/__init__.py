@@ -19,7 +19,7 @@ from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, 
                            input_transpose, integer_ops, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold,
                            pool_concat, prelu_leaky,
                            qdq_fold, qdq_per_element, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, slice_normalize, strip_operands,
-                           sub_div_const, symmetric_weights, unit_dim_squeeze, weight_only_quant)
+                           sub_div_const, symmetric_weights, transpose_sink, unit_dim_squeeze, weight_only_quant)
 from tigris.passes._util import Decline, PassResult
 from tigris.passes.supported import check_supported, unsupported_nodes
 from tigris.passes.verify import IRVerifyError, verify
@@ -55,6 +55,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(pad_fold, None),  # before the Conv relabels, after QDQ fold (zero points known)
     _p(depthwise_relabel, 7),
     _p(conv1d_relabel, 8),
+    _p(transpose_sink, None),  # NHWC islands' Transposes cancel; before ReduceMean to GAP and activation fuse
     _p(clip_relu6, 9),
     _p(sub_div_const, None),  # turns /6 into *1/6 for the HardSwish patterns
     _p(hard_activations, None),  # before activation fuse hides Relu6(x+3)

@@ -1,6 +1,7 @@
 /*
  * transpose.c - Transpose: out = transpose(in_view, (P0, P1, P2, P3)) on whole rank-4 views, any 1/2/4-byte type.
- * The logical perm was mapped to view axes by tigris/ops/transpose.py. Untiled (a structural op).
+ * The logical perm was mapped to view axes by tigris/ops/transpose.py. Untiled, except a permutation that keeps N
+ * and the rows (P0 = 0, P1 = 1): it runs on a row band, each row's W and C axes permuted (or kept) on their own.
  * int8 with MULT != 0 (input and output encodings differ): every moved code becomes
  * clamp(zo + requant_even(q - zi, MULT, SHIFT), -128, 127) (halves to even), in place in the output.
  */
@@ -39,7 +40,9 @@ int tgrs_check_transpose(const tgrs_op_ctx *ctx)
         return TGRS_ERR_DTYPE;
     }
     if (!tgrs_kv_whole(in) || !tgrs_kv_whole(out)) {
-        return TGRS_ERR_TILE;
+        if (perm[0] != 0 || perm[1] != 1 || !tgrs_kv_has_rows(in, out->row0, out->row0 + out->rows)) {
+            return TGRS_ERR_TILE;
+        }
     }
     if (ctx->p[TGRS_P_TRANSPOSE_MULT] != 0) {
         if (in->dtype != TGRS_DT_S8 || ctx->p[TGRS_P_TRANSPOSE_MULT] < 0 ||
@@ -62,12 +65,32 @@ int tgrs_kernel_transpose(const tgrs_op_ctx *ctx)
     for (j = 0; j < 4; ++j) {
         perm[j] = ctx->p[TGRS_P_TRANSPOSE_P0 + j];
     }
-    tgrs_permute4(ctx->out->data, ctx->in[0]->data, ctx->in[0]->dims, perm, tgrs_dtype_size(ctx->in[0]->dtype));
+    if (tgrs_kv_whole(ctx->in[0]) && tgrs_kv_whole(ctx->out)) {
+        tgrs_permute4(ctx->out->data, ctx->in[0]->data, ctx->in[0]->dims, perm, tgrs_dtype_size(ctx->in[0]->dtype));
+    } else {
+        /* a row band: rows are independent, so each one is a {1, 1, W, C} permutation of its own */
+        const tgrs_tview *in = ctx->in[0];
+        const tgrs_tview *out = ctx->out;
+        const size_t es = tgrs_dtype_size(in->dtype);
+        int32_t row[4];
+        int32_t n;
+        int32_t h;
+        row[0] = 1;
+        row[1] = 1;
+        row[2] = in->dims[2];
+        row[3] = in->dims[3];
+        for (n = 0; n < in->dims[0]; ++n) {
+            for (h = out->row0; h < out->row0 + out->rows; ++h) {
+                tgrs_permute4((uint8_t *)out->data + tgrs_kv_row_off(out, n, h) * es,
+                              (const uint8_t *)in->data + tgrs_kv_row_off(in, n, h) * es, row, perm, es);
+            }
+        }
+    }
     if (ctx->p[TGRS_P_TRANSPOSE_MULT] != 0) {
         int8_t *q = (int8_t *)ctx->out->data;
         const int32_t m = ctx->p[TGRS_P_TRANSPOSE_MULT], s = ctx->p[TGRS_P_TRANSPOSE_SHIFT];
         const int32_t zi = ctx->in[0]->zero_point, zo = ctx->out->zero_point;
-        const size_t n = (size_t)ctx->out->dims[0] * (size_t)ctx->out->dims[1] * (size_t)ctx->out->dims[2] *
+        const size_t n = (size_t)ctx->out->dims[0] * (size_t)ctx->out->rows * (size_t)ctx->out->dims[2] *
                          (size_t)ctx->out->dims[3];
         size_t k;
         for (k = 0; k < n; ++k) {
