@@ -179,3 +179,29 @@ def test_dscnn1d_pool_and_convs_below_the_earlier_floor(session, tmp_path, monke
         assert '#if defined(TGRS_NO_COLS)\n#error' in src
     else:
         _matches_ort(path, x, outputs)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("rel", ["mlperf_tiny/streaming_wakeword_int8.onnx", "tflite/streaming_wakeword_int8.tflite"])
+def test_streaming_wakeword_fits_below_its_row_floor_with_channel_groups(session, rel, monkeypatch):
+    """streaming_wakeword's last depthwise conv reads its whole 15-row input for its one output row of a width-1
+    tensor, so neither row nor column tiles cut it (the planner's floor, 2,048 B); its channels are independent, and
+    analyze's minimum with channel groups (docs/memory-planning.md "Weights that do not fit") is at most 0.8x of it.
+    The plan at that minimum runs on the host with the untiled plan's output bit for bit, its high-water mark at
+    the plan's peak."""
+    import _rt_plans as P
+
+    path = P.shared_model(rel)
+    before = _earlier_floor(path, monkeypatch)
+    prep = api.prepare(path)
+    a = api.analyze(path, 64, xip=True, prepared=prep, emit=False, groups_advice=True, tradeoff=False)
+    budget = a.min_fast_budget
+    assert budget is not None and budget <= 0.8 * before, (budget, before)
+    c = api.compile_model(path, budget, xip=True, prepared=prep)
+    assert any(n.startswith("op ") and "channel groups" in n for n in c.analysis.notes), c.analysis.notes
+    x = api.random_inputs(prep, 0)
+    got = api.run_plan(c.plan_bytes, x)
+    assert got.fast_peak == c.analysis.plan.fast_peak <= budget
+    want = api.run_plan(api.compile_model(path, "16M", xip=True, prepared=prep).plan_bytes, x)
+    for name, y in want.outputs.items():
+        np.testing.assert_array_equal(got.outputs[name], y)
