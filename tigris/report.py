@@ -311,7 +311,8 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
     slow, fl = j["slow"], j["flash"]
     mem_rows = [
         ["fast arena (SRAM)", _sz(j["fast"]["peak_bytes"]), format_size(j["fast"]["budget_bytes"])],
-        ["slow arena (PSRAM)", _sz(slow["peak_bytes"]), slow_budget_text(slow["budget_bytes"])],
+        ["slow arena (in the SRAM region)" if ram and ram.get("one_region") else "slow arena (PSRAM)",
+         _sz(slow["peak_bytes"]), slow_budget_text(slow["budget_bytes"])],
     ]
     if ram:
         label = {"separate": "I/O buffers (caller)", "excluded": "I/O buffers (caller), not counted",
