@@ -29,6 +29,10 @@ from tigris.ops.base import Lowered, OpKind, TensorView, cols_reason
 from tigris.ops.qmath import quantize_multiplier
 
 
+# False: every Transpose is structural (the earlier rule; bench/plan_quality.py --cols plans its row-tiles baseline so).
+ROW_BANDS = True
+
+
 def view_perm(x: Tensor, y: Tensor, perm: Sequence[int]) -> list[int]:
     """The view-axis permutation realizing logical ``perm`` from x's layout to y's (see the module doc)."""
     px, py = phys_axes(x.shape, x.layout), phys_axes(y.shape, y.layout)
@@ -70,10 +74,10 @@ class Transpose(OpKind):
 
     def tiling(self, graph: AnalyzedGraph, op: Op) -> str:
         p = self._view_perm(graph, op)
-        return "pointwise" if p is not None and p[0] == 0 and p[1] == 1 else "structural"
+        return "pointwise" if ROW_BANDS and p is not None and p[0] == 0 and p[1] == 1 else "structural"
 
     def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
-        if self._view_perm(graph, op) != [0, 1, 2, 3]:
+        if not ROW_BANDS or self._view_perm(graph, op) != [0, 1, 2, 3]:
             return "Transpose moves W"
         return cols_reason(graph, op, per_pixel=True)
 

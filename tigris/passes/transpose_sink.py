@@ -55,6 +55,8 @@ _UNARY = ("Relu", "Relu6", "Clip", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid"
           "QuantizeLinear", "DequantizeLinear", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos")
 _BINARY = ("Add", "Sub", "Mul", "Div", "Max", "Min", "Pow")
 _REDUCE = ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum")
+# False: the pass does nothing (the earlier rule; bench/plan_quality.py --cols plans its row-tiles baseline so).
+ENABLED = True
 MAX_STEPS = 10_000  # a safety bound on the fixed point; every step moves a Transpose forward or removes one
 
 
@@ -256,7 +258,7 @@ def moved_elements(g: AnalyzedGraph) -> int:
 
 
 def run(graph: AnalyzedGraph) -> PassResult:
-    if not any(op.op_type == "Transpose" for op in graph.ops):
+    if not ENABLED or not any(op.op_type == "Transpose" for op in graph.ops):
         return PassResult(graph, 0)
     g, n = graph, 0
     for _ in range(MAX_STEPS):
