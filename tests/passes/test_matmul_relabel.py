@@ -1,5 +1,7 @@
 """Pass 3, matrix product relabel."""
 import numpy as np
+
+from tigris.passes import normalize
 from onnx import helper
 
 from passes._build import F, I8, assert_reference_matches_ort, assert_same_as_ort, load, model, run_pass, upto
@@ -64,11 +66,24 @@ def test_reference_executor_agrees_with_ort():
 
 def test_rank3_matmul_becomes_reshape_gemm_reshape():
     w = RNG.standard_normal((6, 4)).astype(np.float32)
-    m = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", F, [1, 5, 6])], [("y", F, [1, 5, 4])],
+    m = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", F, [2, 5, 6])], [("y", F, [2, 5, 4])],
               {"w": w})
     r = run_pass(upto(load(m), "matmul_relabel"), "matmul_relabel")
     assert r.rewritten == 1 and [op.op_type for op in r.graph.ops] == ["Reshape", "Gemm", "Reshape"]
-    assert r.graph.tensors[r.graph.ops[1].inputs[0]].shape == (5, 6)
+    assert r.graph.tensors[r.graph.ops[1].inputs[0]].shape == (10, 6)
     assert_same_as_ort(m, r.graph, tol=1e-6)
     assert run_pass(r.graph, "matmul_relabel").rewritten == 0
+    assert_reference_matches_ort(m)
+
+
+def test_token_matmul_stays_strided():
+    """Rule 6b: [1, T, K] x [K, OC] stays a MatMul (the strided kind reads the nwc bytes; no layout Transposes)."""
+    w = RNG.standard_normal((6, 4)).astype(np.float32)
+    m = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", F, [1, 5, 6])], [("y", F, [1, 5, 4])],
+              {"w": w})
+    r = run_pass(upto(load(m), "matmul_relabel"), "matmul_relabel")
+    assert r.rewritten == 0 and [op.op_type for op in r.graph.ops] == ["MatMul"]
+    assert any("rule 6b" in d.reason for d in r.declined)
+    g, _ = normalize(load(m), check=True)
+    assert [op.op_type for op in g.ops] == ["MatMul"]
     assert_reference_matches_ort(m)

@@ -5,10 +5,12 @@ biases as a float ``Add`` on the dequantized product. Neither form can run: the 
 in the int32 accumulator, and a constant operand of an int8 ``Add`` carries no scale in the plan.
 
 Rules:
-1. Applies to ``Conv``/``Gemm`` (also ``DepthwiseConv``/``Conv1D``) with an int8 input and int8 weight (both with
-   QuantParams), whose output ``t`` is read only by an ``Add(t, c)`` (either operand order) with ``c`` constant.
+1. Applies to ``Conv``/``Gemm`` (also ``DepthwiseConv``/``Conv1D``, and a ``MatMul`` with a constant ``[K, OC]``
+   weight, matmul_relabel rule 6b) with an int8 input and int8 weight (both with QuantParams), whose output ``t`` is
+   read only by an ``Add(t, c)`` (either operand order) with ``c`` constant.
 2. ``c`` (dequantized when it is a quantized constant) must hold one value per output channel (or a single value),
-   laid along the channel axis (axis 1 of the product's output).
+   laid along the channel axis (axis 1 of the product's output; the last axis of a MatMul's, whose bias is its
+   input ``C``, quantized per output column).
 3. The bias becomes ``round(c / (s_in * s_w))`` in int32 per channel, added to any existing bias; its QuantParam has
    scale ``s_in * s_w``.
 4. The product then writes the Add's output when that output is int8 (it keeps its own QuantParam) or an
@@ -32,7 +34,13 @@ from tigris.passes._quant import dequantize
 from tigris.passes._util import Decline, PassResult, consumers, fresh_name, set_const, tidy
 
 NAME = "bias_fold"
-_PRODUCTS = ("Conv", "Gemm", "DepthwiseConv", "Conv1D")
+_PRODUCTS = ("Conv", "Gemm", "DepthwiseConv", "Conv1D", "MatMul")
+
+
+def _const_matmul(g: AnalyzedGraph, p: Op) -> bool:
+    """A MatMul of an activation by a constant [K, OC] weight, with no bias yet (rule 1)."""
+    return p.op_type == "MatMul" and len([i for i in p.inputs if i]) == 2 and p.inputs[1] in g.weights \
+        and g.weights[p.inputs[1]].ndim == 2 and p.inputs[0] not in g.weights
 
 
 def run(graph: AnalyzedGraph) -> PassResult:
@@ -66,6 +74,8 @@ def _match(g: AnalyzedGraph, done: set[str]) -> tuple[int, int, str] | None:
             pi = next((i for i, o in enumerate(g.ops) if t in o.outputs), None)
             if pi is None or g.ops[pi].op_type not in _PRODUCTS:
                 continue
+            if g.ops[pi].op_type == "MatMul" and not _const_matmul(g, g.ops[pi]):
+                continue
             p = g.ops[pi]
             xq = g.tensors[p.inputs[0]].quant
             wq = g.tensors[p.inputs[1]].quant
@@ -83,7 +93,8 @@ def _fold(g: AnalyzedGraph, pi: int, ai: int, c: str) -> str | None:
     t = p.outputs[0]
     xq = g.tensors[p.inputs[0]].quant
     wq = g.tensors[p.inputs[1]].quant
-    oc = g.weights[p.inputs[1]].shape[0]
+    mm = p.op_type == "MatMul"
+    oc = g.weights[p.inputs[1]].shape[1 if mm else 0]
     if xq.per_channel:
         return "rule 1: the product's input is quantized per channel"
     cq = g.tensors[c].quant
@@ -97,7 +108,7 @@ def _fold(g: AnalyzedGraph, pi: int, ai: int, c: str) -> str | None:
         shaped = np.broadcast_to(cf, np.broadcast_shapes(cf.shape, out_shape)) if cf.ndim <= len(out_shape) else None
         if shaped is None or tuple(shaped.shape) != tuple(out_shape):
             return "rule 2: the constant does not broadcast to the product's output"
-        moved = np.moveaxis(shaped, 1, 0).reshape(oc, -1)
+        moved = np.moveaxis(shaped, -1 if mm else 1, 0).reshape(oc, -1)
         if not np.all(moved == moved[:, :1]):
             return "rule 2: the constant varies along a non-channel axis"
         per = moved[:, 0].astype(np.float64)

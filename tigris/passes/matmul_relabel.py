@@ -15,6 +15,12 @@ Rules:
    ``Reshape`` to ``[N, K]``, ``Gemm``, ``Reshape`` back to ``[..., OC]`` (the reshapes are aliases or get layout
    transposes from the layout pass).
 
+6b. Except a ``MatMul`` of a rank-3 activation ``[1, T, K]`` with ``T > 1`` and ``K > 1`` (the tokens of a
+   transformer, the steps of a sequence): the layout rule stores it ``nwc`` (K along the rows), which is not its
+   logical order, so the reshapes of rule 6 would need a whole-tensor layout Transpose on each side. It stays a
+   ``MatMul`` with its constant ``[K, OC]`` weight, which the strided ``matmul`` kind reads in place on the ``nwc``
+   bytes (its bias, an ``Add`` after it, folds into it as for a Gemm: pass 5). ``STRIDED_TOKENS = False`` is the
+   earlier rule (the reshapes, ``bench/plan_quality.py --cols``'s row-tiles baseline).
 7. A declined ``Gemm`` becomes ``MatMul(A, B[, C])`` with the attributes ``transA``, ``transB``, ``alpha`` and
    ``beta`` (the ``matmul`` kind reads the transposes as strides and stores ``beta * C`` broadcast to [M, N]).
 
@@ -31,6 +37,7 @@ from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor
 from tigris.passes._util import Decline, PassResult, fresh_name, set_const
 
 NAME = "matmul_relabel"
+STRIDED_TOKENS = True  # rule 6b
 
 
 def _tq(q: QuantParam | None) -> QuantParam | None:
@@ -63,6 +70,11 @@ def run(graph: AnalyzedGraph) -> PassResult:
         ra = len(g.tensors[a].shape)
         if ra != 2 and (op.op_type != "MatMul" or ra < 2):
             decline(f"input rank {ra} is not 2")
+            continue
+        sa = g.tensors[a].shape
+        if STRIDED_TOKENS and op.op_type == "MatMul" and ra == 3 and sa[0] == 1 and sa[1] > 1 and sa[2] > 1 \
+                and a not in g.weights:
+            declined.append(Decline(op.name, "rule 6b: a rank-3 [1, T, K] activation runs as the strided MatMul"))
             continue
         wq = g.tensors[w].quant
         wv = g.weights[w]
