@@ -641,14 +641,16 @@ class _earlier_rules:
     """The row-tile rules before issue 15's work on the ops that set the row floor, for the ``row tiles`` column: a
     reflect/edge/wrap Pad of the rows needs its whole input (``tigris.ops.pad.ROW_MAPS``), an AveragePool over a whole
     sequence stays a pool (``tigris.passes.reducemean_gap.SEQUENCES``), a conv's full-width band reserves
-    ``CONV_MR`` patches (``tigris.ops.conv.NARROW_ROWS``), the Transposes of channels-last islands stay
+    ``CONV_MR`` patches (``tigris.ops.conv.NARROW_ROWS``), an int8 linear Resize runs as a float island
+    (``tigris.ops.resize.INT8_INTERP``), the Transposes of channels-last islands stay
     (``tigris.passes.transpose_sink.ENABLED``), every Transpose is structural (``tigris.ops.transpose.ROW_BANDS``)
     and a dense layer over tokens is a Gemm between layout Transposes (``tigris.passes.matmul_relabel.STRIDED_TOKENS``).
     The graph is prepared again inside it."""
 
     FLAGS = (("tigris.ops.pad", "ROW_MAPS"), ("tigris.passes.reducemean_gap", "SEQUENCES"),
-             ("tigris.ops.conv", "NARROW_ROWS"), ("tigris.passes.transpose_sink", "ENABLED"),
-             ("tigris.ops.transpose", "ROW_BANDS"), ("tigris.passes.matmul_relabel", "STRIDED_TOKENS"))
+             ("tigris.ops.conv", "NARROW_ROWS"), ("tigris.ops.resize", "INT8_INTERP"),
+             ("tigris.passes.transpose_sink", "ENABLED"), ("tigris.ops.transpose", "ROW_BANDS"),
+             ("tigris.passes.matmul_relabel", "STRIDED_TOKENS"))
 
     def __enter__(self):
         import importlib
@@ -714,8 +716,8 @@ def cols_table(models: Path) -> str:
         "--cols`; docs/memory-planning.md \"Column tiles\"): `row tiles` plans with `col_tiles=False` (one output row "
         "per tile is the floor) and the earlier rules of the ops that set it (a reflect/edge/wrap Pad of the rows "
         "needs its whole input, an AveragePool over a whole sequence stays a pool, a conv's full-width band reserves "
-        "CONV_MR patches, the Transposes of channels-last islands stay, every Transpose is structural and a dense layer over "
-        "tokens is a Gemm between layout Transposes: "
+        "CONV_MR patches, an int8 linear Resize runs as a float island, the Transposes of channels-last islands "
+        "stay, every Transpose is structural and a dense layer over tokens is a Gemm between layout Transposes: "
         "bench/plan_quality.py `_earlier_rules`), `column tiles` with the default. Both are the planner's own search with the analyze "
         "command's weight and scratch figures, without weight or channel groups; `COLS units` counts the column-split "
         "units of the plan at the new figure (proven by the checker); `set by` is the type of the op whose lower "

@@ -1,5 +1,5 @@
-"""Resize: nearest (every coordinate mode and nearest mode; float32 and int8) and linear (float32); integer scales,
-any output size (the `sizes` operand) and fractional `scales`, whole and in row bands.
+"""Resize: nearest (every coordinate mode and nearest mode; float32 and int8), linear and cubic (float32, and int8 as
+the float island DequantizeLinear -> Resize -> QuantizeLinear computes it); integer scales, any output size (the `sizes` operand) and fractional `scales`, whole and in row bands.
 
 Tolerances: float reference vs ORT and C vs reference within 1e-5 x max(1, max|ref|) (nearest is exact);
 int8 C vs reference bit-exact; int8 reference vs ORT (QDQ) within 1 LSB.
@@ -316,3 +316,42 @@ def test_cubic_short_band_is_a_tile_error(lib):
     with pytest.raises(RuntimeError, match=status_error("ERR_TILE")):
         # output rows 8..9 (sources 3.75, 4.25) read rows 2..6: a band of rows 3..6 misses row 2
         run_op(c_runner(lib), g, low, phys, [(8, 10)], lambda r0, r1: [(3, 7)])
+
+
+@settings(database=None, max_examples=80, deadline=None)
+@given(cs=tap_case(), seed=st.integers(0, 2**16), s_in=st.floats(0.01, 0.5), ratio=st.sampled_from([1.0, 0.7, 2.5]),
+       zi=st.integers(-128, 127), zo=st.integers(-128, 127))
+def test_int8_interpolating_resize_is_the_float_island(lib, cs, seed, s_in, ratio, zi, zo):
+    """An int8 linear/cubic resize (tigris.ops.resize, onnx numerics) gives the bytes of DequantizeLinear -> float
+    Resize -> QuantizeLinear (the kinds' references, which their C kernels match bit for bit), in C whole and in
+    row bands, and ONNX Runtime's QDQ model within 1 LSB."""
+    if cs["mode"] == "nearest" or cs["ctm"] == "tf_crop_and_resize":
+        cs = dict(cs, mode="linear", ctm="half_pixel", roi=None)
+    rng = np.random.default_rng(seed)
+    s_in = float(np.float32(s_in))
+    s_out = float(np.float32(s_in * ratio))
+    shape, out = cs["shape"], cs["out"]
+    g = _tap_graph(cs, T("x", shape, "int8", qp(s_in, zi)), T("y", out, "int8", qp(s_out, zo)))
+    low = lower(g, g.ops[0])
+    assert low.params["MODE"] == 1
+    x = rand_q(rng, shape)
+    phys = phys_inputs(g, low, {"x": x})
+    ref = run_op(ref_runner, g, low, phys)
+    # the island, kernel by kernel
+    gd = graph1("DequantizeLinear", [T("x", shape, "int8", qp(s_in, zi))], [T("xf", shape)], {})
+    xf = run_op(ref_runner, gd, lower(gd, gd.ops[0]), phys_inputs(gd, lower(gd, gd.ops[0]), {"x": x}))
+    gf = _tap_graph(cs, T("xf", shape), T("yf", out))
+    yf = run_op(ref_runner, gf, lower(gf, gf.ops[0]), {"xf": xf})
+    gq = graph1("QuantizeLinear", [T("yf", out)], [T("y", out, "int8", qp(s_out, zo))], {})
+    island = run_op(ref_runner, gq, lower(gq, gq.ops[0]), {"yf": yf})
+    assert np.array_equal(ref, island)
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys), ref)
+    H = out[2]
+    assert np.array_equal(run_op(c_runner(lib), g, low, phys, split_rows(H, [1, H // 2 + 1]), _kind_need(g)), ref)
+    # where ONNX Runtime follows the specification (as the float tests above take it): no antialias, no
+    # exclude_outside in linear mode, no pytorch_half_pixel onto one pixel
+    one = cs["ctm"] == "pytorch_half_pixel" and 1 in out[2:]
+    if not cs["anti"] and not (cs["excl"] and cs["mode"] == "linear") and not one:
+        node, inits = _tap_onnx(cs)
+        m = qdq_model(node, [("x", shape, s_in, zi)], ("y", out, s_out, zo), inits, opset=18)
+        assert max_lsb(to_logical(g, "y", ref), ort_run(m, {"x": x})[0]) <= 1

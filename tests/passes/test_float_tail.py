@@ -90,19 +90,31 @@ def _int8_bilinear():
     return model(nodes, [("x", F, [1, 3, 8, 8])], [("y", F, [1, 4, 16, 16])], inits)
 
 
-def test_int8_linear_resize_runs_as_float_island(tmp_path):
-    """Rule 3: DQ -> float Resize -> Q around the int8 linear Resize (regression: refused as an int8 Resize that is
-    not nearest). verify's criteria: bit-exact against the reference (the dequantize, float resize and quantize
-    kernels are exact), cosine >= 0.99 against ONNX Runtime; one stage and tiled."""
+def test_int8_linear_resize_runs_as_float_island(tmp_path, monkeypatch):
+    """Rule 3: with the onnx numerics the int8 linear Resize runs on the int8 resize kernel, which computes the
+    island's arithmetic itself (tigris.ops.resize); with ``INT8_INTERP = False`` (and under the tflm numerics) it runs
+    as DQ -> float Resize -> Q (regression: refused as an int8 Resize that is not nearest). Both give the same bytes
+    on the host runtime; verify's criteria: bit-exact against the reference, cosine >= 0.99 against ONNX Runtime; one
+    stage and tiled."""
     from tigris import api
+    from tigris.ops import resize
 
-    g, _ = normalize(load(_int8_bilinear()), check=True)
-    assert unsupported_nodes(g) == []
-    up = next(op for op in g.ops if op.op_type == "Resize")
-    assert g.tensors[up.inputs[0]].dtype == "float32" and g.tensors[up.outputs[0]].dtype == "float32"
     p = tmp_path / "bilinear.onnx"
     p.write_bytes(_int8_bilinear().SerializeToString())
-    small = int(api.analyze(p, 64).min_fast_budget * 1.3)
-    for budget in ("1M", small):
-        r = api.verify(p, budget)
-        assert r["pass"] and r["outputs"][0]["reference_bit_exact"], r["outputs"]
+    outs = {}
+    for interp in (True, False):
+        monkeypatch.setattr(resize, "INT8_INTERP", interp)
+        g, _ = normalize(load(_int8_bilinear()), check=True)
+        assert unsupported_nodes(g) == []
+        up = next(op for op in g.ops if op.op_type == "Resize")
+        want = "int8" if interp else "float32"
+        assert g.tensors[up.inputs[0]].dtype == want and g.tensors[up.outputs[0]].dtype == want
+        small = int(api.analyze(p, 64).min_fast_budget * 1.3)
+        for budget in ("1M", small):
+            r = api.verify(p, budget)
+            assert r["pass"] and r["outputs"][0]["reference_bit_exact"], r["outputs"]
+        prep = api.prepare(p)
+        outs[interp] = api.run_plan(api.compile_model(p, "1M", prepared=prep).plan_bytes,
+                                    api.random_inputs(prep, 0)).outputs
+    for name, y in outs[False].items():
+        np.testing.assert_array_equal(outs[True][name], y)

@@ -10,6 +10,9 @@ mark equal to the plan's peak; the float model agrees with ONNX Runtime.
   accumulates over row tiles; a 1-D conv's row band of fewer than CONV_MR output pixels reserves scratch for just
   them (``Conv.band_scratch_bytes``; int8 runs conv.c's conv_s8_narrow, so the generated file refuses a
   -DTGRS_NO_COLS build).
+* An int8 linear Resize runs on the int8 resize kernel, which computes the float island's arithmetic
+  (DequantizeLinear -> Resize -> QuantizeLinear) itself, so a band holds int8 rows (``tigris.ops.resize.INT8_INTERP
+  = False`` is the earlier rule, the island, whose float output row set the floor).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import pytest
 from tigris import api
 from tigris.ops import conv as conv_kind
 from tigris.ops import pad as pad_kind
+from tigris.ops import resize as resize_kind
 from tigris.passes import reducemean_gap
 from tigris.plan import min_fast_budget
 
@@ -59,6 +63,7 @@ def _earlier_floor(path: Path, monkeypatch) -> int:
         m.setattr(pad_kind, "ROW_MAPS", False)
         m.setattr(reducemean_gap, "SEQUENCES", False)
         m.setattr(conv_kind, "NARROW_ROWS", False)
+        m.setattr(resize_kind, "INT8_INTERP", False)
         prep = api.prepare(path)
         return min_fast_budget(prep.graph, **{**api._plan_kwargs(prep, True), "col_tiles": False})
 
@@ -205,3 +210,11 @@ def test_streaming_wakeword_fits_below_its_row_floor_with_channel_groups(session
     want = api.run_plan(api.compile_model(path, "16M", xip=True, prepared=prep).plan_bytes, x)
     for name, y in want.outputs.items():
         np.testing.assert_array_equal(got.outputs[name], y)
+
+
+@pytest.mark.parametrize("fam", ["lraspp", "bilinear_unet"])
+def test_int8_linear_resize_without_its_float_island(session, tmp_path, monkeypatch, fam):
+    path = _family(tmp_path, fam, True)
+    prep, c, x, outputs = _below_earlier_floor(path, monkeypatch)
+    ups = [op for op in prep.graph.ops if op.op_type == "Resize" and op.attrs.get("mode") == "linear"]
+    assert ups and all(prep.graph.tensors[op.outputs[0]].dtype == "int8" for op in ups)

@@ -13,8 +13,15 @@ each tap (float32, interpolating modes only). So every ``mode``, ``coordinate_tr
   padding); with ``exclude_outside`` their weight is 0 and the rest renormalized.
 
 ``tf_crop_and_resize``: an output row or column whose source lies outside the input is ``EXTRAP`` (float bits);
-its first tap index is -1. Scales must be 1 on the batch and channel axes. An int8 interpolating or cropping
-resize runs as float between a dequantize and a quantize (pass float_tail), exactly as a QDQ model states it.
+its first tap index is -1. Scales must be 1 on the batch and channel axes.
+
+An int8 interpolating resize (``MODE`` 1 on int8 tensors, the onnx numerics) computes exactly what the QDQ model
+states, ``DequantizeLinear -> Resize -> QuantizeLinear``, in one kernel: each tap is dequantized as the dequantize
+kernel does (``(float)(q - zi) * SI``), the float sums are the float kernel's, and the result is quantized as the
+quantize kernel does (``clamp(rne(y / SO) + zo)``, the quotient limited to +-65536 first, NaN to ``zo``), so the
+bytes are those of the three kernels in a row while a band holds int8 rows instead of float ones.
+``INT8_INTERP = False`` leaves such a resize to pass float_tail's float island (the earlier rule, a baseline of
+bench/plan_quality.py). A cropping resize (tf_crop_and_resize) and the tflm numerics keep the island.
 """
 from __future__ import annotations
 
@@ -32,6 +39,17 @@ from tigris.ops.qmath import quantize_multiplier
 
 def _s(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+# An int8 interpolating resize runs on its own int8 kernel path (module docstring); False: as a float island.
+INT8_INTERP = True
+
+
+def int8_interpolates(graph: AnalyzedGraph, op: Op) -> bool:
+    """Whether an int8 ``op`` in linear or cubic mode runs on the int8 kernel path (else pass float_tail wraps it in
+    a float island): not tf_crop_and_resize (its EXTRAP is a float), not under the tflm numerics."""
+    ctm = _s(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
+    return INT8_INTERP and graph.numerics != "tflm" and ctm != "tf_crop_and_resize"
 
 
 CTMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -188,8 +206,9 @@ class Resize(OpKind):
     ONNX_OPS = {"Resize": "nearest (every nearest_mode), linear and cubic (cubic_coeff_a, exclude_outside), "
                           "antialias; half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, "
                           "asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize (constant roi, extrapolation_value); "
-                          "scales (fractional too) or sizes, axes, keep_aspect_ratio_policy; int8 linear/cubic/crop "
-                          "run in float between DequantizeLinear and QuantizeLinear",
+                          "scales (fractional too) or sizes, axes, keep_aspect_ratio_policy; int8 linear/cubic compute "
+                          "DequantizeLinear -> Resize -> QuantizeLinear in one kernel (onnx numerics); int8 crop "
+                          "(and tflm linear/cubic) run in float between DequantizeLinear and QuantizeLinear",
                 "Upsample": "nearest and linear, constant scales"}
     INT8_EXACTNESS = "bit-exact when the encodings agree (nearest), else <= 1 LSB"
     TILING_DOC = "pointwise with its row map (the input rows each output row reads)"
@@ -213,7 +232,7 @@ class Resize(OpKind):
         if mode not in MODES:
             return f"Resize mode {mode!r} (nearest, linear and cubic are supported)"
         ctm = _s(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
-        if int8 and (mode != "nearest" or ctm == "tf_crop_and_resize"):
+        if int8 and (mode != "nearest" or ctm == "tf_crop_and_resize") and not int8_interpolates(graph, op):
             return f"int8 Resize in {mode} mode / {ctm} (runs in float between DequantizeLinear and QuantizeLinear)"
         if ctm not in CTMS:
             return f"Resize coordinate_transformation_mode {ctm!r}"
@@ -227,7 +246,7 @@ class Resize(OpKind):
         # one extra row each side covers every coordinate-transformation mode (spatial rule 5)
         f = max(1, int(op.attrs.get("scales", [1, 1, 1, 1])[2]))
         return a // f - 1, -(-b // f) + 1
-    PARAMS = ("MODE", "MULT", "SHIFT", "KR", "KC", "EXTRAP")
+    PARAMS = ("MODE", "MULT", "SHIFT", "KR", "KC", "EXTRAP", "SI", "SO")
     CONSTS = ("RIDX", "CIDX", "RW", "CW")
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
@@ -246,7 +265,7 @@ class Resize(OpKind):
             if xd[j] != yd[j] or (la is not None and scales[la] != 1.0):
                 raise TigrisError("Resize may only scale the spatial axes", op.name)
         int8 = dtype_kind(graph, op) == "int8"
-        if int8 and (mode != "nearest" or rp["ctm"] == "tf_crop_and_resize"):
+        if int8 and (mode != "nearest" or rp["ctm"] == "tf_crop_and_resize") and not int8_interpolates(graph, op):
             raise TigrisError("int8 Resize runs nearest mode only (interpolation runs in float)", op.name)
         consts = {}
         ks = {}
@@ -267,7 +286,10 @@ class Resize(OpKind):
         if int8:
             si, _ = per_tensor(x, "Resize input")
             so, _ = per_tensor(y, "Resize output")
-            params["MULT"], params["SHIFT"] = quantize_multiplier(si / so, op.name)
+            if mode == "nearest":
+                params["MULT"], params["SHIFT"] = quantize_multiplier(si / so, op.name)
+            else:  # the dequantize and quantize kernels' float32 scales (module docstring)
+                params["SI"], params["SO"] = f32_bits(si), f32_bits(so)
         return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, consts=consts,
                        macs=y.numel * ks["R"] * ks["C"] * (1 if mode == "nearest" else 2))
 
@@ -298,7 +320,11 @@ class Resize(OpKind):
             return
         wr = low.consts["RW"].reshape(-1, kr)[out.row0:out.row0 + out.rows].astype(np.float32)
         wc = low.consts["CW"].reshape(-1, kc).astype(np.float32)
-        d = x.data.astype(np.float32)
+        int8 = out.dtype != "float32"
+        if int8:  # the dequantize kernel's arithmetic, per tap
+            d = (x.data.astype(np.int32) - np.int32(x.zero_point)).astype(np.float32) * np.float32(bits_f32(p["SI"]))
+        else:
+            d = x.data.astype(np.float32)
         acc = np.zeros(out.data.shape, dtype=np.float32)
         for i in range(kr):
             rows = d[:, rl[:, i]]
@@ -306,6 +332,14 @@ class Resize(OpKind):
             for j in range(kc):
                 racc = racc + wc[None, None, :, j, None] * rows[:, :, cl[:, j]]
             acc = acc + wr[None, :, i, None, None] * racc
+        if int8:  # the quantize kernel's arithmetic (tigris.ops.quant.Quantize.reference)
+            with np.errstate(invalid="ignore"):
+                v = acc / np.float32(bits_f32(p["SO"]))
+            nan = np.isnan(v)
+            v = np.clip(np.nan_to_num(v, nan=0.0, posinf=65536.0, neginf=-65536.0), -65536.0, 65536.0)
+            q = np.clip(np.rint(v).astype(np.int64) + out.zero_point, -128, 127)
+            out.data[...] = np.where(nan, out.zero_point, q).astype(out.data.dtype)
+            return
         ex = np.float32(bits_f32(p["EXTRAP"]))
         acc[:, rout] = ex
         acc[:, :, cout] = ex

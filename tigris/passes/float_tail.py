@@ -15,8 +15,9 @@ Rules:
 2b. A tail op's quantized constants (int8 weights, int32 bias: QDQ fold gave them their QuantParam expecting an int8
    op) become float32 constants of their real values, since the op now runs on the float kernels.
 
-3. Float island: an int8 op whose attributes have no int8 kernel, a ``Resize`` in ``linear`` or ``cubic`` mode
-   or with ``tf_crop_and_resize`` (U-Net bilinear up-sampling that ORT quantizes), runs in float between a new
+3. Float island: an int8 op whose attributes have no int8 kernel, a ``Resize`` with ``tf_crop_and_resize`` or, under
+   the tflm numerics, in ``linear`` or ``cubic`` mode (U-Net bilinear up-sampling; with the onnx numerics the int8
+   resize kernel computes the island's arithmetic itself, ``tigris.ops.resize``), runs in float between a new
    ``DequantizeLinear`` and a new ``QuantizeLinear`` that restores its int8 output (same tensor, same QuantParam).
    This is exactly what the QDQ model states (``DQ -> Resize -> Q``); the dequantize, float resize and quantize kernels are bit-exact against
    the reference, so the int8 result stays bit-exact.
@@ -33,7 +34,8 @@ Rules:
 Why here: after every pass that folds a float op into an int8 one (bias fold, activation fuse) had its chance, so
 only genuinely float ops remain; before the layout pass, which lays out the new float tensor like any other.
 
-Postcondition: no op other than Q/DQ mixes int8 and float activations; no int8 interpolating or cropping Resize.
+Postcondition: no op other than Q/DQ mixes int8 and float activations; no int8 cropping Resize, and no int8
+interpolating one under the tflm numerics.
 """
 from __future__ import annotations
 
@@ -81,7 +83,9 @@ def _needs_float(g: AnalyzedGraph, op: Op) -> bool:
     ctm = op.attrs.get("coordinate_transformation_mode", "half_pixel")
     ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
     interp = mode != "nearest" or ctm == "tf_crop_and_resize"
-    return interp and _is_int8_act(g, op.inputs[0]) and _is_int8_act(g, op.outputs[0])
+    from tigris.ops.resize import int8_interpolates
+
+    return interp and not int8_interpolates(g, op) and _is_int8_act(g, op.inputs[0]) and _is_int8_act(g, op.outputs[0])
 
 
 def _islands(graph: AnalyzedGraph) -> tuple[AnalyzedGraph, int]:

@@ -7,6 +7,9 @@
  *            halves to even (a copy for the identity)
  *   interpolating (MODE 1, float32): y = sum_i RW[h,i] * (sum_j CW[w,j] * x[RIDX[h,i], CIDX[w,j]]), both sums in
  *            float32 from 0 in tap order (the reference's order, so C and NumPy agree bit for bit)
+ *   interpolating (MODE 1, int8): the same sums over taps dequantized as quant.c does ((float)(q - zi) * SI), the
+ *            result quantized as quant.c does (clamp(rne(y / SO) + zo), the quotient limited to +-65536, NaN: zo):
+ *            the bytes of DequantizeLinear -> Resize -> QuantizeLinear
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -45,8 +48,15 @@ static int resize_setup(const tgrs_op_ctx *ctx)
         return TGRS_ERR_PARAM;
     }
     is_f32 = out->dtype == TGRS_DT_F32;
-    if (in->dtype != out->dtype || (!is_f32 && (out->dtype != TGRS_DT_S8 || mode != 0))) {
+    if (in->dtype != out->dtype || (!is_f32 && out->dtype != TGRS_DT_S8)) {
         return TGRS_ERR_DTYPE;
+    }
+    if (!is_f32 && mode == 1) { /* the dequantize and quantize scales: finite and positive */
+        float si = tgrs_p_f32(ctx, TGRS_P_RESIZE_SI);
+        float so = tgrs_p_f32(ctx, TGRS_P_RESIZE_SO);
+        if (!(si > 0.0f && si <= 3.4028234e38f && so > 0.0f && so <= 3.4028234e38f)) {
+            return TGRS_ERR_PARAM;
+        }
     }
     OH = out->dims[1];
     OW = out->dims[2];
@@ -79,8 +89,8 @@ static int resize_setup(const tgrs_op_ctx *ctx)
             }
         }
     }
-    if (!is_f32 && (mult < 0 || shift > TGRS_SHIFT_MAX || in->zero_point < -128 || in->zero_point > 127 ||
-                    out->zero_point < -128 || out->zero_point > 127)) {
+    if (!is_f32 && ((mode == 0 && (mult < 0 || shift > TGRS_SHIFT_MAX)) || in->zero_point < -128 ||
+                    in->zero_point > 127 || out->zero_point < -128 || out->zero_point > 127)) {
         return TGRS_ERR_PARAM;
     }
     return TGRS_OK;
@@ -108,6 +118,58 @@ static void resize_taps_f32(const tgrs_tview *in, int32_t n, const int32_t *rt, 
             acc = acc + rw[i] * racc;
         }
         y[c] = acc;
+    }
+}
+
+/* Round half to even of v, |v| <= 2^16 (quant.c's rne_small: the fraction is exact). */
+static int32_t resize_rne(float v)
+{
+    int32_t t = (int32_t)v;
+    float f = v - (float)t;
+    if (f > 0.5f) {
+        return t + 1;
+    }
+    if (f < -0.5f) {
+        return t - 1;
+    }
+    if (f == 0.5f) {
+        return (t % 2 != 0) ? t + 1 : t;
+    }
+    if (f == -0.5f) {
+        return (t % 2 != 0) ? t - 1 : t;
+    }
+    return t;
+}
+
+/* One output pixel of an interpolating int8 resize: resize_taps_f32's sums over dequantized taps, quantized. */
+static void resize_taps_s8(const tgrs_tview *in, const tgrs_tview *out, int32_t n, const int32_t *rt, const float *rw,
+                           int32_t kr, const int32_t *ct, const float *cw, int32_t kc, int8_t *y, int32_t C, float si,
+                           float so)
+{
+    const int8_t *x = (const int8_t *)in->data;
+    int32_t c, i, j;
+    for (c = 0; c < C; ++c) {
+        float acc = 0.0f;
+        float v;
+        int32_t q;
+        for (i = 0; i < kr; ++i) {
+            const int8_t *row = x + tgrs_kv_row_off(in, n, rt[i]) + (size_t)c;
+            float racc = 0.0f;
+            for (j = 0; j < kc; ++j) {
+                const float d = (float)((int32_t)row[(size_t)ct[j] * (size_t)C] - in->zero_point) * si;
+                racc = racc + cw[j] * d;
+            }
+            acc = acc + rw[i] * racc;
+        }
+        v = acc / so;
+        if (v != v) {
+            q = out->zero_point;
+        } else {
+            v = v > 65536.0f ? 65536.0f : (v < -65536.0f ? -65536.0f : v);
+            q = resize_rne(v) + out->zero_point;
+            q = q < -128 ? -128 : (q > 127 ? 127 : q);
+        }
+        y[c] = (int8_t)q;
     }
 }
 
@@ -150,6 +212,10 @@ int tgrs_kernel_resize(const tgrs_op_ctx *ctx)
                 } else if (is_f32 && mode == 1) {
                     resize_taps_f32(in, n, rt, rw + (size_t)h * (size_t)kr, kr, ct, cw + (size_t)w * (size_t)kc,
                                     kc, (float *)out->data + o, C);
+                } else if (mode == 1) {
+                    resize_taps_s8(in, out, n, rt, rw + (size_t)h * (size_t)kr, kr, ct, cw + (size_t)w * (size_t)kc,
+                                   kc, (int8_t *)out->data + o, C, tgrs_p_f32(ctx, TGRS_P_RESIZE_SI),
+                                   tgrs_p_f32(ctx, TGRS_P_RESIZE_SO));
                 } else {
                     size_t src = tgrs_kv_row_off(in, n, rt[0]) + (size_t)ct[0] * (size_t)C;
                     if (is_f32) {
