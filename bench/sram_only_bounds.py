@@ -22,7 +22,8 @@ region's bound is the larger of (input still unread at the second tile + buffers
 span. Recompute is the MACs computed more than once (column or row halos), as a share of the model's MACs.
 
 Schemes: ``rows`` (row tiles, rows carried: today's rolling units), ``rows, recompute`` (row tiles recomputing
-halos), ``strips n`` (n column strips, rows rolled inside each strip, strip-major order: the COLS+ROLLING shape),
+halos), ``rows, expansion recomputed`` (rows carried except each inverted-residual block's expanded tensors, whose
+overlap rows the expand recomputes), ``strips n`` (n column strips, rows rolled inside each strip, strip-major order: the COLS+ROLLING shape),
 ``groups G`` (row tiles, rolled, the expanded channels of each inverted-residual block of the head in G groups
 through expand, depthwise and project, the project summing int32 over the groups), ``groups G, recompute``
 (the same, the depthwise input's overlap rows recomputed instead of carried), ``patches p x p`` (2-D patches of the
@@ -176,7 +177,9 @@ def evaluate(ops: list[Op], tensors: list[Tensor], sch: Scheme, total_macs: int)
     y = tensors[ops[-1].out]
     x = tensors[0]
     yi = ops[-1].out
-    grouped, projections = _grouped(ops, tensors) if sch.groups > 1 else (set(), set())
+    grouped, projections = _grouped(ops, tensors) if sch.groups > 1 or not sch.group_roll else (set(), set())
+    if sch.groups == 1:
+        projections = set()  # one group: the projection reads every channel at once, no partial sums
     rolling = sch.roll and sch.order != "patches"
     carried = {u for u in range(len(tensors)) if rolling and not (u in grouped and not sch.group_roll)}
     # the tiles: (row band of y, column band of y), in execution order
@@ -332,6 +335,7 @@ def _span(tiles, rows, cols, tensors, ops) -> tuple[int, bool]:
 def schemes() -> list[Scheme]:
     out = [Scheme("rows (rolling, today's shape)", "rows"), Scheme("rows, recompute", "rows", roll=False)]
     out += [Scheme(f"strips {n} (COLS+ROLLING)", "strips", n=n) for n in (2, 4, 8, 14)]
+    out += [Scheme("rows, expansion recomputed", "rows", group_roll=False)]
     out += [Scheme(f"groups {g}", "rows", groups=g) for g in (2, 4, 8, 16)]
     out += [Scheme(f"groups {g}, recompute", "rows", groups=g, group_roll=False) for g in (4, 8, 16)]
     out += [Scheme(f"patches {p}x{p}", "patches", n=p) for p in (2, 4, 7)]
