@@ -126,3 +126,34 @@ def test_inconsistent_kind_parameters_are_refused_at_load(kind: str, tmp_path) -
             pytest.fail(f"{kind}: {what} loaded but failed at run time: {e}")
         ran += 1
     assert by_kind_check, f"no mutation of a {kind} op was refused by the kind's check"
+
+
+def test_int8_interpolating_resize_scales_are_checked_at_load(tmp_path) -> None:
+    """An int8 linear Resize (the float island's arithmetic in one kernel, tigris.ops.resize) reads its dequantize
+    and quantize scales from params SI and SO: a plan where either is not a finite positive float is refused at
+    load by the kind's check (TGRS_ERR_PARAM, naming the op); the plan as compiled runs."""
+    from tigris.ops import kind as get_kind
+
+    z = numpy_helper.from_array(np.int8(-3), "z")
+    s = numpy_helper.from_array(np.float32(0.05), "s")
+    sc = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
+    nodes = [N("QuantizeLinear", ["x", "s", "z"], ["xq"]), N("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             N("Resize", ["xd", "", "sc"], ["u"], mode="linear"), N("QuantizeLinear", ["u", "s", "z"], ["uq"]),
+             N("DequantizeLinear", ["uq", "s", "z"], ["y"])]
+    path = tmp_path / "resize_s8.onnx"
+    onnx.save(_model(nodes, (1, 4, 16, 16), [z, s, sc]), path)
+    data = api.compile_model(path, "64K").plan_bytes
+    pf = read_plan(data)
+    ops = [o for o in pf.ops if o.kind == "resize"]
+    assert ops and pf.tensors[ops[0].output].dtype == "int8" and ops[0].params[0] == 1  # MODE 1 on int8
+    s0 = Session(data)
+    s0.run(_inputs(s0))
+    base = P.section_offset(data, F.SectionId.OPS) + ops[0].index * F.OP.size + F.OP.offsets()["params"]
+    params = get_kind("resize").PARAMS
+    for name in ("SI", "SO"):
+        for bad in (0.0, -0.05, float("inf"), float("nan")):
+            b = bytearray(data)
+            struct.pack_into("<f", b, base + 4 * params.index(name), bad)
+            with pytest.raises(PlanError) as e:
+                Session(seal(b))
+            assert e.value.name == "TGRS_ERR_PARAM" and "op " in str(e.value), (name, bad)
