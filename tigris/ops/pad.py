@@ -81,7 +81,10 @@ class Pad(OpKind):
         r = len(x.shape)
         la = m[1]
         if la is not None and len(pads) == 2 * r and (pads[la] or pads[la + r]):
-            if not ROW_MAPS or la != 2 or op.attrs.get("row_src") is None:
+            src = op.attrs.get("row_src")
+            y = graph.tensors[op.outputs[0]]
+            if not ROW_MAPS or la != 2 or src is None or len(src) != int(y.shape[2]) \
+                    or min(src) < 0 or max(src) >= int(x.shape[2]):
                 return f"a {_mode(op)} Pad of the row axis reads rows it does not write"
         return None
 
