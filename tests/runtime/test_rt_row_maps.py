@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tigris import api
 from tigris.ops import conv as conv_kind
@@ -218,3 +220,62 @@ def test_int8_linear_resize_without_its_float_island(session, tmp_path, monkeypa
     prep, c, x, outputs = _below_earlier_floor(path, monkeypatch)
     ups = [op for op in prep.graph.ops if op.op_type == "Resize" and op.attrs.get("mode") == "linear"]
     assert ups and all(prep.graph.tensors[op.outputs[0]].dtype == "int8" for op in ups)
+
+
+def _conv1d_chain(int8: bool, length: int, c_in: int, layers, seed: int):
+    """x [1, c_in, length] -> Conv1D (k, s, oc, grouped or not) ... -> a GlobalAveragePool over the sequence (what
+    reducemean_gap makes of an AveragePool over it) -> y [1, C, 1], every activation nwc."""
+    import _rt_plans as P
+    from tigris.ir import AnalyzedGraph, Op, Tensor
+
+    rng = np.random.default_rng(seed)
+    dt = "int8" if int8 else "float32"
+    tensors: dict = {}
+
+    def act(name, shape, s, z):
+        tensors[name] = Tensor(name, shape, dt, P._q(s, z) if int8 else None, "nwc")
+        return name
+
+    x = act("x", (1, c_in, length), 0.04, -3)
+    ops, specs = [], []
+    c, n, s_in = c_in, length, 0.04
+    for i, (k, st, oc, grouped) in enumerate(layers):
+        g = c if grouped else 1
+        oc = c if grouped else oc
+        p = k // 2
+        n = (n + 2 * p - k) // st + 1
+        y = act(f"c{i}", (1, oc, n), 0.05 + 0.01 * i, int(rng.integers(-20, 20)))
+        specs.append((f"w{i}", f"b{i}", (oc, c // g, k), s_in))
+        ops.append(Op(f"conv{i}", "Conv1D", (x, f"w{i}", f"b{i}"), (y,),
+                      dict(kernel_shape=[k], strides=[st], dilations=[1], pads=[p, p], group=g,
+                           fused_activation="relu" if i % 2 else None)))
+        x, c, s_in = y, oc, 0.05 + 0.01 * i
+    weights = P.conv_weights(rng, specs, int8, tensors)
+    act("y", (1, c, 1), 0.03, 2)
+    ops.append(Op("gap", "GlobalAveragePool", (x,), ("y",), {}))
+    return AnalyzedGraph("conv1d", tensors, ops, ["x"], ["y"], weights, {})
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(int8=st.booleans(), length=st.integers(8, 40), c_in=st.integers(1, 6),
+       layers=st.lists(st.tuples(st.sampled_from([1, 3, 5]), st.sampled_from([1, 1, 2]), st.integers(1, 8),
+                                 st.booleans()), min_size=1, max_size=3),
+       fracs=st.lists(st.floats(0.3, 1.0), min_size=2, max_size=3), seed=st.integers(0, 2**16))
+def test_random_conv1d_chains_on_row_bands_match_the_untiled_plan(session, int8, length, c_in, layers, fracs, seed):
+    """Property: random 1-D conv chains ending in a sequence GAP, at random budgets down to a few row bands of one
+    pixel (the narrow conv scratch, the GAP accumulating over row tiles): every plan that fits is proven by the
+    checker and gives on the host runtime the reference's output, the untiled plan's bytes and a high-water mark at
+    its peak."""
+    import _rt_plans as P
+    from tigris.host.session import Session
+    from tigris.ir import DoesNotFitError
+
+    g = _conv1d_chain(int8, length, c_in, layers, seed)
+    untiled, whole = P.compile_graph(g, 1 << 20)
+    top = whole.fast_peak
+    for frac in fracs:
+        try:
+            data, plan = P.compile_graph(g, max(64, int(top * frac) // 16 * 16))
+        except DoesNotFitError:
+            continue
+        P.run_and_compare(Session, g, data, plan, untiled, int8)
