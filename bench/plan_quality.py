@@ -417,14 +417,6 @@ def _mbv2_224_int8(tmp: Path) -> Path:
     return out
 
 
-def _row_head_bound(graph) -> int:
-    """bench/sram_only_bounds.py's bound of a row-tiled head (input -> 56x56x24, rows rolled) of MobileNetV2-1.0 224."""
-    import sram_only_bounds as SB
-
-    ops, tensors, macs = SB.head_chain(graph, "conv_30_QuantizeLinear_Output")
-    return SB.evaluate(ops, tensors, SB.schemes()[0], macs)["bound"]
-
-
 def sram_only_table(models: Path, synthetic: bool = True) -> str:
     """Per shared model: the fast budget ``-s 0`` needs today (one untiled unit: any other plan has a slow arena)
     against the least SRAM of both arenas (``min_sram_only_budget``), with the plan proven by the checker."""
@@ -434,7 +426,6 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
 
     paths = [(str(p.relative_to(models)).removesuffix(".onnx"), p) for p in sorted(models.rglob("*.onnx"))]
     rows: list[list[object]] = []
-    head_bound = None
     with tempfile.TemporaryDirectory() as tmp:
         if synthetic:
             paths.append(("mobilenet_v2_100_224_int8 (seeded, built)", _mbv2_224_int8(Path(tmp))))
@@ -445,8 +436,6 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
                 rows.append([name, f"not planned: {type(err).__name__}"] + [""] * 13)
                 continue
             macs = sum(op_macs(graph, op) for op in graph.ops)
-            if name.startswith("mobilenet_v2_100_224_int8"):
-                head_bound = _row_head_bound(graph)
             before = plan_memory(graph, 2**30, 0, xip=True, scratch_bytes_of=scratch).fast_peak
             t0 = time.perf_counter()
             r = min_sram_only_budget(graph, xip=True, scratch_bytes_of=scratch)
@@ -484,9 +473,6 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
             target = (f"\n\nTarget (MobileNetV2-1.0 224 int8 without PSRAM in at most 175,616 bytes with at most 10% "
                       f"recompute): {r[2]} bytes at {r[6]}% recompute, {r[7]} bytes within 10% recompute, {r[11]} "
                       f"bytes as one region at {r[12]}%; {'met' if met else 'not met'}.")
-            if head_bound is not None:
-                target += (f" Any plan whose head (the input to 56x56x24) runs on row tiles needs at least {head_bound} "
-                           "bytes (`bench/sram_only_bounds.py`, the `sram_only_bounds` table).")
     headers = ["model", "-s 0 today (B)", "SRAM-only (B)", "fast arena", "slow arena (in SRAM)", "after/before",
                "recompute %", "SRAM-only, recompute <= 10% (B)", "its recompute %", "traffic objective (B)",
                "its recompute %", "one region (B)", "its recompute %", "checked", "search s"]

@@ -233,7 +233,7 @@ INT8_ONLY_CFLAGS = "-DTGRS_INT8_ONLY"
 # The int8 CNN subset of the size tables: int8-only and, for a plan with no ROLLING, COLS or ACCUM unit and no dwconv
 # in place, without halo reuse, column tiling, the accumulating GAP and the in-place depthwise pieces.
 SUBSET_CFLAGS = ("-DTGRS_INT8_ONLY -DTGRS_NO_ROLLING -DTGRS_NO_COLS -DTGRS_NO_DW_PIECES -DTGRS_NO_ACCUM -DTGRS_NO_OVERWRITE"
-                 " -DTGRS_NO_REGION")
+                 " -DTGRS_NO_REGION -DTGRS_NO_VIEWS")
 
 
 def subset_sources(kinds: tuple[str, ...] = INT8_CNN_KINDS) -> list[Path]:

@@ -99,8 +99,9 @@ static uint32_t tgrs_view_fill(const tgrs_plan *plan, const tgrs_unit_fields *uf
         v->rows = v->dims[1];
     }
     v->data = fast != NULL
-                  ? (void *)(fast + tgrs_rd_u32(uf->place + (size_t)pos * TGRS_PLACEMENT_SIZE + TGRS_PLACEMENT_OFF_OFFSET))
-                  : NULL;
+                  ? (void *)(fast + tgrs_rd_u32(uf->place + (size_t)pos * TGRS_PLACEMENT_SIZE + TGRS_PLACEMENT_OFF_OFFSET) +
+                             (TGRS_VIEWS ? tgrs_rd_u32(tr + TGRS_TENSOR_OFF_VIEW_OFF) : 0u))
+                  : NULL; /* a view's run starts view_off bytes into its root's buffer (0 for every other tensor) */
     v->dtype = (int32_t)tgrs_rd_u32(tr + TGRS_TENSOR_OFF_DTYPE);
     v->zero_point = tgrs_rd_i32(tr + TGRS_TENSOR_OFF_ZERO_POINT);
     v->scale = tgrs_rd_f32(tr + TGRS_TENSOR_OFF_SCALE);

@@ -247,7 +247,7 @@ static int tgrs_check_tensors(const tgrs_plan *plan)
     uint32_t n = plan->sec_count[TGRS_SEC_TENSORS];
     uint32_t t;
     const uint32_t known = TGRS_TENSOR_F_INPUT | TGRS_TENSOR_F_OUTPUT | TGRS_TENSOR_F_SLOW | TGRS_TENSOR_F_ALIAS |
-                           TGRS_TENSOR_F_QUANT;
+                           TGRS_TENSOR_F_QUANT | TGRS_TENSOR_F_VIEW;
     for (t = 0; t < n; ++t) {
         const uint8_t *r = tgrs_tensor(plan, t);
         uint32_t dtype = tgrs_rd_u32(r + TGRS_TENSOR_OFF_DTYPE);
@@ -316,10 +316,24 @@ static int tgrs_check_tensors(const tgrs_plan *plan)
         uint32_t slow_off = tgrs_rd_u32(r + TGRS_TENSOR_OFF_SLOW_OFFSET);
         uint32_t slow_size = tgrs_rd_u32(r + TGRS_TENSOR_OFF_SLOW_SIZE);
         uint32_t nbytes = tgrs_rd_u32(r + TGRS_TENSOR_OFF_NBYTES);
+        uint32_t root_bytes = tgrs_rd_u32(tgrs_tensor(plan, root) + TGRS_TENSOR_OFF_NBYTES);
+        if ((flags & TGRS_TENSOR_F_VIEW) != 0u) {
+            /* A run of the root's buffer: aligned like every arena offset, inside the root's bytes. */
+            uint32_t voff = tgrs_rd_u32(r + TGRS_TENSOR_OFF_VIEW_OFF);
+            if (!TGRS_VIEWS) {
+                return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_VIEWS */
+            }
+            if ((flags & TGRS_TENSOR_F_ALIAS) == 0u || voff % TGRS_ALIGN != 0u || !tgrs_fits(voff, nbytes, root_bytes)) {
+                return TGRS_ERR_VIEW;
+            }
+            root_bytes = nbytes; /* the run is the alias's bytes */
+        } else if (TGRS_VIEWS && tgrs_rd_u32(r + TGRS_TENSOR_OFF_VIEW_OFF) != 0u) {
+            return TGRS_ERR_VIEW;
+        }
         if ((flags & TGRS_TENSOR_F_ALIAS) != 0u) {
             const uint8_t *rr = tgrs_tensor(plan, root);
-            if (root == t || tgrs_rd_u32(rr + TGRS_TENSOR_OFF_ROOT) != root ||
-                tgrs_rd_u32(rr + TGRS_TENSOR_OFF_NBYTES) != nbytes || (flags & TGRS_TENSOR_F_SLOW) != 0u) {
+            if (root == t || tgrs_rd_u32(rr + TGRS_TENSOR_OFF_ROOT) != root || root_bytes != nbytes ||
+                (flags & TGRS_TENSOR_F_SLOW) != 0u) {
                 return TGRS_ERR_TENSOR;
             }
         } else if (root != t) {
@@ -379,6 +393,9 @@ static int tgrs_check_io(const tgrs_plan *plan)
             return TGRS_ERR_TENSOR_INDEX;
         }
         tr = tgrs_tensor(plan, t);
+        if (TGRS_VIEWS && (tgrs_rd_u32(tr + TGRS_TENSOR_OFF_FLAGS) & TGRS_TENSOR_F_VIEW) != 0u) {
+            return TGRS_ERR_VIEW; /* the interface names whole buffers */
+        }
         if (dtype != tgrs_rd_u32(tr + TGRS_TENSOR_OFF_DTYPE) || tgrs_rd_u32(r + TGRS_IO_OFF_LAYOUT) !=
             tgrs_rd_u32(tr + TGRS_TENSOR_OFF_LAYOUT) || nbytes != tgrs_rd_u32(tr + TGRS_TENSOR_OFF_NBYTES)) {
             return TGRS_ERR_IO;
@@ -552,6 +569,9 @@ static int tgrs_check_unit_buffers(const tgrs_plan *plan, const uint8_t *u)
                 return TGRS_ERR_TENSOR_INDEX;
             }
             root = tgrs_root(plan, t);
+            if (TGRS_VIEWS && tiled && (tgrs_rd_u32(tgrs_tensor(plan, t) + TGRS_TENSOR_OFF_FLAGS) & TGRS_TENSOR_F_VIEW) != 0u) {
+                return TGRS_ERR_VIEW; /* a tiled unit holds its buffers in bands, a run is part of a whole one */
+            }
             if ((tgrs_rd_u32(tgrs_tensor(plan, root) + TGRS_TENSOR_OFF_FLAGS) & TGRS_TENSOR_F_SLOW) == 0u) {
                 return TGRS_ERR_TENSOR;
             }
@@ -695,6 +715,10 @@ static int tgrs_check_op_tensor(const tgrs_plan *plan, const uint8_t *u, uint32_
     if (tgrs_find_placement(plan, tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_FIRST),
                             tgrs_rd_u32(u + TGRS_UNIT_OFF_PLACE_COUNT), root) == TGRS_NONE) {
         return TGRS_ERR_PLACEMENT;
+    }
+    if (TGRS_VIEWS && (tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u &&
+        (tgrs_rd_u32(tgrs_tensor(plan, t) + TGRS_TENSOR_OFF_FLAGS) & TGRS_TENSOR_F_VIEW) != 0u) {
+        return TGRS_ERR_VIEW; /* a tiled unit holds its buffers in bands, a run is part of a whole one */
     }
     if ((tgrs_rd_u32(u + TGRS_UNIT_OFF_FLAGS) & TGRS_UNIT_F_TILED) != 0u && root != t &&
         tgrs_rd_i32(tgrs_tensor(plan, t) + TGRS_TENSOR_OFF_DIMS + 4u) !=

@@ -58,6 +58,15 @@
 #else
 #define TGRS_REGION 1
 #endif
+/* Views (tensor flag VIEW, docs/format.md "Views"): a tensor whose bytes are a run of its root's buffer at view_off (a
+ * Concat's input written straight into the Concat's output, a Slice's output read in place). -DTGRS_NO_VIEWS folds
+ * away the loader's proof of the runs and the executor's offset; the loader then refuses a VIEW tensor with
+ * TGRS_ERR_UNSUPPORTED, and tigris codegen says whether its plan needs them. */
+#if defined(TGRS_NO_VIEWS)
+#define TGRS_VIEWS 0
+#else
+#define TGRS_VIEWS 1
+#endif
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define TGRS_NATIVE_LE 1

@@ -19,7 +19,7 @@ def test_check_mode_detects_staleness(tmp_path) -> None:
     out = tmp_path / "tgrs_format.h"
     assert gen_header.main(["-o", str(out)]) == 0
     assert gen_header.main(["--check", "-o", str(out)]) == 0
-    out.write_text(out.read_text().replace("TGRS_FORMAT_VERSION 1u", "TGRS_FORMAT_VERSION 9u"))
+    out.write_text(out.read_text().replace(f"TGRS_FORMAT_VERSION {F.VERSION}u", "TGRS_FORMAT_VERSION 9u"))
     assert gen_header.main(["--check", "-o", str(out)]) == 1
 
 

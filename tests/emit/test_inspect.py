@@ -22,7 +22,7 @@ def test_plan_summary_states_the_plan(tmp_path) -> None:
     info = inspect_plan(data)
     json.dumps(info)  # JSON-ready as it is
     assert info["kind"] == "plan" and info["model"] == "handbuilt"
-    assert info["header"]["version"] == 1 and info["header"]["file_size"] == len(data)
+    assert info["header"]["version"] == 2 and info["header"]["file_size"] == len(data)
     assert info["header"]["compression"] == "lz4" and info["header"]["xip"] is False
     (inp,) = info["interface"]["inputs"]
     assert (inp["name"], inp["shape"], inp["dtype"], inp["stored_dtype"], inp["layout"]) == (

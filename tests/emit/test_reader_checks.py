@@ -77,7 +77,7 @@ def test_header_checks() -> None:
     data = _plan()
     _expect(data[:20], "ERR_TRUNCATED")
     _expect(b"XGRS" + data[4:], "ERR_MAGIC")
-    _expect(data[:4] + struct.pack("<H", 2) + data[6:], "ERR_VERSION")
+    _expect(data[:4] + struct.pack("<H", F.VERSION + 1) + data[6:], "ERR_VERSION")
     _expect(data[:-16], "ERR_TRUNCATED")
     _expect(data + b"\0" * 16, "ERR_SIZE")
     _expect(_hdr(data, "flags", 0x80), "ERR_HEADER")

@@ -63,6 +63,14 @@ def _cached() -> tuple[bytes, ...]:
 
     with tempfile.TemporaryDirectory() as d:
         out.append(T.concat_cols_plan(Path(d)))
+    # Views (tensor flag VIEW): a row Concat, a Concat of pooled vectors and a Slice run as runs of one buffer, int8
+    # (tests/runtime/test_rt_views.py), so the mutator reaches view_off and the executor's offset views.
+    import test_rt_views as V
+    from tigris.emit import emit_plan
+
+    with tempfile.TemporaryDirectory() as d:
+        _p, prep = V._prepared(Path(d), True)
+        out.append(emit_plan(prep.graph, V._plan(prep, 1 << 22, True), prep.lowered, xip=True))
     out += _model_plans()
     return tuple(out)
 

@@ -275,6 +275,8 @@ def _features(info: PlanInfo) -> list[tuple[bool, str, str, str]]:
          "has OVERWRITE units"),
         (info.one_region, "TGRS_NO_REGION", "keeps both arenas in one block of memory (ONE_REGION)",
          "is a ONE_REGION plan"),
+        (info.views, "TGRS_NO_VIEWS", "runs Concats and Slices as views of one buffer (VIEW tensors)",
+         "has VIEW tensors"),
     ]
 
 

@@ -91,6 +91,8 @@ class PlanInfo:
     # Whether a unit is OVERWRITE (outputs over dying inputs' slow homes): the generated file then refuses a
     # -DTGRS_NO_OVERWRITE build (and a ONE_REGION plan, ``one_region``, a -DTGRS_NO_REGION one).
     overwrite: bool = False
+    # Whether a tensor is a VIEW (a run of its root's buffer): the generated file then refuses a -DTGRS_NO_VIEWS build.
+    views: bool = False
 
     @property
     def xip(self) -> bool:
@@ -236,7 +238,15 @@ def read_plan_info(data: bytes) -> PlanInfo:
         dw_pieces=_any_dw_pieces(data, sections.get(F.SectionId.OPS, (0, 0))),
         narrow_conv=_any_narrow_conv(data, sections.get(F.SectionId.OPS, (0, 0))),
         overwrite=_any_unit_flag(data, sections.get(F.SectionId.UNITS, (0, 0)), F.UnitFlag.OVERWRITE),
+        views=_any_view(data, sections.get(F.SectionId.TENSORS, (0, 0))),
     )
+
+
+def _any_view(data: bytes, section: tuple[int, int]) -> bool:
+    """Whether a TENSOR record of the section has the VIEW flag (its bounds were checked against the file above)."""
+    off, size = section
+    starts = range(off, off + size - F.TENSOR.size + 1, F.TENSOR.size)
+    return any(int(F.TENSOR.unpack(data, o)["flags"]) & F.TensorFlag.VIEW for o in starts)  # type: ignore[call-overload]
 
 
 def _any_dw_pieces(data: bytes, section: tuple[int, int]) -> bool:

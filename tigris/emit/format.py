@@ -1,4 +1,4 @@
-"""The .tgrs plan format, version 1: the single source of truth for the writer, the reader and the C header.
+"""The .tgrs plan format, version 2: the single source of truth for the writer, the reader and the C header.
 
 Everything the C runtime needs to know about the byte layout is declared here as data (records of typed fields with
 explicit offsets, section ids, enums, flags, status codes). ``tigris.emit.gen_header`` turns it into
@@ -30,7 +30,7 @@ from enum import IntEnum
 from tigris.ops.base import MAX_CONSTS, MAX_INPUTS, MAX_PARAMS
 
 MAGIC = b"TGRS"
-VERSION = 1
+VERSION = 2  # 2: the TENSOR record gained view_off (views, docs/format.md "Views")
 ALIGN = 16  # section starts, arena offsets, weight blobs
 NONE = 0xFFFFFFFF  # "no index" / "no offset" in u32 fields
 MAX_RANK = 6  # logical rank stored in tensor and interface records
@@ -125,6 +125,10 @@ class TensorFlag(IntEnum):
     SLOW = 4  # has a slow-arena home (slow_offset/slow_size valid)
     ALIAS = 8  # shares the buffer of tensor `root` (root != own index)
     QUANT = 16  # scale/zero_point are a real quantization (int8)
+    # With ALIAS: the tensor's bytes are the run [view_off, view_off + nbytes) of its root's buffer (a Concat input
+    # its producer writes straight into the Concat's output, a Slice output read in place from its input); only in
+    # untiled units (docs/format.md "Views").
+    VIEW = 32
 
 
 class IoFlag(IntEnum):
@@ -373,6 +377,7 @@ TENSOR = Record(
         _u32("slow_offset", "slow-arena offset of the root's home, NONE if not SLOW"),
         _u32("slow_size", "bytes reserved there, 0 if not SLOW"),
         _u32("flags", "TensorFlag bits"),
+        _u32("view_off", "VIEW: byte offset of this tensor's bytes in its root's buffer, multiple of 16; else 0"),
     ),
     "Every activation tensor the runtime touches, indexed by tensor index.",
 )
@@ -594,6 +599,7 @@ STATUS: tuple[Status, ...] = (
     Status("ERR_SCRATCH_OVERLAP", -49, "an op's scratch overlaps the buffer of one of its operands"),
     Status("ERR_OVERWRITE", -50, "an output written over an input's slow home that is still read, or not dying there"),
     Status("ERR_REGION", -51, "one-region plan: a unit's buffers reach a live slow home, or the arenas passed differ"),
+    Status("ERR_VIEW", -52, "a view's run lies outside its root's buffer, is misaligned, or is used in a tiled unit"),
 )
 
 STATUS_BY_NAME = {s.name: s for s in STATUS}

@@ -94,6 +94,11 @@ class TensorInfo:
     nbytes: int
     slow: Placement | None
     flags: int
+    view_off: int = 0  # VIEW: byte offset of its bytes in the root's buffer
+
+    @property
+    def is_view(self) -> bool:
+        return bool(self.flags & F.TensorFlag.VIEW)
 
     @property
     def is_alias(self) -> bool:
@@ -363,6 +368,7 @@ class PlanFile:
             fast_budget=self.fast_budget, slow_budget=self.slow_budget, xip=self.xip, stages=stages, units=units,
             slow={t.name: t.slow for t in self.tensors if t.slow is not None},
             alias_of={t.name: name[t.root] for t in self.tensors if t.is_alias},
+            view_offset={t.name: t.view_off for t in self.tensors if t.is_view},
             one_region=bool(self.flags & F.Flag.ONE_REGION),
             unscheduled_peak=self.unscheduled_peak, fast_peak=self.fast_arena, slow_peak=self.slow_arena,
             spill_bytes=self.spill_bytes, reload_bytes=self.reload_bytes, recompute_macs=self.recompute_macs,
@@ -619,8 +625,17 @@ def _check_tensors(c: _Sections, slow_arena: int) -> list[TensorInfo]:
         what = f"tensor {i} ({tnames[i]})"
         flags_t, root_i = int(t["flags"]), int(t["root"])
         r = traw[root_i]
+        voff = int(t["view_off"])
+        if flags_t & F.TensorFlag.VIEW:
+            # a run of the root's buffer: aligned, inside it (docs/format.md "Views")
+            if not flags_t & F.TensorFlag.ALIAS or voff % F.ALIGN or voff + int(t["nbytes"]) > int(r["nbytes"]):
+                raise _fail("ERR_VIEW", f"{what}: view run {voff}+{t['nbytes']} of root {root_i} "
+                                        f"({r['nbytes']} bytes) misaligned, outside it or without ALIAS")
+        elif voff != 0:
+            raise _fail("ERR_VIEW", f"{what}: view_off {voff} without the VIEW flag")
         if flags_t & F.TensorFlag.ALIAS:
-            if root_i == i or r["root"] != root_i or r["nbytes"] != t["nbytes"] or flags_t & F.TensorFlag.SLOW:
+            if root_i == i or r["root"] != root_i or flags_t & F.TensorFlag.SLOW \
+                    or (r["nbytes"] != t["nbytes"] and not flags_t & F.TensorFlag.VIEW):
                 raise _fail("ERR_TENSOR", f"{what}: inconsistent alias root {root_i}")
         elif root_i != i:
             raise _fail("ERR_TENSOR", f"{what}: root {root_i} without the ALIAS flag")
@@ -638,7 +653,7 @@ def _check_tensors(c: _Sections, slow_arena: int) -> list[TensorInfo]:
             TensorInfo(
                 i, tnames[i], DTYPE_NAMES[int(t["dtype"])], LAYOUT_NAMES[int(t["layout"])],
                 tuple(int(d) for d in t["dims"]), tuple(int(x) for x in t["shape"][: int(t["rank"])]), root_i,
-                float(t["scale"]), int(t["zero_point"]), int(t["nbytes"]), slow, flags_t,
+                float(t["scale"]), int(t["zero_point"]), int(t["nbytes"]), slow, flags_t, voff,
             )
         )
     return tensors
@@ -672,6 +687,8 @@ def _check_io(
         if ti >= nt:
             raise _fail("ERR_TENSOR_INDEX", f"{what} ({ioname}): tensor {ti} out of range ({nt})")
         t = tensors[ti]
+        if t.is_view:
+            raise _fail("ERR_VIEW", f"{what} ({ioname}): tensor {t.name} is a view (the interface names whole buffers)")
         declared = tuple(int(s) for s in io["shape"][:rank])
         numel = 1
         for s in declared:
@@ -862,6 +879,8 @@ def _check_unit_buffers(c: _Sections, ui: int, u: dict, tensors: list[TensorInfo
             if ti >= nt:
                 raise _fail("ERR_TENSOR_INDEX", f"{what}: {kind} tensor {ti} out of range ({nt})")
             rt = tensors[ti].root
+            if tiled and tensors[ti].is_view:
+                raise _fail("ERR_VIEW", f"{what}: {kind} tensor {tensors[ti].name} is a view in a tiled unit")
             if tensors[rt].slow is None:
                 raise _fail("ERR_TENSOR", f"{what}: {kind} tensor {tensors[ti].name} has no slow home")
             if rt not in placed:
@@ -985,6 +1004,9 @@ def _check_ops(c: _Sections, units: list[UnitInfo], tensors: list[TensorInfo], f
                 rt = tensors[x].root
                 if rt not in placed:
                     raise _fail("ERR_PLACEMENT", f"{what} ({op_name}): {tensors[x].name} not placed in unit {u.index}")
+                if u.tiled and tensors[x].is_view:
+                    # a view's run is a part of its root's whole buffer, which a tiled unit holds only in bands
+                    raise _fail("ERR_VIEW", f"{what} ({op_name}): view {tensors[x].name} in a tiled unit")
                 if u.tiled and rt != x and tensors[x].dims[1] != tensors[rt].dims[1]:
                     # Bands are per root buffer: an alias whose rows differ has no band in a tile.
                     raise _fail("ERR_TILE_ROWS", f"{what} ({op_name}): alias {tensors[x].name} rows differ from root")

@@ -261,6 +261,9 @@ def _tensor_record(ctx: _Ctx, n: str) -> bytes:
         flags |= F.TensorFlag.OUTPUT
     if r != n:
         flags |= F.TensorFlag.ALIAS
+    view_off = ctx.plan.view_offset.get(n, 0) if r != n else 0
+    if n in ctx.plan.view_offset and r != n:
+        flags |= F.TensorFlag.VIEW  # a run of the root's buffer (lifetime rule 7)
     scale, zp = _per_tensor(t)
     if t.quant is not None:
         flags |= F.TensorFlag.QUANT
@@ -278,6 +281,7 @@ def _tensor_record(ctx: _Ctx, n: str) -> bytes:
             name_off=off, name_len=ln, dtype=_dtype_code(t.dtype, n), layout=int(F.LAYOUT_CODES[t.layout]),
             dims=view_dims(t.shape, t.layout), rank=rank, shape=shape, root=ctx.ti(r, n), scale=scale,
             zero_point=zp, nbytes=t.nbytes, slow_offset=slow_off, slow_size=slow_size, flags=int(flags),
+            view_off=view_off,
         ),
         n,
     )
@@ -375,8 +379,9 @@ def _build_units(ctx: _Ctx) -> _Units:
 
         group = acc.xip_group if ctx.xip else WeightGroup()
         op_first = len(acc.ops)
+        views = set(ctx.plan.view_ops)
         for i in unit.ops:
-            if not ctx.lowered[i].alias:
+            if not ctx.lowered[i].alias and i not in views:  # a view moves no bytes: no op record
                 acc.ops.append(_op_record(ctx, i, group, unit.scratch.get(i),
                                           getattr(unit, "in_place_rows", {}).get(ctx.lowered[i].outputs[0], 0)))
         wblob_size = wraw_size = 0

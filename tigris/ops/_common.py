@@ -196,3 +196,21 @@ __all__ = [
     "rshift_half_even",
     "same_rows",
 ]
+
+
+def same_bytes(a: Tensor, b: Tensor) -> bool:
+    """Whether a value stored as ``a`` reads as the same value stored as ``b``: one element type and, quantized,
+    one per-tensor scale and zero point (an int8 Concat or Slice between them copies bytes)."""
+    if a.dtype != b.dtype or (a.quant is None) != (b.quant is None):
+        return False
+    if a.quant is None:
+        return True
+    if a.quant.scale.size != 1 or b.quant.scale.size != 1:
+        return False
+    return float(a.quant.scale.reshape(-1)[0]) == float(b.quant.scale.reshape(-1)[0]) \
+        and int(a.quant.zero_point.reshape(-1)[0]) == int(b.quant.zero_point.reshape(-1)[0])
+
+
+def view_elem_bytes(t: Tensor) -> int:
+    """Bytes per element of ``t``'s stored form."""
+    return t.nbytes // max(1, t.numel)

@@ -265,6 +265,16 @@ class OpKind:
         """Scratch an accumulating op keeps from the first tile to the last (only when :attr:`accumulates`)."""
         return 0
 
+    # -- zero-copy views (docs/memory-planning.md "Views") ----------------------------------------------------
+    def byte_views(self, graph: AnalyzedGraph, op: Op) -> tuple[str, tuple[tuple[str, int], ...]] | None:
+        """When the op moves bytes unchanged between one contiguous buffer and contiguous runs of it: ``(base,
+        ((member, byte offset in base), ...))``, every member a run of ``nbytes(member)`` bytes of ``base`` at that
+        offset, holding exactly the bytes the op would copy. A Concat's inputs laid side by side in its output (the
+        output is the base), a Slice's output as one run of its input (the input is the base). The planner may then
+        run the op as a view: no kernel, the members share the base's buffer. None: the op computes or moves
+        bytes into a layout of its own."""
+        return None
+
     # -- costs ---------------------------------------------------------------------------------------------------
     def macs(self, graph: AnalyzedGraph, op: Op, out_rows: int | None = None) -> int:
         """Multiply-accumulates of a weighted product for ``out_rows`` output rows (all when None); 0 for ops that

@@ -20,8 +20,10 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
-from tigris.ops._common import TileError, dtype_kind, logical_to_phys_axis, per_tensor, requantize_even
+from tigris.ops._common import (TileError, dtype_kind, logical_to_phys_axis, per_tensor, requantize_even, same_bytes,
+                                view_elem_bytes)
 from tigris.ops.base import MAX_INPUTS, Lowered, OpKind, TensorView, cols_reason
+from tigris.plan.types import ALIGN
 from tigris.ops.qmath import quantize_multiplier
 
 # How pass 14 numbers axes of a rank-3 (NWC) tensor when it gives no logical axis: N, L, C = 0, 1, 2.
@@ -73,6 +75,30 @@ class Concat(OpKind):
         if view_axis(graph, op) == 2:
             return "Concat along W"
         return cols_reason(graph, op, per_pixel=True)
+    def byte_views(self, graph: AnalyzedGraph, op: Op) -> tuple[str, tuple[tuple[str, int], ...]] | None:
+        # Along the outermost axis of the stored view with more than one element before it (every axis before it
+        # of size 1), input i is one contiguous run of the output: the inputs side by side, in order. Each run
+        # starts at a multiple of ALIGN (every planned offset is one) and holds the input's bytes unchanged.
+        ins = [n for n in op.inputs if n]
+        y = graph.tensors[op.outputs[0]]
+        if len(ins) < 2 or len(set(ins)) != len(ins) or any(graph.is_const(n) for n in ins):
+            return None
+        axis = view_axis(graph, op)
+        yd = tensor_view_dims(y)
+        if any(d != 1 for d in yd[:axis]):
+            return None
+        inner = view_elem_bytes(y)
+        for d in yd[axis + 1:]:
+            inner *= d
+        members, off = [], 0
+        for n in ins:
+            x = graph.tensors[n]
+            if not same_bytes(x, y) or off % ALIGN:
+                return None
+            members.append((n, off))
+            off += tensor_view_dims(x)[axis] * inner
+        return (op.outputs[0], tuple(members)) if off == y.nbytes else None
+
     PARAMS = ("AXIS",) + tuple(f"M{i}" for i in range(MAX_INPUTS)) + tuple(f"S{i}" for i in range(MAX_INPUTS))
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:

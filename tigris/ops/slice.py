@@ -28,8 +28,9 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import ROW_LAYOUTS, tensor_view_dims
-from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes, requantize_even
+from tigris.ops._common import TileError, dtype_kind, per_tensor, phys_axes, requantize_even, same_bytes, view_elem_bytes
 from tigris.ops.base import Lowered, OpKind, TensorView, cols_reason
+from tigris.plan.types import ALIGN
 from tigris.ops.qmath import quantize_multiplier
 
 _ROW_AXIS = 2  # the logical axis an nhwc (N, C, H, W) or nwc (N, C, L) tensor stores along its view rows
@@ -102,7 +103,44 @@ class Slice(OpKind):
             return "Slice with a negative step along the rows"
         return None
 
+    def byte_views(self, graph: AnalyzedGraph, op: Op) -> tuple[str, tuple[tuple[str, int], ...]] | None:
+        # A Slice with unit steps whose output is one contiguous run of its input: on the stored view, every axis
+        # before the first one it cuts has one element and every axis after it is whole. The run starts at a
+        # multiple of ALIGN (every planned offset is one) and holds the input's bytes unchanged.
+        if op.op_type != "Slice" or not op.attrs.get("normalized"):
+            return None
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if not same_bytes(x, y) or graph.is_const(op.inputs[0]):
+            return None
+        try:
+            p = self._view_params(graph, op)[0]
+        except TigrisError:
+            return None
+        xd, yd = tensor_view_dims(x), tensor_view_dims(y)
+        cut = next((j for j in range(4) if yd[j] != xd[j]), 4)
+        if any(xd[j] != 1 for j in range(cut)) or any(yd[j] != xd[j] for j in range(cut + 1, 4)) \
+                or any(p[f"START{j}"] != 0 for j in range(4) if j != cut):
+            return None
+        if any(p[f"STEP{j}"] != 1 for j in range(4) if yd[j] > 1) or cut == 4:
+            return None
+        inner = view_elem_bytes(x)
+        for d in xd[cut + 1:]:
+            inner *= d
+        off = p[f"START{cut}"] * inner
+        return (op.inputs[0], ((op.outputs[0], off),)) if off % ALIGN == 0 else None
+
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        params, consts = self._view_params(graph, op)
+        if dtype_kind(graph, op) == "int8":
+            si, _ = per_tensor(x, f"{op.op_type} input")
+            so, _ = per_tensor(y, f"{op.op_type} output")
+            params["MULT"], params["SHIFT"] = quantize_multiplier(si / so, op.name)
+        return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, consts=consts,
+                       macs=y.numel)
+
+    def _view_params(self, graph: AnalyzedGraph, op: Op) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+        """START/STEP of every view axis and the Gather axis and indices (the encoding's parameters aside)."""
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         if x.dtype != y.dtype or len(x.shape) != len(y.shape):
             raise TigrisError(f"{op.op_type} changes the element type or the rank", op.name)
@@ -130,12 +168,7 @@ class Slice(OpKind):
                     raise TigrisError(f"{op.op_type} reads outside its input ({list(x.shape)} -> {list(y.shape)})",
                                       op.name)
             params[f"START{j}"], params[f"STEP{j}"] = start, step
-        if dtype_kind(graph, op) == "int8":
-            si, _ = per_tensor(x, f"{op.op_type} input")
-            so, _ = per_tensor(y, f"{op.op_type} output")
-            params["MULT"], params["SHIFT"] = quantize_multiplier(si / so, op.name)
-        return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=params, consts=consts,
-                       macs=y.numel)
+        return params, consts
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         x = inputs[0]

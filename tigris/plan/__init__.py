@@ -654,10 +654,8 @@ def fast_lower_bound(
     """
     if not graph.ops:
         return 0
-    bufs = buffers(graph)
-    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, layouts,
-                   col_tiles=col_tiles and strategy != "spec")
-    return _lower_bound(graph, bufs, uses(bufs), costs)
+    return min(max((0, *b)) for b in _mode_bounds(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap,
+                                                   layouts, col_tiles, strategy))
 
 
 def op_lower_bounds(
@@ -683,10 +681,24 @@ def op_lower_bounds(
     """
     if not graph.ops:
         return []
-    bufs = buffers(graph)
-    costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, layouts,
-                   col_tiles=col_tiles and strategy != "spec")
-    return list(_op_bounds(graph, bufs, uses(bufs), costs))
+    # a plan runs with views or without (lifetime rule 7): the op's bound is the smaller of the two
+    return [min(b) for b in zip(*_mode_bounds(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap,
+                                               layouts, col_tiles, strategy))]
+
+
+def _mode_bounds(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, layouts, col_tiles,
+                 strategy) -> list[tuple[int, ...]]:
+    """:func:`op_lower_bounds` of the plans without views, and with them when some op can run as a view."""
+    out = []
+    for views in (False, True):
+        bufs = buffers(graph, views=views)
+        if views and not (VIEWS and bufs.view_ops):
+            break
+        memo = layouts if not views or layouts is None else layouts.setdefault(("views",), {})
+        costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, memo,
+                       col_tiles=col_tiles and strategy != "spec")
+        out.append(_op_bounds(graph, bufs, uses(bufs), costs))
+    return out
 
 
 def _lower_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> int:
@@ -852,7 +864,7 @@ def _in_graph_order(p: MemoryPlan, order: tuple[int, ...], unscheduled: int | No
     units = [replace(u, ops=m(u.ops), scratch={order[k]: v for k, v in u.scratch.items()}, accumulate=m(u.accumulate))
              for u in p.units]
     stages = [replace(s, ops=m(s.ops)) for s in p.stages]
-    return replace(p, units=units, stages=stages,
+    return replace(p, units=units, stages=stages, view_ops=sorted(order[k] for k in p.view_ops),
                    unscheduled_peak=unscheduled if unscheduled is not None else unscheduled_peak(graph))
 
 
@@ -861,8 +873,48 @@ def _plan_in_order(
     least_sram, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse: bool = True, col_tiles: bool = False,
     force_cols: int = 0, one_region: bool = False,
 ) -> PlanResult:
-    """:func:`plan` of the graph's ops in the graph's order."""
-    bufs = buffers(graph)
+    """:func:`plan` of the graph's ops in the graph's order: with every op moving its bytes, and (``VIEWS``, when
+    some op can run as a view, lifetime rule 7) with views; the plan with views where it fits and the other does
+    not, or where it moves no more bytes through slow memory, costs no more and needs no more fast memory."""
+    vbufs = buffers(graph, views=True) if VIEWS else None
+    if VIEWS == "only":  # tests: the plan with views alone, whatever it costs
+        return _plan_bufs(graph, vbufs, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight,
+                          feasibility, least_sram, weight_bytes_of, scratch_bytes_of, None, halo_reuse, col_tiles,
+                          force_cols, one_region)
+    res = _plan_bufs(graph, buffers(graph), fast_budget, slow_budget, xip, strategy, accumulate_gap,
+                     recompute_weight, feasibility, least_sram, weight_bytes_of, scratch_bytes_of, layouts,
+                     halo_reuse, col_tiles, force_cols, one_region)
+    if vbufs is None or not vbufs.view_ops or (feasibility and slow_budget is None and isinstance(res, Fit)):
+        return res
+    memo = {} if layouts is None else layouts.setdefault(("views",), {})
+    other = _plan_bufs(graph, vbufs, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight,
+                       feasibility, least_sram, weight_bytes_of, scratch_bytes_of, memo, halo_reuse, col_tiles,
+                       force_cols, one_region)
+    if isinstance(other, NoFit):
+        return res
+    if isinstance(res, NoFit):
+        return other
+    a, b = res.plan, other.plan
+    traffic = lambda p: p.spill_bytes + p.reload_bytes  # noqa: E731
+    cost = lambda p: traffic(p) + recompute_weight * p.recompute_macs  # noqa: E731
+    if least_sram:
+        keep = (sram_bytes(b), cost(b)) <= (sram_bytes(a), cost(a))
+    else:
+        keep = traffic(b) <= traffic(a) and cost(b) <= cost(a) and b.fast_peak <= a.fast_peak
+    return other if keep else res
+
+
+# Lifetime rule 7 (views) on (the default) or off: off plans every Concat and Slice as a copy, the measured baseline
+# of bench/plan_views.py and of the tests comparing the two plans; "only" (tests) plans with views alone, even where
+# that costs more, so a joined buffer may cross units.
+VIEWS: bool | str = True
+
+
+def _plan_bufs(
+    graph: AnalyzedGraph, bufs: Buffers, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight,
+    feasibility, least_sram, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse: bool = True,
+    col_tiles: bool = False, force_cols: int = 0, one_region: bool = False,
+) -> PlanResult:
     u = uses(bufs)
     col_tiles = col_tiles and strategy != "spec"
     force_cols = force_cols if col_tiles else 0
@@ -893,6 +945,8 @@ def _plan_in_order(
         units=units,
         slow=slow,
         alias_of=dict(bufs.alias_of),
+        view_offset=dict(bufs.offset),
+        view_ops=sorted(bufs.view_ops),
         unscheduled_peak=unscheduled_peak(graph),
         fast_peak=max(unit.peak_bytes for unit in units),
         slow_peak=slow_peak,

@@ -25,7 +25,13 @@ intermediate results, and checks:
    column-local per its kind, every buffer its own root; the output tiles form a grid, row band by row band, whose
    column bands cover ``[0, W)`` left to right, and whose row bands cover the rows once; every band of every tile
    is exactly the hull of the rows and columns its consumers need (clipped; a windowed consumer's columns exactly
-   its band), not empty, within the tensor, and its dense ``rows x cols`` block fits its buffer.
+   its band), not empty, within the tensor, and its dense ``rows x cols`` block fits its buffer;
+8. views (lifetime rule 7; ``MemoryPlan.view_offset``, ``view_ops``): the plan's tables are the rule's for this
+   graph; every view's run lies inside its root, 16-byte aligned; each op run as a view moves bytes that are
+   exactly where the table says (its kind's reference, run on element numbers instead of values, puts output
+   element ``j`` where the runs say it is), between tensors of one element encoding; no tensor of a view group is a
+   graph input or output other than the root, and no unit touching a run is tiled. A later producer of a joined
+   buffer reads it (rule 4 then requires a unit that writes it after an earlier one to reload it first).
 
 :func:`check_plan` returns the list of violations (empty = proven); :func:`assert_plan` raises on the first few.
 """
@@ -69,8 +75,8 @@ def _overlaps(items: list[tuple[Hashable, Placement, int, int]], allowed: frozen
 
 
 def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
-    bufs = buffers(graph)
-    errs: list[str] = []
+    bufs = buffers(graph, views=bool(plan.view_ops or plan.view_offset))
+    errs: list[str] = _check_views(graph, bufs, plan)
     order = [i for unit in plan.units for i in unit.ops]
     if sorted(order) != list(range(len(graph.ops))):  # rule 1
         errs.append("units do not run every op exactly once")
@@ -486,3 +492,57 @@ def assert_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> None:
     errs = check_plan(graph, plan)
     if errs:
         raise AssertionError(f"{len(errs)} plan violation(s): " + "; ".join(errs[:5]))
+
+
+def _check_views(graph: AnalyzedGraph, bufs, plan: MemoryPlan) -> list[str]:
+    """Rule 8 (views)."""
+    import numpy as np
+
+    from tigris.ops import kind_for, lower
+    from tigris.ops._common import same_bytes
+    from tigris.ops.base import TensorView
+    from tigris.layout import tensor_view_dims
+
+    if not plan.view_ops and not plan.view_offset:
+        return []
+    errs = []
+    if plan.alias_of != bufs.alias_of or plan.view_offset != bufs.offset or set(plan.view_ops) != bufs.view_ops:
+        errs.append("the plan's alias and view tables are not lifetime rule 7's")
+    boundary = set(graph.inputs) | set(graph.outputs)
+    for n, off in plan.view_offset.items():
+        r = plan.alias_of.get(n)
+        if r is None or r in plan.alias_of:
+            errs.append(f"view {n}: no root")
+            continue
+        if off % ALIGN or off < 0 or off + graph.tensors[n].nbytes > graph.tensors[r].nbytes:
+            errs.append(f"view {n}: run {off}+{graph.tensors[n].nbytes} outside its root {r} or misaligned")
+        if n in boundary:
+            errs.append(f"view {n}: a graph input or output")
+    runs = {n: (plan.alias_of.get(n, n), plan.view_offset.get(n, 0)) for n in graph.tensors}
+
+    def elems(n: str) -> np.ndarray:  # element numbers of n's run inside its root, in n's stored order
+        t = graph.tensors[n]
+        e = t.nbytes // max(1, t.numel)
+        return (runs[n][1] // e + np.arange(t.numel, dtype=np.float64)).reshape(tensor_view_dims(t))
+
+    for i in plan.view_ops:
+        op = graph.ops[i]
+        ins = [x for x in op.inputs if x and not graph.is_const(x)]
+        y = op.outputs[0]
+        if any(runs[x][0] != runs[y][0] for x in ins) or any(not same_bytes(graph.tensors[x], graph.tensors[y])
+                                                               for x in ins):
+            errs.append(f"view op {op.name}: its operands are not runs of one buffer of one encoding")
+            continue
+        # the kind's own lowering and reference, on float twins of the op's tensors: element numbers are values
+        twins = {n: replace(graph.tensors[n], dtype="float32", quant=None) for n in (*ins, y)}
+        low = lower(replace(graph, tensors={**graph.tensors, **twins}), op)
+        views = [TensorView(elems(x), tensor_view_dims(graph.tensors[x])) for x in ins]
+        out = TensorView(np.full(tensor_view_dims(graph.tensors[y]), -1.0), tensor_view_dims(graph.tensors[y]))
+        kind_for(op.op_type).reference(low, views, out)
+        if not np.array_equal(out.data, elems(y)):
+            errs.append(f"view op {op.name}: its output is not where its view runs put it")
+    for k, unit in enumerate(plan.units):
+        if unit.tile_rows and any(x in plan.view_offset for i in unit.ops for x in (*graph.ops[i].inputs,
+                                                                                    *graph.ops[i].outputs) if x):
+            errs.append(f"unit {k}: a tiled unit touches a view")
+    return errs

@@ -23,10 +23,18 @@ Rules (the code cites them by number):
    home of a larger input too: it computes its rows into a small temporary and stores each over input rows no later
    row reads. The output's lifetime then carries ``extra`` bytes at its birth step: the input's bytes beyond the
    output's (the tail, still read at that step) plus the temporary (``piece_rows`` rows, in the op's scratch).
+7. Views (``buffers(graph, views=True)``): an op whose kind states its bytes as contiguous runs of one buffer
+   (``OpKind.byte_views``: a Concat's inputs side by side in its output, a Slice's output inside its input) runs as
+   a view: it has no kernel and writes nothing; each member joins the base's group at its byte offset
+   (``Buffers.offset``), the producers of a Concat's inputs write straight into their runs of the output, and the
+   readers of a Slice read its run of the input. The joined buffer lives from its first producer to its last
+   reader (rule 3 and 4 on the root). A producer after the first reads the root too: the bytes written before it
+   must survive it, so a unit holding it alone reloads the root first (read-modify-write). A member is its own
+   buffer or an alias group's root whose members are no graph input or output; each tensor joins one group.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from tigris.ir import AnalyzedGraph, Op, Tensor
@@ -76,6 +84,58 @@ def alias_roots(graph: AnalyzedGraph) -> dict[str, str]:
     return out
 
 
+def view_groups(graph: AnalyzedGraph, alias_of: dict[str, str]) -> tuple[dict[str, str], dict[str, int], frozenset[int]]:
+    """Rule 7: (alias_of with the views' members, tensor -> byte offset inside its root for every tensor whose bytes
+    are a run of a larger buffer, the ops that run as views). Ops are taken in graph order; an op one of whose
+    members cannot join (a graph input or output in its group, a member already placed in another buffer, a base
+    inside one of its members) keeps its kernel."""
+    link: dict[str, tuple[str, int]] = {n: (alias_of[n], 0) for n in alias_of}
+    group: dict[str, set[str]] = {}
+    for n, r in alias_of.items():
+        group.setdefault(r, set()).add(n)
+    boundary = set(graph.inputs) | set(graph.outputs)
+    produced = {t for op in graph.ops for t in op.outputs if t}
+
+    def resolve(n: str) -> tuple[str, int]:
+        off = 0
+        while n in link:
+            n, o = link[n]
+            off += o
+        return n, off
+
+    view_ops: list[int] = []
+    for i, op in enumerate(graph.ops):
+        k = kind_for(op.op_type)
+        got = k.byte_views(graph, op) if k is not None and not is_alias(graph, op) else None
+        if got is None:
+            continue
+        base, members = got
+        base_root, _ = resolve(base)
+        roots = []
+        for m, _off in members:
+            r, o = resolve(m)
+            # the member must own its bytes whole (its alias group's root, no offset), be no graph boundary and
+            # be made by an op of the graph; its run goes into the base's buffer
+            if o or graph.tensors[r].nbytes != graph.tensors[m].nbytes or r in boundary \
+                    or any(a in boundary for a in group.get(r, ())) or r not in produced or r == base_root \
+                    or r in roots:
+                break
+            roots.append(r)
+        else:
+            for (m, off), r in zip(members, roots):
+                link[r] = (base, off)
+                group.setdefault(base_root, set()).update({r} | group.pop(r, set()))
+            view_ops.append(i)
+    out_alias: dict[str, str] = {}
+    offset: dict[str, int] = {}
+    for n in link:
+        r, o = resolve(n)
+        out_alias[n] = r
+        if o or graph.tensors[n].nbytes != graph.tensors[r].nbytes:
+            offset[n] = o
+    return out_alias, offset, frozenset(view_ops)
+
+
 @dataclass(frozen=True)
 class Buffers:
     """The graph seen as buffers (rule 2): per op, the root buffers it reads and writes, and each root's size."""
@@ -89,6 +149,9 @@ class Buffers:
     inplace: tuple[tuple[str, ...], ...] = ()  # per op: input roots its output may overwrite (rule 6), in order
     # per op: the piecewise candidates among ``inplace`` (whole tensors) -> (temporary rows, extra bytes)
     pieces: tuple[dict[str, tuple[int, int]], ...] = ()
+    # rule 7: tensor -> byte offset of its run inside its root's buffer (members of views only), the ops run as views
+    offset: dict[str, int] = field(default_factory=dict)
+    view_ops: frozenset[int] = frozenset()
 
     def root(self, name: str) -> str:
         return self.alias_of.get(name, name)
@@ -97,16 +160,27 @@ class Buffers:
         return align_up(self.nbytes[name])
 
 
-def buffers(graph: AnalyzedGraph) -> Buffers:
+def buffers(graph: AnalyzedGraph, views: bool = False) -> Buffers:
+    """The graph as buffers (rules 1-6; with ``views`` rule 7 too)."""
     alias_of = alias_roots(graph)
+    moves = frozenset(i for i, op in enumerate(graph.ops) if op.outputs and op.outputs[0] in alias_of)
+    offset: dict[str, int] = {}
+    view_ops: frozenset[int] = frozenset()
+    if views:
+        alias_of, offset, view_ops = view_groups(graph, alias_of)
     root = lambda n: alias_of.get(n, n)  # noqa: E731
     reads, writes, nbytes = [], [], {}
-    for op in graph.ops:
+    written: set[str] = set()
+    for i, op in enumerate(graph.ops):
         r: list[str] = []
         for t in op.inputs:
             if t and not graph.is_const(t) and root(t) not in r:
                 r.append(root(t))
-        w = [] if op.outputs and op.outputs[0] in alias_of else [t for t in op.outputs if t]
+        w = [] if i in moves or i in view_ops else [root(t) for t in op.outputs if t]
+        for t in w:
+            if t in written and t not in r:
+                r.append(t)  # rule 7: a later producer of a joined buffer keeps the bytes written before it
+        written.update(w)
         reads.append(tuple(r))
         writes.append(tuple(w))
     for t in graph.activations():
@@ -124,7 +198,7 @@ def buffers(graph: AnalyzedGraph) -> Buffers:
         tuple(x for x in cands if x in pc) if _piecewise(op) else cands
         for op, cands, pc in zip(graph.ops, inplace, pieces)
     )
-    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs, inplace, pieces)
+    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs, inplace, pieces, offset, view_ops)
 
 
 def piece_extra(graph: AnalyzedGraph, op: Op, x: str, in_band: tuple[int, int], out_band: tuple[int, int],

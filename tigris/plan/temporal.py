@@ -137,7 +137,7 @@ def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start
         given = next((x for x in (bufs.inplace[j] if bufs.inplace else ())
                       if u.last_use.get(x) == j and u.producer[x] >= start), None)
         for t in bufs.reads[j]:
-            if u.producer[t] >= start:
+            if u.producer[t] >= start or t in kept:  # kept: a joined buffer entering and written here (rule 7)
                 continue
             size = bufs.size(t)
             prev = last_read.get(t)
@@ -158,7 +158,10 @@ def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start
                 del kept[t]
                 kept_bytes -= bufs.nbytes[t]
         for t in bufs.writes[j]:
-            usage[r] += bufs.size(t)
+            if t in kept:
+                continue  # lifetime rule 7: a later producer of a joined buffer this stage already holds
+            if t not in last_read:  # (an entering joined buffer is counted at this step as read)
+                usage[r] += bufs.size(t)
             if u.last_use.get(t, -1) > j or t in u.outputs:
                 kept[t] = bufs.size(t)
                 kept_bytes += bufs.nbytes[t]

@@ -121,6 +121,12 @@ class MemoryPlan:
     # Alias groups: a Reshape/Flatten/Squeeze/Unsqueeze whose bytes do not move shares its input's buffer.
     # alias_of[out] = the tensor whose buffer it shares (transitively resolved to the root).
     alias_of: dict[str, str] = field(default_factory=dict)
+    # Views (lifetime rule 7; the format's tensor flag VIEW): a tensor whose bytes are a run of its root's buffer ->
+    # the run's byte offset there (a Concat's input in its output, a Slice's output in its input). Such a tensor is
+    # in alias_of too; a plain alias (the whole buffer) has no entry. view_ops: the ops that run as views (no kernel,
+    # no op record), ascending graph op indices.
+    view_offset: dict[str, int] = field(default_factory=dict)
+    view_ops: list[int] = field(default_factory=list)
     unscheduled_peak: int = 0  # stage 4 peak of the whole graph as one stage
     fast_peak: int = 0  # max over units of peak_bytes
     slow_peak: int = 0  # high water of the slow arena
