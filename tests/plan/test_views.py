@@ -208,3 +208,26 @@ def test_plans_with_views_are_proven_and_never_worse(graph, frac, xip):
     if copy is not None:
         assert p.fast_peak <= copy.fast_peak
         assert p.spill_bytes + p.reload_bytes <= copy.spill_bytes + copy.reload_bytes
+
+
+def test_running_order_decides_which_producer_reads_the_joined_buffer():
+    """The memory-aware operator order runs the second producer of a pooled-vector Concat first: the checker follows
+    the running order (that producer writes first; the other reads the root), as the planner does (a case the
+    property test found)."""
+    g = G("float32")
+    x = g.input("x", (1, 4, 4, 4))
+    t0 = g.unary(x)
+    t2 = g.conv(g.gap(x), 12, k=1)
+    t3 = g.unary(x)
+    t5 = g.conv(g.gap(x), 8, k=1)
+    t7 = g.conv(g.gap(t0), 4, k=1)
+    t8 = g.conv(x, 4, k=1)
+    t9 = concat(g, [t2, t5], 3)
+    graph = g.graph([t3, t7, t8, t9])
+    planner.VIEWS = False
+    try:
+        whole = plan_memory(graph, 1 << 24, None, xip=False)
+    finally:
+        planner.VIEWS = True
+    p = plan_memory(graph, int(whole.fast_peak * 0.96875), None, xip=False)
+    assert p.view_ops and check_plan(graph, p) == []

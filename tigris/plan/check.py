@@ -75,9 +75,10 @@ def _overlaps(items: list[tuple[Hashable, Placement, int, int]], allowed: frozen
 
 
 def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
-    bufs = buffers(graph, views=bool(plan.view_ops or plan.view_offset))
-    errs: list[str] = _check_views(graph, bufs, plan)
     order = [i for unit in plan.units for i in unit.ops]
+    views = bool(plan.view_ops or plan.view_offset)
+    bufs = buffers(graph, views=views, order=order if views and sorted(order) == list(range(len(graph.ops))) else None)
+    errs: list[str] = _check_views(graph, bufs, plan)
     if sorted(order) != list(range(len(graph.ops))):  # rule 1
         errs.append("units do not run every op exactly once")
     else:

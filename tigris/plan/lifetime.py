@@ -104,7 +104,8 @@ def view_groups(graph: AnalyzedGraph, alias_of: dict[str, str]) -> tuple[dict[st
         return n, off
 
     view_ops: list[int] = []
-    for i, op in enumerate(graph.ops):
+    # by op name, not position: a graph in another running order (tigris.plan.order) gets the same groups
+    for i, op in sorted(enumerate(graph.ops), key=lambda io: io[1].name):
         k = kind_for(op.op_type)
         got = k.byte_views(graph, op) if k is not None and not is_alias(graph, op) else None
         if got is None:
@@ -160,8 +161,9 @@ class Buffers:
         return align_up(self.nbytes[name])
 
 
-def buffers(graph: AnalyzedGraph, views: bool = False) -> Buffers:
-    """The graph as buffers (rules 1-6; with ``views`` rule 7 too)."""
+def buffers(graph: AnalyzedGraph, views: bool = False, order: Sequence[int] | None = None) -> Buffers:
+    """The graph as buffers (rules 1-6; with ``views`` rule 7 too). ``order`` is the running order of the ops when it
+    is not the graph's (rule 7: which producer of a joined buffer runs first)."""
     alias_of = alias_roots(graph)
     moves = frozenset(i for i, op in enumerate(graph.ops) if op.outputs and op.outputs[0] in alias_of)
     offset: dict[str, int] = {}
@@ -170,19 +172,20 @@ def buffers(graph: AnalyzedGraph, views: bool = False) -> Buffers:
         alias_of, offset, view_ops = view_groups(graph, alias_of)
     root = lambda n: alias_of.get(n, n)  # noqa: E731
     reads, writes, nbytes = [], [], {}
-    written: set[str] = set()
     for i, op in enumerate(graph.ops):
         r: list[str] = []
         for t in op.inputs:
             if t and not graph.is_const(t) and root(t) not in r:
                 r.append(root(t))
-        w = [] if i in moves or i in view_ops else [root(t) for t in op.outputs if t]
-        for t in w:
-            if t in written and t not in r:
-                r.append(t)  # rule 7: a later producer of a joined buffer keeps the bytes written before it
-        written.update(w)
-        reads.append(tuple(r))
-        writes.append(tuple(w))
+        reads.append(r)
+        writes.append(tuple([] if i in moves or i in view_ops else [root(t) for t in op.outputs if t]))
+    written: set[str] = set()
+    for i in (range(len(graph.ops)) if order is None else order):
+        for t in writes[i]:
+            if t in written and t not in reads[i]:
+                reads[i].append(t)  # rule 7: a later producer of a joined buffer keeps the bytes written before it
+        written.update(writes[i])
+    reads = [tuple(r) for r in reads]
     for t in graph.activations():
         rt = root(t.name)
         nbytes[rt] = max(nbytes.get(rt, 0), graph.tensors[rt].nbytes)
