@@ -1,6 +1,7 @@
 """Differential test: the C loader (runtime_c, through the host cffi build) and the Python reader give the same
-status for the same bytes. Every u32/i32 field of the first records of every section of five valid plans (float
-tiled raw, int8 tiled LZ4, float XIP, int8 tiled with halo reuse, float with a column-split unit) is overwritten with boundary values and the plan
+status for the same bytes. Every u32/i32 field of the first records of every section of six valid plans (float
+tiled raw, int8 tiled LZ4, float XIP, int8 tiled with halo reuse, float with a column-split unit, float with views)
+is overwritten with boundary values and the plan
 resealed (so the CRC passes and the field's own check is what decides). docs/format.md fixes one check order, so not only accept/refuse but the
 TGRS_ERR_* code must match."""
 from __future__ import annotations
@@ -35,6 +36,18 @@ def _bases() -> list[bytes]:
         g, lowered = H.graph(int8)
         lowered[0].consts["weight"] = np.zeros_like(lowered[0].consts["weight"])  # compressible for LZ4
         out.append(emit_plan(g, mk(lowered, xip), lowered, xip=xip, compression=comp))
+    # views (tensor flag VIEW): the row Concat's inputs are tensors 2 and 3, among the records the mutations reach
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    import test_rt_views as V
+
+    with tempfile.TemporaryDirectory() as d:
+        _p, prep = V._prepared(Path(d), False)
+        out.append(emit_plan(prep.graph, V._plan(prep, 1 << 22, True), prep.lowered, xip=True))
+    assert any(t.is_view for t in read_plan(out[-1]).tensors[:3])
     return out
 
 

@@ -98,12 +98,27 @@ def _budgets(prep) -> list[int]:
     return [1 << 22, (least + whole) // 32 * 16, least]
 
 
+def split_input_model(seed: int = 9) -> onnx.ModelProto:
+    """x [1,4,16,16] -> Split along H (a Slice of the graph input each half) -> a 3x3 conv on each -> Concat along H
+    -> 3x3 conv -> y: the readers of the halves read the input's buffer in place, the convs write the joined one."""
+    g = builders._new(seed)
+    i64 = lambda *v: g.const(np.array(v, np.int64))  # noqa: E731
+    top = g.op("Slice", ["x", i64(0), i64(8), i64(2)])
+    bottom = g.op("Slice", ["x", i64(8), i64(16), i64(2)])
+    z = g.op("Concat", [g.op("Relu", [g.conv(top, 4, 4, 3)]), g.op("Relu", [g.conv(bottom, 4, 4, 3)])], axis=2)
+    return builders._finish(g, "split_input", [1, 4, 16, 16], g.conv(z, 4, 4, 3))
+
+
+MODELS = {"head": views_model, "split_input": split_input_model}
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
-def test_view_plans_run_like_copy_plans(session_cls, tmp_path, int8):
+def test_view_plans_run_like_copy_plans(session_cls, tmp_path, int8, model):
     from tigris import api
 
     Session, _ = session_cls
-    path, prep = _prepared(tmp_path, int8)
+    path, prep = _prepared(tmp_path, int8, MODELS[model]())
     x = api.random_inputs(prep, 1)
     copy = _plan(prep, 1 << 22, False)
     assert not copy.view_ops
