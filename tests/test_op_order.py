@@ -21,7 +21,13 @@ logging.getLogger().setLevel(logging.ERROR)  # ORT's quantizer advice
 
 
 @pytest.mark.parametrize("family,variant", [("det_head", "f32"), ("lraspp", "f32"), ("lraspp", "int8")])
-def test_reordered_plans_compute_what_the_baseline_computes(tmp_path, family, variant):
+def test_reordered_plans_compute_what_the_baseline_computes(tmp_path, monkeypatch, family, variant):
+    if variant == "int8":
+        # LRASPP int8's order gain is its float islands' tensors (DQ -> Resize -> Q): with the int8 resize kernel
+        # (tigris.ops.resize) the loader's order is already the best one, so the island form is planned here
+        from tigris.ops import resize
+
+        monkeypatch.setattr(resize, "INT8_INTERP", False)
     fp = tmp_path / f"{family}.onnx"
     onnx.save(builders.FAMILIES[family](), str(fp))
     path = fp
