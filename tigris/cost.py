@@ -137,6 +137,7 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
     from tigris.plan.spatial import fresh_rows, row_bytes
 
     root = lambda n: plan.alias_of.get(n, n)  # noqa: E731
+    views = set(getattr(plan, "view_ops", ()))
     per_elem = [taps_per_output(graph, op) for op in graph.ops]
     for u, unit in enumerate(plan.units):
         tiles = unit.tile_rows or [None]
@@ -147,7 +148,7 @@ def calls(graph: AnalyzedGraph, plan: Any, lowered: list[Any]) -> Iterator[Call]
             cband = col_bands[t] if col_bands else None
             for i in unit.ops:
                 low = lowered[i]
-                if low.alias:
+                if low.alias or i in views:  # a view moves no bytes (docs/memory-planning.md "Views")
                     continue
                 op = graph.ops[i]
                 out = op.outputs[0]
@@ -264,7 +265,8 @@ def estimate(
     per_op: dict[int, float] = {}
     visits = 0
     for unit in plan.units:
-        visits += max(1, len(unit.tile_rows)) * sum(1 for i in unit.ops if not lowered[i].alias)
+        visits += max(1, len(unit.tile_rows)) * sum(1 for i in unit.ops
+                                                    if not lowered[i].alias and i not in plan.view_ops)
     for c in calls(graph, plan, lowered):
         per_op[c.op] = per_op.get(c.op, 0.0) + tc.kernel(keys[c.op]).instructions(c.macs, c.taps, c.positions,
                                                                                   c.in_bytes, c.out_bytes)

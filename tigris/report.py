@@ -80,7 +80,7 @@ def layer_rows(prep: Any, plan: Any, per_op: dict[int, int] | None, cpi: float) 
             "index": i,
             "name": op.name,
             "type": op.op_type,
-            "kernel": "alias" if low.alias else low.kind,
+            "kernel": "alias" if low.alias else ("view" if plan is not None and i in plan.view_ops else low.kind),
             "output": out,
             "shape": list(t.shape),
             "dtype": t.dtype,
@@ -93,7 +93,8 @@ def layer_rows(prep: Any, plan: Any, per_op: dict[int, int] | None, cpi: float) 
             "tile_cols": tile_cols,
             "halo_rows": halo_rows,
             "recompute_macs": recompute,
-            "instructions": instr if instr is not None else (0 if low.alias else None),
+            "instructions": instr if instr is not None else (0 if low.alias or (plan is not None and i in
+                                                                              plan.view_ops) else None),
             "cycles": None if instr is None else int(round(instr * cpi)),
         })
     return rows
@@ -298,7 +299,7 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
             headers += ["stage", "tile rows", "halo rows", "recompute MACs", "est. cycles"]
         rows = []
         for r in layers:
-            row = [r["name"], r["type"] if r["kernel"] != "alias" else f"{r['type']} (alias)",
+            row = [r["name"], r["type"] if r["kernel"] not in ("alias", "view") else f"{r['type']} ({r['kernel']})",
                    f"{r['dtype']} {'x'.join(map(str, r['shape']))}", _n(r["macs"]), _sz(r["weight_bytes"]),
                    _sz(r["activation_bytes"])]
             if fits_plan:
