@@ -29,7 +29,7 @@ from tigris.plan.chain import StageInfo, col_scope, fit_tiles, form_chains, spec
 from tigris.plan import cols as cols_module
 from tigris.plan.cols import band_scratch, grid_source, max_cols, pixel_bytes, width
 from tigris.plan.order import reorder, search_order
-from tigris.plan.lifetime import Buffers, buffers, home_of, is_alias, lifetimes, tensor_rows
+from tigris.plan.lifetime import Buffers, alias_roots, buffers, home_of, is_alias, lifetimes, tensor_rows, view_groups
 from tigris.plan.spatial import (
     MAX_TILES, TiledLayout, fresh_rows, halo, min_tile_h, op_macs, plan_bands, row_bytes, stage_tileable, tiling_axis,
     untileable_reason,
@@ -876,11 +876,11 @@ def _plan_in_order(
     """:func:`plan` of the graph's ops in the graph's order: with every op moving its bytes, and (``VIEWS``, when
     some op can run as a view, lifetime rule 7) with views; the plan with views where it fits and the other does
     not, or where it moves no more bytes through slow memory, costs no more and needs no more fast memory."""
-    vbufs = buffers(graph, views=True) if VIEWS else None
+    vbufs = _view_buffers(graph, layouts) if VIEWS else None
     if VIEWS == "only":  # tests: the plan with views alone, whatever it costs
-        return _plan_bufs(graph, vbufs, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight,
-                          feasibility, least_sram, weight_bytes_of, scratch_bytes_of, None, halo_reuse, col_tiles,
-                          force_cols, one_region)
+        return _plan_bufs(graph, vbufs or buffers(graph), fast_budget, slow_budget, xip, strategy, accumulate_gap,
+                          recompute_weight, feasibility, least_sram, weight_bytes_of, scratch_bytes_of, None,
+                          halo_reuse, col_tiles, force_cols, one_region)
     res = _plan_bufs(graph, buffers(graph), fast_budget, slow_budget, xip, strategy, accumulate_gap,
                      recompute_weight, feasibility, least_sram, weight_bytes_of, scratch_bytes_of, layouts,
                      halo_reuse, col_tiles, force_cols, one_region)
@@ -902,6 +902,18 @@ def _plan_in_order(
     else:
         keep = traffic(b) <= traffic(a) and cost(b) <= cost(a) and b.fast_peak <= a.fast_peak
     return other if keep else res
+
+
+def _view_buffers(graph: AnalyzedGraph, layouts: dict | None) -> Buffers | None:
+    """The graph's buffers with views (lifetime rule 7), None when no op runs as one; kept in the plan memo (one
+    graph per memo), so a budget search finds out once."""
+    key = ("view_buffers",)
+    if layouts is not None and key in layouts:
+        return layouts[key]
+    got = buffers(graph, views=True) if view_groups(graph, alias_roots(graph))[2] else None
+    if layouts is not None:
+        layouts[key] = got
+    return got
 
 
 # Lifetime rule 7 (views) on (the default) or off: off plans every Concat and Slice as a copy, the measured baseline
