@@ -169,7 +169,7 @@ def recompute_tradeoff(models: Path) -> str:
 SCALING = [("relu_chain", [100, 1_000, 10_000, 100_000], "1M"), ("mobilenet_blocks", [1, 10, 100, 300], "64K")]
 
 
-COUNT_BUDGETS = ("64K", "32K")  # where the instruction counts are taken (the budgets that tile most)
+COUNT_BUDGETS = ("256K", "128K", "64K", "32K")  # where the instruction counts are taken (wherever the plan tiles)
 
 
 def _callgrind_runner(work: Path):
@@ -244,8 +244,18 @@ def _shape(c) -> str:
     """How a compiled plan is cut: its channel-group ops and column-split units."""
     groups = len(c.analysis.json.get("weight_groups") or [])
     cols = sum(1 for u in c.analysis.plan.units if u.tile_cols)
-    parts = ([f"{groups} ops in groups"] if groups else []) + ([f"{cols} COLS"] if cols else [])
+    over = sum(1 for u in c.analysis.plan.units if getattr(u, "overwrite", None))
+    parts = ([f"{groups} ops in groups"] if groups else []) + ([f"{cols} COLS"] if cols else []) + \
+        ([f"{over} OVERWRITE"] if over else [])
     return ", ".join(parts) or "-"
+
+
+def _kinds(c) -> list[str]:
+    """The plan shapes of this stop a compiled plan uses (for the instruction target's breakdown)."""
+    plan = c.analysis.plan
+    return [k for k, has in (("column-split", any(u.tile_cols for u in plan.units)),
+                             ("channel-group", bool(c.analysis.json.get("weight_groups"))),
+                             ("OVERWRITE", any(getattr(u, "overwrite", None) for u in plan.units))) if has]
 
 
 def halo_table(models: Path, count_instructions: bool = True, only: list[str] | None = None,
@@ -266,6 +276,7 @@ def halo_table(models: Path, count_instructions: bool = True, only: list[str] | 
     over_ins: list[str] = []
     over_spec: list[str] = []
     n_fit = n_counted = 0
+    by_kind: dict[str, list] = {}  # plan shape -> [plans counted, those over 1.05x]
     with tempfile.TemporaryDirectory() as tmp:
         count = _callgrind_runner(Path(tmp)) if count_instructions else None
         for name, path in _halo_models(models, Path(tmp), extra):
@@ -322,8 +333,12 @@ def halo_table(models: Path, count_instructions: bool = True, only: list[str] | 
                             b_ins = f"not written ({str(err)[-40:]})"  # writer refuses
                     ins = f"{b_ins} -> {got['after']:.3f}"
                     n_counted += 1
+                    for kind in _kinds(after):
+                        by_kind.setdefault(kind, [0, []])[0] += 1
+                        if got["after"] > 1.05:
+                            by_kind[kind][1].append(f"{name} {label} {got['after']:.3f}")
                     if got["after"] > 1.05:
-                        over_ins.append(f"{name} {label}")
+                        over_ins.append(f"{name} {label} ({got['after']:.3f})")
                 rows.append([name, label, f"{pct(before)} -> {pct(plans['traffic'])} -> {pct(plan)}",
                              kib_t(plans["spec"]), f"{kib_t(before)} -> {kib_t(plans['traffic'])} -> {kib_t(plan)}",
                              f"{kib(before.fast_peak) if before else '-'} -> {kib(plan.fast_peak)}",
@@ -332,7 +347,7 @@ def halo_table(models: Path, count_instructions: bool = True, only: list[str] | 
                 print(rows[-1], flush=True)
     headers = ["model", "fast budget", "recompute % (before -> traffic -> after)", "spec spill+reload KiB",
                "spill+reload KiB (before -> traffic -> after)", "fast peak KiB", "rolling / tiled units",
-               "groups / column tiles", "instructions x untiled (before -> after)", "untiled instructions"]
+               "groups / column tiles / OVERWRITE", "instructions x untiled (before -> after)", "untiled instructions"]
     targets = [
         f"- {'met' if not over_rc else 'NOT met'}: halo recompute <= 5% of the model's MACs at every budget where the "
         f"model compiles ({n_fit - len(over_rc)} of {n_fit}" + (f"; over: {', '.join(over_rc)}" if over_rc else "")
@@ -345,6 +360,9 @@ def halo_table(models: Path, count_instructions: bool = True, only: list[str] | 
             f"- {'met' if not over_ins else 'NOT met'}: host instructions of every tiled plan <= 1.05x the untiled "
             f"plan at {'/'.join(COUNT_BUDGETS)} ({n_counted - len(over_ins)} of {n_counted}"
             + (f"; over: {', '.join(over_ins)}" if over_ins else "") + ")")
+        for kind, (n, over) in sorted(by_kind.items()):
+            targets.append(f"  - {kind} plans: {n - len(over)} of {n} within 1.05x"
+                           + (f" (over: {', '.join(over)})" if over else ""))
     return (
         "Halo reuse and the objective (`python3 bench/plan_quality.py --halo`; XIP), over every shared model, the peer "
         "comparison's built models (bench/plan_peer.py) and every tests/families model (float32 and int8). after = "
@@ -355,12 +373,14 @@ def halo_table(models: Path, count_instructions: bool = True, only: list[str] | 
         "before spatial rule 9, and `spec` = the spec strategy (greedy cuts, recomputed halos), the traffic no plan "
         "may exceed, both on the graph the compiled plan is for (the channel-group split graph where compile splits "
         "ops; `-` where they do not fit it). `rolling / tiled units`: tiled units of the default plan that carry "
-        "halo rows from tile to tile; `groups / column tiles`: its ops run as channel groups and its column-split "
-        "units. Recompute is a share of the model's MACs. Instructions: one host inference (`bench/count_run.c`, "
+        "halo rows from tile to tile; `groups / column tiles / OVERWRITE`: its ops run as channel groups, its column-split "
+        "units and its OVERWRITE units. Recompute is a share of the model's MACs. Instructions: one host inference (`bench/count_run.c`, "
         "the runtime's plain C99 kernels at -O2, same input bytes) counted by callgrind inside `tgrs_run`, over the "
         "model's untiled plan, with glibc's `rep movsb`/`rep stosb` copies turned off (callgrind counts one "
         "instruction per byte they move; every copy counts as glibc's vector loop); measured at "
-        f"{' and '.join(COUNT_BUDGETS)} where the default plan tiles.\n\n"
+        f"{', '.join(COUNT_BUDGETS)} wherever the default plan tiles; the breakdown counts the plans using each of "
+        "this stop's shapes (column-split units, ops run as channel groups, OVERWRITE units: a spilled output "
+        "written over the slow home of an input dying in the unit).\n\n"
         + "\n".join(targets) + "\n\n" + markdown_table(headers, rows)
     )
 

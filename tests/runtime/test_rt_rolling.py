@@ -70,8 +70,9 @@ def test_a_chain_rolls_and_loads_every_input_row_once(session_cls):
     assert read_plan(data).units[0].rolling and not read_plan(rec_data).units[0].rolling
     x = P.random_input(g, 3)
     want = Session(untiled).run(x).outputs["y"]
-    # at 3000 B one unit carries in place (its band buffers live from tile to tile) and one through a line buffer
-    both = P.compile_graph(g, 3000)
+    # at 3500 B one unit carries in place (its band buffers live from tile to tile) and one also through a line
+    # buffer
+    both = P.compile_graph(g, 3500)
     units = [u for u in both[1].units if u.rolling]
     assert any(set(u.rolling) - set(u.carry) for u in units) and any(u.carry for u in units)
     for d, p in ((data, plan), (rec_data, rec), both):
@@ -80,12 +81,39 @@ def test_a_chain_rolls_and_loads_every_input_row_once(session_cls):
         assert (got.fast_peak, got.slow_peak) == (p.fast_peak, p.slow_peak)
 
 
+def test_a_short_first_tile_lets_the_later_tiles_grow(session_cls, monkeypatch):
+    """The first tile of a rolling unit computes one output row (it carries nothing, so its bands hold every op's
+    halo stacked up) and the later ones tile_h rows: at the same budget the tiles are taller than with equal tiles,
+    so there are fewer, and the plan still runs bit-exact with the runtime's high-water mark at the plan's peak.
+    (Where equal tiles need no more tiles the planner keeps them.)"""
+    from tigris.plan import spatial
+
+    Session, _ = session_cls
+    g = chain_graph([("conv", 3, 1, 1), ("dw", 3, 1, 1), ("dw", 3, 1, 1), ("conv", 3, 1, 1)], True, 24, 8, 0)
+    untiled, _ = P.compile_graph(g, 1 << 20)
+    x = P.random_input(g, 5)
+    want = Session(untiled).run(x).outputs["y"]
+    data, plan = P.compile_graph(g, 7000)
+    monkeypatch.setattr(spatial, "FIRST_TILE_SHORT", False)
+    _, equal = P.compile_graph(g, 7000)
+    rolled = [u for u in plan.units if u.rolling]
+    assert rolled and all(u.tiles > 1 for u in rolled)
+    for u in rolled:
+        first, *rest = [t[u.spill[0]][1] - t[u.spill[0]][0] for t in u.tile_rows]
+        assert first == 1 and max(rest) > 1, (first, rest)
+    assert sum(u.tiles for u in plan.units if u.rolling) < sum(u.tiles for u in equal.units if u.rolling)
+    assert not check_plan(g, plan)
+    got = Session(data).run(x)
+    np.testing.assert_array_equal(got.outputs["y"], want)
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+
+
 # --- refusals -------------------------------------------------------------------------------------------------------
 
 
 def _rolling_base() -> bytes:
     g = chain_graph([("conv", 3, 1, 1), ("dw", 3, 1, 1), ("conv", 3, 1, 1)], True, 24, 8, 0)
-    return P.compile_graph(g, 3000)[0]  # two rolling units: one carries in place, one through a line buffer
+    return P.compile_graph(g, 3500)[0]  # two rolling units: one carries in place, one also through a line buffer
 
 
 def _carries(unit):

@@ -183,7 +183,8 @@ def _drop_idle_pieces(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, infos: 
         else:
             ops = range(first.ops.start, last.ops.stop)
             alt_lay = plan_bands(graph, plain, ops, output, lay.tile_h, stage_weight_bytes(costs, ops),
-                                 costs.scratch_bytes, False, costs.accumulate_gap, bool(lay.rolling))
+                                 costs.scratch_bytes, False, costs.accumulate_gap, bool(lay.rolling),
+                                 first_h=lay.first_h or None)
             if alt_lay is None or alt_lay.tile_rows != lay.tile_rows or alt_lay.rolling != lay.rolling:
                 continue
             alt = _tiled_unit(graph, plain, costs, ops, inputs, output, alt_lay)

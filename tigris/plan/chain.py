@@ -25,6 +25,7 @@ from tigris.plan.spatial import (
 )
 from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
 from tigris.plan import cols as cols_module
+from tigris.plan import spatial
 from tigris.plan.cols import cols_reason, fit_cols, grid_source, max_cols, moved_bytes, plan_col_bands, with_weights
 
 
@@ -58,20 +59,34 @@ def link_reason(graph: AnalyzedGraph, bufs: Buffers, u: Uses, a: StageInfo, b: S
 
 def unit_bands(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, tile_h: int, sample: bool,
-    rolling: bool = False,
+    rolling: bool = False, equal: bool = False,
 ) -> TiledLayout | None:
     """:func:`plan_bands` of a candidate unit at one tile height, memoized in ``costs.layouts`` (callers treat the
     layout as read-only). ``rolling`` plans halo reuse (spatial rule 9); such a layout whose bands carry nothing is
-    None (the unit has no halo to reuse: the recomputing layout is the plan).
+    None (the unit has no halo to reuse: the recomputing layout is the plan). A rolling layout runs a short first
+    tile where that lowers its peak (``spatial.FIRST_TILE_SHORT``), unless ``equal``.
 
     The bands are planned once without weights: the weight prefix only raises every step of the band timeline by
     the same amount, so the layout with weights is the same layout with its peak raised, and the searches with and
     without XIP share one memo."""
-    key = (tuple(ops), output, tile_h, sample, costs.accumulate_gap, rolling)
-    if key not in costs.layouts:
-        lay = plan_bands(graph, bufs, ops, output, tile_h, 0, costs.scratch_bytes, sample, costs.accumulate_gap,
-                         rolling)
-        costs.layouts[key] = None if rolling and lay is not None and not lay.rolling else lay
+    def planned(key: tuple, first_h: int | None) -> TiledLayout | None:
+        if key not in costs.layouts:
+            lay = plan_bands(graph, bufs, ops, output, tile_h, 0, costs.scratch_bytes, sample, costs.accumulate_gap,
+                             rolling, first_h=first_h)
+            costs.layouts[key] = None if rolling and lay is not None and not lay.rolling else lay
+        return costs.layouts[key]
+
+    key = (tuple(ops), output, tile_h, sample, costs.accumulate_gap, rolling, False)
+    if rolling and spatial.FIRST_TILE_SHORT and tile_h > 1 and not equal:
+        # a short first tile (rule 9): the first tile's bands hold every op's halo stacked up on the rows it
+        # computes; on one row that prologue no longer sizes the band buffers of the later, taller tiles
+        lay = planned(key, None)
+        key = key[:-1] + (True,)
+        if key not in costs.layouts:
+            short = planned(key + ("short",), 1)
+            costs.layouts[key] = short if short is not None and (lay is None or short.peak < lay.peak) else lay
+    else:
+        planned(key, None)
     lay = costs.layouts[key]
     wb = stage_weight_bytes(costs, ops)
     return replace(lay, peak=lay.peak + wb) if lay is not None and wb else lay
@@ -193,9 +208,22 @@ def _fit_tiles(
         lay = layout(th)
         return lay is not None and lay.peak <= budget
 
-    if guess is not None and fits(guess) and (guess == h or not fits(guess + 1)):
-        return layout(guess)
+    def equal(th: int) -> TiledLayout | None:
+        return unit_bands(graph, bufs, costs, ops, output, th, False, rolling, equal=True)
+
+    def chosen(th: int) -> TiledLayout | None:
+        # a short first tile lets taller tiles fit; equal tiles (searched as without short first tiles: their
+        # peak is not monotone in the height) where they need no more tiles
+        lay = layout(th)
+        if not rolling or lay is None or not lay.first_h:
+            return lay
+        best_eq = largest_fitting(lambda t: (e := equal(t)) is not None and e.peak <= budget, lo, h)
+        eq = equal(best_eq) if best_eq is not None else None
+        return eq if eq is not None and len(eq.tile_rows) <= len(lay.tile_rows) else lay
+
     lo = min_tile_h(h)
+    if guess is not None and fits(guess) and (guess == h or not fits(guess + 1)):
+        return chosen(guess)
     if h > SAMPLED_SEARCH_ROWS:
         # A tall axis: search on sampled tiles (24 per height instead of h / tile_h), then confirm on every tile that
         # the estimate fits and one row more does not; only when that fails, search on every tile.
@@ -209,9 +237,9 @@ def _fit_tiles(
             # fits sampled, none fits at all (assuming, like the search itself, that fitting is monotone)
             return None
         if fits(est) and (est == h or not fits(est + 1)):
-            return layout(est)
+            return chosen(est)
     best = largest_fitting(fits, lo, h)
-    return layout(best) if best is not None else None
+    return chosen(best) if best is not None else None
 
 
 def spec_guess(budget: int, info: StageInfo, graph: AnalyzedGraph, bufs: Buffers, accumulate_gap: bool = False) -> int:

@@ -122,7 +122,7 @@ def tiled_traffic(
     th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), lo, h) or lo
     layout = lay(th)
     assert layout is not None
-    tiles = -(-h // th)
+    tiles = 1 + -(-(h - layout.first_h) // th) if layout.first_h else -(-h // th)  # a short first tile: one more
     sampled = len(layout.tile_rows)
     moved = [n for n in ins] + ([out] if layout.accumulate else [])  # an accumulator is spilled every tile
     # rows loaded per tile: the whole band, or (rule 9) its fresh rows; computed_rows counts either

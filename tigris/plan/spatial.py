@@ -47,7 +47,9 @@ Rules:
    takes the cheaper of all-line and all-in-place, then switches single buffers while that lowers its peak. A
    carrying buffer takes no part in an in-place pair. Bands of a carrying buffer never move
    backwards (row maps are monotone; a unit where one would is not planned rolling). The accumulating GAP's output
-   (rule 7) never carries.
+   (rule 7) never carries. The first tile carries nothing, so its bands hold every op's halo stacked up on the rows
+   it computes; a short first tile (one output row, ``FIRST_TILE_SHORT``; the later tiles ``tile_h`` rows each)
+   keeps that prologue off the later tiles' band sizes, and the unit takes it where that lowers the peak.
 """
 from __future__ import annotations
 
@@ -207,6 +209,7 @@ class TiledLayout:
     tile_cols: list = field(default_factory=list)
     pixels: dict[str, int] = field(default_factory=dict)
     extra_of: dict[int, int] = field(default_factory=dict)
+    first_h: int = 0  # rule 9: output rows of a short first tile (0: the first tile is tile_h rows like the others)
 
 
 def carried_rows(prev: tuple[int, int] | None, cur: tuple[int, int]) -> int:
@@ -242,6 +245,9 @@ def row_bytes(graph: AnalyzedGraph, name: str) -> int:
 
 MAX_TILES = 16384  # tiles per unit: bounds the plan's per-tile records and the planner's per-tile work
 SAMPLED_SEARCH_ROWS = 1024  # tiling axes longer than this search the tile height on sampled tiles first
+# rule 9: a rolling unit may run its first tile on one output row (tigris.plan.chain.unit_bands takes it where that
+# lowers the peak; False: every tile tile_h rows, the earlier rule)
+FIRST_TILE_SHORT = True
 
 
 def min_tile_h(h: int) -> int:
@@ -260,10 +266,12 @@ def plan_bands(
     sample: bool = False,
     accumulate_gap: bool = False,
     rolling: bool = False,
+    first_h: int | None = None,
 ) -> TiledLayout | None:
     """Bands of every tensor of a tiled unit whose single output is ``output`` (rule 6); None if a tensor of the unit
     does not feed the output (its rows would be undefined) or ``tile_h`` makes more than MAX_TILES tiles. With
-    ``rolling`` the bands follow rule 9 (halo reuse); None when a carrying band would move backwards.
+    ``rolling`` the bands follow rule 9 (halo reuse), and ``first_h`` (below ``tile_h``) makes the first tile that
+    many output rows, the others ``tile_h`` each; None when a carrying band would move backwards.
 
     ``sample`` looks only at the first, middle and last eight tiles: band lengths depend on a tile's position only
     through clipping at the edges and the phase of the strides, so this is a fast *estimate* for searching; the
@@ -274,7 +282,12 @@ def plan_bands(
     src, h = tiling_axis(graph, bufs, ops, output, accumulate_gap)
     if tile_h < min_tile_h(h):
         return None  # more than MAX_TILES tiles
-    starts = list(range(0, h, tile_h))
+    # rule 9: ``first_h`` rows in the first tile (a short first tile: FIRST_TILE_SHORT), tile_h in every later one
+    first = first_h if rolling and first_h is not None and 0 < first_h < tile_h < h else tile_h
+    starts = [0] + list(range(first, h, tile_h))
+    if len(starts) > MAX_TILES:
+        return None
+    stop_of = {a: b for a, b in zip(starts, starts[1:] + [h])}
     counted = [True] * len(starts)
     if sample and len(starts) > 24:
         mid = len(starts) // 2
@@ -294,13 +307,13 @@ def plan_bands(
     prev: dict[str, tuple[int, int]] = {}
     for a, count in zip(starts, counted):
         if rolling:
-            walked = _rolling_tile(graph, bufs, rev, src, (a, min(h, a + tile_h)), output if gap is not None else None,
+            walked = _rolling_tile(graph, bufs, rev, src, (a, stop_of[a]), output if gap is not None else None,
                                    prev if count else {})
             if walked is None:
                 return None
             rows, fresh = walked
         else:
-            rows = _recompute_tile(graph, bufs, rev, src, (a, min(h, a + tile_h)), output if gap is not None else None)
+            rows = _recompute_tile(graph, bufs, rev, src, (a, stop_of[a]), output if gap is not None else None)
             if rows is None:
                 return None
             fresh = rows
@@ -385,7 +398,7 @@ def plan_bands(
         extra += op_macs(graph, op, computed[op.outputs[0]] - full) if computed[op.outputs[0]] > full else 0
     return TiledLayout(
         tile_h, tile_rows, band, lives, scratch, scratch_of, tl.peak, tl.peak_step, extra, computed,
-        [gap] if gap is not None else [], frozenset(line), carry, carry_lives,
+        [gap] if gap is not None else [], frozenset(line), carry, carry_lives, first_h=first if first < tile_h else 0,
     )
 
 
