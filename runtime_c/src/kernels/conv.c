@@ -19,7 +19,8 @@
  * many patch rows, e.g. a one-pixel column tile of a COLS unit). int8: CONV_MR patches are always
  * gathered, widened to int16 (padded taps hold the input zero point, whose real value is 0). Scratch:
  * tgrs_conv_scratch_size, mirrored by Conv.scratch_bytes in Python; an int8 band of fewer than CONV_MR output pixels
- * (a column tile of a COLS unit) may have scratch for just its pixels, which conv_s8_narrow computes one by one.
+ * (a column tile of a COLS unit, a row band of a 1-D conv or a narrow image) may have scratch for just its pixels,
+ * which conv_s8_narrow computes one by one.
  */
 #include <string.h>
 

@@ -49,10 +49,10 @@ static inline int8_t tgrs_gap_tflm_avg(int32_t s, int32_t hw, int32_t lo, int32_
 #else
 #define TGRS_GAP_ACCUM 1
 #endif
-/* -DTGRS_NO_COLS (no COLS unit in the firmware's plans): only a column band gets an int8 conv scratch of fewer than
- * CONV_MR patches (Conv.band_scratch_bytes counts CONV_MR over a full-width band), so conv.c's conv_s8_narrow folds
- * away (about 0.8 KiB on a Cortex-M4F at -Os) and tgrs_conv_scratch_size asks for CONV_MR patches again, which the
- * loader then proves of every int8 conv. */
+/* -DTGRS_NO_COLS (no COLS unit in the firmware's plans, and no int8 conv band of fewer than CONV_MR output pixels:
+ * a column band, or a row band of a 1-D or narrow image, which the generated file says): conv.c's conv_s8_narrow
+ * folds away (about 0.8 KiB on a Cortex-M4F at -Os) and tgrs_conv_scratch_size asks for CONV_MR patches again,
+ * which the loader then proves of every int8 conv. */
 #if defined(TGRS_NO_COLS)
 #define TGRS_CONV_NARROW 0
 #else
