@@ -242,8 +242,8 @@ def _plan(prep: Prepared, fast: int, slow: int | None, xip: bool, recompute_weig
                 **_plan_kwargs(prep, xip, recompute_weight))
 
 
-# The group searches' shortcuts (feasibility probes, the split attempt's early refusal): they change no answer, and
-# tests/passes/test_channel_groups.py checks that by turning them off
+# The group searches' shortcuts (feasibility probes, the split attempt's early refusal, its rounds that cannot help
+# skipped): they change no answer, and tests/passes/test_channel_groups.py checks that by turning them off
 CHEAP_PROBES = True
 
 
@@ -415,7 +415,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             return grow_channels(head_of[name])
         return (name not in by_channels and grow(name, need, w_cur)) or grow_channels(name)
 
-    from tigris.passes.weight_split import channel_step, output_channels
+    from tigris.passes.weight_split import channel_step, group_bounds, output_channels
 
     def can_grow(i: int) -> bool:
         """Whether the first ``grow_any`` of op ``i`` succeeds (nothing is split yet), without its bisection over
@@ -475,8 +475,31 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     def origin(g: AnalyzedGraph, i: int) -> str:
         return g.ops[i].attrs.get("weight_group", (g.ops[i].name,))[0]
 
+    def least_over(g: AnalyzedGraph, cb: list[int], o: str) -> int | None:
+        """The fewest channels of a group of ``o`` (its sub-op, not a Slice, tail op or Concat) that is over the
+        budget in the split graph ``g``; None when no sub-op is."""
+        kind = g0.ops[index[o]].op_type if o in index else None
+        return min((output_channels(g, g.ops[i]) for i, b in enumerate(cb) if b > fast and origin(g, i) == o
+                    and g.ops[i].op_type == kind and g.ops[i].attrs.get("weight_group", ("", -1))[1] >= 0),
+                   default=None)
+
+    def shrinks(o: str, channels: int | None, left: int) -> bool:
+        """Whether a count the rounds ``left`` reach (one group more per round: ``grow_channels``) leaves no group
+        of ``o`` with ``channels`` channels or more. A group's bound grows with its channels (weights, output
+        band, scratch; its input band is the same), so while such a group exists one is over the budget. Weight
+        groups are judged once their count grew by one: ``grow`` jumps to the count whose weights fit beside the
+        group's other bytes, which only fall as the groups shrink, so from then on it grows by one too."""
+        if channels is None or (o not in by_channels and splits[o] != before.get(o, 1) + 1):
+            return True
+        op = g0.ops[index[o]]
+        units, step = output_channels(g0, op), channel_step(g0, op)
+        limit = min(max_groups(g0, op), splits[o] + left - 1)
+        return any(max(b - a for a, b in group_bounds(units, n, step)) < channels
+                   for n in range(splits[o], limit + 1))
+
     cur, cur_res = prep, res
     rounds = 0
+    last_refusal: tuple | None = None
     while rounds < MAX_SPLIT_ROUNDS:
         rounds += 1
         if splits:
@@ -487,6 +510,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             over = [i for i, b in enumerate(cb) if b > fast]
             if over:
                 grown: set[str] = set()
+                before = dict(splits)
                 for i in over:
                     o = origin(cur.graph, i)
                     if o in grown:
@@ -498,11 +522,20 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
                             detail["need_bytes"] = cb[i]  # what the split graph's op needs, split no further
                         return prep, res, []
                     grown.add(o)
+                if CHEAP_PROBES and any(not shrinks(o, least_over(cur.graph, cb, o), MAX_SPLIT_ROUNDS - rounds)
+                                        for o in grown):
+                    break  # a group over the budget stays over in every round left: no plan is made
                 continue
             if max_plans <= 0:
                 break
             max_plans -= 1
-            cur_res = _plan(cur, fast, slow, xip, weight, feasibility)
+            # in the graph's own order (the split rewrite's: each group's ops, then its joining Concats); only a
+            # split graph that fits so is planned again with the operator-order search, whose plan is kept where it
+            # is better (a refusal is the graph order's in either case, and the search costs far more than a plan
+            # on a graph of many independent groups)
+            cur_res = _plan(replace(cur, op_order="spec"), fast, slow, xip, weight, feasibility)
+            if not isinstance(cur_res, NoFit) and not feasibility and cur.op_order != "spec":
+                cur_res = _plan(cur, fast, slow, xip, weight)
             if detail is not None:
                 detail.update(prepared=cur, result=cur_res)
         if not isinstance(cur_res, NoFit) or cur_res.op is None or cur_res.cause not in ("one_row", "untileable"):
@@ -510,6 +543,11 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         failing = next((i for i, o in enumerate(cur.graph.ops) if o.name == cur_res.op), None)
         if failing is None:
             break
+        seen = (cur_res.op, cur_res.cause, cur_res.need_bytes, cur.graph.ops[failing].inputs,
+                cur.graph.ops[failing].attrs.get("weight_group", ("", 0))[1], _const_bytes(cur.lowered[failing]))
+        if seen == last_refusal:
+            break  # the count grew, yet the same op of the same channels fails by the same bytes: growing cannot help
+        last_refusal = seen
         o = origin(cur.graph, failing)
         if o not in index or not grow_any(o, cur_res.need_bytes, dep(cur.lowered[failing])):
             break

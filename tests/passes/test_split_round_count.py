@@ -1,0 +1,78 @@
+"""The split attempt's work when a model does not fit (docs/memory-planning.md "Weights that do not fit"): how many
+split graphs a non-fitting analyze plans and bounds, and how many operator-order searches it runs, against a fitting
+analyze of the same model. Counts of planner calls, not timings (bench/analyze_cost.py has the CPU seconds), so a
+change that makes the search plan every round again, or search the order of every split graph, fails here."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tigris import api
+from tigris import plan as planner
+
+
+def _split(graph, ops: int) -> bool:
+    """Whether ``graph`` is a split graph of a model of ``ops`` ops (not one group's own graph, which the group
+    sizing bounds: ``api.group_need``)."""
+    return len(graph.ops) > ops and any("weight_group" in op.attrs for op in graph.ops)
+
+
+def _counts(monkeypatch, path, budget: int, xip: bool) -> tuple[bool, dict[str, int]]:
+    """Whether analyze fits ``budget``, and its calls of the planner: plans and op bounds of split graphs, order
+    searches of any graph."""
+    c = {"split_plans": 0, "split_bounds": 0, "orders": 0}
+    ops = len(api.prepare(path).graph.ops)
+    plan, bounds, order = planner.plan, planner.op_lower_bounds, planner.search_order
+
+    def counted_plan(g, *a, **k):
+        c["split_plans"] += _split(g, ops)
+        return plan(g, *a, **k)
+
+    def counted_bounds(g, *a, **k):
+        c["split_bounds"] += _split(g, ops)
+        return bounds(g, *a, **k)
+
+    def counted_order(g, *a, **k):
+        c["orders"] += 1
+        return order(g, *a, **k)
+
+    monkeypatch.setattr(planner, "plan", counted_plan)
+    monkeypatch.setattr(planner, "op_lower_bounds", counted_bounds)
+    monkeypatch.setattr(planner, "search_order", counted_order)
+    logging.getLogger().setLevel(logging.ERROR)
+    try:
+        a = api.analyze(path, budget, xip=xip, emit=False, tradeoff=False)
+    finally:
+        monkeypatch.undo()
+    return a.fits, c
+
+
+# (model, budget that does not fit, one that does; without XIP). The non-fitting budgets are bench/analyze_cost.py's:
+# half of what fits with channel groups, where the attempt with column tiles runs its rounds and fails.
+CASES = [
+    # a chain whose 1x1 convs' groups keep failing at the same first group: once the refusal repeats, the rounds
+    # end (they were 7 split-graph plans, each with an order search of its 124-132 ops)
+    ("mlperf_tiny/streaming_wakeword_int8.onnx", 1200, 24960, 3),
+    # a projection conv's groups stay over the budget in the split graph's bounds whatever count the rounds left
+    # reach (its input row does not shrink with its output channels): one split graph is bounded, none planned
+    # (there were 8 of 1,384-1,428 ops)
+    ("torchvision/efficientnet_lite0_128_int8.onnx", 6672, 555360, 0),
+]
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name,nofit,fit,split_plans", CASES, ids=[c[0].split("/")[1] for c in CASES])
+def test_a_refusal_plans_few_split_graphs(monkeypatch, name, nofit, fit, split_plans):
+    from tigris_testing import shared_model
+
+    path = shared_model(name)
+    fits, fitting = _counts(monkeypatch, path, fit, False)
+    assert fits
+    fits, refused = _counts(monkeypatch, path, nofit, False)
+    assert not fits
+    # the order is searched on the model's own graph only (memoized across the minimum search's probes), as in
+    # the fitting run: never on a split graph that does not fit
+    assert refused["orders"] <= fitting["orders"]
+    assert refused["split_plans"] <= split_plans
+    assert refused["split_bounds"] <= split_plans + 1
