@@ -418,16 +418,19 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     from tigris.passes.weight_split import channel_step, group_bounds, output_channels
 
     def can_grow(i: int) -> bool:
-        """Whether the first ``grow_any`` of op ``i`` succeeds (nothing is split yet), without its bisection over
-        group sizes: ``grow`` succeeds when its guards pass, ``grow_channels`` when one channel step's group and the
-        joining Concat fit (the bisection then always finds a count)."""
+        """Whether a split can help op ``i`` (nothing is split yet), without the bisection over group sizes of its
+        first ``grow_any``: weight groups when ``grow``'s guards pass and one channel step's group fits (a group's
+        bound only grows with its channels, so no count fits else), channel groups when one channel step's group
+        and the joining Concat fit (the bisection then always finds a count)."""
         op = g0.ops[i]
         if op.name in head_of:  # a channel tail's op: its head's channel groups
             op = g0.op_by_name(head_of[op.name])
         else:
             w_cur = dep(prep.lowered[i])
+            # weight groups: their guards, and one channel step's group fitting (no count of groups fits else)
             if not (xip or w_cur == 0 or fast - (bounds[i] - w_cur) <= 0 or splittable(g0, op) is not None) \
-                    and max_groups(g0, op) > 1:
+                    and max_groups(g0, op) > 1 and \
+                    group_need(g0, op, min(channel_step(g0, op), output_channels(g0, op)), prep, xip, weight) <= fast:
                 return True
         tail = tails.get(op.name, ())
         if splittable(g0, op, channels=True) is not None or max_groups(g0, op) < 2 or \
