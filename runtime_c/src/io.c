@@ -153,6 +153,7 @@ const char *tgrs_status_name(int code)
         TGRS_NAME(TGRS_ERR_SCRATCH_OVERLAP)
         TGRS_NAME(TGRS_ERR_OVERWRITE)
         TGRS_NAME(TGRS_ERR_REGION)
+        TGRS_NAME(TGRS_ERR_VIEW)
     default:
         return "TGRS_ERR_UNKNOWN";
     }
