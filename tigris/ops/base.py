@@ -208,6 +208,12 @@ class OpKind:
         k, s, d, p = win
         return a * s - p, (b - 1) * s - p + (k - 1) * d + 1
 
+    def whole_inputs(self, graph: AnalyzedGraph, op: Op) -> tuple[int, ...]:
+        """Positions of the activation inputs a band of the op reads whole, in every tile (a product's second
+        operand): their band is every row, whatever the output band. Empty for ops that read rows by
+        :meth:`rows_needed` only."""
+        return ()
+
     def piecewise_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
         """Whether the output of ``op`` may take the home of its input ``x`` piecewise (only when
         :attr:`piecewise_in_place`): the planner still checks that ``x`` dies at the op."""

@@ -25,7 +25,11 @@ quantizer wrote at scale ``s_a * s_b``), then the multiply-accumulate requantiza
 plus ``zp_y``, saturated to int8. A zero point of a constant operand is param ``KZP`` (a view carries its own).
 An int32 output (ONNX MatMulInteger, scales 1) is the accumulator itself.
 
-Structural for tiling: a product reads whole operands.
+Tiling: pointwise along the rows of its first operand when that is an activation whose M axis is the row axis of
+its view, and so is the output's (rank-4 ``nhwc`` operands ``[1, B1, M, K]``: a batched product of attention,
+queries by keys; ``ROW_BANDS``): output rows ``[a, b)`` read A's rows ``[a, b)`` and all of B
+(``OpKind.whole_inputs``), so a tile holds a band of the queries and the whole keys. Any other product is structural
+(it reads whole operands).
 """
 from __future__ import annotations
 
@@ -40,6 +44,8 @@ from tigris.ops._common import per_tensor
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
 
 K_MAX = 32767  # the int8 accumulator bound of the module doc
+# False: every product is structural (the earlier rule; bench/plan_quality.py --cols plans its row-tiles baseline so).
+ROW_BANDS = True
 
 
 def logical_strides(shape: Sequence[int], layout: str) -> list[int]:
@@ -113,7 +119,27 @@ class MatMul(OpKind):
               "WF16")  # float: 1 when the constant K holds IEEE halves (widened into the scratch by the kernel)
     CONSTS = ("K", "C", "MULT", "SHIFT")
     TILING = "structural"
+    TILING_DOC = "pointwise along the rows of A (a rank-4 nhwc product whose M is the row axis, B read whole), " \
+                 "else structural"
     SINGLE_INPUT = False
+
+    def _row_local(self, graph: AnalyzedGraph, op: Op) -> bool:
+        """The module doc's tiling condition: A an activation ``[1, B1, M, K]`` and Y ``[1, B1, M, N]`` stored nhwc
+        (M on the view's row axis), no transA."""
+        if not ROW_BANDS or len(op.inputs) < 2 or graph.is_const(op.inputs[0]) or _trans(op, "transA"):
+            return False
+        a, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if a.layout != "nhwc" or y.layout != "nhwc" or len(a.shape) != 4 or len(y.shape) != 4:
+            return False
+        if a.shape[0] != 1 or y.shape[0] != 1 or a.shape[2] != y.shape[2]:
+            return False
+        return not isinstance(self._geometry(graph, op), str)
+
+    def tiling(self, graph: AnalyzedGraph, op: Op) -> str:
+        return "pointwise" if self._row_local(graph, op) else "structural"
+
+    def whole_inputs(self, graph: AnalyzedGraph, op: Op) -> tuple[int, ...]:
+        return (1,) if self._row_local(graph, op) else ()
 
     # -- support -------------------------------------------------------------------------------------------------
     def unsupported(self, graph: AnalyzedGraph, op: Op) -> str | None:
@@ -326,23 +352,27 @@ class MatMul(OpKind):
                 ops_.append((np.asarray(v.data).reshape(-1), v.zero_point))
         (fa, za), (fb, zb) = ops_
         b0, b1, m, n, k = (int(p[x]) for x in ("B0", "B1", "M", "N", "K"))
-        i0, i1, im, ik = np.ix_(range(b0), range(b1), range(m), range(k))
+        # a row band (module doc "Tiling"): output rows [r0, r0 + rows) of M, A's band from its own first row
+        r0, rows = (out.row0, out.rows) if out.rows != out.dims[1] else (0, m)
+        a0 = inputs[0].row0 if kpos != 0 and out.rows != out.dims[1] else 0
+        mr = np.arange(r0, r0 + rows)
+        i0, i1, im, ik = np.ix_(range(b0), range(b1), mr - a0, range(k))
         ia = i0 * p["AS0"] + i1 * p["AS1"] + im * p["AM"] + ik * p["AK"]
         j0, j1, jk, jn = np.ix_(range(b0), range(b1), range(k), range(n))
         ib = j0 * p["BS0"] + j1 * p["BS1"] + jk * p["BK"] + jn * p["BN"]
         A, B = fa[ia], fb[ib]
-        y0, y1, ym, yn = np.ix_(range(b0), range(b1), range(m), range(n))
+        y0, y1, ym, yn = np.ix_(range(b0), range(b1), mr - r0, range(n))
         iy = (y0 * p["YS0"] + y1 * p["YS1"] + ym * p["YM"] + yn * p["YN"]).reshape(-1)
         flat = out.data.reshape(-1)
         if out.dtype == "float32":
             acc = np.matmul(A.astype(np.float64), B.astype(np.float64)) * np.float64(bits_f32(p["ALPHA"]))
             if "C" in low.consts:
-                acc = acc + np.asarray(low.consts["C"], dtype=np.float64).reshape(m, n)
+                acc = acc + np.asarray(low.consts["C"], dtype=np.float64).reshape(m, n)[mr]
             flat[iy] = acc.astype(np.float32).reshape(-1)
             return
         acc = np.matmul(A.astype(np.int64) - za, B.astype(np.int64) - zb)
         if "C" in low.consts:
-            acc = acc + np.asarray(low.consts["C"], dtype=np.int64).reshape(m, n)
+            acc = acc + np.asarray(low.consts["C"], dtype=np.int64).reshape(m, n)[mr]
         if out.dtype == "int32":
             flat[iy] = acc.astype(np.int32).reshape(-1)
             return

@@ -20,8 +20,9 @@ Rules:
    rows; Pad shifts them by its leading H pad (a reflect/edge/wrap Pad of the rows: the hull of the rows its mode
    maps them to, its ``row_src``); Resize needs ``[a//f - 1, ceil(b/f) + 1)`` (one extra row each side
    covers every coordinate-transformation mode); a Slice or Gather along H the rows its start and step (or indices)
-   name; DepthToSpace / SpaceToDepth with block size B ``[a//B, (b-1)//B + 1)`` / ``[a*B, b*B)``. The result is
-   clipped to the input.
+   name; DepthToSpace / SpaceToDepth with block size B ``[a//B, (b-1)//B + 1)`` / ``[a*B, b*B)``; an operand the
+   kind reads whole (``OpKind.whole_inputs``: a product's second operand) every row. The result is clipped to the
+   input.
 6. A tiled unit is run tile by tile; for every tile all ops run on bands. The rows of every tensor for one tile are
    found by walking the ops in reverse from the unit output's rows, taking the hull over consumers. Each band buffer
    is sized for its largest band.
@@ -132,7 +133,10 @@ def input_rows(graph: AnalyzedGraph, op: Op, name: str, rows: tuple[int, int]) -
     h_in = tensor_rows(t)
     if t.layout not in ROW_LAYOUTS or h_in == 1:
         return (0, h_in)  # broadcast operand: read whole by every tile
-    lo, hi = _kind(op).rows_needed(op, *rows)
+    kind = _kind(op)
+    if any(op.inputs[i] == name for i in kind.whole_inputs(graph, op) if i < len(op.inputs)):
+        return (0, h_in)  # an operand every band reads whole (a product's second operand)
+    lo, hi = kind.rows_needed(op, *rows)
     lo, hi = max(0, lo), min(h_in, hi)
     return (lo, max(lo, hi))
 

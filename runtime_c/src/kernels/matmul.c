@@ -11,7 +11,10 @@
  *   int8 : acc = sum (a - za) * (b - zb) in int32 (K <= 32767: |acc| < 2^31) + C[m][n] (a wrapping add; the
  *          compiler proved the sum fits); y = sat8(requant(acc, MULT[n or 0], SHIFT[n or 0]) + zp_y)
  *   int32: y = acc
- * The whole operands are needed (structural). No scratch, except for float16 weights (WF16 = 1, docs/format.md
+ * Row bands: when A is an activation whose M axis is its view's row axis (AM = one row's elements) and so is Y's
+ * (YM likewise), with one image and every other axis inside a row, the op runs on a band of output rows: rows
+ * [row0, row0 + rows) of M, A's band holding them, B (and the constant C, indexed by the global m) whole. Any other
+ * product needs whole operands. No scratch, except for float16 weights (WF16 = 1, docs/format.md
  * "Float16 weights"): a float op's constant K holds IEEE halves, which the kernel widens exactly into the first bytes
  * of its scratch (tgrs_f16_widen, kcheck.h) and reads there.
  */
@@ -27,6 +30,7 @@
 
 typedef struct mm_geo {
     int32_t b0, b1, m, n, k;
+    int32_t m0, m1, a0; /* output rows [m0, m1) of M; A's band starts at its row a0 */
     size_t as[4], bs[4], ys[4];
     const void *a, *b;
     int32_t za, zb;
@@ -71,7 +75,8 @@ static int mm_setup(const tgrs_op_ctx *ctx, mm_geo *g)
         if (!tgrs_kv_sane(ctx->in[i])) {
             return TGRS_ERR_SHAPE;
         }
-        if (!tgrs_kv_whole(ctx->in[i])) {
+        /* a band of A only (checked against the output's band below) */
+        if (!tgrs_kv_whole(ctx->in[i]) && !(i == 0 && kpos != 0)) {
             return TGRS_ERR_TILE;
         }
         if (ctx->in[i]->dtype != (dt == TGRS_DT_F32 ? TGRS_DT_F32 : TGRS_DT_S8)) {
@@ -80,9 +85,6 @@ static int mm_setup(const tgrs_op_ctx *ctx, mm_geo *g)
     }
     if (dt != TGRS_DT_F32 && dt != TGRS_DT_S8 && dt != TGRS_DT_S32) {
         return TGRS_ERR_DTYPE;
-    }
-    if (!tgrs_kv_whole(out)) {
-        return TGRS_ERR_TILE;
     }
     g->b0 = p[TGRS_P_MATMUL_B0];
     g->b1 = p[TGRS_P_MATMUL_B1];
@@ -120,6 +122,25 @@ static int mm_setup(const tgrs_op_ctx *ctx, mm_geo *g)
         g->as[i] = (size_t)p[TGRS_P_MATMUL_AS0 + i];
         g->bs[i] = (size_t)p[TGRS_P_MATMUL_BS0 + i];
         g->ys[i] = (size_t)p[TGRS_P_MATMUL_YS0 + i];
+    }
+    g->m0 = 0;
+    g->m1 = g->m;
+    g->a0 = 0;
+    if (!tgrs_kv_whole(out) || (va != NULL && !tgrs_kv_whole(va))) {
+        /* a row band: M is the row axis of A and Y, one image, every other axis within a row */
+        const uint64_t arow = va != NULL ? tgrs_kv_row_elems(va) : 0u;
+        const uint64_t yrow = tgrs_kv_row_elems(out);
+        if (va == NULL || out->dims[0] != 1 || va->dims[0] != 1 || out->dims[1] != g->m || va->dims[1] != g->m ||
+            (uint64_t)p[TGRS_P_MATMUL_AM] != arow || (uint64_t)p[TGRS_P_MATMUL_YM] != yrow ||
+            (g->b0 > 1 && (p[TGRS_P_MATMUL_AS0] != 0 || p[TGRS_P_MATMUL_YS0] != 0)) ||
+            mm_span(p, TGRS_P_MATMUL_AS0, g->b0, g->b1, 1, g->k) >= arow ||
+            mm_span(p, TGRS_P_MATMUL_YS0, g->b0, g->b1, 1, g->n) >= yrow ||
+            !tgrs_kv_has_rows(va, out->row0, out->row0 + out->rows)) {
+            return TGRS_ERR_TILE;
+        }
+        g->m0 = out->row0;
+        g->m1 = out->row0 + out->rows;
+        g->a0 = va->row0;
     }
     g->a = va != NULL ? va->data : ctx->c[TGRS_C_MATMUL_K];
     g->b = vb != NULL ? vb->data : ctx->c[TGRS_C_MATMUL_K];
@@ -207,11 +228,11 @@ static int mm_run(const tgrs_op_ctx *ctx)
             const size_t oa = (size_t)i0 * g.as[0] + (size_t)i1 * g.as[1];
             const size_t ob = (size_t)i0 * g.bs[0] + (size_t)i1 * g.bs[1];
             const size_t oy = (size_t)i0 * g.ys[0] + (size_t)i1 * g.ys[1];
-            for (m = 0; m < g.m; ++m) {
+            for (m = g.m0; m < g.m1; ++m) {
                 for (n = 0; n < g.n; ++n) {
-                    const size_t ra = oa + (size_t)m * g.as[2];
+                    const size_t ra = oa + (size_t)(m - g.a0) * g.as[2];
                     const size_t rb = ob + (size_t)n * g.bs[3];
-                    const size_t y = oy + (size_t)m * g.ys[2] + (size_t)n * g.ys[3];
+                    const size_t y = oy + (size_t)(m - g.m0) * g.ys[2] + (size_t)n * g.ys[3];
                     const size_t ci = (size_t)m * (size_t)g.n + (size_t)n;
                     if (dt == TGRS_DT_F32) {
                         const float *a = (const float *)g.a;
