@@ -150,3 +150,22 @@ def test_average_pool_over_the_whole_sequence_becomes_gap():
         for _ in range(4):
             x = {"x": rng.integers(-128, 128, (1, 16, n), dtype=np.int8)}
             np.testing.assert_array_equal(run_reference(pool, x)["y"], run_reference(r.graph, x)["y"])
+
+
+def test_mean_over_the_last_axis_of_a_sequence_becomes_gap():
+    """Rule 1 on rank 3: a mean over the features of each token ([1, T, D] -> [1, T, 1], a decomposed LayerNorm's
+    first step) is the GAP of the nwc view (it averages the rows), with or without keepdims; against ONNX Runtime."""
+    for keep in (1, 0):
+        m = model([helper.make_node("Relu", ["x"], ["r"]),
+                   helper.make_node("ReduceMean", ["r"], ["y"], axes=[-1], keepdims=keep)],
+                  [("x", F, [1, 6, 5])], [("y", F, [1, 6, 1] if keep else [1, 6])], opset=13)
+        g = upto(load(m), "reducemean_gap")
+        r = run_pass(g, "reducemean_gap")
+        assert r.rewritten == 1 and "GlobalAveragePool" in [op.op_type for op in r.graph.ops]
+        assert "ReduceMean" not in [op.op_type for op in r.graph.ops]
+        assert_same_as_ort(m, r.graph, tol=1e-6)
+        assert_reference_matches_ort(m)
+    # a mean over the tokens (axis 1) is no GAP of the view: left alone
+    m = model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=1)], [("x", F, [1, 6, 5])],
+              [("y", F, [1, 1, 5])], opset=13)
+    assert run_pass(upto(load(m), "reducemean_gap"), "reducemean_gap").rewritten == 0

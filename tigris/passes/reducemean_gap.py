@@ -2,7 +2,8 @@
 
 Rules:
 1. The axes (attribute, or constant operand from opset 18) must be exactly the two spatial axes of a rank-4 input
-   (negative axes normalized).
+   (negative axes normalized), or the last axis of a rank-3 one (a sequence's ``[N, C, L]``, a token's features:
+   the GAP's view ``[N, L, 1, C]`` averages along L, the rows, so it accumulates over row tiles; ``SEQUENCES``).
 2. ``keepdims=1`` (the default): GlobalAveragePool writes the output directly.
 3. ``keepdims=0``: GlobalAveragePool writes a new [N, C, 1, 1] tensor and a ``Reshape`` produces the [N, C] output
    (an alias at run time, since the bytes are the same).
@@ -66,7 +67,7 @@ def run(graph: AnalyzedGraph) -> PassResult:
             axes = g.weights[op.inputs[1]].reshape(-1).tolist() if op.inputs[1] in g.weights else None
         r = len(x.shape)
         norm = sorted({int(a) + r if int(a) < 0 else int(a) for a in axes}) if axes is not None else None
-        if r != 4 or norm != [2, 3]:
+        if not ((r == 4 and norm == [2, 3]) or (SEQUENCES and r == 3 and norm == [2])):
             declined.append(Decline(op.name, f"rule 1: axes {axes} on rank {r} are not the spatial axes"))
             ops.append(op)
             continue
@@ -74,7 +75,8 @@ def run(graph: AnalyzedGraph) -> PassResult:
             ops.append(Op(op.name, "GlobalAveragePool", op.inputs[:1], op.outputs, {}))
         else:
             mid = fresh_name(g, f"{op.name}_gap")
-            g.tensors[mid] = Tensor(mid, (x.shape[0], x.shape[1], 1, 1), x.dtype, g.tensors[op.outputs[0]].quant)
+            g.tensors[mid] = Tensor(mid, (x.shape[0], x.shape[1]) + (1,) * (r - 2), x.dtype,
+                                    g.tensors[op.outputs[0]].quant)
             ops.append(Op(op.name, "GlobalAveragePool", op.inputs[:1], (mid,), {}))
             ops.append(Op(fresh_name(g, f"{op.name}_squeeze", [mid]), "Reshape", (mid,), op.outputs, {}))
         n += 1
