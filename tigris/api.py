@@ -350,7 +350,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     only whether a budget compiles.
     """
     from tigris.ops import lower
-    from tigris.passes.weight_split import max_groups, split_op, splittable
+    from tigris.passes.weight_split import input_channels, k_splittable, max_groups, split_k, split_op, splittable
     from tigris.plan import op_lower_bounds
     from tigris.plan.types import align_up
 
@@ -377,9 +377,32 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         if xip or w_cur == 0 or avail <= 0 or splittable(g0, g0.ops[i]) is not None:
             return False
         old, limit = splits.get(name, 1), max_groups(g0, g0.ops[i])
-        if old >= limit:
-            return False
+        if old >= limit:  # one panel of every input channel is over the budget: input-channel groups
+            return grow_k(name)
         splits[name] = min(limit, max(old + 1, -(-dep(prep.lowered[i]) // avail)))
+        return True
+
+    k_split: set[str] = set()  # ops split along their input channels (summed by Adds)
+
+    def grow_k(name: str) -> bool:
+        """Split ``name`` (further) into input-channel (K) groups: the fewest, more than it has, whose largest
+        group (its input Slice and partial op) fits the budget as a unit of its own."""
+        op = g0.ops[index[name]]
+        if k_splittable(g0, op) is not None:
+            return False
+        least = (splits.get(name, 1) if name in k_split else 1) + 1
+        units = input_channels(g0, op)
+        if least > units or k_group_need(g0, op, 1, prep, xip, weight) > fast:
+            return False
+        lo, hi = 1, -(-units // least)
+        while lo < hi:  # the most input channels whose group fits
+            mid = (lo + hi + 1) // 2
+            if k_group_need(g0, op, mid, prep, xip, weight) <= fast:
+                lo = mid
+            else:
+                hi = mid - 1
+        k_split.add(name)
+        splits[name] = max(least, -(-units // lo))
         return True
 
     def grow_channels(name: str) -> bool:
@@ -411,6 +434,8 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         return True
 
     def grow_any(name: str, need: int, w_cur: int) -> bool:
+        if name in k_split:
+            return grow_k(name)
         if name in head_of:  # an op of a channel tail shrinks with the groups of the op it follows
             return grow_channels(head_of[name])
         return (name not in by_channels and grow(name, need, w_cur)) or grow_channels(name)
@@ -462,6 +487,9 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     def build() -> Prepared:
         graph = g0
         for name, groups in splits.items():
+            if name in k_split:
+                graph = split_k(graph, name, groups)
+                continue
             graph = split_op(graph, name, groups, tails.get(name, ()) if name in by_channels else ())
         lowered = []
         for op in graph.ops:
@@ -562,6 +590,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
                 and op.attrs["weight_group"][1] >= 0]
         records.append({"op": name, "groups": groups, "cause": "activations" if name in by_channels else "weights",
                         "need_bytes": int(bounds[index[name]]), "max_group_need_bytes": by_channels.get(name),
+                        "channels": "input" if name in k_split else "output",
                         "weight_bytes": _const_bytes(prep.lowered[index[name]]),
                         "max_group_bytes": max(_const_bytes(cur.lowered[i]) for i in subs)})
     return cur, cur_res, records
@@ -618,6 +647,22 @@ def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip:
     memo = prep.layouts
     if key not in memo:
         mini = group_op(graph, op.name, channels, tail)
+        sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops], col_tiles=prep.col_tiles)
+        memo[key] = max(op_lower_bounds(mini, **_plan_kwargs(sub, xip, weight)))
+    return memo[key]
+
+
+def k_group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float) -> int:
+    """What one input-channel group of ``channels`` channels of ``op`` (``weight_split.k_group_op``: its Slice and
+    partial op) needs as units of its own (memoized per Prepared)."""
+    from tigris.ops import lower
+    from tigris.passes.weight_split import k_group_op
+    from tigris.plan import op_lower_bounds
+
+    key = ("k_group_need", op.name, channels, xip, prep.col_tiles)
+    memo = prep.layouts
+    if key not in memo:
+        mini = k_group_op(graph, op.name, channels)
         sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops], col_tiles=prep.col_tiles)
         memo[key] = max(op_lower_bounds(mini, **_plan_kwargs(sub, xip, weight)))
     return memo[key]
@@ -903,7 +948,7 @@ def analyze(
                     f"memory even with one output row per tile, each group at most {g['max_group_need_bytes']}")
                 continue
             result.notes.append(
-                f"op {g['op']} runs as {g['groups']} output-channel weight groups: its {g['weight_bytes']} bytes "
+                f"op {g['op']} runs as {g['groups']} {g['channels']}-channel weight groups: its {g['weight_bytes']} bytes "
                 f"of weights do not fit the fast budget, each group's at most {g['max_group_bytes']} do")
     if isinstance(res, NoFit):
         result.nofit = res

@@ -372,3 +372,146 @@ def joining_concat(graph: AnalyzedGraph, op: Op) -> Op:
     return Op(f"{op.name}{GROUP_SUFFIX}cat", "Concat", (y.name, y.name), (y.name,),
               {"axis": physical_axis(cax, len(y.shape)), "logical_axis": cax, "axis_physical": True,
                "weight_group": (op.name, -1, 2)})
+
+
+# Input-channel (K) groups (docs/memory-planning.md "Weights that do not fit"): a float op whose output-channel
+# groups cannot fit, because one of them (a panel of every input channel) is already over the budget, is split
+# along its input channels instead. y = sum over groups g of op(x[..., K_g], W[:, K_g]) (+ bias once): group g is a
+# Slice of the input channels K_g, the op on them with the weight's slice and no bias (group 0 keeps the bias) and
+# no fused activation, then an Add of the running sum and the group's partial result; the last Add writes the output
+# and carries the fused activation. Float only: an int8 partial sum would have to stay int32 until the last Add
+# (an accumulator kind the runtime does not have), so an int8 op keeps its output-channel groups. The float results
+# differ from the unsplit op's only by summation order.
+
+K_SPLIT_TYPES = ("Conv", "Conv1D", "Gemm")
+K_SUFFIX = "/kgroup"  # K-group op names are f"{op.name}{K_SUFFIX}{g}" (and ...slice{g}, ...add{g})
+
+
+def _k_weight_axis(op: Op) -> int:
+    """The input-channel (K) axis of the op's weight: I of OIHW, K of a Gemm's [N, K], of a MatMul's [K, N] (0) or,
+    with transB, [N, K] (1)."""
+    return 1 - _weight_axis(op) if op.op_type == "MatMul" else 1
+
+
+def _k_input_axis(graph: AnalyzedGraph, op: Op) -> int:
+    """The logical axis of the op's input that the weight's K axis reduces: channels of a conv, the last of A."""
+    return 1 if op.op_type in ("Conv", "Conv1D") else len(graph.tensors[op.inputs[0]].shape) - 1
+
+
+def input_channels(graph: AnalyzedGraph, op: Op) -> int:
+    """The channels a K-group count divides: the weight's input-channel axis."""
+    return int(np.asarray(graph.weights[op.inputs[1]]).shape[_k_weight_axis(op)])
+
+
+def k_splittable(graph: AnalyzedGraph, op: Op) -> str | None:
+    """None when ``op`` may run as input-channel (K) groups, else why not."""
+    if op.op_type not in K_SPLIT_TYPES:
+        return f"{op.op_type} does not reduce input channels with a constant weight"
+    why = splittable(graph, op)
+    if why is not None and why != "one output channel":
+        return why
+    ins = [n for n in op.inputs if n]
+    if any(graph.tensors[n].dtype != "float32" for n in (op.inputs[0], op.outputs[0])) or \
+            any(graph.tensors[n].quant is not None for n in ins if n in graph.tensors):
+        return "not a float op (an int8 partial sum needs an int32 accumulator)"
+    x = graph.tensors[op.inputs[0]]
+    if x.shape[_k_input_axis(graph, op)] != input_channels(graph, op):
+        return "its input's channels are not its weight's"
+    return None if input_channels(graph, op) >= 2 else "one input channel"
+
+
+def _add_k_group(g: AnalyzedGraph, op: Op, a: int, b: int, k: int, groups: int, fresh_name) -> tuple[list[Op], str]:
+    """Add to ``g`` group ``k`` of ``op`` (input channels ``[a, b)``): its input Slice and the partial op; return
+    them and the partial op's output."""
+    from tigris.passes.slice_normalize import slice_op
+
+    x = g.tensors[op.inputs[0]]
+    y = g.tensors[op.outputs[0]]
+    tag = f"{K_SUFFIX}{k}"
+    wg = (op.name, k, groups)
+    ax = _k_input_axis(g, op)
+    shape = list(x.shape)
+    shape[ax] = b - a
+    xs = fresh_name(g, x.name + tag)
+    g.tensors[xs] = Tensor(xs, tuple(shape), x.dtype, x.quant, x.layout)
+    start = [0] * len(shape)
+    start[ax] = a
+    sl = slice_op(fresh_name(g, f"{op.name}{K_SUFFIX}slice{k}"), x.name, xs, start, [1] * len(shape), shape)
+    ops = [sl.with_(attrs={**sl.attrs, "weight_group": wg})]
+    wn = op.inputs[1]
+    w = np.asarray(g.weights[wn])
+    wk = fresh_name(g, wn + tag)
+    g.weights[wk] = np.ascontiguousarray(np.take(w, np.arange(a, b), axis=_k_weight_axis(op)))
+    t = g.tensors.get(wn)
+    if t is not None:
+        ws = list(t.shape)
+        ws[_k_weight_axis(op)] = b - a
+        g.tensors[wk] = Tensor(wk, tuple(ws), t.dtype, t.quant, t.layout)
+    ins = [xs, wk] + (list(op.inputs[2:]) if k == 0 else [])  # the bias is added once, by group 0
+    while ins and not ins[-1]:
+        ins.pop()
+    attrs = {**op.attrs, "weight_group": wg}
+    if "fused_activation" in attrs:
+        attrs["fused_activation"] = None  # the activation applies to the sum: the last Add carries it
+    p = fresh_name(g, y.name + tag)
+    g.tensors[p] = Tensor(p, y.shape, y.dtype, y.quant, y.layout)
+    ops.append(op.with_(name=fresh_name(g, op.name + tag), inputs=tuple(ins), outputs=(p,), attrs=attrs))
+    return ops, p
+
+
+def k_group_op(graph: AnalyzedGraph, name: str, channels: int) -> AnalyzedGraph:
+    """A graph of one K group of op ``name`` on its own (input channels ``[0, channels)``: its Slice and partial
+    op): what a group needs as a unit of its own is ``tigris.plan.op_lower_bounds`` of it."""
+    op = graph.op_by_name(name)
+    why = k_splittable(graph, op)
+    if why is not None:
+        raise TigrisError(f"cannot split into input-channel groups: {why}", name)
+    g = graph.replace()
+    ops, t = _add_k_group(g, op, 0, channels, 1, 2, _fresh_names(g))
+    g.ops, g.inputs, g.outputs = ops, [op.inputs[0]], [t]
+    return g
+
+
+def split_k(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
+    """``graph`` with op ``name`` rewritten into ``groups`` input-channel groups summed by a chain of Adds (see
+    above); every op made carries ``weight_group`` (an Add's index is -1, like a joining Concat's). A new graph;
+    TigrisError if the op cannot be split so."""
+    idx = next((i for i, o in enumerate(graph.ops) if o.name == name), None)
+    if idx is None:
+        raise TigrisError("no such op to split into input-channel groups", name)
+    op = graph.ops[idx]
+    why = k_splittable(graph, op)
+    if why is not None:
+        raise TigrisError(f"cannot split into input-channel groups: {why}", name)
+    try:
+        bounds = group_bounds(input_channels(graph, op), groups)
+    except ValueError as e:
+        raise TigrisError(f"cannot split into input-channel groups: {e}", name) from None
+    if groups < 2:
+        raise TigrisError("cannot split into input-channel groups: fewer than 2", name)
+    g = graph.replace()
+    fresh_name = _fresh_names(g)
+    y = g.tensors[op.outputs[0]]
+    new_ops: list[Op] = []
+    acc = ""
+    for k, (a, b) in enumerate(bounds):
+        ops, p = _add_k_group(g, op, a, b, k, groups, fresh_name)
+        new_ops += ops
+        if k == 0:
+            acc = p
+            continue
+        last = k == groups - 1
+        out = y.name if last else fresh_name(g, f"{y.name}{K_SUFFIX}sum{k}")
+        if not last:
+            g.tensors[out] = Tensor(out, y.shape, y.dtype, y.quant, y.layout)
+        attrs = {"fused_activation": op.attrs.get("fused_activation") if last else None,
+                 "weight_group": (op.name, -1, groups)}
+        new_ops.append(Op(fresh_name(g, f"{op.name}{K_SUFFIX}add{k}"), "Add", (acc, p), (out,), attrs))
+        acc = out
+    g.ops = g.ops[:idx] + new_ops + g.ops[idx + 1:]
+    used = {n for o in g.ops for n in o.inputs}
+    for n in op.inputs[1:2]:
+        if n and n in g.weights and n not in used:  # the whole weight is now stored only as its slices
+            del g.weights[n]
+            g.tensors.pop(n, None)
+    return g
