@@ -328,7 +328,8 @@ MAX_SPLIT_ROUNDS = 8  # re-plans _split_weights may make before it gives up
 
 def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float, res: PlanResult,
                    max_plans: int = MAX_SPLIT_ROUNDS, detail: dict[str, Any] | None = None,
-                   feasibility: bool = False) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
+                   feasibility: bool = False,
+                   k_groups: bool = False) -> tuple[Prepared, PlanResult, list[dict[str, Any]]]:
     """Weight and channel groups (docs/memory-planning.md "Weights that do not fit", "Channel groups"): when a plan
     does not fit because single ops need more fast memory than the budget even as units of their own, split those
     ops into channel groups (``tigris.passes.weight_split``) and plan again.
@@ -347,7 +348,9 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     split is tried only after a NoFit). ``detail`` receives the last split graph planned and its result
     (``prepared``, ``result``), also when it did not fit, for the minimum-budget search. ``feasibility`` plans each
     split graph as a feasibility probe (the same refusals; a Fit that is only *a* plan): for the searches, which ask
-    only whether a budget compiles.
+    only whether a budget compiles. ``k_groups``: an op whose output-channel groups cannot fit (its count at one
+    group per panel and a group still over the budget) is split along its input channels instead
+    (``weight_split.split_k``: partial ops summed by Adds; float only).
     """
     from tigris.ops import lower
     from tigris.passes.weight_split import input_channels, k_splittable, max_groups, split_k, split_op, splittable
@@ -378,7 +381,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             return False
         old, limit = splits.get(name, 1), max_groups(g0, g0.ops[i])
         if old >= limit:  # one panel of every input channel is over the budget: input-channel groups
-            return grow_k(name)
+            return k_groups and grow_k(name)
         splits[name] = min(limit, max(old + 1, -(-dep(prep.lowered[i]) // avail)))
         return True
 
@@ -926,15 +929,24 @@ def analyze(
     # only when the one before does not fit, so what fits one way keeps that plan
     rows_only = replace(prep, col_tiles=False)
     res = _plan(rows_only, fast_b, slow_b, xip, weight)
+    plain = {False: res}  # the plain plans' refusals, for the input-channel groups' attempt below
     split, res, groups = _split_weights(rows_only, fast_b, slow_b, xip, weight, res)
     if isinstance(res, NoFit) and prep.col_tiles:
-        with_cols = _plan(prep, fast_b, slow_b, xip, weight)
+        with_cols = plain[True] = _plan(prep, fast_b, slow_b, xip, weight)
         if not isinstance(with_cols, NoFit) or not groups:  # a refusal says what fails with column tiles too
             split, res, groups = prep, with_cols, []
         if isinstance(res, NoFit):
             # neither groups on row tiles nor column tiles alone: groups planned with column tiles, whose per-group
             # need is one output pixel of the group's channels (docs/memory-planning.md "Channel groups")
             split, res, groups = _split_weights(prep, fast_b, slow_b, xip, weight, res)
+    if isinstance(res, NoFit) and not xip:
+        # last, so that every plan that fitted before keeps its shape: input-channel groups where an op's
+        # output-channel groups cannot fit (docs/memory-planning.md "Weights that do not fit")
+        for cols, r in plain.items():
+            s2, r2, g2 = _split_weights(replace(prep, col_tiles=cols), fast_b, slow_b, xip, weight, r, k_groups=True)
+            if not isinstance(r2, NoFit):
+                split, res, groups = s2, r2, g2
+                break
     prep = replace(split, col_tiles=prep.col_tiles)
     # the group searches below probe what this does at a budget
     rows_only = replace(prep, col_tiles=False)
@@ -948,8 +960,9 @@ def analyze(
                     f"memory even with one output row per tile, each group at most {g['max_group_need_bytes']}")
                 continue
             result.notes.append(
-                f"op {g['op']} runs as {g['groups']} {g['channels']}-channel weight groups: its {g['weight_bytes']} bytes "
-                f"of weights do not fit the fast budget, each group's at most {g['max_group_bytes']} do")
+                f"op {g['op']} runs as {g['groups']} {g['channels']}-channel weight groups: its "
+                f"{g['weight_bytes']} bytes of weights do not fit the fast budget, each group's at most "
+                f"{g['max_group_bytes']} do")
     if isinstance(res, NoFit):
         result.nofit = res
         result.reason = res.message  # already names the stage and the op; the model is named by the caller
