@@ -1,5 +1,5 @@
 """Weight groups: which shared models and budgets compile with copied or LZ4 weights only because ops whose weights
-do not fit run as output-channel groups (tigris/passes/weight_split.py, docs/memory-planning.md), and what it costs.
+do not fit run as output-channel (or input-channel) groups (tigris/passes/weight_split.py, docs/memory-planning.md), and what it costs.
 
 For every shared model (ONNX and TFLite) at 256K, 128K, 64K and 32K without --xip (copied and LZ4 weights need the
 same prefix, so one column answers both): whether the planner fits the model as it is (`before`), and whether
@@ -154,7 +154,8 @@ def main() -> None:
             refused_before += 1
             a = api.analyze(path, b, compression="lz4", prepared=prep, tradeoff=False)
             if not a.fits:
-                rows.append([rel, b, f"refused ({before.need_bytes} B)", "refused", "-", "-", "-", "-", "-", "-"])
+                rows.append([rel, b, f"refused ({before.need_bytes} B)", "refused", "-", "-", "-", "-", "-", "-",
+                             "-"])
                 continue
             fixed += 1
             split = a.prepared
@@ -164,23 +165,31 @@ def main() -> None:
             counts = sorted(g["groups"] for g in wg)
             groups = f"{len(wg)} op{'s' if len(wg) > 1 else ''}, " + (
                 f"{counts[0]} groups" if counts[0] == counts[-1] else f"{counts[0]}-{counts[-1]} groups")
+            k_ops = [g for g in wg if g.get("channels") == "input"]
+            if k_ops:
+                kc = sorted(g["groups"] for g in k_ops)
+                groups += f" ({len(k_ops)} by input channels, {kc[0]}-{kc[-1]} groups)"
+            k_sum = sum(split.graph.tensors[op.outputs[0]].nbytes for op in split.graph.ops
+                        if op.op_type == "Add" and "weight_group" in op.attrs)
             w0, w1 = _weights(prep), _weights(split)
             v = api.verify(path, b, compression="lz4")
             rows.append([rel, b, f"refused ({before.need_bytes} B)", f"fits ({a.plan.fast_peak} B)", groups,
-                         w1, f"+{w1 - w0} ({100 * (w1 - w0) / w0:.2f}%)", concat,
+                         w1, f"+{w1 - w0} ({100 * (w1 - w0) / w0:.2f}%)", concat, k_sum,
                          a.plan.spill_bytes + a.plan.reload_bytes, "pass" if v["pass"] else "FAIL"])
         print(rel, flush=True)
     body = (
         "Without `--xip` (copied or `-c lz4` weights need the same prefix). Only model x budget combinations the "
         "planner refuses as the model is are listed (every other plan is unchanged). `before`: the planner alone "
         "(the fast bytes the refusing op needs); `after`: `tigris compile` with weight groups, and channel groups "
-        "where an op's activations are what does not fit (its fast peak). "
+        "where an op's activations are what does not fit (its fast peak), and input-channel groups where an op's "
+        "output-channel groups cannot fit (one panel of every input channel over the budget; float only). "
         "`weights staged`: bytes the units copy or decode per inference (the extra over the unsplit model is panel "
-        "padding and alignment); `concat copy`: bytes the joining Concats write; `slow traffic`: spill + reload of "
+        "padding and alignment); `concat copy`: bytes the joining Concats write; `sum adds`: bytes the Adds summing "
+        "input-channel groups write; `slow traffic`: spill + reload of "
         "the plan; `verify`: `tigris verify -c lz4` at that budget (the C runtime against ONNX Runtime and the NumPy "
         f"reference). {fixed} of {refused_before} refused combinations now compile.\n\n"
         + markdown_table(["model", "budget", "before", "after", "split ops", "weights staged (B)",
-                          "extra staged (B)", "concat copy (B)", "slow traffic (B)", "verify"], rows)
+                          "extra staged (B)", "concat copy (B)", "sum adds (B)", "slow traffic (B)", "verify"], rows)
     )
     print(body)
     if not args.no_write:
