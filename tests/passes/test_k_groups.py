@@ -161,3 +161,23 @@ def test_int8_is_not_split_along_k():
     prep = api.prepare(path)
     conv = next(o for o in prep.graph.ops if o.op_type == "Conv")
     assert "int32 accumulator" in k_splittable(prep.graph, conv)
+
+
+@pytest.mark.shared
+def test_efficientnet_f32_compiles_at_32k_with_copied_weights():
+    """The 1x1 projections from 1152 channels (a panel of 8 output channels over them: 36,864 bytes) and the head
+    run as input-channel groups; the plan is proven, stays in 32K on the host runtime and matches ONNX Runtime."""
+    path = shared_model("torchvision/efficientnet_lite0_128_f32.onnx")
+    prep = api.prepare(path)
+    a = api.analyze(path, "32K", prepared=prep, tradeoff=False)
+    assert a.fits, a.reason
+    k_ops = {g["op"] for g in a.json["weight_groups"] if g["channels"] == "input"}
+    assert "/blocks/blocks.6/blocks.6.0/conv_pwl/Conv" in k_ops
+    assert check_plan(a.prepared.graph, a.plan) == []
+    x = api.random_inputs(prep, seed=1)
+    run = api.run_plan(a.plan_bytes, x)
+    assert run.fast_peak == a.plan.fast_peak <= 32 * 1024
+    m = onnx.load(str(path))
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    (got,) = run.outputs.values()
+    assert np.max(np.abs(got - ref)) <= 1e-4 * max(1.0, float(np.abs(ref).max()))
