@@ -2,7 +2,8 @@
 output-channel groups cannot fit (one panel of every input channel is over the budget) runs as partial ops over
 slices of its input channels summed by Adds.
 
-* on random float Conv (1x1 and 3x3 with padding and stride, a fused Relu6), 1-D Conv and Gemm models the split
+* on random float Conv (1x1 and 3x3 with padding and stride, a fused Relu6), 1-D Conv, Gemm and MatMul (constant B,
+  with transA, transB, alpha) models the split
   graph's host-runtime outputs match ONNX Runtime at the float tolerance (only the summation order changes), the
   plan passes the offset checker and the runtime's fast high-water mark equals the plan's peak;
 * ``analyze`` picks K groups only where output-channel groups cannot fit, and its plan is deterministic;
@@ -52,13 +53,18 @@ def _models(rng) -> dict[str, tuple[onnx.ModelProto, tuple[int, ...]]]:
                             {"w": r(9, 13, 3, 3)}, [1, 13, 5, 4], [1, 9, 5, 4]), (1, 13, 5, 4)),
         "conv1d": (_mk([n("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3], pads=[1, 1])],
                        {"w": r(21, 17, 3), "b": r(21)}, [1, 17, 9], [1, 21, 9]), (1, 17, 9)),
+        # Gemms with transA stay MatMuls with a constant B (A is [K, M]); alpha scales every partial product
+        "matmul": (_mk([n("Gemm", ["x", "B", "C"], ["y"], transA=1, alpha=0.5)], {"B": r(16, 27), "C": r(27)},
+                       [16, 5], [5, 27]), (16, 5)),
+        "matmul_tb": (_mk([n("Gemm", ["x", "B", "C"], ["y"], transA=1, transB=1)], {"B": r(27, 16), "C": r(1, 27)},
+                          [16, 5], [5, 27]), (16, 5)),
         "gemm": (_mk([n("Gemm", ["x", "w", "b"], ["g"], transB=1), n("Relu", ["g"], ["y"])],
                      {"w": r(10, 45), "b": r(10)}, [1, 45], [1, 10]), (1, 45)),
     }
 
 
 def _mac(prep: api.Prepared):
-    (op,) = [o for o in prep.graph.ops if o.op_type in ("Conv", "Conv1D", "Gemm")]
+    (op,) = [o for o in prep.graph.ops if o.op_type in ("Conv", "Conv1D", "Gemm", "MatMul")]
     return op
 
 
@@ -66,7 +72,8 @@ def _ort(m: onnx.ModelProto, x: dict) -> np.ndarray:
     return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
 
 
-@pytest.mark.parametrize("name", ["conv1x1_relu6", "conv3x3_s2", "conv_nobias", "conv1d", "gemm"])
+@pytest.mark.parametrize("name", ["conv1x1_relu6", "conv3x3_s2", "conv_nobias", "conv1d", "gemm", "matmul",
+                                  "matmul_tb"])
 @pytest.mark.parametrize("groups", [2, 5])
 def test_k_split_matches_onnxruntime(tmp_path, name, groups):
     rng = np.random.default_rng(len(name) * 10 + groups)

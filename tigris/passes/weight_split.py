@@ -383,19 +383,23 @@ def joining_concat(graph: AnalyzedGraph, op: Op) -> Op:
 # (an accumulator kind the runtime does not have), so an int8 op keeps its output-channel groups. The float results
 # differ from the unsplit op's only by summation order.
 
-K_SPLIT_TYPES = ("Conv", "Conv1D", "Gemm")
+K_SPLIT_TYPES = ("Conv", "Conv1D", "Gemm", "MatMul")
 K_SUFFIX = "/kgroup"  # K-group op names are f"{op.name}{K_SUFFIX}{g}" (and ...slice{g}, ...add{g})
 
 
 def _k_weight_axis(op: Op) -> int:
-    """The input-channel (K) axis of the op's weight: I of OIHW, K of a Gemm's [N, K], of a MatMul's [K, N] (0) or,
-    with transB, [N, K] (1)."""
+    """The input-channel (K) axis of the op's weight: I of OIHW, K of a Gemm's [N, K], of a MatMul's constant B
+    [K, N] (0) or, with transB, [N, K] (1)."""
     return 1 - _weight_axis(op) if op.op_type == "MatMul" else 1
 
 
 def _k_input_axis(graph: AnalyzedGraph, op: Op) -> int:
-    """The logical axis of the op's input that the weight's K axis reduces: channels of a conv, the last of A."""
-    return 1 if op.op_type in ("Conv", "Conv1D") else len(graph.tensors[op.inputs[0]].shape) - 1
+    """The logical axis of the op's input that the weight's K axis reduces: channels of a conv, the last of A (the
+    one before it for a MatMul with transA, whose A is [..., K, M])."""
+    if op.op_type in ("Conv", "Conv1D"):
+        return 1
+    rank = len(graph.tensors[op.inputs[0]].shape)
+    return rank - 2 if op.op_type == "MatMul" and int(op.attrs.get("transA", 0) or 0) else rank - 1
 
 
 def input_channels(graph: AnalyzedGraph, op: Op) -> int:
