@@ -455,11 +455,14 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             op = g0.op_by_name(head_of[op.name])
         else:
             w_cur = dep(prep.lowered[i])
-            # weight groups: their guards, and one channel step's group fitting (no count of groups fits else)
-            if not (xip or w_cur == 0 or fast - (bounds[i] - w_cur) <= 0 or splittable(g0, op) is not None) \
-                    and max_groups(g0, op) > 1 and \
-                    group_need(g0, op, min(channel_step(g0, op), output_channels(g0, op)), prep, xip, weight) <= fast:
-                return True
+            # weight groups: their guards, and one channel step's group fitting (no count of groups fits else) or,
+            # with k_groups, one input channel's group (grow() then splits it along K)
+            if not (xip or w_cur == 0 or fast - (bounds[i] - w_cur) <= 0 or splittable(g0, op) is not None):
+                if max_groups(g0, op) > 1 and group_need(g0, op, min(channel_step(g0, op), output_channels(g0, op)),
+                                                         prep, xip, weight) <= fast:
+                    return True
+                if k_groups and k_splittable(g0, op) is None and k_group_need(g0, op, 1, prep, xip, weight) <= fast:
+                    return True
         tail = tails.get(op.name, ())
         if splittable(g0, op, channels=True) is not None or max_groups(g0, op) < 2 or \
                 joining_need(g0, op, prep.col_tiles, tail) > fast:
