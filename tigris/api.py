@@ -528,6 +528,8 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         group's other bytes, which only fall as the groups shrink, so from then on it grows by one too."""
         if channels is None or (o not in by_channels and splits[o] != before.get(o, 1) + 1):
             return True
+        if o in k_split or (k_groups and o not in by_channels and k_splittable(g0, g0.ops[index[o]]) is None):
+            return True  # input-channel groups shrink what the output channels cannot
         op = g0.ops[index[o]]
         units, step = output_channels(g0, op), channel_step(g0, op)
         limit = min(max_groups(g0, op), splits[o] + left - 1)
