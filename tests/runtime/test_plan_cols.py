@@ -169,22 +169,27 @@ def test_onnx_model_below_its_row_floor_matches_onnxruntime(session, tmp_path):
 @pytest.mark.shared
 @pytest.mark.parametrize("rel", ["mlperf_tiny/vww_mbv1_025_96_int8.onnx", "tflite/person_detect_int8.tflite"])
 def test_shared_int8_model_below_its_row_floor(session, rel):
-    """An int8 MobileNetV1 compiled by tigris.api.compile_model at its smallest budget with column tiles (2.5K,
-    below its 3.5K row floor): column-split units, the untiled plan's output bit for bit, the runtime's high-water
-    mark the plan's peak."""
+    """An int8 MobileNetV1 planned with column tiles at the planner's smallest budget (2.5K, below its row floor,
+    3K with a short first rolling tile) and emitted with the analyze command's figures: column-split units, the
+    untiled plan's output bit for bit, the runtime's high-water mark the plan's peak. (compile_model at that budget
+    takes channel groups first; the 0.8x target is against the row floor before issue 15's rules, which
+    bench/plan_quality.py --cols measures.)"""
     from tigris import api
+    from tigris.emit import emit_plan
+    from tigris.plan import plan
 
     path = P.shared_model(rel)
     prep = api.prepare(path)
     kw = api._plan_kwargs(prep, True)
     rows = min_fast_budget(prep.graph, **{**kw, "col_tiles": False})
     budget = min_fast_budget(prep.graph, **kw)
-    assert budget <= 0.8 * rows
-    c = api.compile_model(path, budget, xip=True, prepared=prep)
-    assert sum(1 for u in c.analysis.plan.units if u.tile_cols) > 1
+    assert budget < rows
+    res = plan(prep.graph, budget, **kw)
+    assert check_plan(prep.graph, res.plan) == []
+    assert sum(1 for u in res.plan.units if u.tile_cols) > 1
     x = api.random_inputs(prep, 0)
-    got = api.run_plan(c.plan_bytes, x)
-    assert got.fast_peak == c.analysis.plan.fast_peak
+    got = api.run_plan(emit_plan(prep.graph, res.plan, prep.lowered, xip=True), x)
+    assert got.fast_peak == res.plan.fast_peak
     want = api.run_plan(api.compile_model(path, "16M", xip=True, prepared=prep).plan_bytes, x)
     for name, y in want.outputs.items():
         np.testing.assert_array_equal(got.outputs[name], y)
