@@ -632,8 +632,13 @@ def joining_need(graph: AnalyzedGraph, op: Op, cols: bool = False, tail: tuple[s
     from tigris.passes.weight_split import joining_concat
     from tigris.plan.types import align_up
 
+    from tigris.passes.weight_split import _channel_axis, joins_in_place
+
     last = graph.op_by_name(tail[-1]) if tail else op  # the op whose output the Concats write
     y = graph.tensors[last.outputs[0]]
+    cax = 1 if tail else _channel_axis(op, y)
+    if joins_in_place(graph, y.name, cax):  # each join holds the joined vector and one group (lifetime rule 8)
+        return align_up(y.nbytes) + align_up(-(-y.nbytes // max(1, int(y.shape[cax]))))
     rows = y.shape[2] if y.layout in ROW_LAYOUTS and len(y.shape) >= 3 else 1
     if cols and rows > 1 and len(y.shape) == 4:
         cat = joining_concat(graph, last)

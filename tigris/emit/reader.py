@@ -295,10 +295,10 @@ class PlanFile:
         pairs, rows = {}, {}
         for op in self.ops[u.op_first : u.op_first + u.op_count]:
             k = kind(op.kind)
-            if not (k.in_place or k.piecewise_in_place):
+            if not (k.in_place or k.piecewise_in_place or k.prefix_in_place):
                 continue
             y = self.tensors[self.tensors[op.output].root].name
-            for i in op.inputs:
+            for i in op.inputs[:1] if k.prefix_in_place else op.inputs:  # a join takes its first input's home only
                 x = self.tensors[self.tensors[i].root].name
                 if x != y and x in fast and y in fast and fast[x].offset == fast[y].offset:
                     pairs[y] = x

@@ -134,6 +134,10 @@ class OpKind:
     # each once the input rows under its bytes are no longer read (docs/memory-planning.md "Window ops in place").
     # :meth:`piecewise_over` says for which input, :meth:`piece_rows` how many rows the temporary needs.
     piecewise_in_place: ClassVar[bool] = False
+    # The output may take the home of its first input although it is larger: the input's bytes are already the
+    # output's leading bytes, so the kernel leaves them where they are and writes only the rest (a Concat whose
+    # first input is the output's prefix, docs/memory-planning.md "Joins in place"). :meth:`prefix_over` says when.
+    prefix_in_place: ClassVar[bool] = False
 
     # -- the operator table of docs/operators.md (written from these by ``python -m tigris.ops.doc``) ------------
     # ONNX operator -> the forms and attributes of it this kind runs, as the operator reaches the kind after the
@@ -217,6 +221,12 @@ class OpKind:
     def piecewise_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
         """Whether the output of ``op`` may take the home of its input ``x`` piecewise (only when
         :attr:`piecewise_in_place`): the planner still checks that ``x`` dies at the op."""
+        return False
+
+    def prefix_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
+        """Whether the output of ``op`` may take the home of its input ``x`` as a prefix (only when
+        :attr:`prefix_in_place`): ``x``'s bytes are the output's first bytes exactly as the kernel would write them,
+        so it writes the rest only. The planner still checks that ``x`` dies at the op."""
         return False
 
     def piece_rows(self, op: Op, in_band: tuple[int, int], out_band: tuple[int, int], in_row_bytes: int,

@@ -99,6 +99,32 @@ class Concat(OpKind):
             off += tensor_view_dims(x)[axis] * inner
         return (op.outputs[0], tuple(members)) if off == y.nbytes else None
 
+    # concat.c leaves a segment alone whose source is its destination (an identity copy), so the output may sit over
+    # its first input when that input's bytes are the output's first bytes: a join whose earlier part is already in
+    # place grows by the later parts only (docs/memory-planning.md "Joins in place").
+    prefix_in_place = True
+
+    def prefix_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
+        ins = [n for n in op.inputs if n]
+        if not ins or ins[0] != x or ins.count(x) != 1 or graph.is_const(x) or len(op.outputs) != 1:
+            return False
+        tx, ty = graph.tensors[x], graph.tensors[op.outputs[0]]
+        if tx.dtype != ty.dtype or tx.dtype not in ("float32", "int8"):
+            return False
+        axis = view_axis(graph, op)
+        yd, xd = tensor_view_dims(ty), tensor_view_dims(tx)
+        # one row (so a band is the whole tensor) and nothing outside the axis before it: x is the output's prefix
+        if yd[1] != 1 or any(yd[i] != 1 for i in range(axis)) or any(xd[i] != yd[i] for i in range(4) if i != axis):
+            return False
+        if tx.dtype == "int8":  # the kernel copies bytes only when the encodings agree
+            try:
+                sx, zx = per_tensor(tx, "Concat input")
+                sy, zy = per_tensor(ty, "Concat output")
+            except TigrisError:
+                return False
+            return zx == zy and quantize_multiplier(sx / sy, op.name) == (1 << 30, 1)
+        return True
+
     PARAMS = ("AXIS",) + tuple(f"M{i}" for i in range(MAX_INPUTS)) + tuple(f"S{i}" for i in range(MAX_INPUTS))
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:

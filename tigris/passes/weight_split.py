@@ -334,8 +334,10 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int, tail: tuple[str, ...]
     pending = list(zip(subs, outs))
     acc: list[str] = []
     part = 0
+    # joined in place (lifetime rule 8): each Concat adds one group to the joined prefix, whose home it takes
+    most = 2 if joins_in_place(g, y.name, cax) else MAX_INPUTS
     while pending:
-        take = MAX_INPUTS - len(acc)
+        take = most - len(acc)
         chunk, pending = pending[:take], pending[take:]
         new_ops += [o for s, _ in chunk for o in s]
         acc += [t for _, t in chunk]
@@ -361,6 +363,27 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int, tail: tuple[str, ...]
             del g.weights[n]
             g.tensors.pop(n, None)
     return g
+
+
+def joins_in_place(graph: AnalyzedGraph, name: str, cax: int) -> bool:
+    """Whether the Concats joining groups into tensor ``name`` along logical axis ``cax`` run in place (lifetime
+    rule 8, ``Concat.prefix_over``): a tensor of one row whose axes before the joined one are all 1 (the pooled
+    vector of a classifier head), so the joined part is always the prefix of the next join's output; the groups'
+    outputs share its encoding, so an int8 join copies bytes. Each join then takes two inputs: the prefix and the
+    next group."""
+    from tigris.layout import tensor_view_dims
+    from tigris.plan import lifetime
+
+    y = graph.tensors[name]
+    if not lifetime.PREFIX or y.dtype not in ("float32", "int8"):
+        return False
+    dims = tensor_view_dims(y)
+    axis = physical_axis(cax, len(y.shape))
+    from tigris.ops.concat import view_axis
+
+    axis = view_axis(graph, Op("probe", "Concat", (name,), (name,),
+                               {"axis": axis, "logical_axis": cax, "axis_physical": True}))
+    return dims[1] == 1 and all(dims[i] == 1 for i in range(axis))
 
 
 def joining_concat(graph: AnalyzedGraph, op: Op) -> Op:

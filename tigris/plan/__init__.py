@@ -149,6 +149,17 @@ def _blocks(lives: list) -> tuple[list[Block], dict[str, str]]:
         size = max(m.size for m in members)
         birth, death = min(m.birth for m in members), max(m.death for m in members)
         shrink = [m.birth for m in members if m.piece_rows]
+        steps = sorted((m.birth, m.size) for m in members)
+        if not shrink and len(steps) > 1 and any(b[1] < a[1] for a, b in zip(steps[1:], steps)):
+            # a join in place (lifetime rule 8): as large as the member alive at each step (sizes only grow)
+            grow = []
+            for t, n in steps:
+                if grow and grow[-1][0] == t:
+                    grow[-1] = (t, max(n, grow[-1][1]))
+                elif not grow or n > grow[-1][1]:
+                    grow.append((t, max(n, grow[-1][1]) if grow else n))
+            blocks.append(Block(h, size, birth, death, grow=tuple(grow)))
+            continue
         if shrink:
             # a piecewise pair: the input's bytes beyond the output's are free once the op that shrank it ran
             last = max(shrink)

@@ -36,8 +36,13 @@ class Block:
     # (the input the output was written over is larger and still read at that step).
     tail: int = 0
     tail_death: int = -1
+    # A join in place (lifetime rule 8): the block grows, ``(from step, bytes)`` in step order, ``size`` the last;
+    # before a step it is as large as the entry before it (the first entry's bytes from its birth).
+    grow: tuple[tuple[int, int], ...] = ()
 
     def extent(self, step: int) -> int:
+        if self.grow:
+            return next((n for t, n in reversed(self.grow) if t <= step), self.grow[0][1])
         return self.size + (self.tail if step <= self.tail_death else 0)
 
 
@@ -83,20 +88,35 @@ def _pack(
     # scan is quadratic in the block count). The consumers sort the busy ranges, so their order does not matter.
     alive: dict[int, list[tuple[int, int, int]]] = {}
     for n, b in enumerate(order):
-        seen: set[int] = set()
+        seen: set[tuple[int, int]] = set()
         busy: list[tuple[int, int]] = []
         head: list[tuple[int, int]] = []  # a tailed block: ranges busy only where it no longer has its tail
-        for t in range(b.birth, b.death + 1):
-            for k, s, e in alive.get(t, ()):
-                if k not in seen:
-                    seen.add(k)
-                    (busy if t <= b.tail_death or not b.tail else head).append((s, e))
-        off = _place(b, busy, base, ceiling, alternate, best_fit, n) if not b.tail else \
-            _place_tailed(b, busy, head, base)
+        if b.grow:
+            off = _place_growing(b, [(t, s, e) for t in range(b.birth, b.death + 1) for _, s, e in alive.get(t, ())],
+                                 base)
+        else:
+            for t in range(b.birth, b.death + 1):
+                for k, s, e in alive.get(t, ()):
+                    if (k, e) not in seen:  # a growing block is busy over more bytes at its later steps
+                        seen.add((k, e))
+                        (busy if t <= b.tail_death or not b.tail else head).append((s, e))
+            off = _place(b, busy, base, ceiling, alternate, best_fit, n) if not b.tail else \
+                _place_tailed(b, busy, head, base)
         offsets[b.key] = off
         for t in range(b.birth, b.death + 1):
             alive.setdefault(t, []).append((n, off, off + b.extent(t)))
     return offsets
+
+
+def _place_growing(b: Block, busy: list[tuple[int, int, int]], base: int) -> int:
+    """Lowest offset where the growing block clears, at every step of its life, what is placed at that step."""
+    def clear(off: int) -> bool:
+        return all(e <= off or s >= off + b.extent(t) for t, s, e in busy)
+
+    for off in sorted({base} | {align_up(e) for _, _, e in busy if align_up(e) >= base}):
+        if clear(off):
+            return off
+    raise AssertionError("unreachable: the offset above every busy range is clear")
 
 
 def _place_tailed(b: Block, full: list[tuple[int, int]], head: list[tuple[int, int]], base: int) -> int:

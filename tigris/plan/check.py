@@ -208,6 +208,19 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int, carryi
         tx, ty = graph.tensors.get(x), graph.tensors.get(y)
         why = None
         piece = unit.in_place_rows.get(y)
+        grows = kind is not None and kind.prefix_in_place and not piece
+        if grows:  # rule 8: a join over its first input, which is the output's prefix
+            why = _check_prefix(graph, bufs, unit, op, x, y, s, last_read)
+            if why is None and x in given:
+                why = f"{x} gives its home twice"
+            if why is None and (x in carrying or y in carrying):
+                why = "a buffer carrying rows from tile to tile cannot share its home"
+            if why:
+                errs.append(f"in-place {y} over {x}: {why}")
+            else:
+                given.add(x)
+                allowed.add(frozenset((x, y)))
+            continue
         if kind is None or not (kind.piecewise_in_place if piece else kind.in_place):
             why = f"{op.name} ({op.op_type}) may not run in place" + (" in pieces" if piece else "")
         elif x not in op.inputs or bufs.root(x) != x or x in bufs.alias_of.values() or graph.is_const(x):
@@ -238,6 +251,28 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int, carryi
     for y in sorted(set(unit.in_place_rows) - set(unit.in_place)):
         errs.append(f"in-place {y}: temporary rows declared for a buffer that takes no home")
     return frozenset(allowed), errs
+
+
+def _check_prefix(graph: AnalyzedGraph, bufs, unit, op, x: str, y: str, s: int, last_read: dict) -> str | None:
+    """A join in place (lifetime rule 8): op writes y over its first input x, whose bytes are y's first bytes, so
+    the kernel leaves them and writes the rest. Proves the kind's condition, one offset, y's buffer holding x's,
+    the same band in every tile, and that nothing needs x after the op in this unit."""
+    from tigris.ops import kind_for
+
+    if x not in op.inputs or bufs.root(x) != x or x in bufs.alias_of.values() or graph.is_const(x):
+        return f"{x} is not an activation buffer {op.name} reads"
+    if not kind_for(op.op_type).prefix_over(graph, op, x):
+        return f"{x} is not the prefix of {op.name}'s output {y} (first input, one row, same encoding)"
+    if last_read.get(x, -1) > s or x in unit.spill or x in bufs.inputs or x in bufs.outputs or y in bufs.outputs:
+        return f"{x} is still needed after {op.name}"
+    if x not in unit.fast or y not in unit.fast or unit.fast[x].offset != unit.fast[y].offset \
+            or unit.fast[x].arena != unit.fast[y].arena:
+        return f"{y} does not take {x}'s placement"
+    if unit.fast[y].size < unit.fast[x].size:
+        return f"{y}'s buffer is smaller than {x}'s"
+    if any(rows.get(x) != rows.get(y) for rows in unit.tile_rows):
+        return f"{x} and {y} have different bands"
+    return None
 
 
 def _check_pieces(graph: AnalyzedGraph, unit, i: int, x: str, y: str, rows: int) -> str | None:

@@ -31,6 +31,11 @@ Rules (the code cites them by number):
    reader (rule 3 and 4 on the root). A producer after the first reads the root too: the bytes written before it
    must survive it, so a unit holding it alone reloads the root first (read-modify-write). A member is its own
    buffer or an alias group's root whose members are no graph input or output; each tensor joins one group.
+8. Joins in place: a Concat that keeps its kernel (no view) and whose first input is its output's prefix
+   (``OpKind.prefix_in_place``, ``prefix_over``: one row, nothing before the joined axis, one encoding) may take
+   that input's home when the input dies at it, although the output is larger: the kernel leaves the prefix where
+   it is. The input may come from outside the sequence (a reload); the packer grows one block from the one to the
+   other (``Buffers.prefix`` lists such ops).
 """
 from __future__ import annotations
 
@@ -52,6 +57,7 @@ class Lifetime:
     inplace_of: str | None = None  # rule 6: the dying input whose home this buffer takes at its birth step
     extra: int = 0  # rule 6, piecewise: bytes live at the birth step only (the input's tail and the temporary)
     piece_rows: int = 0  # rule 6, piecewise: rows of the temporary (0: the op runs in place element by element)
+    reserve: int = 0  # rule 8: -size for a reload a join takes at step 0 (its bytes are the output's at that step)
 
     def overlaps(self, other: "Lifetime") -> bool:
         return self.birth <= other.death and other.birth <= self.death
@@ -153,6 +159,8 @@ class Buffers:
     # rule 7: tensor -> byte offset of its run inside its root's buffer (members of views only), the ops run as views
     offset: dict[str, int] = field(default_factory=dict)
     view_ops: frozenset[int] = frozenset()
+    # rule 8: the ops whose ``inplace`` candidate is a prefix of their (larger) output (a join in place)
+    prefix: frozenset[int] = frozenset()
 
     def root(self, name: str) -> str:
         return self.alias_of.get(name, name)
@@ -201,7 +209,8 @@ def buffers(graph: AnalyzedGraph, views: bool = False, order: Sequence[int] | No
         tuple(x for x in cands if x in pc) if _piecewise(op) else cands
         for op, cands, pc in zip(graph.ops, inplace, pieces)
     )
-    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs, inplace, pieces, offset, view_ops)
+    prefix = frozenset(i for i, (op, c) in enumerate(zip(graph.ops, inplace)) if c and _prefix(op))
+    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs, inplace, pieces, offset, view_ops, prefix)
 
 
 def piece_extra(graph: AnalyzedGraph, op: Op, x: str, in_band: tuple[int, int], out_band: tuple[int, int],
@@ -239,6 +248,15 @@ def _piecewise(op: Op) -> bool:
     return k is not None and k.piecewise_in_place
 
 
+def _prefix(op: Op) -> bool:
+    k = kind_for(op.op_type)
+    return k is not None and k.prefix_in_place
+
+
+# Rule 7 on (the default) or off: off joins every Concat into a buffer of its own (the baseline the tests compare).
+PREFIX = True
+
+
 def _row_bytes(graph: AnalyzedGraph, name: str) -> int:
     t = graph.tensors[name]
     return t.nbytes // max(1, tensor_rows(t))
@@ -252,10 +270,16 @@ def inplace_candidates(
     Each is an activation that is its own buffer (not a view, no alias group's other member), of exactly the
     output's shape, dtype, layout and byte size; neither it nor the output is a graph input or output."""
     k = kind_for(op.op_type)
-    if k is None or not (k.in_place or k.piecewise_in_place) or len(writes) != 1 or len(op.outputs) != 1:
+    if k is None or not (k.in_place or k.piecewise_in_place or k.prefix_in_place) or len(writes) != 1 \
+            or len(op.outputs) != 1:
         return ()
     y = writes[0]
     grouped = set(alias_of.values())
+    if k.prefix_in_place:  # rule 8: the output grows over its first input, which may be a reload; y may have views
+        x = next((n for n in op.inputs if n), None)
+        ok = PREFIX and x is not None and y not in boundary and x not in alias_of and x not in grouped \
+            and x not in boundary and nbytes.get(x) == graph.tensors[x].nbytes and k.prefix_over(graph, op, x)
+        return (x,) if ok else ()
     if y in boundary or y in grouped:
         return ()
     ty = graph.tensors[y]
@@ -322,6 +346,7 @@ def lifetimes(
             death[name] = last
     taken: dict[str, str] = {}
     piece: dict[str, tuple[int, int]] = {}
+    grown: set[str] = set()  # rule 8: outputs that took a smaller input's home
     if inplace is not False and bufs.inplace:
         out_set = set(leaving)
         produced = {n for i in ops for n in bufs.writes[i]}
@@ -329,21 +354,31 @@ def lifetimes(
             w = bufs.writes[i]
             if not bufs.inplace[i] or birth.get(w[0]) != step:
                 continue
+            grows = i in bufs.prefix
             for x in bufs.inplace[i]:
-                if x not in produced or death.get(x) != step or x in out_set:
+                if (x not in produced and not grows) or death.get(x) != step or x in out_set:
                     continue
-                if bufs.pieces and x in bufs.pieces[i]:
+                if grows:
+                    if size_of(x) > size_of(w[0]) or x in piece or not (inplace is True or inplace(x, w[0])):
+                        continue
+                    grown.add(w[0])
+                elif bufs.pieces and x in bufs.pieces[i]:
                     got = bufs.pieces[i][x] if piece_of is None else piece_of(i, x, w[0])
                     if got is None:
                         continue
                     piece[w[0]] = got
                 elif size_of(x) != size_of(w[0]) or not (inplace is True or inplace(x, w[0])):
                     continue
-                death[x] = step - 1
+                death[x] = step - 1  # a reload the join takes at step 0 keeps [0, 0]: see ``shared`` below
                 taken[w[0]] = x
                 break
+    # rule 8: a reload whose join runs at step 0 has no step of its own: it is the first bytes of the join's output
+    # at that step, so it counts for nothing there (the packer grows one block from the one to the other)
+    shared = {x for y, x in taken.items() if y in grown and death[x] < birth[x]}
     return [Lifetime(n, size_of(n), birth[n], max(death[n], birth[n]), taken.get(n),
-                     piece[n][1] if n in piece else 0, piece[n][0] if n in piece else 0) for n in birth]
+                     piece[n][1] if n in piece else 0, piece[n][0] if n in piece else 0,
+                     -size_of(n) if n in shared else 0)
+            for n in birth]
 
 
 def tensor_rows(t: Tensor) -> int:

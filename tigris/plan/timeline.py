@@ -33,8 +33,8 @@ def sweep(
     born = [0] * n
     freed = [0] * (n + 1)
     for lt in lives:
-        born[lt.birth] += lt.size + lt.extra
-        freed[lt.death + 1] += lt.size
+        born[lt.birth] += lt.size + lt.extra + lt.reserve
+        freed[lt.death + 1] += lt.size + lt.reserve  # rule 8: a reload a join takes at step 0 counts for nothing
         freed[lt.birth + 1] += lt.extra  # a piecewise in-place output's input tail and temporary (lifetime rule 6)
     usage: list[int] = []
     live = 0

@@ -7,6 +7,8 @@
  *         and zi = zo (the identity, exactly)
  *   float: a copy
  * Along H, input i covers output rows [off_i, off_i + H_i); elsewhere every input holds the output band's rows.
+ * A plan may place the output over its first input when that input is the output's prefix (a join in place,
+ * docs/memory-planning.md): a segment whose source is its destination is an identity copy and is skipped.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -21,11 +23,15 @@ static void seg_copy(void *dst, const void *src, size_t count, int is_f32, int32
                      int32_t zo)
 {
     size_t k;
+    int same = m == (1 << 30) && s == 1 && zi == zo;
+    if (dst == src && (is_f32 || same)) {
+        return; /* a prefix already in place: the plan put the output over this input (a join in place) */
+    }
     if (is_f32) {
         memcpy(dst, src, count * 4u);
         return;
     }
-    if (m == (1 << 30) && s == 1 && zi == zo) {
+    if (same) {
         memcpy(dst, src, count);
         return;
     }

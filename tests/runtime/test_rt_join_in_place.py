@@ -1,0 +1,86 @@
+"""Joins in place on the host runtime (lifetime rule 8; docs/memory-planning.md "Joins in place"): a classifier
+head whose GlobalAveragePool does not fit runs as channel groups of its 1x1 conv, each pooling its own channels,
+and each joining Concat takes the home of the vector joined so far, so concat.c leaves that prefix where it is and
+copies the next group's channels only.
+
+Oracles: the same split graph planned with the rule off (``tigris.plan.lifetime.PREFIX``), whose outputs must be
+identical (a join copies bytes) and whose minimum is higher; ONNX Runtime (float within its tolerance, int8 within
+a few output steps of its own rounding); the plan checker; the runtime's fast high-water mark (equal to the plan's
+peak)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from tigris import api
+from tigris.plan import lifetime
+from tigris.plan.check import check_plan
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
+import builders  # noqa: E402
+import fam_seg  # noqa: E402
+
+
+def _model(tmp_path: Path, c: int, h: int, int8: bool) -> Path:
+    """x [1, 4, h, h] -> 3x3 conv to 12 + Relu -> 1x1 conv to ``c`` -> GlobalAveragePool -> Flatten -> Gemm to 10."""
+    g = builders._new(c + h)
+    y = g.conv(g.op("Relu", [g.conv("x", 4, 12, 3)]), 12, c, 1)
+    f = g.op("Flatten", [g.op("GlobalAveragePool", [y])])
+    w = (g.rng.standard_normal((10, c)) / np.sqrt(c)).astype(np.float32)
+    z = g.op("Gemm", [f, g.const(w), g.const((g.rng.standard_normal(10) * 0.1).astype(np.float32), "b")], transB=1)
+    m = fam_seg.finish_typed(g, "head", [1, 4, h, h], [(z, onnx.TensorProto.FLOAT, [1, 10])], opset=14)
+    fp = tmp_path / "head.onnx"
+    onnx.save(m, fp)
+    if not int8:
+        return fp
+    qp = tmp_path / "head_int8.onnx"
+    builders.quantize(fp, qp, "int8", True)
+    return qp
+
+
+def _minimum(path: Path, prep=None) -> int:
+    a = api.analyze(path, "128", xip=True, tradeoff=False, emit=False, groups_advice=True, prepared=prep)
+    assert not a.fits
+    return a.json["min_fast_budget_bytes"]
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_head_joined_in_place_runs_like_the_plain_join(tmp_path, monkeypatch, int8):
+    try:
+        from tigris.host.build import runtime
+
+        runtime()
+    except Exception as e:  # noqa: BLE001 - no compiler: say so and skip
+        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    h = 4
+    path = _model(tmp_path, 192, h, int8)
+    m = _minimum(path)
+    c = api.compile_model(path, m, xip=True)
+    g, plan = c.analysis.prepared.graph, c.analysis.plan
+    assert check_plan(g, plan) == []
+    joins = [(y, x) for u in plan.units for y, x in u.in_place.items()
+             if next(op for op in g.ops if op.outputs[0] == y).op_type == "Concat"]
+    assert joins, "no join in place at the minimum"
+    x = {"x": np.random.default_rng(3).standard_normal((1, 4, h, h)).astype(np.float32)}
+    run = api.run_plan(c.plan_bytes, x)
+    assert run.fast_peak == plan.fast_peak <= m
+    # the same split graph with every join into a buffer of its own
+    with monkeypatch.context() as mp:
+        mp.setattr(lifetime, "PREFIX", False)
+        split = api.Prepared(g, c.analysis.prepared.reports, c.analysis.prepared.lowered)
+        plain = api.analyze(path, "1M", xip=True, prepared=split, tradeoff=False)
+        assert not any(u.in_place for u in plain.plan.units)
+        assert _minimum(path) > m  # without the rule the pooled vector is held twice at the last join
+    ref = api.run_plan(plain.plan_bytes, x)
+    (name,) = run.outputs
+    assert run.outputs[name].tobytes() == ref.outputs[name].tobytes()
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    tol = 1e-4 * max(1.0, float(np.abs(want).max()))
+    if int8:  # a few output LSBs of ORT's own rounding, as tigris verify allows
+        tol = max(tol, 3 * float(np.max(np.abs(np.diff(np.unique(want))))))
+    assert np.max(np.abs(run.outputs[name] - want)) <= tol
