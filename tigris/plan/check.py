@@ -263,7 +263,7 @@ def _check_prefix(graph: AnalyzedGraph, bufs, unit, op, x: str, y: str, s: int, 
         return f"{x} is not an activation buffer {op.name} reads"
     if not kind_for(op.op_type).prefix_over(graph, op, x):
         return f"{x} is not the prefix of {op.name}'s output {y} (first input, one row, same encoding)"
-    if last_read.get(x, -1) > s or x in unit.spill or x in bufs.inputs or x in bufs.outputs or y in bufs.outputs:
+    if last_read.get(x, -1) > s or x in unit.spill or x in bufs.inputs or x in bufs.outputs:
         return f"{x} is still needed after {op.name}"
     if x not in unit.fast or y not in unit.fast or unit.fast[x].offset != unit.fast[y].offset \
             or unit.fast[x].arena != unit.fast[y].arena:
