@@ -278,7 +278,8 @@ def inplace_candidates(
     if k.prefix_in_place:  # rule 8: the output grows over its first input, which may be a reload; y may have views
         # and be a graph output (its home is where the join writes it, wherever that is)
         x = next((n for n in op.inputs if n), None)
-        ok = PREFIX and x is not None and x not in alias_of and x not in grouped \
+        # the output owns its buffer (no run of a view's buffer that other ops write), so only the join writes it
+        ok = PREFIX and x is not None and op.outputs[0] not in alias_of and x not in alias_of and x not in grouped \
             and x not in boundary and nbytes.get(x) == graph.tensors[x].nbytes and k.prefix_over(graph, op, x)
         return (x,) if ok else ()
     if y in boundary or y in grouped:
