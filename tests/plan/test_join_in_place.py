@@ -33,7 +33,11 @@ def _pooled_head(dtype: str, c: int, h: int, widths: list[int], fan: int, oc: in
     rest = pooled[1:]
     while rest:
         acc, rest = g.concat([acc] + rest[:fan - 1]), rest[fan - 1:]
-    return g.graph([g.gemm(g.flatten(acc), oc)]), pooled
+    out = g.gemm(g.flatten(acc), oc)
+    # as pass concat_axis leaves a Concat (the checker lowers the ops it proves as views)
+    g.ops = [op.with_(attrs={**op.attrs, "logical_axis": 1, "axis_physical": True}) if op.op_type == "Concat" else op
+             for op in g.ops]
+    return g.graph([out]), pooled
 
 
 @st.composite
