@@ -84,8 +84,9 @@ def test_no_fit_unchanged(rel):
 def test_digest_file_covers_every_shared_model():
     plans = _expected()
     assert sorted(plans) == sorted(MODELS_ALL)
-    # every shared model has fitting plans to pin, and some combination still does not fit (its report is pinned)
-    assert _models_with(True) == MODELS_ALL and _models_with(False)
+    # every shared model has fitting plans to pin; a combination that does not fit has its refusal pinned (since
+    # input-channel weight groups every combination of the grid fits, so that list may be empty)
+    assert _models_with(True) == MODELS_ALL
     for rel, combos in plans.items():
         assert sorted(combos) == sorted(_key(b, x, c) for b in BUDGETS for x, c in MODES), rel
 

@@ -215,9 +215,11 @@ def _plan_kwargs(prep: Prepared, xip: bool, recompute_weight: float = 0.0) -> di
     from tigris.ops import kind
 
     lowered, graph = prep.lowered, prep.graph
+    # the planner asks an op's weight bytes once per stage range it prices (millions of times on a split graph)
+    weights = [0 if xip else _const_bytes(low) for low in lowered]
 
     def weight_bytes_of(i: int) -> int:
-        return 0 if xip else _const_bytes(lowered[i])
+        return weights[i]
 
     def scratch_bytes_of(i: int, out_rows: int, out_cols: int | None = None) -> int:
         low = lowered[i]

@@ -45,19 +45,20 @@ def uses(bufs: Buffers) -> Uses:
 
 def stage_io(bufs: Buffers, u: Uses, start: int, stop: int) -> tuple[list[str], list[str]]:
     """(inputs, outputs) of the stage holding ops ``[start, stop)``."""
-    ins: list[str] = []
-    outs: list[str] = []
+    # dicts as ordered sets: the lists keep first-seen order, membership stays O(1) on long stages
+    ins: dict[str, None] = {}
+    outs: dict[str, None] = {}
     for i in range(start, stop):
         for n in bufs.reads[i]:
-            if u.producer[n] < start and n not in ins:
-                ins.append(n)
+            if u.producer[n] < start:
+                ins[n] = None
         for n in bufs.writes[i]:
-            if (u.last_use.get(n, -1) >= stop or n in u.outputs) and n not in outs:
-                outs.append(n)
+            if u.last_use.get(n, -1) >= stop or n in u.outputs:
+                outs[n] = None
     for n in bufs.outputs:  # a graph output produced here but only aliased later still leaves this stage
-        if start <= u.producer.get(n, -2) < stop and n not in outs:
-            outs.append(n)
-    return ins, outs
+        if start <= u.producer.get(n, -2) < stop:
+            outs[n] = None
+    return list(ins), list(outs)
 
 
 @dataclass(frozen=True)
