@@ -95,7 +95,7 @@ def test_mobilenet_v2_int8_head_groups_on_qemu_matches_host(harness, board_objs,
     board = "mps2-an386"
     path = P.shared_model("torchvision/mobilenet_v2_035_96_int8.onnx")
     prep = api.prepare(path)
-    m = api.analyze(path, "2K", xip=True, prepared=prep, emit=False, tradeoff=False,
+    m = api.analyze(path, "1K", xip=True, prepared=prep, emit=False, tradeoff=False,
                     groups_advice=True).json["min_fast_budget_bytes"]
     assert m <= 0.8 * 4096
     c = api.compile_model(path, m, xip=True, prepared=prep)
