@@ -149,10 +149,10 @@ def test_samples_with_one_given_input_is_refused():
 
 
 def test_does_not_fit_has_its_own_exit_code():
-    res = invoke("verify", MNIST, "-m", "2K")
+    res = invoke("verify", MNIST, "-m", "1K")
     assert res.exit_code == EXIT_VERIFY_NO_FIT == 4
     assert res.stderr.strip().startswith("error: does not fit")
-    res = invoke("verify", MNIST, "-m", "2K", "--json")
+    res = invoke("verify", MNIST, "-m", "1K", "--json")
     j = json.loads(res.stdout)
     assert j.pop("tool")["name"] == "tigris" and j.pop("schema") >= 1 and j.pop("command") == "verify"  # envelope
     assert res.exit_code == 4 and j == {
