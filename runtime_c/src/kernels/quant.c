@@ -12,28 +12,9 @@
 #include <stdint.h>
 
 #include "kview.h"
+#include "requant.h"
 #include "target.h"
 #include "tgrs_op.h"
-
-/* Round half to even of v, for |v| <= 2^16 (the caller clamps first); exact because the fraction is exact. */
-static int32_t rne_small(float v)
-{
-    int32_t t = (int32_t)v; /* toward zero */
-    float f = v - (float)t;
-    if (f > 0.5f) {
-        return t + 1;
-    }
-    if (f < -0.5f) {
-        return t - 1;
-    }
-    if (f == 0.5f) {
-        return (t % 2 != 0) ? t + 1 : t;
-    }
-    if (f == -0.5f) {
-        return (t % 2 != 0) ? t - 1 : t;
-    }
-    return t;
-}
 
 #if !TGRS_HAVE_AVX2
 /* No vector loop: the scalar loop quantizes every element (target.h TGRS_QUANT_S8). */
@@ -174,7 +155,7 @@ int tgrs_kernel_quantize(const tgrs_op_ctx *ctx)
                 q = zp;
             } else {
                 v = v > 65536.0f ? 65536.0f : (v < -65536.0f ? -65536.0f : v);
-                q = rne_small(v) + zp;
+                q = tgrs_rne_small(v) + zp;
                 q = q < lo ? lo : (q > hi ? hi : q);
             }
             if (u8) {

@@ -1,7 +1,7 @@
 /*
  * quant_avx2.h - QuantizeLinear's per-tensor loop on x86-64 with AVX2 (TGRS_HAVE_AVX2, target.h); part of quant.c,
  * same arithmetic as its scalar loop, eight elements per step: the float32 division (VDIVPS rounds exactly like the
- * scalar division), the clamp to +-2^16, round half to even (VROUNDPS in nearest mode: what rne_small computes), the
+ * scalar division), the clamp to +-2^16, round half to even (VROUNDPS in nearest mode: what tgrs_rne_small computes), the
  * zero point and the clamp to [lo, hi]; a NaN lane takes the zero point. Returns how many leading elements it wrote
  * (a multiple of 8); the scalar loop does the rest.
  */

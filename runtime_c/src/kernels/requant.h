@@ -327,4 +327,25 @@ static inline int tgrs_s8_bounds_ok(int32_t lo, int32_t hi, int32_t zp)
     return lo >= -128 && hi <= 127 && lo <= hi && zp >= -128 && zp <= 127;
 }
 
+/* Round half to even of v, for |v| <= 2^16 (the caller clamps first): exact, because the fraction is. The scalar
+   rounding of a float quantize, shared by the quantize kernel and the int8 resize that computes its bytes. */
+static inline int32_t tgrs_rne_small(float v)
+{
+    int32_t t = (int32_t)v; /* toward zero */
+    float f = v - (float)t;
+    if (f > 0.5f) {
+        return t + 1;
+    }
+    if (f < -0.5f) {
+        return t - 1;
+    }
+    if (f == 0.5f) {
+        return (t % 2 != 0) ? t + 1 : t;
+    }
+    if (f == -0.5f) {
+        return (t % 2 != 0) ? t - 1 : t;
+    }
+    return t;
+}
+
 #endif /* TGRS_REQUANT_H */

@@ -121,26 +121,6 @@ static void resize_taps_f32(const tgrs_tview *in, int32_t n, const int32_t *rt, 
     }
 }
 
-/* Round half to even of v, |v| <= 2^16 (quant.c's rne_small: the fraction is exact). */
-static int32_t resize_rne(float v)
-{
-    int32_t t = (int32_t)v;
-    float f = v - (float)t;
-    if (f > 0.5f) {
-        return t + 1;
-    }
-    if (f < -0.5f) {
-        return t - 1;
-    }
-    if (f == 0.5f) {
-        return (t % 2 != 0) ? t + 1 : t;
-    }
-    if (f == -0.5f) {
-        return (t % 2 != 0) ? t - 1 : t;
-    }
-    return t;
-}
-
 /* One output pixel of an interpolating int8 resize: resize_taps_f32's sums over dequantized taps, quantized. */
 static void resize_taps_s8(const tgrs_tview *in, const tgrs_tview *out, int32_t n, const int32_t *rt, const float *rw,
                            int32_t kr, const int32_t *ct, const float *cw, int32_t kc, int8_t *y, int32_t C, float si,
@@ -166,7 +146,7 @@ static void resize_taps_s8(const tgrs_tview *in, const tgrs_tview *out, int32_t 
             q = out->zero_point;
         } else {
             v = v > 65536.0f ? 65536.0f : (v < -65536.0f ? -65536.0f : v);
-            q = resize_rne(v) + out->zero_point;
+            q = tgrs_rne_small(v) + out->zero_point;
             q = q < -128 ? -128 : (q > 127 ? 127 : q);
         }
         y[c] = (int8_t)q;
