@@ -67,3 +67,55 @@ def host_session():
     from tigris.host.session import PlanError, Session
 
     return Session, PlanError
+
+
+def family_model(tmp: Path, fam: str, int8: bool) -> Path:
+    """tests/families model ``fam`` saved under ``tmp`` (seeded weights), quantized by ORT QDQ when ``int8``."""
+    import sys
+
+    import onnx
+
+    sys.path.insert(0, str(REPO / "tests" / "families"))
+    import builders
+
+    fp = tmp / f"{fam}.onnx"
+    onnx.save(builders.FAMILIES[fam](), str(fp))
+    if not int8:
+        return fp
+    qp = tmp / f"{fam}_int8.onnx"
+    builders.quantize(fp, qp, "int8", True)
+    return qp
+
+
+def compile_like_untiled(path: Path, prep, budget: int, float_tol: float = 1e-5):
+    """Compile ``path`` with --xip at ``budget`` and run it on the host runtime against the untiled plan (int8 bit
+    for bit, float within ``float_tol`` of the largest magnitude), with the fast high-water mark the plan's peak;
+    (compiled, inputs, outputs)."""
+    import numpy as np
+
+    from tigris import api
+
+    c = api.compile_model(path, budget, xip=True, prepared=prep)
+    x = api.random_inputs(prep, 0)
+    got = api.run_plan(c.plan_bytes, x)
+    assert got.fast_peak == c.analysis.plan.fast_peak
+    want = api.run_plan(api.compile_model(path, "16M", xip=True, prepared=prep).plan_bytes, x)
+    for name, y in want.outputs.items():
+        if y.dtype == np.float32:
+            assert float(np.abs(got.outputs[name] - y).max()) <= float_tol * max(1.0, float(np.abs(y).max()))
+        else:
+            np.testing.assert_array_equal(got.outputs[name], y)
+    return c, x, got.outputs
+
+
+def matches_ort(path: Path, x, outputs, tol: float = 1e-4) -> None:
+    """Every output within ``tol`` (relative to its largest magnitude) of ONNX Runtime's."""
+    import numpy as np
+
+    from tigris import api
+
+    ref = api.run_onnxruntime(path, x)
+    ref = ref if isinstance(ref, dict) else dict(zip(outputs, ref))
+    for name, r in ref.items():
+        r = np.asarray(r, np.float64)
+        assert float(np.abs(outputs[name] - r).max()) <= tol * max(1.0, float(np.abs(r).max())), name

@@ -12,20 +12,16 @@ runtime's fast high-water mark equal to the plan's peak; one float model per fam
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 
-from tigris_testing import host_session
+from tigris_testing import compile_like_untiled, family_model, host_session, matches_ort
 import _rt_plans as P
 from tigris import api
 from tigris.plan import min_fast_budget
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
-import builders  # noqa: E402
 
 FLOAT_TOL = 1e-5
 ORT_TOL = 1e-4  # tigris.api.FLOAT_RTOL
@@ -37,13 +33,7 @@ def session():
 
 
 def _family(tmp: Path, fam: str, int8: bool) -> Path:
-    fp = tmp / f"{fam}.onnx"
-    onnx.save(builders.FAMILIES[fam](), str(fp))
-    if not int8:
-        return fp
-    qp = tmp / f"{fam}_int8.onnx"
-    builders.quantize(fp, qp, "int8", True)
-    return qp
+    return family_model(tmp, fam, int8)
 
 
 def _below_row_floor(path: Path, ratio: float = 0.8, cols: bool = True):
@@ -55,26 +45,13 @@ def _below_row_floor(path: Path, ratio: float = 0.8, cols: bool = True):
     rows = min_fast_budget(prep.graph, **{**kw, "col_tiles": False})
     budget = min_fast_budget(prep.graph, **kw)
     assert budget <= ratio * rows, (path.name, budget, rows)
-    c = api.compile_model(path, budget, xip=True, prepared=prep)
+    c, x, outputs = compile_like_untiled(path, prep, budget, FLOAT_TOL)
     assert not cols or any(u.tile_cols for u in c.analysis.plan.units)
-    x = api.random_inputs(prep, 0)
-    got = api.run_plan(c.plan_bytes, x)
-    assert got.fast_peak == c.analysis.plan.fast_peak
-    want = api.run_plan(api.compile_model(path, "16M", xip=True, prepared=prep).plan_bytes, x)
-    for name, y in want.outputs.items():
-        if y.dtype == np.float32:
-            assert float(np.abs(got.outputs[name] - y).max()) <= FLOAT_TOL * max(1.0, float(np.abs(y).max()))
-        else:
-            np.testing.assert_array_equal(got.outputs[name], y)
-    return prep, c, x, got.outputs
+    return prep, c, x, outputs
 
 
 def _matches_ort(path: Path, x, outputs) -> None:
-    ref = api.run_onnxruntime(path, x)
-    ref = ref if isinstance(ref, dict) else dict(zip(outputs, ref))
-    for name, r in ref.items():
-        r = np.asarray(r, np.float64)
-        assert float(np.abs(outputs[name] - r).max()) <= ORT_TOL * max(1.0, float(np.abs(r).max())), name
+    matches_ort(path, x, outputs, ORT_TOL)
 
 
 def test_whole_image_avgpool_and_gap_kernels_agree(session):
