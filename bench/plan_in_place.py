@@ -24,33 +24,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _doc import markdown_table, write_section  # noqa: E402
 from plan_quality import REPO, _cols_models  # noqa: E402
 
+from _rule_plans import rule_plans  # noqa: E402
 from tigris.ir import TigrisError  # noqa: E402
-from tigris.plan import lifetime, min_fast_budget, plan  # noqa: E402
-from tigris.plan.check import check_plan  # noqa: E402
-
-UNTILED = 1 << 30  # a fast budget every model's single untiled unit fits
+from tigris.plan import lifetime  # noqa: E402
 
 
 def figures(path: Path, piecewise: bool) -> tuple[int | None, int | None, int]:
     """(untiled arena, smallest fitting fast budget, depthwise convs in place in the untiled plan)."""
-    from tigris import api
-
-    lifetime.PIECEWISE = piecewise
-    try:
-        prep = api.prepare(path)  # a fresh memo: band layouts depend on the rule
-        kw = api._plan_kwargs(prep, True)
-        res = plan(prep.graph, UNTILED, 0, **kw)
-        whole = res.plan if hasattr(res, "plan") else None
-        if whole is not None:
-            assert check_plan(prep.graph, whole) == [], path
-        least = min_fast_budget(prep.graph, **kw)
-        if least is not None and piecewise:
-            got = plan(prep.graph, least, **kw)
-            assert check_plan(prep.graph, got.plan) == [], path
-        n = sum(len(u.in_place_rows) for u in whole.units) if whole is not None else 0
-        return (whole.fast_peak if whole is not None else None), least, n
-    finally:
-        lifetime.PIECEWISE = True
+    r = rule_plans(path, lifetime, "PIECEWISE", piecewise)
+    n = sum(len(u.in_place_rows) for u in r.whole.units) if r.whole is not None else 0
+    return r.untiled_arena, r.least, n
 
 
 def table(models: Path, only: list[str] | None) -> str:

@@ -25,37 +25,19 @@ from _doc import markdown_table, write_section  # noqa: E402
 from plan_quality import REPO, _cols_models  # noqa: E402
 
 import tigris.plan as planner  # noqa: E402
+from _rule_plans import rule_plans  # noqa: E402
 from tigris.ir import TigrisError  # noqa: E402
-from tigris.plan import lifetime, min_fast_budget, plan  # noqa: E402
-from tigris.plan.check import check_plan  # noqa: E402
-
-UNTILED = 1 << 30  # a fast budget every model's single untiled unit fits
+from tigris.plan import lifetime  # noqa: E402
 
 
 def figures(path: Path, views: bool) -> tuple[int | None, int | None, int, int, int]:
     """(untiled arena, smallest fitting fast budget, view ops in the untiled plan, bytes of copies they remove,
     view ops the least plan runs)."""
-    from tigris import api
-
-    planner.VIEWS = views
-    try:
-        prep = api.prepare(path)  # a fresh memo: band layouts depend on the rule
-        kw = api._plan_kwargs(prep, True)
-        res = plan(prep.graph, UNTILED, 0, **kw)
-        whole = res.plan if hasattr(res, "plan") else None
-        if whole is not None:
-            assert check_plan(prep.graph, whole) == [], path
-        least = min_fast_budget(prep.graph, **kw)
-        nleast = 0
-        if least is not None:
-            got = plan(prep.graph, least, **kw).plan
-            assert check_plan(prep.graph, got) == [], path
-            nleast = len(got.view_ops)
-        vops = whole.view_ops if whole is not None else []
-        saved = sum(prep.graph.tensors[prep.graph.ops[i].outputs[0]].nbytes for i in vops)
-        return (whole.fast_peak if whole is not None else None), least, len(vops), saved, nleast
-    finally:
-        planner.VIEWS = True
+    r = rule_plans(path, planner, "VIEWS", views)
+    nleast = len(r.at_least.view_ops) if r.at_least is not None else 0
+    vops = r.whole.view_ops if r.whole is not None else []
+    saved = sum(r.prep.graph.tensors[r.prep.graph.ops[i].outputs[0]].nbytes for i in vops)
+    return r.untiled_arena, r.least, len(vops), saved, nleast
 
 
 def candidates(path: Path) -> int:
