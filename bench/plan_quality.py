@@ -653,14 +653,16 @@ class _earlier_rules:
     ``CONV_MR`` patches (``tigris.ops.conv.NARROW_ROWS``), an int8 linear Resize runs as a float island
     (``tigris.ops.resize.INT8_INTERP``), the Transposes of channels-last islands stay
     (``tigris.passes.transpose_sink.ENABLED``), every Transpose is structural (``tigris.ops.transpose.ROW_BANDS``),
-    a dense layer over tokens is a Gemm between layout Transposes (``tigris.passes.matmul_relabel.STRIDED_TOKENS``)
-    and every product of two activations is structural (``tigris.ops.matmul.ROW_BANDS``). The graph is prepared again
+    a dense layer over tokens is a Gemm between layout Transposes (``tigris.passes.matmul_relabel.STRIDED_TOKENS``),
+    every product of two activations is structural (``tigris.ops.matmul.ROW_BANDS``) and a channel ArgMax writes a
+    rank-3 output (``tigris.passes.index_ops.KEEP_PIXELS``). The graph is prepared again
     inside it."""
 
     FLAGS = (("tigris.ops.pad", "ROW_MAPS"), ("tigris.passes.reducemean_gap", "SEQUENCES"),
              ("tigris.ops.conv", "NARROW_ROWS"), ("tigris.ops.resize", "INT8_INTERP"),
              ("tigris.passes.transpose_sink", "ENABLED"), ("tigris.ops.transpose", "ROW_BANDS"),
-             ("tigris.passes.matmul_relabel", "STRIDED_TOKENS"), ("tigris.ops.matmul", "ROW_BANDS"))
+             ("tigris.passes.matmul_relabel", "STRIDED_TOKENS"), ("tigris.ops.matmul", "ROW_BANDS"),
+             ("tigris.passes.index_ops", "KEEP_PIXELS"))
 
     def __enter__(self):
         import importlib
@@ -733,8 +735,8 @@ def cols_table(models: Path) -> str:
         "per tile is the floor) and the earlier rules of the ops that set it (a reflect/edge/wrap Pad of the rows "
         "needs its whole input, an AveragePool over a whole sequence stays a pool, a conv's full-width band reserves "
         "CONV_MR patches, an int8 linear Resize runs as a float island, the Transposes of channels-last islands "
-        "stay, every Transpose is structural, a dense layer over tokens is a Gemm between layout Transposes and a "
-        "product of two activations is structural: "
+        "stay, every Transpose is structural, a dense layer over tokens is a Gemm between layout Transposes, a "
+        "product of two activations is structural and a channel ArgMax writes a rank-3 output: "
         "bench/plan_quality.py `_earlier_rules`), `column tiles` with the default. Both are the planner's own search with the analyze "
         "command's weight and scratch figures, without weight or channel groups; `COLS units` counts the column-split "
         "units of the plan at the new figure (proven by the checker); `set by` is the type of the op whose lower "

@@ -626,7 +626,7 @@
 #define TGRS_P_DEPTHSPACE_SHIFT 4
 #define TGRS_OP_DEPTHSPACE_NCONSTS 0
 
-#define TGRS_OP_ARGMAX_NPARAMS 15
+#define TGRS_OP_ARGMAX_NPARAMS 16
 #define TGRS_P_ARGMAX_MIN 0
 #define TGRS_P_ARGMAX_LAST 1
 #define TGRS_P_ARGMAX_AXIS 2
@@ -642,6 +642,7 @@
 #define TGRS_P_ARGMAX_OS1 12
 #define TGRS_P_ARGMAX_OS2 13
 #define TGRS_P_ARGMAX_OS3 14
+#define TGRS_P_ARGMAX_PIXEL 15
 #define TGRS_OP_ARGMAX_NCONSTS 0
 
 #define TGRS_OP_TOPK_NPARAMS 16
@@ -809,6 +810,7 @@ static inline int tgrs_op_cols_class(uint32_t kind)
     case TGRS_OP_EWISE: return 1;
     case TGRS_OP_CAST: return 1;
     case TGRS_OP_SLICE: return 1;
+    case TGRS_OP_ARGMAX: return 1;
     default: return TGRS_COLS_NONE;
     }
 }

@@ -7,7 +7,10 @@ size 1), so any physical layout of input and output works; ``D0..D3`` are the lo
 
 * argmax: along logical axis ``AXIS`` the index of the largest (``MIN`` 0) or smallest (``MIN`` 1) element, the
   first of equal ones (the last with ``LAST``). int8 compares the codes (the scale is positive, so the order is the
-  real values' order: bit-exact against the model as written).
+  real values' order: bit-exact against the model as written). ``PIXEL`` 1: the reduction runs over the channels
+  of an ``nhwc`` image into one channel (``[N, C, H, W] -> [N, 1, H, W]``, pass index_ops rule 2b), per pixel: the
+  kernel then reads the views' own dims instead of ``D*``/``IS*``/``OS*``, so the op runs on row bands and column
+  tiles like an element-wise op (the one op of the kind that is not structural).
 * topk: along ``AXIS`` the ``K`` largest (``LARGEST`` 1) or smallest elements, best first, equal values in index
   order (ONNX's order); ``INDICES`` 0 writes the values (float32, or int8 codes of the input's encoding), 1 their
   int32 indices. Pick j is the best element strictly after pick j-1 in that total order, so no scratch is needed.
@@ -26,8 +29,8 @@ import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import to_physical
-from tigris.ops._common import per_tensor
-from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, f32_bits
+from tigris.ops._common import TileError, per_tensor
+from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, cols_reason, f32_bits
 
 
 def logical_strides(t) -> list[int]:
@@ -115,7 +118,24 @@ class ArgMax(_IndexKind):
     ONNX_OPS = {"ArgMax": "any axis (negative too), keepdims, select_last_index; int64 output stored as int32",
                 "ArgMin": "any axis (negative too), keepdims, select_last_index; int64 output stored as int32"}
     INT8_EXACTNESS = "bit-exact (the codes are compared)"
-    PARAMS = ("MIN", "LAST", "AXIS", "D0", "D1", "D2", "D3", "IS0", "IS1", "IS2", "IS3", "OS0", "OS1", "OS2", "OS3")
+    PARAMS = ("MIN", "LAST", "AXIS", "D0", "D1", "D2", "D3", "IS0", "IS1", "IS2", "IS3", "OS0", "OS1", "OS2", "OS3",
+              "PIXEL")
+    TILING_DOC = "pointwise when it reduces an nhwc image's channels into one (per pixel), else structural"
+    COLS = "pixel"  # PIXEL ops only (col_local): the kernel reads the band's own width
+
+    def _per_pixel(self, graph: AnalyzedGraph, op: Op) -> bool:
+        """Over the channels of an nhwc image into one channel: every output pixel reads its own input pixel."""
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        return (x.layout == "nhwc" and y.layout == "nhwc" and len(x.shape) == 4 and len(y.shape) == 4
+                and int(op.attrs.get("axis", 0)) % 4 == 1 and tuple(y.shape) == (x.shape[0], 1, *x.shape[2:]))
+
+    def tiling(self, graph: AnalyzedGraph, op: Op):
+        return "pointwise" if self._per_pixel(graph, op) else "structural"
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        if not self._per_pixel(graph, op):
+            return f"{op.op_type} does not reduce the channels pixel by pixel"
+        return cols_reason(graph, op, per_pixel=True)
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         if len([i for i in op.inputs if i]) != 1:
@@ -128,11 +148,26 @@ class ArgMax(_IndexKind):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         axis = int(op.attrs.get("axis", 0)) % max(1, len(x.shape))
         p = self._geometry(x, y, axis, None, bool(int(op.attrs.get("keepdims", 1))))
-        p.update(MIN=int(op.op_type == "ArgMin"), LAST=int(op.attrs.get("select_last_index", 0)))
+        p.update(MIN=int(op.op_type == "ArgMin"), LAST=int(op.attrs.get("select_last_index", 0)),
+                 PIXEL=int(self._per_pixel(graph, op)))
         return Lowered(self.name, op.name, [op.inputs[0]], [op.outputs[0]], params=p, macs=x.numel)
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         p = low.params
+        if p.get("PIXEL"):  # the band's pixels, each over its own channels (index.c argmax_pixels)
+            xv = inputs[0]
+            lo = out.row0 - xv.row0
+            if lo < 0 or out.row0 + out.rows > xv.row0 + xv.rows or xv.data.shape[2] != out.data.shape[2]:
+                raise TileError("ArgMax input band misses output pixels")
+            v = xv.data[:, lo:lo + out.rows].astype(np.float64)
+            best, bi = v[..., 0], np.zeros(v.shape[:3], np.int64)
+            for r in range(1, v.shape[3]):  # the kernel's comparisons, in its order
+                better = v[..., r] < best if p["MIN"] else v[..., r] > best
+                if p["LAST"]:
+                    better |= v[..., r] == best
+                best, bi = np.where(better, v[..., r], best), np.where(better, r, bi)
+            out.data[...] = bi[..., None].astype(out.data.dtype)
+            return
         x = inputs[0].data.reshape(-1)
         y = out.data.reshape(-1)
         n, st = p[f"D{p['AXIS']}"], p[f"IS{p['AXIS']}"]

@@ -6,6 +6,12 @@ Rules:
    declared int64 boundary, so ``tigris run`` and ``api.run_plan`` return int64 as the model states it
    (docs/format.md, "Index outputs").
 2. ArgMax/ArgMin: ``axis``, ``keepdims`` and ``select_last_index`` become explicit (ONNX defaults 0, 1, 0).
+2b. An ArgMax/ArgMin over the channels (axis 1) of a rank-4 input with ``keepdims`` 0 whose output is a graph
+   output, read by no op, keeps the reduced axis instead: its output is stated ``[N, 1, H, W]`` (``nhwc`` by the
+   layout rule, stored ``{N, H, W, 1}``), which holds exactly the bytes of the declared ``[N, H, W]`` in logical
+   order (the boundary keeps the declared shape, ``tigris.layout.boundary_is_physical``). Its rows are then the
+   image's rows, so the op runs on row bands and column tiles like a per-pixel op (docs/memory-planning.md "Column
+   tiles"); as a rank-3 ``nwc`` tensor its rows would be the image's columns (a whole-tensor transposition).
 3. TopK with a constant ``k`` becomes one op per output it has in use: ``TopKValues`` and ``TopKIndices`` (same
    input, attributes ``k``, ``axis``, ``largest``, ``sorted``); the ``k`` operand is dropped. A non-constant ``k``
    is declined (the op stays TopK, which has no kernel).
@@ -41,6 +47,18 @@ def _const(g: AnalyzedGraph, ins: tuple[str, ...], i: int):
     return (v.size > 0), (v[0] if v.size else None)
 
 
+# Rule 2b on (False: a channel ArgMax's keepdims-0 graph output stays rank 3; bench/plan_quality.py's earlier rules).
+KEEP_PIXELS = True
+
+
+def _keeps_pixels(g: AnalyzedGraph, op: Op, a: dict) -> bool:
+    """Rule 2b's condition: a keepdims-0 reduction over axis 1 of a rank-4 input, its output a graph output only."""
+    x, y = g.tensors[op.inputs[0]], g.tensors[op.outputs[0]]
+    read = any(y.name in o.inputs for o in g.ops)
+    return (len(x.shape) == 4 and a["axis"] % 4 == 1 and a["keepdims"] == 0 and y.name in g.outputs
+            and y.name not in g.inputs and not read and len(y.shape) == 3)
+
+
 def run(graph: AnalyzedGraph) -> PassResult:
     if not any(op.op_type in _INDEX_OUT for op in graph.ops):
         return PassResult(graph, 0)
@@ -62,6 +80,14 @@ def run(graph: AnalyzedGraph) -> PassResult:
             a = dict(op.attrs)
             a.update(axis=int(a.get("axis", 0)), keepdims=int(a.get("keepdims", 1)),
                      select_last_index=int(a.get("select_last_index", 0)))
+            if KEEP_PIXELS and _keeps_pixels(g, op, a):
+                y = g.tensors[op.outputs[0]]
+                x = g.tensors[op.inputs[0]]
+                shape = (x.shape[0], 1, x.shape[2], x.shape[3])
+                g.tensors[y.name] = Tensor(y.name, shape, y.dtype, y.quant, y.layout)
+                a["keepdims"] = 1
+                g.notes.append(f"output {y.name}: {op.op_type} over the channels keeps the axis, stored as logical "
+                               f"{list(shape)}, byte-identical to the declared {list(y.shape)}")
             ops.append(op.with_(attrs=a))
             n += 1
             continue

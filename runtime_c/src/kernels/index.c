@@ -4,7 +4,8 @@
  * Defined by tigris/ops/index.py. argmax and topk walk their input through per-logical-axis element strides
  * (D0..D3 logical dims, IS0..IS3 input strides, OS0..OS3 output strides, AXIS the reduced or selected axis):
  *   argmax: the index of the largest (MIN 0) or smallest element along AXIS, the first of equal ones (LAST: the
- *           last); int8 compares codes. Output int32.
+ *           last); int8 compares codes. Output int32. PIXEL 1: over the channels of an NHWC image into one channel,
+ *           pixel by pixel from the views' own dims (row bands and column tiles; D/IS/OS are not read).
  *   topk  : the K best along AXIS, best first, equal values in index order; pick j is the best element strictly
  *           after pick j-1 in that order (no scratch). INDICES 0: the values (float32 or int8 codes), 1: int32.
  *   nms   : ONNX NonMaxSuppression (float32 boxes [B, N, 4], scores [B, C, N]); the selected (batch, class, box)
@@ -97,13 +98,51 @@ static int argmax_setup(const tgrs_op_ctx *ctx, idx_geo *g)
     if ((in->dtype != TGRS_DT_F32 && in->dtype != TGRS_DT_S8) || out->dtype != TGRS_DT_S32) {
         return TGRS_ERR_DTYPE;
     }
+    if ((ctx->p[TGRS_P_ARGMAX_MIN] & ~1) != 0 || (ctx->p[TGRS_P_ARGMAX_LAST] & ~1) != 0 ||
+        (ctx->p[TGRS_P_ARGMAX_PIXEL] & ~1) != 0) {
+        return TGRS_ERR_PARAM;
+    }
+    if (ctx->p[TGRS_P_ARGMAX_PIXEL] != 0) { /* per pixel: the output band's pixels, each over its channels */
+        if (ctx->p[TGRS_P_ARGMAX_AXIS] != 1 || out->dims[3] != 1 || in->dims[0] != out->dims[0] ||
+            in->dims[1] != out->dims[1] || in->dims[2] != out->dims[2]) {
+            return TGRS_ERR_SHAPE;
+        }
+        return tgrs_kv_has_rows(in, out->row0, out->row0 + out->rows) ? TGRS_OK : TGRS_ERR_TILE;
+    }
     if (!tgrs_kv_whole(in) || !tgrs_kv_whole(out)) {
         return TGRS_ERR_TILE;
     }
-    if ((ctx->p[TGRS_P_ARGMAX_MIN] & ~1) != 0 || (ctx->p[TGRS_P_ARGMAX_LAST] & ~1) != 0) {
-        return TGRS_ERR_PARAM;
-    }
     return idx_geometry(ctx->p + TGRS_P_ARGMAX_AXIS, g, view_numel(in), view_numel(out), 1);
+}
+
+/* PIXEL: every pixel (n, h, w) of the output band takes the index along its input pixel's C channels, compared
+ * in channel order as the strided walk compares them. */
+static int argmax_pixels(const tgrs_op_ctx *ctx, int is_min, int last)
+{
+    const tgrs_tview *in = ctx->in[0];
+    const tgrs_tview *out = ctx->out;
+    int32_t *y = (int32_t *)out->data;
+    int32_t n, h, w, c, nc = in->dims[3];
+    for (n = 0; n < out->dims[0]; ++n) {
+        for (h = out->row0; h < out->row0 + out->rows; ++h) {
+            size_t ib = tgrs_kv_row_off(in, n, h), ob = tgrs_kv_row_off(out, n, h);
+            for (w = 0; w < out->dims[2]; ++w) {
+                size_t px = ib + (size_t)w * (size_t)nc;
+                float best = idx_value(in, px);
+                int32_t bi = 0;
+                for (c = 1; c < nc; ++c) {
+                    float v = idx_value(in, px + (size_t)c);
+                    int better = is_min ? v < best : v > best;
+                    if (better || (last && v == best)) {
+                        best = v;
+                        bi = c;
+                    }
+                }
+                y[ob + (size_t)w] = bi;
+            }
+        }
+    }
+    return TGRS_OK;
 }
 
 int tgrs_check_argmax(const tgrs_op_ctx *ctx)
@@ -123,6 +162,9 @@ int tgrs_kernel_argmax(const tgrs_op_ctx *ctx)
     int st = argmax_setup(ctx, &g);
     if (st != TGRS_OK) {
         return st;
+    }
+    if (ctx->p[TGRS_P_ARGMAX_PIXEL] != 0) {
+        return argmax_pixels(ctx, is_min, last);
     }
     for (k[0] = 0; k[0] < (g.axis == 0 ? 1 : g.d[0]); ++k[0]) {
         for (k[1] = 0; k[1] < (g.axis == 1 ? 1 : g.d[1]); ++k[1]) {

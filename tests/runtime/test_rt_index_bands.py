@@ -1,0 +1,86 @@
+"""Index and normalizing ops below their row floor, on the host runtime (docs/memory-planning.md "Column tiles",
+"Ops that set the row floor"): each family model is compiled by ``tigris.api.compile_model`` at its smallest budget
+today, at most 0.8x the smallest budget the planner found with the op's earlier rule (row tiles only), and gives the
+untiled plan's output (int8 bit for bit; float within 1e-5 x max(1, max|ref|)) with the runtime's fast high-water
+mark equal to the plan's peak; the float model agrees with ONNX Runtime.
+
+* An ArgMax over the channels of an image whose keepdims-0 output is a graph output keeps the axis (pass index_ops
+  rule 2b): its output is stored ``{N, H, W, 1}``, so it runs per pixel on row bands and column tiles instead of
+  transposing the whole image into a rank-3 ``nwc`` tensor (``index_ops.KEEP_PIXELS = False``: the earlier rule).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tigris import api
+from tigris.passes import index_ops
+from tigris.plan import min_fast_budget
+from tigris_testing import compile_like_untiled, family_model, matches_ort
+
+FLOAT_TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def session():
+    try:
+        from tigris.host.build import runtime
+
+        runtime()
+    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
+        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+
+
+def _floor(path: Path, monkeypatch, flags: dict) -> int:
+    """The smallest budget with row tiles only and the given earlier rules (prepared again: the passes read them)."""
+    with monkeypatch.context() as m:
+        for (mod, name), v in flags.items():
+            m.setattr(mod, name, v)
+        prep = api.prepare(path)
+        return min_fast_budget(prep.graph, **{**api._plan_kwargs(prep, True), "col_tiles": False})
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_channel_argmax_runs_per_pixel_on_bands(session, tmp_path, monkeypatch, int8):
+    path = family_model(tmp_path, "seg_argmax", int8)
+    before = _floor(path, monkeypatch, {(index_ops, "KEEP_PIXELS"): False})
+    prep = api.prepare(path)
+    arg = [op for op in prep.graph.ops if op.op_type == "ArgMax"]
+    assert arg and prep.graph.tensors[arg[0].outputs[0]].shape == (1, 1, 32, 32)
+    budget = min_fast_budget(prep.graph, **api._plan_kwargs(prep, True))
+    assert budget <= 0.8 * before, (budget, before)
+    c, x, outputs = compile_like_untiled(path, prep, budget, FLOAT_TOL)
+    plan = c.analysis.plan
+    i = prep.graph.ops.index(arg[0])
+    assert any(len(u.tile_rows) > 1 and i in u.ops for u in plan.units)
+    assert outputs[prep.graph.outputs[0]].shape == (1, 32, 32)
+    if not int8:  # int8 logits tie where ORT's rounding differs by one code: the untiled plan is the reference
+        matches_ort(path, x, outputs, 0.0)
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_channel_argmax_in_column_split_units(session, tmp_path, int8):
+    """Forced into grids of 3 column tiles (``plan(force_cols=3)``), the ArgMax runs on band-wide views: the checker
+    proves the plan and the host runtime gives the NumPy reference's indices and the untiled plan's bytes, with its
+    high-water mark at the plan's peak."""
+    import _rt_plans as P
+    from tigris.host.session import Session
+    from tigris.plan.check import check_plan
+    from tigris.reference import run_reference
+
+    prep = api.prepare(family_model(tmp_path, "seg_argmax", int8))
+    g = prep.graph
+    i = next(k for k, op in enumerate(g.ops) if op.op_type == "ArgMax")
+    untiled, _ = P.compile_graph(g, 1 << 20, xip=True)
+    data, plan = P.compile_graph(g, 1024 if int8 else 4096, xip=True, force_cols=3)
+    assert any(u.tile_cols and i in u.ops for u in plan.units)
+    assert check_plan(g, plan) == []
+    y = g.outputs[0]
+    for seed in (0, 1):
+        x = P.random_input(g, seed)
+        res = Session(data).run(x)
+        np.testing.assert_array_equal(res.outputs[y], run_reference(g, x)[y])
+        np.testing.assert_array_equal(res.outputs[y], Session(untiled).run(x).outputs[y])
+        assert res.fast_peak == plan.fast_peak
