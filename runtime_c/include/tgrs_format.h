@@ -664,7 +664,7 @@
 #define TGRS_P_TOPK_OS3 15
 #define TGRS_OP_TOPK_NCONSTS 0
 
-#define TGRS_OP_NMS_NPARAMS 16
+#define TGRS_OP_NMS_NPARAMS 22
 #define TGRS_P_NMS_B 0
 #define TGRS_P_NMS_N 1
 #define TGRS_P_NMS_C 2
@@ -681,6 +681,12 @@
 #define TGRS_P_NMS_SS2 13
 #define TGRS_P_NMS_OS0 14
 #define TGRS_P_NMS_OS1 15
+#define TGRS_P_NMS_BQ 16
+#define TGRS_P_NMS_BSCALE 17
+#define TGRS_P_NMS_BZP 18
+#define TGRS_P_NMS_SQ 19
+#define TGRS_P_NMS_SSCALE 20
+#define TGRS_P_NMS_SZP 21
 #define TGRS_OP_NMS_NCONSTS 0
 
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */

@@ -84,3 +84,28 @@ def test_channel_argmax_in_column_split_units(session, tmp_path, int8):
         np.testing.assert_array_equal(res.outputs[y], run_reference(g, x)[y])
         np.testing.assert_array_equal(res.outputs[y], Session(untiled).run(x).outputs[y])
         assert res.fast_peak == plan.fast_peak
+
+
+def test_int8_nms_reads_its_int8_boxes_and_scores(session, tmp_path, monkeypatch):
+    """A quantized detector's NonMaxSuppression reads the int8 boxes and scores as the dequantize kernel's values
+    itself (``NonMaxSuppression.dequantizes_inputs``, pass float_tail rule 1), so no float copy of either is needed:
+    family ssd_nms int8 fits in at most 0.8x of the budget with the DequantizeLinears, and at that budget selects
+    the same boxes as the untiled plan and as the plan through the DequantizeLinears (float NonMaxSuppression)."""
+    from tigris.ops.index import NonMaxSuppression
+
+    path = family_model(tmp_path, "ssd_nms", True)
+    with monkeypatch.context() as m:
+        m.setattr(NonMaxSuppression, "dequantizes_inputs", False)
+        before = _floor(path, m, {})
+        old = api.prepare(path)
+        assert any(op.op_type == "DequantizeLinear" for op in old.graph.ops)
+        via_dq = api.compile_model(path, "1M", xip=True, prepared=old).plan_bytes
+    prep = api.prepare(path)
+    nms = next(op for op in prep.graph.ops if op.op_type == "NonMaxSuppression")
+    assert all(prep.graph.tensors[i].dtype == "int8" for i in nms.inputs)
+    budget = min_fast_budget(prep.graph, **api._plan_kwargs(prep, True))
+    assert budget <= 0.8 * before, (budget, before)
+    c, x, outputs = compile_like_untiled(path, prep, budget, FLOAT_TOL)
+    (name,) = outputs
+    assert len(outputs[name]) > 0  # boxes are selected: the comparison is not of empty outputs
+    np.testing.assert_array_equal(outputs[name], api.run_plan(via_dq, x).outputs[name])

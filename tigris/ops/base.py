@@ -138,6 +138,10 @@ class OpKind:
     # output's leading bytes, so the kernel leaves them where they are and writes only the rest (a Concat whose
     # first input is the output's prefix, docs/memory-planning.md "Joins in place"). :meth:`prefix_over` says when.
     prefix_in_place: ClassVar[bool] = False
+    # The kernel reads an int8 (per-tensor) activation input itself as its real values, ``(float)(q - zp) * scale``
+    # in float32 exactly as the dequantize kernel computes them, and computes in float from there: pass float_tail
+    # then puts no DequantizeLinear in front of it, so no float copy of the input is needed (NonMaxSuppression).
+    dequantizes_inputs: ClassVar[bool] = False
 
     # -- the operator table of docs/operators.md (written from these by ``python -m tigris.ops.doc``) ------------
     # ONNX operator -> the forms and attributes of it this kind runs, as the operator reaches the kind after the

@@ -14,7 +14,8 @@ size 1), so any physical layout of input and output works; ``D0..D3`` are the lo
 * topk: along ``AXIS`` the ``K`` largest (``LARGEST`` 1) or smallest elements, best first, equal values in index
   order (ONNX's order); ``INDICES`` 0 writes the values (float32, or int8 codes of the input's encoding), 1 their
   int32 indices. Pick j is the best element strictly after pick j-1 in that total order, so no scratch is needed.
-* nms: ONNX NonMaxSuppression on boxes ``[B, N, 4]`` and scores ``[B, C, N]`` (float32), per batch and class in
+* nms: ONNX NonMaxSuppression on boxes ``[B, N, 4]`` and scores ``[B, C, N]`` (float32, or int8 read as their
+  dequantized values ``(float)(q - ZP) * SCALE``: ``BQ``/``SQ``, ``BSCALE``/``SSCALE``, ``BZP``/``SZP``), per batch and class in
   score order (equal scores by box index) greedily keeping a box whose IoU with every box kept before in that class
   is not above ``IOU``, at most ``MAXPC`` per class, a candidate only if its score is above ``THR`` (``HAS_THR``).
   The IoU is ONNX's, step by step in float32 (corner or ``CENTER`` boxes). The output ``[B * C * min(MAXPC, N), 3]``
@@ -264,12 +265,16 @@ class NonMaxSuppression(_IndexKind):
     name = "nms"
     ir_ops = ("NonMaxSuppression",)
     ONNX_OPS = {"NonMaxSuppression": "constant max_output_boxes_per_class, iou_threshold, score_threshold (each "
-                                     "optional), center_point_box 0/1; float32 boxes and scores; output at its "
+                                     "optional), center_point_box 0/1; float32 or int8 boxes and scores; output at its "
                                      "maximum size, row-counted"}
-    DTYPES = ("float32",)
-    INT8_EXACTNESS = "bit-exact (a quantized model's boxes and scores are dequantized first, as it states)"
+    DTYPES = ("float32", "int8")
+    INT8_EXACTNESS = "bit-exact (int8 boxes and scores are read as their dequantized float32 values, as the model " \
+                     "states them)"
     PARAMS = ("B", "N", "C", "MAXPC", "CENTER", "HAS_THR", "IOU", "THR", "BS0", "BS1", "BS2", "SS0", "SS1", "SS2",
-              "OS0", "OS1")
+              "OS0", "OS1", "BQ", "BSCALE", "BZP", "SQ", "SSCALE", "SZP")
+    # int8 boxes or scores (BQ / SQ 1) are read as (float)(q - ZP) * SCALE, the dequantize kernel's value, so a
+    # quantized model keeps them int8 up to here (pass float_tail, rule 1) instead of a float copy of each
+    dequantizes_inputs = True
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
         if len([i for i in op.inputs if i]) != 2 or "max_per_class" not in op.attrs:
@@ -277,8 +282,8 @@ class NonMaxSuppression(_IndexKind):
         return None
 
     def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
-        if int8 or any(graph.tensors[i].dtype != "float32" for i in op.inputs):
-            return "boxes and scores must be float32"
+        if any(_act_kind(graph, i) not in ("float", "int8") for i in op.inputs):
+            return "boxes and scores must be float32 or int8"
         b, s, y = (graph.tensors[n] for n in (*op.inputs, op.outputs[0]))
         if len(b.shape) != 3 or b.shape[2] != 4 or len(s.shape) != 3 or s.shape[0] != b.shape[0] or \
                 s.shape[2] != b.shape[1]:
@@ -303,12 +308,23 @@ class NonMaxSuppression(_IndexKind):
         for pre, t in (("BS", bt), ("SS", st), ("OS", yt)):
             for i, v in enumerate(logical_strides(t)):
                 p[f"{pre}{i}"] = v
+        for pre, t in (("B", bt), ("S", st)):
+            if t.dtype == "int8":
+                scale, zp = per_tensor(t, "NonMaxSuppression input")
+                p.update({f"{pre}Q": 1, f"{pre}SCALE": f32_bits(float(np.float32(scale))), f"{pre}ZP": zp})
         return Lowered(self.name, op.name, list(op.inputs[:2]), [op.outputs[0]], params=p, macs=C * B * N * N)
+
+    @staticmethod
+    def _real(x: np.ndarray, p: dict, pre: str) -> np.ndarray:
+        """An input's float32 values: int8 codes dequantized as quant.py's Dequantize computes them."""
+        if not p.get(f"{pre}Q"):
+            return x
+        d = (x.astype(np.int32) - np.int32(p[f"{pre}ZP"])).astype(np.float32)
+        return d * np.float32(bits_f32(p[f"{pre}SCALE"]))
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         p = low.params
-        boxes = inputs[0].data.reshape(-1)
-        scores = inputs[1].data.reshape(-1)
+        boxes, scores = (self._real(v.data.reshape(-1), p, pre) for v, pre in zip(inputs, ("B", "S")))
         y = out.data.reshape(-1)
         y[...] = -1
         iou, thr = np.float32(bits_f32(p["IOU"])), np.float32(bits_f32(p["THR"]))

@@ -10,6 +10,8 @@ Rules:
 1. Applies to an op other than Q/DQ with an int8 (quantized, per-tensor) activation input whose outputs, and every
    tensor computed from them, are unquantized float32 (or int32 indices) with no ``QuantizeLinear`` downstream: nothing later can make
    it int8. (A float product output that a Relu -> Q quantizes is not a tail: activation fuse handled it.)
+   Not to an op whose kind dequantizes its int8 inputs itself (``OpKind.dequantizes_inputs``: NonMaxSuppression
+   reads int8 boxes and scores as the dequantize kernel would give them, so it needs no float copy of either).
 2. Each such int8 input gets one ``DequantizeLinear`` (shared by all tail readers of that tensor), placed right
    before its first tail reader; the int8 readers keep reading the int8 tensor.
 2b. A tail op's quantized constants (int8 weights, int32 bias: QDQ fold gave them their QuantParam expecting an int8
@@ -134,10 +136,24 @@ def _mixed(g: AnalyzedGraph, op: Op) -> bool:
     return (int8_in and float_out) or (float_in and int8_out)
 
 
+def _dequantizes(g: AnalyzedGraph, op: Op) -> bool:
+    """Rule 1's exception: the op's kind reads its int8 inputs as real values itself (and every other activation
+    input is float32)."""
+    from tigris.ops import kind_for
+
+    try:
+        k = kind_for(op.op_type)
+    except Exception:  # noqa: BLE001 - an op type with no kind gets the DequantizeLinear
+        return False
+    return bool(k.dequantizes_inputs) and all(_is_int8_act(g, i) or _is_float_act(g, i)
+                                                for i in op.inputs if i and i not in g.weights)
+
+
 def run(graph: AnalyzedGraph) -> PassResult:
     graph, n_islands = _islands(graph)
     floats = {op.name for op in graph.ops if op.op_type not in ("QuantizeLinear", "DequantizeLinear")
-              and any(_is_int8_act(graph, i) for i in op.inputs) and _float_downstream(graph, op)}
+              and any(_is_int8_act(graph, i) for i in op.inputs) and _float_downstream(graph, op)
+              and not _dequantizes(graph, op)}
     floats |= {op.name for op in graph.ops if _mixed(graph, op)}
     # rule 5: a QuantizeLinear QDQ fold kept in the graph whose output already carries its QuantParam
     strip = {op.name for op in graph.ops if op.op_type == "QuantizeLinear" and len(op.inputs) > 1

@@ -8,7 +8,8 @@
  *           pixel by pixel from the views' own dims (row bands and column tiles; D/IS/OS are not read).
  *   topk  : the K best along AXIS, best first, equal values in index order; pick j is the best element strictly
  *           after pick j-1 in that order (no scratch). INDICES 0: the values (float32 or int8 codes), 1: int32.
- *   nms   : ONNX NonMaxSuppression (float32 boxes [B, N, 4], scores [B, C, N]); the selected (batch, class, box)
+ *   nms   : ONNX NonMaxSuppression (boxes [B, N, 4], scores [B, C, N], float32 or int8 read as the dequantize
+ *           kernel's (float)(q - ZP) * SCALE, BQ/SQ); the selected (batch, class, box)
  *           rows first, the rest of the [rows, 3] int32 output -1. The previously kept boxes of a class are read
  *           back from the output rows, so no scratch either.
  */
@@ -306,8 +307,16 @@ static int nms_setup(const tgrs_op_ctx *ctx)
     if (ctx->n_in != 2 || !tgrs_kv_sane(bx) || !tgrs_kv_sane(sc) || !tgrs_kv_sane(out)) {
         return TGRS_ERR_SHAPE;
     }
-    if (bx->dtype != TGRS_DT_F32 || sc->dtype != TGRS_DT_F32 || out->dtype != TGRS_DT_S32) {
+    if ((p[TGRS_P_NMS_BQ] & ~1) != 0 || (p[TGRS_P_NMS_SQ] & ~1) != 0) {
+        return TGRS_ERR_PARAM;
+    }
+    if (bx->dtype != (p[TGRS_P_NMS_BQ] ? TGRS_DT_S8 : TGRS_DT_F32) ||
+        sc->dtype != (p[TGRS_P_NMS_SQ] ? TGRS_DT_S8 : TGRS_DT_F32) || out->dtype != TGRS_DT_S32) {
         return TGRS_ERR_DTYPE;
+    }
+    if ((p[TGRS_P_NMS_BQ] && (p[TGRS_P_NMS_BZP] < -128 || p[TGRS_P_NMS_BZP] > 127)) ||
+        (p[TGRS_P_NMS_SQ] && (p[TGRS_P_NMS_SZP] < -128 || p[TGRS_P_NMS_SZP] > 127))) {
+        return TGRS_ERR_PARAM;
     }
     if (!tgrs_kv_whole(bx) || !tgrs_kv_whole(sc) || !tgrs_kv_whole(out)) {
         return TGRS_ERR_TILE;
@@ -392,20 +401,32 @@ static int nms_iou_above(const float *a, const float *b, int center, float thr)
     return inter / uni > thr;
 }
 
+/* Element i of input `which` (0 boxes, 1 scores) as float32: an int8 code q as (float)(q - ZP) * SCALE, the
+ * dequantize kernel's value (quant.c). */
+static float nms_value(const tgrs_op_ctx *ctx, int which, size_t i)
+{
+    const tgrs_tview *v = ctx->in[which];
+    int32_t zp;
+    if (v->dtype == TGRS_DT_F32) {
+        return ((const float *)v->data)[i];
+    }
+    zp = ctx->p[which == 0 ? TGRS_P_NMS_BZP : TGRS_P_NMS_SZP];
+    return (float)((int32_t)((const int8_t *)v->data)[i] - zp) *
+           tgrs_p_f32(ctx, which == 0 ? TGRS_P_NMS_BSCALE : TGRS_P_NMS_SSCALE);
+}
+
 static void nms_box(const tgrs_op_ctx *ctx, int32_t b, int32_t i, float *box)
 {
-    const float *x = (const float *)ctx->in[0]->data;
     size_t base = (size_t)b * (size_t)ctx->p[TGRS_P_NMS_BS0] + (size_t)i * (size_t)ctx->p[TGRS_P_NMS_BS1];
     int k;
     for (k = 0; k < 4; ++k) {
-        box[k] = x[base + (size_t)k * (size_t)ctx->p[TGRS_P_NMS_BS2]];
+        box[k] = nms_value(ctx, 0, base + (size_t)k * (size_t)ctx->p[TGRS_P_NMS_BS2]);
     }
 }
 
 int tgrs_kernel_nms(const tgrs_op_ctx *ctx)
 {
     const int32_t *p = ctx->p;
-    const float *s = (const float *)ctx->in[1]->data;
     int32_t *y = (int32_t *)ctx->out->data;
     int32_t B = p[TGRS_P_NMS_B], N = p[TGRS_P_NMS_N], C = p[TGRS_P_NMS_C], M = p[TGRS_P_NMS_MAXPC];
     int center = p[TGRS_P_NMS_CENTER], has_thr = p[TGRS_P_NMS_HAS_THR];
@@ -434,7 +455,7 @@ int tgrs_kernel_nms(const tgrs_op_ctx *ctx)
                 size_t q;
                 /* the next candidate: the best score strictly after the previous one (equal scores by index) */
                 for (i = 0; i < N; ++i) {
-                    float v = s[sb + (size_t)i * (size_t)p[TGRS_P_NMS_SS2]];
+                    float v = nms_value(ctx, 1, sb + (size_t)i * (size_t)p[TGRS_P_NMS_SS2]);
                     if (v != v || (has_thr && !(v > thr))) {
                         continue;
                     }
