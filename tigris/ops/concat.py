@@ -113,8 +113,10 @@ class Concat(OpKind):
             return False
         axis = view_axis(graph, op)
         yd, xd = tensor_view_dims(ty), tensor_view_dims(tx)
-        # one row (so a band is the whole tensor) and nothing outside the axis before it: x is the output's prefix
-        if yd[1] != 1 or any(yd[i] != 1 for i in range(axis)) or any(xd[i] != yd[i] for i in range(4) if i != axis):
+        # nothing outside the axis before it: x is the output's prefix; and one row (so a band is the whole tensor)
+        # unless the join is along the rows, which never runs on bands (it mixes rows)
+        if (yd[1] != 1 and axis != 1) or any(yd[i] != 1 for i in range(axis)) \
+                or any(xd[i] != yd[i] for i in range(4) if i != axis):
             return False
         if tx.dtype == "int8":  # the kernel copies bytes only when the encodings agree
             try:

@@ -259,10 +259,12 @@ def _check_prefix(graph: AnalyzedGraph, bufs, unit, op, x: str, y: str, s: int, 
     the same band in every tile, and that nothing needs x after the op in this unit."""
     from tigris.ops import kind_for
 
-    if x not in op.inputs or bufs.root(x) != x or x in bufs.alias_of.values() or graph.is_const(x):
+    if bufs.root(x) != x or graph.is_const(x) or all(bufs.root(n) != x for n in op.inputs if n):
         return f"{x} is not an activation buffer {op.name} reads"
-    if not kind_for(op.op_type).prefix_over(graph, op, x):
-        return f"{x} is not the prefix of {op.name}'s output {y} (first input, one row, same encoding)"
+    first = next(n for n in op.inputs if n)  # the joined prefix, or an alias naming x's bytes whole
+    if bufs.root(first) != x or graph.tensors[first].nbytes != bufs.nbytes.get(x) \
+            or not kind_for(op.op_type).prefix_over(graph, op, first):
+        return f"{x} is not the prefix of {op.name}'s output {y} (first input, same encoding, one row or a join along the rows)"
     if last_read.get(x, -1) > s or x in unit.spill or x in bufs.inputs or x in bufs.outputs:
         return f"{x} is still needed after {op.name}"
     if x not in unit.fast or y not in unit.fast or unit.fast[x].offset != unit.fast[y].offset \

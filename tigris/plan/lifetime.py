@@ -32,10 +32,12 @@ Rules (the code cites them by number):
    must survive it, so a unit holding it alone reloads the root first (read-modify-write). A member is its own
    buffer or an alias group's root whose members are no graph input or output; each tensor joins one group.
 8. Joins in place: a Concat that keeps its kernel (no view) and whose first input is its output's prefix
-   (``OpKind.prefix_in_place``, ``prefix_over``: one row, nothing before the joined axis, one encoding) may take
-   that input's home when the input dies at it, although the output is larger: the kernel leaves the prefix where
-   it is. The input may come from outside the sequence (a reload); the packer grows one block from the one to the
-   other (``Buffers.prefix`` lists such ops).
+   (``OpKind.prefix_in_place``, ``prefix_over``: nothing before the joined axis, one encoding, and one row unless
+   the join is along the rows, which never runs on bands) may take that input's home when the input dies at it,
+   although the output is larger: the kernel leaves the prefix where it is. The input may be an alias naming its
+   root's bytes whole (a Reshape of a detection level to ``[1, k, cells]``): the root is the one taken. It may come
+   from outside the sequence (a reload); the packer grows one block from the one to the other (``Buffers.prefix``
+   lists such ops).
 """
 from __future__ import annotations
 
@@ -278,10 +280,13 @@ def inplace_candidates(
     if k.prefix_in_place:  # rule 8: the output grows over its first input, which may be a reload; y may have views
         # and be a graph output (its home is where the join writes it, wherever that is)
         x = next((n for n in op.inputs if n), None)
-        # the output owns its buffer (no run of a view's buffer that other ops write), so only the join writes it
-        ok = PREFIX and x is not None and op.outputs[0] not in alias_of and x not in alias_of and x not in grouped \
-            and x not in boundary and nbytes.get(x) == graph.tensors[x].nbytes and k.prefix_over(graph, op, x)
-        return (x,) if ok else ()
+        # The first input may be an alias (a Reshape of another tensor) when it names its root's bytes whole: the
+        # pair is then the root's. The output owns its buffer (no run of a view's buffer that other ops write), so
+        # only the join writes it.
+        rx = alias_of.get(x, x) if x is not None else None
+        ok = PREFIX and x is not None and op.outputs[0] not in alias_of and not graph.is_const(x) \
+            and rx not in boundary and nbytes.get(rx) == graph.tensors[x].nbytes and k.prefix_over(graph, op, x)
+        return (rx,) if ok else ()
     if y in boundary or y in grouped:
         return ()
     ty = graph.tensors[y]
