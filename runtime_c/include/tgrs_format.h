@@ -175,7 +175,11 @@
 #define TGRS_OP_ARGMAX 27u
 #define TGRS_OP_TOPK 28u
 #define TGRS_OP_NMS 29u
-#define TGRS_OP_COUNT 29u                                /* kinds are 1..TGRS_OP_COUNT */
+#define TGRS_OP_CONVACC 30u
+#define TGRS_OP_GEMMACC 31u
+#define TGRS_OP_ACCADD 32u
+#define TGRS_OP_REQUANTIZE 33u
+#define TGRS_OP_COUNT 33u                                /* kinds are 1..TGRS_OP_COUNT */
 
 /* Every kind as X(KIND, kind) in TGRS_OP_* order. runtime_c expands it into the executor's kernel table
    (tgrs_kernel_<kind>, exec.c) and the loader's check table (tgrs_check_<kind>, check.c), so a kind listed here
@@ -209,7 +213,11 @@
     X(DEPTHSPACE, depthspace) \
     X(ARGMAX, argmax) \
     X(TOPK, topk) \
-    X(NMS, nms)
+    X(NMS, nms) \
+    X(CONVACC, convacc) \
+    X(GEMMACC, gemmacc) \
+    X(ACCADD, accadd) \
+    X(REQUANTIZE, requantize)
 
 #define TGRS_OP_CONV_NPARAMS 22
 #define TGRS_P_CONV_KH 0
@@ -689,6 +697,44 @@
 #define TGRS_P_NMS_SZP 21
 #define TGRS_OP_NMS_NCONSTS 0
 
+#define TGRS_OP_CONVACC_NPARAMS 12
+#define TGRS_P_CONVACC_KH 0
+#define TGRS_P_CONVACC_KW 1
+#define TGRS_P_CONVACC_SH 2
+#define TGRS_P_CONVACC_SW 3
+#define TGRS_P_CONVACC_DH 4
+#define TGRS_P_CONVACC_DW 5
+#define TGRS_P_CONVACC_PT 6
+#define TGRS_P_CONVACC_PL 7
+#define TGRS_P_CONVACC_PB 8
+#define TGRS_P_CONVACC_PR 9
+#define TGRS_P_CONVACC_ZP_IN 10
+#define TGRS_P_CONVACC_PATCH 11
+#define TGRS_OP_CONVACC_NCONSTS 3
+#define TGRS_C_CONVACC_WEIGHT 0
+#define TGRS_C_CONVACC_BIAS 1
+#define TGRS_C_CONVACC_WZP 2
+
+#define TGRS_OP_GEMMACC_NPARAMS 2
+#define TGRS_P_GEMMACC_ZP_IN 0
+#define TGRS_P_GEMMACC_K 1
+#define TGRS_OP_GEMMACC_NCONSTS 3
+#define TGRS_C_GEMMACC_WEIGHT 0
+#define TGRS_C_GEMMACC_BIAS 1
+#define TGRS_C_GEMMACC_WZP 2
+
+#define TGRS_OP_ACCADD_NPARAMS 0
+#define TGRS_OP_ACCADD_NCONSTS 0
+
+#define TGRS_OP_REQUANTIZE_NPARAMS 4
+#define TGRS_P_REQUANTIZE_ZP_OUT 0
+#define TGRS_P_REQUANTIZE_ACT_MIN 1
+#define TGRS_P_REQUANTIZE_ACT_MAX 2
+#define TGRS_P_REQUANTIZE_NUMERICS 3
+#define TGRS_OP_REQUANTIZE_NCONSTS 2
+#define TGRS_C_REQUANTIZE_MULT 0
+#define TGRS_C_REQUANTIZE_SHIFT 1
+
 /* Parameters a kind uses (slots beyond must be 0), -1 for a bad kind. */
 static inline int tgrs_op_nparams(uint32_t kind)
 {
@@ -722,6 +768,10 @@ static inline int tgrs_op_nparams(uint32_t kind)
     case TGRS_OP_ARGMAX: return TGRS_OP_ARGMAX_NPARAMS;
     case TGRS_OP_TOPK: return TGRS_OP_TOPK_NPARAMS;
     case TGRS_OP_NMS: return TGRS_OP_NMS_NPARAMS;
+    case TGRS_OP_CONVACC: return TGRS_OP_CONVACC_NPARAMS;
+    case TGRS_OP_GEMMACC: return TGRS_OP_GEMMACC_NPARAMS;
+    case TGRS_OP_ACCADD: return TGRS_OP_ACCADD_NPARAMS;
+    case TGRS_OP_REQUANTIZE: return TGRS_OP_REQUANTIZE_NPARAMS;
     default: return -1;
     }
 }
@@ -759,6 +809,10 @@ static inline int tgrs_op_nconsts(uint32_t kind)
     case TGRS_OP_ARGMAX: return TGRS_OP_ARGMAX_NCONSTS;
     case TGRS_OP_TOPK: return TGRS_OP_TOPK_NCONSTS;
     case TGRS_OP_NMS: return TGRS_OP_NMS_NCONSTS;
+    case TGRS_OP_CONVACC: return TGRS_OP_CONVACC_NCONSTS;
+    case TGRS_OP_GEMMACC: return TGRS_OP_GEMMACC_NCONSTS;
+    case TGRS_OP_ACCADD: return TGRS_OP_ACCADD_NCONSTS;
+    case TGRS_OP_REQUANTIZE: return TGRS_OP_REQUANTIZE_NCONSTS;
     default: return -1;
     }
 }
@@ -779,6 +833,7 @@ static inline int tgrs_op_numerics_slot(uint32_t kind)
     case TGRS_OP_SOFTMAX: return 3;
     case TGRS_OP_MATMUL: return 20;
     case TGRS_OP_CONVTRANSPOSE: return 17;
+    case TGRS_OP_REQUANTIZE: return 3;
     default: return -1;
     }
 }

@@ -174,6 +174,10 @@ int tgrs_kernel_depthspace(const tgrs_op_ctx *ctx);
 int tgrs_kernel_argmax(const tgrs_op_ctx *ctx);
 int tgrs_kernel_topk(const tgrs_op_ctx *ctx);
 int tgrs_kernel_nms(const tgrs_op_ctx *ctx);
+int tgrs_kernel_convacc(const tgrs_op_ctx *ctx);
+int tgrs_kernel_gemmacc(const tgrs_op_ctx *ctx);
+int tgrs_kernel_accadd(const tgrs_op_ctx *ctx);
+int tgrs_kernel_requantize(const tgrs_op_ctx *ctx);
 
 /*
  * The multiply-accumulate kinds without their weight-zero-point path (the exact path of uint8-weight models, param

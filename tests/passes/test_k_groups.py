@@ -7,7 +7,8 @@ slices of its input channels summed by Adds.
   graph's host-runtime outputs match ONNX Runtime at the float tolerance (only the summation order changes), the
   plan passes the offset checker and the runtime's fast high-water mark equals the plan's peak;
 * ``analyze`` picks K groups only where output-channel groups cannot fit, and its plan is deterministic;
-* int8 ops are not split along K (their partial sums would need an int32 accumulator).
+* int8 Conv/Gemm ops split along K into exact int32 partial sums (ConvAcc/GemmAcc, AccAdd, one Requantize; their
+  bit-exactness is tests/passes/test_k_acc.py's).
 """
 from __future__ import annotations
 
@@ -163,11 +164,13 @@ def test_k_split_refuses(tmp_path):
 
 
 @pytest.mark.shared
-def test_int8_is_not_split_along_k():
+def test_int8_splits_along_k_into_int32_partial_sums():
     path = shared_model("torchvision/efficientnet_lite0_128_int8.onnx")
     prep = api.prepare(path)
     conv = next(o for o in prep.graph.ops if o.op_type == "Conv")
-    assert "int32 accumulator" in k_splittable(prep.graph, conv)
+    assert k_splittable(prep.graph, conv) is None
+    kinds = [o.op_type for o in split_k(prep.graph, conv.name, 3).ops]
+    assert kinds.count("ConvAcc") == 3 and kinds.count("AccAdd") == 2 and kinds.count("Requantize") == 1
 
 
 @pytest.mark.shared

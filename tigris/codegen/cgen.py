@@ -277,6 +277,8 @@ def _features(info: PlanInfo) -> list[tuple[bool, str, str, str]]:
          "is a ONE_REGION plan"),
         (info.views, "TGRS_NO_VIEWS", "runs Concats and Slices as views of one buffer (VIEW tensors)",
          "has VIEW tensors"),
+        (info.acc, "TGRS_NO_ACC", "sums int8 ops over input-channel groups in int32 (kernels/acc.c)",
+         "has int32 accumulator ops"),
     ]
 
 

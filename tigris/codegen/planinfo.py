@@ -95,6 +95,14 @@ class PlanInfo:
     views: bool = False
 
     @property
+    def acc(self) -> bool:
+        """Whether an op is of the int32 accumulator family (an int8 op in input-channel groups, kernels/acc.c): the
+        generated file then refuses a -DTGRS_NO_ACC build."""
+        from tigris.ops import KIND_IDS
+
+        return any(KIND_IDS[k] in self.kinds for k in ("convacc", "gemmacc", "accadd", "requantize"))
+
+    @property
     def xip(self) -> bool:
         return bool(self.flags & F.Flag.XIP)
 

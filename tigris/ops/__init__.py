@@ -42,6 +42,10 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("argmax", "index", "ArgMax"),  # ArgMax/ArgMin (int32 indices)
     ("topk", "index", "TopK"),  # TopK values or indices, constant k
     ("nms", "index", "NonMaxSuppression"),  # NonMaxSuppression, row-counted output
+    ("convacc", "acc", "ConvAcc"),  # int8 conv over an input-channel slice -> int32 partial sum (K groups)
+    ("gemmacc", "acc", "GemmAcc"),  # int8 Gemm over an input-channel slice -> int32 partial sum
+    ("accadd", "acc", "AccAdd"),  # int32 + int32 (the running sum of K groups)
+    ("requantize", "acc", "Requantize"),  # int32 accumulator -> int8 with the op's per-channel requantization
 )
 
 KIND_IDS = {name: i + 1 for i, (name, _, _) in enumerate(KINDS)}

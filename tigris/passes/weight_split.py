@@ -46,6 +46,7 @@ import numpy as np
 from tigris.ir import AnalyzedGraph, Op, QuantParam, Tensor, TigrisError
 from tigris.layout import physical_axis
 from tigris.ops.base import MAX_INPUTS
+from tigris.passes import k_acc
 
 SPLIT_TYPES = ("Conv", "Conv1D", "Gemm", "MatMul")  # independent output channels given the weights
 CHANNEL_TYPES = ("DepthwiseConv",)  # independent channels: a group reads only its own input channels
@@ -397,14 +398,14 @@ def joining_concat(graph: AnalyzedGraph, op: Op) -> Op:
                "weight_group": (op.name, -1, 2)})
 
 
-# Input-channel (K) groups (docs/memory-planning.md "Weights that do not fit"): a float op whose output-channel
-# groups cannot fit, because one of them (a panel of every input channel) is already over the budget, is split
-# along its input channels instead. y = sum over groups g of op(x[..., K_g], W[:, K_g]) (+ bias once): group g is a
-# Slice of the input channels K_g, the op on them with the weight's slice and no bias (group 0 keeps the bias) and
-# no fused activation, then an Add of the running sum and the group's partial result; the last Add writes the output
-# and carries the fused activation. Float only: an int8 partial sum would have to stay int32 until the last Add
-# (an accumulator kind the runtime does not have), so an int8 op keeps its output-channel groups. The float results
-# differ from the unsplit op's only by summation order.
+# Input-channel (K) groups (docs/memory-planning.md "Weights that do not fit"): an op whose output-channel groups
+# cannot fit, because one of them (a panel of every input channel) is already over the budget, is split along its
+# input channels instead. y = sum over groups g of op(x[..., K_g], W[:, K_g]) (+ bias once): group g is a Slice of
+# the input channels K_g, the op on them with the weight's slice and no bias (group 0 keeps the bias) and no fused
+# activation, then an Add of the running sum and the group's partial result; the last Add writes the output and
+# carries the fused activation. The float results differ from the unsplit op's only by summation order. An int8
+# Conv/Gemm sums exact int32 partial sums instead (tigris.passes.k_acc: ConvAcc/GemmAcc per group, AccAdds, one
+# Requantize into the output with the op's multipliers and activation), so its output is the unsplit op's bytes.
 
 K_SPLIT_TYPES = ("Conv", "Conv1D", "Gemm", "MatMul")
 K_SUFFIX = "/kgroup"  # K-group op names are f"{op.name}{K_SUFFIX}{g}" (and ...slice{g}, ...add{g})
@@ -438,9 +439,13 @@ def k_splittable(graph: AnalyzedGraph, op: Op) -> str | None:
     if why is not None and why != "one output channel":
         return why
     ins = [n for n in op.inputs if n]
-    if any(graph.tensors[n].dtype != "float32" for n in (op.inputs[0], op.outputs[0])) or \
+    if k_acc.is_int8_mac(graph, op):
+        why = k_acc.why_not(graph, op)
+        if why is not None:
+            return why
+    elif any(graph.tensors[n].dtype != "float32" for n in (op.inputs[0], op.outputs[0])) or \
             any(graph.tensors[n].quant is not None for n in ins if n in graph.tensors):
-        return "not a float op (an int8 partial sum needs an int32 accumulator)"
+        return "neither a float op nor an int8 Conv/Gemm with int8 weights"
     x = graph.tensors[op.inputs[0]]
     if x.shape[_k_input_axis(graph, op)] != input_channels(graph, op):
         return "its input's channels are not its weight's"
@@ -465,6 +470,10 @@ def _add_k_group(g: AnalyzedGraph, op: Op, a: int, b: int, k: int, groups: int, 
     start[ax] = a
     sl = slice_op(fresh_name(g, f"{op.name}{K_SUFFIX}slice{k}"), x.name, xs, start, [1] * len(shape), shape)
     ops = [sl.with_(attrs={**sl.attrs, "weight_group": wg})]
+    if k_acc.is_int8_mac(g, op):  # the exact int32 partial sum of the slice (ConvAcc/GemmAcc)
+        part, p = k_acc.partial(g, op, xs, a, b, fresh_name(g, op.name + tag), fresh_name(g, y.name + tag),
+                                k == 0, {"weight_group": wg})
+        return ops + [part], p
     wn = op.inputs[1]
     w = np.asarray(g.weights[wn])
     wk = fresh_name(g, wn + tag)
@@ -519,6 +528,9 @@ def split_k(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
     g = graph.replace()
     fresh_name = _fresh_names(g)
     y = g.tensors[op.outputs[0]]
+    int8 = k_acc.is_int8_mac(g, op)
+    if int8:
+        k_acc.check_sum_fits(g, op, bounds)
     new_ops: list[Op] = []
     acc = ""
     for k, (a, b) in enumerate(bounds):
@@ -528,6 +540,15 @@ def split_k(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
             acc = p
             continue
         last = k == groups - 1
+        if int8:  # int32 running sums; the last one is requantized into the output
+            out = fresh_name(g, f"{y.name}{K_SUFFIX}sum{k}")
+            new_ops.append(k_acc.acc_add(g, op, acc, p, out, fresh_name(g, f"{op.name}{K_SUFFIX}add{k}"),
+                                         {"weight_group": (op.name, -1, groups)}))
+            acc = out
+            if last:
+                new_ops.append(k_acc.requantize(g, op, acc, fresh_name(g, f"{op.name}{K_SUFFIX}requant"),
+                                                {"weight_group": (op.name, -1, groups)}))
+            continue
         out = y.name if last else fresh_name(g, f"{y.name}{K_SUFFIX}sum{k}")
         if not last:
             g.tensors[out] = Tensor(out, y.shape, y.dtype, y.quant, y.layout)

@@ -58,6 +58,14 @@ static inline int8_t tgrs_gap_tflm_avg(int32_t s, int32_t hw, int32_t lo, int32_
 #else
 #define TGRS_CONV_NARROW 1
 #endif
+/* -DTGRS_NO_ACC (no int8 op of the firmware's plans runs as input-channel groups: no convacc, gemmacc, accadd or
+ * requantize op, which the generated file says): every entry point of acc.c is TGRS_ERR_UNSUPPORTED, so a firmware
+ * that links every kind (tgrs_load's full check table) drops the family's code and the loader refuses such a plan. */
+#if defined(TGRS_NO_ACC)
+#define TGRS_ACC 0
+#else
+#define TGRS_ACC 1
+#endif
 int tgrs_add_f32(const tgrs_op_ctx *ctx);
 int tgrs_add_s8(const tgrs_op_ctx *ctx);
 int tgrs_mul_f32(const tgrs_op_ctx *ctx);

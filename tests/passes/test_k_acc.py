@@ -1,0 +1,245 @@
+"""int8 input-channel (K) groups with int32 partial sums (tigris/ops/acc.py, runtime_c/src/kernels/acc.c,
+tigris/passes/k_acc.py, weight_split.split_k on int8 ops).
+
+* on random int8 Conv (1x1 and 3x3 with padding, stride and dilation, fused Relu/Relu6, per-tensor and
+  per-channel weights, weight zero points), 1-D Conv and Gemm models the split graph (Slice -> ConvAcc/GemmAcc per
+  group, AccAdd chain, Requantize) gives the unsplit plan's output bytes on the NumPy reference and on the host
+  runtime, untiled and row-tiled; the plan passes the offset checker and the runtime's high-water mark is its peak;
+* a property test over random int8 graphs and group counts: bit-identical outputs on the host runtime;
+* every kind's parameters and constant lengths, mutated in a compiled plan, are refused at load by the kind's check
+  or run through (no kernel refuses what the loader accepted);
+* the builders refuse what they cannot sum exactly (a grouped conv, an input that does not hold the slice).
+"""
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+from tigris import api
+from tigris.ir import TigrisError
+from tigris.ops import lower
+from tigris.passes import k_acc
+from tigris.passes.weight_split import input_channels, k_splittable, split_k
+from tigris.plan.check import check_plan
+from tigris.reference import run_reference
+
+F = TensorProto.FLOAT
+
+
+def _qdq_model(rng, kind: str, c: int, oc: int, h: int, act: str | None = None, wzp: bool = False,
+               per_tensor: bool = False) -> tuple[onnx.ModelProto, tuple[int, ...]]:
+    """x -> Q/DQ -> (Conv | Conv1D | Gemm) with int8 weights, int32 bias -> [Relu | Clip 0..6] -> Q/DQ -> y."""
+    n = helper.make_node
+    if kind == "gemm":
+        x_shape, w_shape, attrs = (h, c), (oc, c), dict(transB=1)
+        y_shape = (h, oc)
+    elif kind == "conv1d":
+        x_shape, w_shape, attrs = (1, c, h), (oc, c, 3), dict(kernel_shape=[3], pads=[1, 1])
+        y_shape = (1, oc, h)
+    elif kind == "conv3x3":
+        x_shape, w_shape = (1, c, h, h + 1), (oc, c, 3, 3)
+        attrs = dict(kernel_shape=[3, 3], pads=[1, 2, 1, 0], strides=[2, 1], dilations=[1, 2])
+        y_shape = (1, oc, (h + 2 - 3) // 2 + 1, (h + 1 + 2 - 5) + 1)
+    else:
+        x_shape, w_shape, attrs = (1, c, h, h), (oc, c, 1, 1), dict(kernel_shape=[1, 1])
+        y_shape = (1, oc, h, h)
+    ns = 1 if per_tensor else oc
+    sw = rng.uniform(0.002, 0.01, ns).astype(np.float32)
+    zw = rng.integers(1, 20, ns).astype(np.int8) if wzp else np.zeros(ns, np.int8)
+    w = rng.integers(-127, 128, w_shape).astype(np.int8)
+    if wzp:  # -128 - zp_w leaves int8, so pass symmetric_weights keeps the zero points (the wzp path)
+        w.reshape(oc, -1)[:, 0] = -128
+    sx, sy = np.float32(0.05), np.float32(0.5 if kind != "gemm" else 0.2)
+    inits = {"sx": sx, "zx": np.int8(rng.integers(-10, 10)), "sy": sy, "zy": np.int8(rng.integers(-10, 10)),
+             "w": w, "sw": sw, "zw": zw,
+             "b": rng.integers(-3000, 3000, oc).astype(np.int32), "sb": (sx * sw).astype(np.float32),
+             "zb": np.zeros(ns, np.int32)}
+    if per_tensor:
+        for key in ("sw", "zw", "sb", "zb"):
+            inits[key] = inits[key].reshape(())
+    op = "Gemm" if kind == "gemm" else "Conv"
+    nodes = [n("QuantizeLinear", ["x", "sx", "zx"], ["xq"]), n("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+             n("DequantizeLinear", ["w", "sw", "zw"], ["wd"], axis=0),
+             n("DequantizeLinear", ["b", "sb", "zb"], ["bd"], axis=0),
+             n(op, ["xd", "wd", "bd"], ["c" if act else "r"], **attrs)]
+    if act == "relu":
+        nodes.append(n("Relu", ["c"], ["r"]))
+    elif act == "relu6":
+        inits.update(lo=np.float32(0), hi=np.float32(6))
+        nodes.append(n("Clip", ["c", "lo", "hi"], ["r"]))
+    nodes += [n("QuantizeLinear", ["r", "sy", "zy"], ["yq"]), n("DequantizeLinear", ["yq", "sy", "zy"], ["y"])]
+    g = helper.make_graph(nodes, "kacc", [helper.make_tensor_value_info("x", F, list(x_shape))],
+                          [helper.make_tensor_value_info("y", F, list(y_shape))],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m, x_shape
+
+
+def _mac(prep: api.Prepared):
+    (op,) = [o for o in prep.graph.ops if o.op_type in ("Conv", "Conv1D", "Gemm")]
+    return op
+
+
+def _prepare(tmp_path: Path, m: onnx.ModelProto):
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path)
+    return path, api.prepare(path)
+
+
+def _split(prep: api.Prepared, groups: int) -> api.Prepared:
+    op = _mac(prep)
+    assert k_splittable(prep.graph, op) is None
+    g = split_k(prep.graph, op.name, groups)
+    return api.Prepared(g, prep.reports, [lower(g, o) for o in g.ops])
+
+
+def _same_bytes(path, prep, split, x, budgets) -> None:
+    whole = api.run_plan(api.analyze(path, "1M", prepared=prep, tradeoff=False).plan_bytes, x).outputs["y"]
+    ref = np.asarray(run_reference(split.graph, x, split.lowered)["y"])
+    assert ref.tobytes() == whole.tobytes()
+    for budget in budgets:
+        a = api.analyze(path, budget, prepared=split, tradeoff=False)
+        assert a.fits, a.reason
+        assert check_plan(a.prepared.graph, a.plan) == []
+        if budget != "1M":  # the small budget cuts the groups' ops into row tiles
+            assert any(u.tiles > 1 for u in a.plan.units), budget
+        run = api.run_plan(a.plan_bytes, x)
+        assert run.fast_peak == a.plan.fast_peak
+        assert run.outputs["y"].tobytes() == whole.tobytes(), budget
+
+
+CASES = [  # (kind, c, oc, h, act, wzp, per_tensor, groups)
+    ("conv1x1", 37, 9, 3, "relu6", False, False, 5),
+    ("conv3x3", 13, 6, 5, "relu", False, False, 3),
+    ("conv3x3", 7, 5, 6, None, True, False, 2),  # weight zero points
+    ("conv1d", 17, 11, 9, None, False, True, 4),  # per-tensor weights
+    ("gemm", 45, 10, 3, "relu", False, False, 6),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-g{c[7]}" for c in CASES])
+def test_int8_k_split_is_bit_exact(tmp_path, case):
+    kind, c, oc, h, act, wzp, per_tensor, groups = case
+    rng = np.random.default_rng(c * 31 + groups)
+    m, x_shape = _qdq_model(rng, kind, c, oc, h, act, wzp, per_tensor)
+    path, prep = _prepare(tmp_path, m)
+    split = _split(prep, groups)
+    kinds = [o.op_type for o in split.graph.ops]
+    part = "GemmAcc" if kind == "gemm" else "ConvAcc"
+    assert kinds.count("Slice") == kinds.count(part) == groups and kinds.count("AccAdd") == groups - 1
+    assert kinds.count("Requantize") == 1 and _mac(prep).op_type not in kinds
+    parts = [o for o in split.graph.ops if o.op_type == part]
+    assert [len([i for i in o.inputs if i]) for o in parts] == [3] + [2] * (groups - 1)  # the bias once
+    (rq,) = [o for o in split.graph.ops if o.op_type == "Requantize"]
+    assert rq.attrs["fused_activation"] == _mac(prep).attrs.get("fused_activation")
+    x = {"x": rng.standard_normal(x_shape).astype(np.float32) * 3}
+    _same_bytes(path, prep, split, x, ("1M", "1K") if kind != "gemm" else ("1M",))
+
+
+@settings(max_examples=8, deadline=None)
+@given(kind=st.sampled_from(["conv1x1", "conv3x3", "conv1d", "gemm"]), c=st.integers(2, 24), oc=st.integers(1, 12),
+       h=st.integers(1, 6), act=st.sampled_from([None, "relu", "relu6"]), wzp=st.booleans(),
+       per_tensor=st.booleans(), data=st.data())
+def test_int8_k_split_property(tmp_path_factory, kind, c, oc, h, act, wzp, per_tensor, data):
+    """Random int8 graphs and group counts: the split plan's host-runtime output bytes are the unsplit plan's."""
+    if kind == "conv3x3":
+        h = max(h, 2)
+    rng = np.random.default_rng(c * 1000 + oc * 10 + h)
+    m, x_shape = _qdq_model(rng, kind, c, oc, h, act, wzp, per_tensor)
+    path, prep = _prepare(tmp_path_factory.mktemp("p"), m)
+    groups = data.draw(st.integers(2, input_channels(prep.graph, _mac(prep))), label="groups")
+    split = _split(prep, groups)
+    x = {"x": rng.standard_normal(x_shape).astype(np.float32) * 3}
+    _same_bytes(path, prep, split, x, ("1M",))
+
+
+def test_builders_refuse_what_they_cannot_sum(tmp_path):
+    rng = np.random.default_rng(2)
+    _path, prep = _prepare(tmp_path, _qdq_model(rng, "conv1x1", 8, 4, 2)[0])
+    g, op = prep.graph, _mac(prep)
+    with pytest.raises(TigrisError, match="does not hold input channels"):
+        k_acc.partial(g.replace(), op, op.inputs[0], 0, 4, "p", "acc", True)  # x has 8 channels, not 4
+    with pytest.raises(TigrisError, match="outside the weight"):
+        k_acc.partial(g.replace(), op, op.inputs[0], 0, 9, "p", "acc", True)
+    grouped = g.replace(ops=[o.with_(attrs={**o.attrs, "group": 2}) if o is op else o for o in g.ops])
+    assert "grouped" in k_acc.why_not(grouped, grouped.op_by_name(op.name))
+    # a sum that could leave int32 is refused before anything is built
+    big = g.replace()
+    big.weights[op.inputs[1]] = np.full_like(np.asarray(g.weights[op.inputs[1]]), 127)
+    big.tensors[op.inputs[0]] = g.tensors[op.inputs[0]]
+    with pytest.raises(TigrisError, match="overflow"):
+        k_acc.check_sum_fits(big, op, [(0, 4), (4, 8)] * 10_000)
+
+
+def test_acc_kinds_refuse_inconsistent_plans_at_load(tmp_path):
+    """Every parameter slot and constant length of every op of the four kinds, mutated in a compiled plan: refused at
+    load by the kind's check (naming the op), or run through without any kernel refusing it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    from test_kind_checks import _inputs, _mutants
+
+    from tigris.emit.reader import KIND_CHECK_CODES, read_plan
+    from tigris.host.session import PlanError, Session
+
+    rng = np.random.default_rng(9)
+    refused: dict[str, int] = {}
+    for kind, groups in (("conv3x3", 2), ("gemm", 2)):
+        _m, _xs = _qdq_model(rng, kind, 6, 3, 3, "relu", wzp=True)
+        path, prep = _prepare(tmp_path, _m)
+        data = api.analyze(path, "1M", prepared=_split(prep, groups), tradeoff=False).plan_bytes
+        kinds = {o.kind for o in read_plan(data).ops}
+        for kname in kinds & {"convacc", "gemmacc", "accadd", "requantize"}:
+            for what, bad in _mutants(data, kname):
+                try:
+                    s = Session(bad)
+                except PlanError as e:
+                    if e.name.removeprefix("TGRS_") in KIND_CHECK_CODES:
+                        refused[kname] = refused.get(kname, 0) + 1
+                        assert "op " in str(e) and "\n" not in str(e)
+                    continue
+                try:
+                    s.run(_inputs(s))
+                except PlanError as e:
+                    pytest.fail(f"{kname}: {what} loaded but failed at run time: {e}")
+    assert set(refused) == {"convacc", "gemmacc", "accadd", "requantize"}, refused
+
+
+def test_wzp_out_of_range_is_refused_at_load(tmp_path):
+    """A weight zero point outside int8 (constant wzp of a convacc op) is refused by the loader: the kernel
+    multiplies (w - wzp) in int32, which only the range keeps exact."""
+    from tigris.emit import format as Fmt
+    from tigris.emit.reader import read_plan
+    from tigris.emit.writer import seal
+    from tigris.host.session import PlanError, Session
+
+    rng = np.random.default_rng(4)
+    _m, _xs = _qdq_model(rng, "conv1x1", 6, 3, 2, wzp=True)
+    path, prep = _prepare(tmp_path, _m)
+    a = api.analyze(path, "1M", prepared=_split(prep, 2), xip=True, tradeoff=False)
+    data = a.plan_bytes
+    pf = read_plan(data)
+    op = next(o for o in pf.ops if o.kind == "convacc")
+    off, ln = op.consts[2]  # wzp
+    assert ln == 12
+    Session(data)
+    b = bytearray(data)
+    wsec = _section_offset(data, Fmt.SectionId.WEIGHTS)
+    struct.pack_into("<i", b, wsec + off, 300)
+    with pytest.raises(PlanError) as e:
+        Session(seal(b))
+    assert e.value.name == "TGRS_ERR_PARAM"
+
+
+def _section_offset(data: bytes, sid) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    import _rt_plans as P
+
+    return P.section_offset(data, sid)
