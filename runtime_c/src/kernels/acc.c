@@ -278,10 +278,11 @@ int tgrs_kernel_requantize(const tgrs_op_ctx *ctx)
         for (h = out->row0; h < out->row0 + out->rows; ++h) {
             const int32_t *a = (const int32_t *)in->data + tgrs_kv_row_off(in, n, h);
             int8_t *y = (int8_t *)out->data + tgrs_kv_row_off(out, n, h);
-            for (c = 0; c < oc; ++c) {
-                const tgrs_rq r = tgrs_rq_make(mult[c], shift[c], zp, nm);
+            for (c = 0; c < oc; ++c) { /* prepared once per channel; the out-of-line twins keep the family small */
+                tgrs_rq r;
+                tgrs_rq_prepare(&r, mult[c], shift[c], zp, nm);
                 for (px = 0; px < pixels; ++px) {
-                    y[px * (size_t)oc + (size_t)c] = tgrs_rq_s8(&r, a[px * (size_t)oc + (size_t)c], lo, hi);
+                    y[px * (size_t)oc + (size_t)c] = tgrs_rq_s8_call(&r, a[px * (size_t)oc + (size_t)c], lo, hi);
                 }
             }
         }
