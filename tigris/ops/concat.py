@@ -26,6 +26,11 @@ from tigris.ops.base import MAX_INPUTS, Lowered, OpKind, TensorView, cols_reason
 from tigris.plan.types import ALIGN
 from tigris.ops.qmath import quantize_multiplier
 
+# False: a join in place needs one row and a first input that is its own buffer (the earlier rule;
+# bench/plan_quality.py --cols plans its row-tiles baseline so). True: a join along the rows may have many, and the
+# first input may be an alias naming its root's bytes whole (docs/memory-planning.md "Joins in place").
+ROW_JOINS = True
+
 # How pass 14 numbers axes of a rank-3 (NWC) tensor when it gives no logical axis: N, L, C = 0, 1, 2.
 _NWC_VIEW_AXIS = {0: 0, 1: 1, 2: 3}
 
@@ -115,7 +120,7 @@ class Concat(OpKind):
         yd, xd = tensor_view_dims(ty), tensor_view_dims(tx)
         # nothing outside the axis before it: x is the output's prefix; and one row (so a band is the whole tensor)
         # unless the join is along the rows, which never runs on bands (it mixes rows)
-        if (yd[1] != 1 and axis != 1) or any(yd[i] != 1 for i in range(axis)) \
+        if (yd[1] != 1 and (axis != 1 or not ROW_JOINS)) or any(yd[i] != 1 for i in range(axis)) \
                 or any(xd[i] != yd[i] for i in range(4) if i != axis):
             return False
         if tx.dtype == "int8":  # the kernel copies bytes only when the encodings agree

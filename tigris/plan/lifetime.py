@@ -46,6 +46,7 @@ from typing import Callable, Iterable, Sequence
 
 from tigris.ir import AnalyzedGraph, Op, Tensor
 from tigris.layout import ROW_LAYOUTS, same_byte_order
+from tigris.ops import concat as _concat
 from tigris.ops import kind_for
 from tigris.plan.types import align_up
 
@@ -284,6 +285,8 @@ def inplace_candidates(
         # pair is then the root's. The output owns its buffer (no run of a view's buffer that other ops write), so
         # only the join writes it.
         rx = alias_of.get(x, x) if x is not None else None
+        if rx != x and not _concat.ROW_JOINS:
+            return ()
         ok = PREFIX and x is not None and op.outputs[0] not in alias_of and not graph.is_const(x) \
             and rx not in boundary and nbytes.get(rx) == graph.tensors[x].nbytes and k.prefix_over(graph, op, x)
         return (rx,) if ok else ()
