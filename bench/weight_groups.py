@@ -170,7 +170,7 @@ def main() -> None:
                 kc = sorted(g["groups"] for g in k_ops)
                 groups += f" ({len(k_ops)} by input channels, {kc[0]}-{kc[-1]} groups)"
             k_sum = sum(split.graph.tensors[op.outputs[0]].nbytes for op in split.graph.ops
-                        if op.op_type == "Add" and "weight_group" in op.attrs)
+                        if op.op_type in ("Add", "AccAdd") and "weight_group" in op.attrs)
             w0, w1 = _weights(prep), _weights(split)
             v = api.verify(path, b, compression="lz4")
             rows.append([rel, b, f"refused ({before.need_bytes} B)", f"fits ({a.plan.fast_peak} B)", groups,
@@ -182,10 +182,11 @@ def main() -> None:
         "planner refuses as the model is are listed (every other plan is unchanged). `before`: the planner alone "
         "(the fast bytes the refusing op needs); `after`: `tigris compile` with weight groups, and channel groups "
         "where an op's activations are what does not fit (its fast peak), and input-channel groups where an op's "
-        "output-channel groups cannot fit (one panel of every input channel over the budget; float only). "
+        "output-channel groups cannot fit (one panel of every input channel over the budget; int8 ops sum exact "
+        "int32 partial sums). "
         "`weights staged`: bytes the units copy or decode per inference (the extra over the unsplit model is panel "
         "padding and alignment); `concat copy`: bytes the joining Concats write; `sum adds`: bytes the Adds summing "
-        "input-channel groups write; `slow traffic`: spill + reload of "
+        "input-channel groups write (int32 for an int8 op); `slow traffic`: spill + reload of "
         "the plan; `verify`: `tigris verify -c lz4` at that budget (the C runtime against ONNX Runtime and the NumPy "
         f"reference). {fixed} of {refused_before} refused combinations now compile.\n\n"
         + markdown_table(["model", "budget", "before", "after", "split ops", "weights staged (B)",

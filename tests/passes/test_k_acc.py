@@ -162,6 +162,53 @@ def test_int8_k_split_property(tmp_path_factory, kind, c, oc, h, act, wzp, per_t
     _same_bytes(path, prep, split, x, ("1M",))
 
 
+def _mlp(rng, k0: int, k1: int, k2: int) -> onnx.ModelProto:
+    """x [1, k0] -> Q/DQ -> int8 Gemm to k1 -> Relu -> Q/DQ -> int8 Gemm to k2 -> Q/DQ -> y."""
+    n = helper.make_node
+    s1, s2 = (rng.uniform(0.002, 0.01, k).astype(np.float32) for k in (k1, k2))
+    sx, sa = np.float32(0.05), np.float32(0.3)
+    inits = dict(sx=sx, zx=np.int8(2), sa=sa, za=np.int8(-4), sy=np.float32(0.5), zy=np.int8(5),
+                 w1=rng.integers(-127, 128, (k1, k0)).astype(np.int8), s1=s1, z1=np.zeros(k1, np.int8),
+                 b1=rng.integers(-3000, 3000, k1).astype(np.int32), sb1=sx * s1, zb1=np.zeros(k1, np.int32),
+                 w2=rng.integers(-127, 128, (k2, k1)).astype(np.int8), s2=s2, z2=np.zeros(k2, np.int8),
+                 b2=rng.integers(-3000, 3000, k2).astype(np.int32), sb2=sa * s2, zb2=np.zeros(k2, np.int32))
+    dq = lambda t, ax=None: n("DequantizeLinear", [t, "s" + t[1:], "z" + t[1:]], [t + "d"],  # noqa: E731
+                              **({} if ax is None else {"axis": ax}))
+    nodes = [n("QuantizeLinear", ["x", "sx", "zx"], ["xq"]), n("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+             dq("w1", 0), dq("b1", 0), n("Gemm", ["xd", "w1d", "b1d"], ["g1"], transB=1), n("Relu", ["g1"], ["r1"]),
+             n("QuantizeLinear", ["r1", "sa", "za"], ["aq"]), n("DequantizeLinear", ["aq", "sa", "za"], ["ad"]),
+             dq("w2", 0), dq("b2", 0), n("Gemm", ["ad", "w2d", "b2d"], ["g2"], transB=1),
+             n("QuantizeLinear", ["g2", "sy", "zy"], ["yq"]), n("DequantizeLinear", ["yq", "sy", "zy"], ["y"])]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", F, [1, k0])],
+                          [helper.make_tensor_value_info("y", F, [1, k2])],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def test_analyze_sums_int8_k_groups_where_one_output_channel_does_not_fit(tmp_path):
+    """The second Gemm reads 2048 int8 features: one output channel's weights (2,048 bytes) beside its input already
+    exceed 4K, so output-channel groups cannot fit and ``analyze`` (LZ4 weights) splits it by input channels into
+    int32 partial sums; the plan is proven, its high-water mark is its peak and its output bytes are the unsplit
+    plan's."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "mlp.onnx"
+    onnx.save(_mlp(rng, 2, 2048, 3), path)
+    a = api.analyze(path, "4K", compression="lz4", tradeoff=False)
+    assert a.fits, a.reason
+    k_ops = [g for g in a.json["weight_groups"] if g["channels"] == "input"]
+    assert len(k_ops) == 1 and k_ops[0]["groups"] >= 2
+    assert {"GemmAcc", "AccAdd", "Requantize"} <= {o.op_type for o in a.prepared.graph.ops}
+    assert check_plan(a.prepared.graph, a.plan) == []
+    x = {"x": rng.standard_normal((1, 2)).astype(np.float32)}
+    run = api.run_plan(a.plan_bytes, x)
+    assert run.fast_peak == a.plan.fast_peak <= 4096
+    whole = api.analyze(path, "1M", xip=True, tradeoff=False)
+    assert whole.json["weight_groups"] == []
+    assert run.outputs["y"].tobytes() == api.run_plan(whole.plan_bytes, x).outputs["y"].tobytes()
+
+
 def test_builders_refuse_what_they_cannot_sum(tmp_path):
     rng = np.random.default_rng(2)
     _path, prep = _prepare(tmp_path, _qdq_model(rng, "conv1x1", 8, 4, 2)[0])
