@@ -672,7 +672,7 @@
 #define TGRS_P_TOPK_OS3 15
 #define TGRS_OP_TOPK_NCONSTS 0
 
-#define TGRS_OP_NMS_NPARAMS 22
+#define TGRS_OP_NMS_NPARAMS 24
 #define TGRS_P_NMS_B 0
 #define TGRS_P_NMS_N 1
 #define TGRS_P_NMS_C 2
@@ -695,6 +695,8 @@
 #define TGRS_P_NMS_SQ 19
 #define TGRS_P_NMS_SSCALE 20
 #define TGRS_P_NMS_SZP 21
+#define TGRS_P_NMS_C0 22
+#define TGRS_P_NMS_CT 23
 #define TGRS_OP_NMS_NCONSTS 0
 
 #define TGRS_OP_CONVACC_NPARAMS 12

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tigris import api
+from tigris.ops import index as index_kind
 from tigris.passes import index_ops
 from tigris.plan import min_fast_budget
 from tigris_testing import compile_like_untiled, family_model, matches_ort
@@ -88,14 +89,13 @@ def test_channel_argmax_in_column_split_units(session, tmp_path, int8):
 
 def test_int8_nms_reads_its_int8_boxes_and_scores(session, tmp_path, monkeypatch):
     """A quantized detector's NonMaxSuppression reads the int8 boxes and scores as the dequantize kernel's values
-    itself (``NonMaxSuppression.dequantizes_inputs``, pass float_tail rule 1), so no float copy of either is needed:
+    itself (``NonMaxSuppression.dequantizes_inputs``, pass float_tail rule 1; ``index.INT8_INPUTS = False``: the
+    earlier rule), so no float copy of either is needed:
     family ssd_nms int8 fits in at most 0.8x of the budget with the DequantizeLinears, and at that budget selects
     the same boxes as the untiled plan and as the plan through the DequantizeLinears (float NonMaxSuppression)."""
-    from tigris.ops.index import NonMaxSuppression
-
     path = family_model(tmp_path, "ssd_nms", True)
     with monkeypatch.context() as m:
-        m.setattr(NonMaxSuppression, "dequantizes_inputs", False)
+        m.setattr(index_kind, "INT8_INPUTS", False)
         before = _floor(path, m, {})
         old = api.prepare(path)
         assert any(op.op_type == "DequantizeLinear" for op in old.graph.ops)
@@ -109,3 +109,27 @@ def test_int8_nms_reads_its_int8_boxes_and_scores(session, tmp_path, monkeypatch
     (name,) = outputs
     assert len(outputs[name]) > 0  # boxes are selected: the comparison is not of empty outputs
     np.testing.assert_array_equal(outputs[name], api.run_plan(via_dq, x).outputs[name])
+
+
+def test_float_nms_runs_class_by_class(session, tmp_path, monkeypatch):
+    """A float detector's NonMaxSuppression runs as one op per class (pass index_ops rule 4b), each holding the
+    boxes, its class's scores and the rows so far instead of every class's scores: family ssd_nms f32 fits in at
+    most 0.8x of the one op's budget; at that budget its output is the untiled plan's and the one op's plan's bit for
+    bit, and ONNX Runtime's; the untiled plan runs a class op in place over the rows of the one before."""
+    path = family_model(tmp_path, "ssd_nms", False)
+    with monkeypatch.context() as m:
+        m.setattr(index_ops, "PER_CLASS", False)
+        before = _floor(path, m, {})
+        one = api.compile_model(path, "1M", xip=True, prepared=api.prepare(path)).plan_bytes
+    prep = api.prepare(path)
+    nms = [op for op in prep.graph.ops if op.op_type == "NonMaxSuppression"]
+    assert [op.attrs["class0"] for op in nms] == [0, 1, 2] and len(nms[1].inputs) == 3
+    budget = min_fast_budget(prep.graph, **api._plan_kwargs(prep, True))
+    assert budget <= 0.8 * before, (budget, before)
+    c, x, outputs = compile_like_untiled(path, prep, budget, FLOAT_TOL)
+    (name,) = outputs
+    assert len(outputs[name]) > 0
+    np.testing.assert_array_equal(outputs[name], api.run_plan(one, x).outputs[name])
+    matches_ort(path, x, outputs, 0.0)
+    untiled = api.compile_model(path, "1M", xip=True, prepared=prep).analysis.plan
+    assert any(u.in_place.get(nms[1].outputs[0]) == nms[0].outputs[0] for u in untiled.units)

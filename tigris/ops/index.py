@@ -18,9 +18,12 @@ size 1), so any physical layout of input and output works; ``D0..D3`` are the lo
   dequantized values ``(float)(q - ZP) * SCALE``: ``BQ``/``SQ``, ``BSCALE``/``SSCALE``, ``BZP``/``SZP``), per batch and class in
   score order (equal scores by box index) greedily keeping a box whose IoU with every box kept before in that class
   is not above ``IOU``, at most ``MAXPC`` per class, a candidate only if its score is above ``THR`` (``HAS_THR``).
-  The IoU is ONNX's, step by step in float32 (corner or ``CENTER`` boxes). The output ``[B * C * min(MAXPC, N), 3]``
+  The IoU is ONNX's, step by step in float32 (corner or ``CENTER`` boxes). The output ``[B * CT * min(MAXPC, N), 3]``
   holds the selected ``(batch, class, box)`` rows first, then rows of -1: the plan marks it row-counted
-  (docs/format.md, "Index outputs").
+  (docs/format.md, "Index outputs"). One op of a per-class split (pass index_ops rule 4b) runs the ``C`` classes of
+  its scores as classes ``C0 ..`` of the ``CT`` the output counts; its optional third input holds the rows of the
+  classes before (the previous op's output), which it keeps (no copy when it runs in place over them) and appends
+  its selected rows after their valid ones.
 """
 from __future__ import annotations
 
@@ -261,6 +264,10 @@ def _iou_above(a, b, center: int, thr) -> bool:
     return bool(f(inter / union) > thr)
 
 
+# False: int8 boxes and scores are dequantized by DequantizeLinear ops first (bench/plan_quality.py's earlier rules).
+INT8_INPUTS = True
+
+
 class NonMaxSuppression(_IndexKind):
     name = "nms"
     ir_ops = ("NonMaxSuppression",)
@@ -271,20 +278,30 @@ class NonMaxSuppression(_IndexKind):
     INT8_EXACTNESS = "bit-exact (int8 boxes and scores are read as their dequantized float32 values, as the model " \
                      "states them)"
     PARAMS = ("B", "N", "C", "MAXPC", "CENTER", "HAS_THR", "IOU", "THR", "BS0", "BS1", "BS2", "SS0", "SS1", "SS2",
-              "OS0", "OS1", "BQ", "BSCALE", "BZP", "SQ", "SSCALE", "SZP")
-    # int8 boxes or scores (BQ / SQ 1) are read as (float)(q - ZP) * SCALE, the dequantize kernel's value, so a
-    # quantized model keeps them int8 up to here (pass float_tail, rule 1) instead of a float copy of each
-    dequantizes_inputs = True
+              "OS0", "OS1", "BQ", "BSCALE", "BZP", "SQ", "SSCALE", "SZP", "C0", "CT")
+    # the rows of the classes before (third input) are kept where they are: index.c reads them before it appends
+    in_place = True
+
+    @property
+    def dequantizes_inputs(self) -> bool:  # type: ignore[override]
+        # int8 boxes or scores (BQ / SQ 1) are read as (float)(q - ZP) * SCALE, the dequantize kernel's value, so a
+        # quantized model keeps them int8 up to here (pass float_tail, rule 1) instead of a float copy of each
+        return INT8_INPUTS
 
     def check_operands(self, graph: AnalyzedGraph, op: Op) -> str | None:
-        if len([i for i in op.inputs if i]) != 2 or "max_per_class" not in op.attrs:
+        n = len([i for i in op.inputs if i])
+        if n not in ((2, 3) if "class0" in op.attrs else (2,)) or "max_per_class" not in op.attrs:
             return "max_output_boxes_per_class, iou_threshold or score_threshold is not a constant"
         return None
 
     def check_dtype(self, graph: AnalyzedGraph, op: Op, int8: bool) -> str | None:
-        if any(_act_kind(graph, i) not in ("float", "int8") for i in op.inputs):
+        if any(_act_kind(graph, i) not in ("float", "int8") for i in op.inputs[:2]):
             return "boxes and scores must be float32 or int8"
-        b, s, y = (graph.tensors[n] for n in (*op.inputs, op.outputs[0]))
+        b, s, y = (graph.tensors[n] for n in (*op.inputs[:2], op.outputs[0]))
+        if len(op.inputs) > 2 and (graph.tensors[op.inputs[2]].shape, graph.tensors[op.inputs[2]].dtype) != \
+                (y.shape, y.dtype):
+            return f"rows input {op.inputs[2]} is not of the output's shape"
+
         if len(b.shape) != 3 or b.shape[2] != 4 or len(s.shape) != 3 or s.shape[0] != b.shape[0] or \
                 s.shape[2] != b.shape[1]:
             return f"boxes {b.shape} and scores {s.shape} are not [B, N, 4] and [B, C, N]"
@@ -293,18 +310,19 @@ class NonMaxSuppression(_IndexKind):
         return None
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
-        bt, st, yt = (graph.tensors[n] for n in (*op.inputs, op.outputs[0]))
+        bt, st, yt = (graph.tensors[n] for n in (*op.inputs[:2], op.outputs[0]))
         B, N, _ = bt.shape
         C = st.shape[1]
         a = op.attrs
         m = int(a["max_per_class"])
-        if yt.shape[0] != B * C * min(m, N):
-            raise TigrisError(f"NonMaxSuppression output {yt.shape} is not its maximum [{B * C * min(m, N)}, 3]",
+        c0, ct = int(a.get("class0", 0)), int(a.get("classes", C))
+        if yt.shape[0] != B * ct * min(m, N) or c0 + C > ct:
+            raise TigrisError(f"NonMaxSuppression output {yt.shape} is not its maximum [{B * ct * min(m, N)}, 3]",
                               op.name)
         thr = a.get("score_threshold")
         p = {"B": B, "N": N, "C": C, "MAXPC": m, "CENTER": int(a.get("center_point_box", 0)),
              "HAS_THR": int(thr is not None), "IOU": f32_bits(float(a.get("iou_threshold", 0.0))),
-             "THR": f32_bits(float(thr) if thr is not None else 0.0)}
+             "THR": f32_bits(float(thr) if thr is not None else 0.0), "C0": c0, "CT": ct}
         for pre, t in (("BS", bt), ("SS", st), ("OS", yt)):
             for i, v in enumerate(logical_strides(t)):
                 p[f"{pre}{i}"] = v
@@ -312,7 +330,7 @@ class NonMaxSuppression(_IndexKind):
             if t.dtype == "int8":
                 scale, zp = per_tensor(t, "NonMaxSuppression input")
                 p.update({f"{pre}Q": 1, f"{pre}SCALE": f32_bits(float(np.float32(scale))), f"{pre}ZP": zp})
-        return Lowered(self.name, op.name, list(op.inputs[:2]), [op.outputs[0]], params=p, macs=C * B * N * N)
+        return Lowered(self.name, op.name, [i for i in op.inputs if i], [op.outputs[0]], params=p, macs=C * B * N * N)
 
     @staticmethod
     def _real(x: np.ndarray, p: dict, pre: str) -> np.ndarray:
@@ -327,8 +345,17 @@ class NonMaxSuppression(_IndexKind):
         boxes, scores = (self._real(v.data.reshape(-1), p, pre) for v, pre in zip(inputs, ("B", "S")))
         y = out.data.reshape(-1)
         y[...] = -1
-        iou, thr = np.float32(bits_f32(p["IOU"])), np.float32(bits_f32(p["THR"]))
+        total = len(y) // 3
         row = 0
+        if len(inputs) > 2:  # the rows of the classes before: kept, this op's rows after their valid ones
+            prev = inputs[2].data.reshape(-1)
+            while row < total and any(prev[row * p["OS0"] + k * p["OS1"]] != -1 for k in range(3)):
+                row += 1
+            y[...] = prev
+            for r in range(row, total):
+                for k in range(3):
+                    y[r * p["OS0"] + k * p["OS1"]] = -1
+        iou, thr = np.float32(bits_f32(p["IOU"])), np.float32(bits_f32(p["THR"]))
 
         def box(b, i):
             return [boxes[b * p["BS0"] + i * p["BS1"] + k * p["BS2"]] for k in range(4)]
@@ -340,11 +367,11 @@ class NonMaxSuppression(_IndexKind):
                 cand.sort(key=lambda i: (-float(s[i]), i))
                 kept: list[int] = []
                 for i in cand:
-                    if len(kept) >= p["MAXPC"]:
+                    if len(kept) >= p["MAXPC"] or row >= total:
                         break
                     if any(_iou_above(box(b, i), box(b, j), p["CENTER"], iou) for j in kept):
                         continue
                     kept.append(i)
-                    for k, v in enumerate((b, c, i)):
+                    for k, v in enumerate((b, c + p["C0"], i)):
                         y[row * p["OS0"] + k * p["OS1"]] = v
                     row += 1

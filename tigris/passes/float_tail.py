@@ -138,14 +138,15 @@ def _mixed(g: AnalyzedGraph, op: Op) -> bool:
 
 def _dequantizes(g: AnalyzedGraph, op: Op) -> bool:
     """Rule 1's exception: the op's kind reads its int8 inputs as real values itself (and every other activation
-    input is float32)."""
+    input is float32, or int32 indices)."""
     from tigris.ops import kind_for
 
     try:
         k = kind_for(op.op_type)
     except Exception:  # noqa: BLE001 - an op type with no kind gets the DequantizeLinear
         return False
-    return bool(k.dequantizes_inputs) and all(_is_int8_act(g, i) or _is_float_act(g, i)
+    return bool(k.dequantizes_inputs) and all(_is_int8_act(g, i) or _is_float_act(g, i) or
+                                                (g.tensors[i].dtype == "int32" and g.tensors[i].quant is None)
                                                 for i in op.inputs if i and i not in g.weights)
 
 

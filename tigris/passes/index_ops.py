@@ -20,6 +20,15 @@ Rules:
    ``score_threshold`` (None when absent: every box is a candidate) and ``center_point_box``; its inputs are the
    boxes and scores. Its output already has its maximum shape (the loader bounds it, ``[B * C * min(max, N), 3]``).
    A non-constant bound is declined.
+4b. With one batch and several classes, the op becomes one NonMaxSuppression per class, in class order: op c reads
+   the boxes, the class's scores (a normalized ``Slice`` ``[1, 1, N]`` of the scores) and, from class 1 on, the
+   rows of the op before it (its third input, of the output's shape), which it keeps, appending its own selected
+   rows (class ``class0`` = c) after them; attribute ``classes`` is C. Each class's selection depends on its own
+   scores only and ONNX lists the classes in order, so the last op writes exactly the output of the one op. A
+   class op then needs the boxes, one class's scores and the rows (``tigris.ops.index`` "nms"), never every
+   class's scores at once; the last one holds the rows twice (its input and the graph output), so the split is
+   made only where the other classes' scores are more bytes than the rows (float scores of a few classes; int8
+   ones, which the kind reads as they are, rarely).
 
 Why here: after QDQ fold, before float tail (which gives a quantized reader of these float ops its dequantize).
 
@@ -30,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, Tensor
-from tigris.passes._util import Decline, PassResult
+from tigris.passes._util import Decline, PassResult, fresh_name
 
 NAME = "index_ops"
 
@@ -57,6 +66,42 @@ def _keeps_pixels(g: AnalyzedGraph, op: Op, a: dict) -> bool:
     read = any(y.name in o.inputs for o in g.ops)
     return (len(x.shape) == 4 and a["axis"] % 4 == 1 and a["keepdims"] == 0 and y.name in g.outputs
             and y.name not in g.inputs and not read and len(y.shape) == 3)
+
+
+# Rule 4b on (False: one NonMaxSuppression over every class, bench/plan_quality.py's earlier rules).
+PER_CLASS = True
+
+
+def _per_class(g: AnalyzedGraph, op: Op) -> list[Op]:
+    """Rule 4b: ``op`` as one NonMaxSuppression per class, each after the Slice of its class's scores."""
+    boxes, scores = op.inputs
+    st, y = g.tensors[scores], g.tensors[op.outputs[0]]
+    if not PER_CLASS or len(st.shape) != 3 or st.shape[0] != 1 or st.shape[1] < 2:
+        return [op]
+    _, c_all, n = st.shape
+    from tigris.ops import index
+
+    # the last class op holds the rows twice (before and after) instead of every other class's scores
+    score_bytes = 1 if st.dtype == "int8" and index.INT8_INPUTS else 4
+    if (c_all - 1) * n * score_bytes <= 4 * y.shape[0] * 3:
+        return [op]
+    out: list[Op] = []
+    prev = None
+    for c in range(c_all):
+        sc = fresh_name(g, f"{scores}_class{c}")
+        g.tensors[sc] = Tensor(sc, (1, 1, n), st.dtype, st.quant, st.layout)
+        out.append(Op(fresh_name(g, f"{op.name}_scores{c}", [sc]), "Slice", (scores,), (sc,),
+                      {"starts": [0, c, 0], "ends": [1, c + 1, n], "axes": [0, 1, 2], "steps": [1, 1, 1],
+                       "normalized": True}))
+        yc = y.name
+        if c < c_all - 1:
+            yc = fresh_name(g, f"{y.name}_upto{c}", [sc])
+            g.tensors[yc] = Tensor(yc, y.shape, y.dtype, None, y.layout)
+        name = op.name if c == c_all - 1 else fresh_name(g, f"{op.name}_class{c}", [sc, yc])
+        out.append(Op(name, op.op_type, (boxes, sc) + ((prev,) if prev else ()), (yc,),
+                      {**op.attrs, "class0": c, "classes": c_all}))
+        prev = yc
+    return out
 
 
 def run(graph: AnalyzedGraph) -> PassResult:
@@ -117,7 +162,7 @@ def run(graph: AnalyzedGraph) -> PassResult:
         a = {"max_per_class": max(int(m), 0) if has_m else 0, "iou_threshold": float(iou) if has_iou else 0.0,
              "score_threshold": float(np.float32(s)) if has_s else None,
              "center_point_box": int(op.attrs.get("center_point_box", 0))}
-        ops.append(op.with_(inputs=tuple(op.inputs[:2]), attrs=a))
+        ops.extend(_per_class(g, op.with_(inputs=tuple(op.inputs[:2]), attrs=a)))
         n += 1
     g.ops = ops
     return PassResult(g, n, tuple(declined))

@@ -303,9 +303,21 @@ static int nms_setup(const tgrs_op_ctx *ctx)
     const tgrs_tview *out = ctx->out;
     const int32_t *p = ctx->p;
     int32_t B = p[TGRS_P_NMS_B], N = p[TGRS_P_NMS_N], C = p[TGRS_P_NMS_C], M = p[TGRS_P_NMS_MAXPC];
+    int32_t C0 = p[TGRS_P_NMS_C0], CT = p[TGRS_P_NMS_CT];
     uint64_t rows;
-    if (ctx->n_in != 2 || !tgrs_kv_sane(bx) || !tgrs_kv_sane(sc) || !tgrs_kv_sane(out)) {
+    if ((ctx->n_in != 2 && ctx->n_in != 3) || !tgrs_kv_sane(bx) || !tgrs_kv_sane(sc) || !tgrs_kv_sane(out)) {
         return TGRS_ERR_SHAPE;
+    }
+    if (C0 < 0 || CT < 1 || C < 1 || C > CT || C0 > CT - C) {
+        return TGRS_ERR_PARAM;
+    }
+    /* the rows of the classes before: an int32 tensor of the output's dims, whole */
+    if (ctx->n_in == 3 && (!tgrs_kv_sane(ctx->in[2]) || !tgrs_kv_same_dims(ctx->in[2], out) ||
+                           !tgrs_kv_whole(ctx->in[2]))) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (ctx->n_in == 3 && ctx->in[2]->dtype != TGRS_DT_S32) {
+        return TGRS_ERR_DTYPE;
     }
     if ((p[TGRS_P_NMS_BQ] & ~1) != 0 || (p[TGRS_P_NMS_SQ] & ~1) != 0) {
         return TGRS_ERR_PARAM;
@@ -326,7 +338,7 @@ static int nms_setup(const tgrs_op_ctx *ctx)
         p[TGRS_P_NMS_SS1] < 0 || p[TGRS_P_NMS_SS2] < 0 || p[TGRS_P_NMS_OS0] < 0 || p[TGRS_P_NMS_OS1] < 0) {
         return TGRS_ERR_PARAM;
     }
-    rows = (uint64_t)B * (uint64_t)C * (uint64_t)(M < N ? M : N);
+    rows = (uint64_t)B * (uint64_t)CT * (uint64_t)(M < N ? M : N);
     /* the views hold exactly [B, N, 4], [B, C, N] and [rows, 3], and every strided offset stays inside them */
     if ((uint64_t)view_numel(bx) != (uint64_t)B * (uint64_t)N * 4u ||
         (uint64_t)view_numel(sc) != (uint64_t)B * (uint64_t)C * (uint64_t)N || (uint64_t)view_numel(out) != rows * 3u ||
@@ -438,8 +450,18 @@ int tgrs_kernel_nms(const tgrs_op_ctx *ctx)
     if (st != TGRS_OK) {
         return st;
     }
-    rows = (size_t)B * (size_t)C * (size_t)(M < N ? M : N);
-    for (r = 0; r < rows; ++r) {
+    rows = (size_t)B * (size_t)p[TGRS_P_NMS_CT] * (size_t)(M < N ? M : N);
+    if (ctx->n_in == 3) {
+        /* the classes before: their rows stay (copied unless in place), this op's follow their valid ones */
+        const int32_t *prev = (const int32_t *)ctx->in[2]->data;
+        if (prev != y) {
+            memcpy(y, prev, rows * 3u * sizeof(int32_t));
+        }
+        while (row < rows && (y[row * os0] != -1 || y[row * os0 + os1] != -1 || y[row * os0 + 2u * os1] != -1)) {
+            ++row;
+        }
+    }
+    for (r = row; r < rows; ++r) {
         y[r * os0] = y[r * os0 + os1] = y[r * os0 + 2u * os1] = -1;
     }
     for (b = 0; b < B; ++b) {
@@ -448,7 +470,7 @@ int tgrs_kernel_nms(const tgrs_op_ctx *ctx)
             size_t first = row;
             int32_t kept = 0, pi = -1;
             float ps = 0.0f;
-            while (kept < M) {
+            while (kept < M && row < rows) {
                 int32_t bi = -1;
                 float bs = 0.0f, cand[4], other[4];
                 int drop = 0;
@@ -479,7 +501,7 @@ int tgrs_kernel_nms(const tgrs_op_ctx *ctx)
                 }
                 if (!drop) {
                     y[row * os0] = b;
-                    y[row * os0 + os1] = c;
+                    y[row * os0 + os1] = c + p[TGRS_P_NMS_C0];
                     y[row * os0 + 2u * os1] = bi;
                     ++row;
                     ++kept;
