@@ -196,6 +196,43 @@ def _gap_plan(d: Path, mutate: str) -> str:
     return "g.tgrs"
 
 
+def _index_plan(d: Path, which: str) -> str:
+    """An untiled index-op plan with one kernel parameter broken and the CRC resealed: an ArgMax whose PIXEL is 2
+    (not a flag), or a per-class NonMaxSuppression whose class C0 lies past the CT classes its output counts."""
+    import struct
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "runtime"))
+    import _rt_plans as P
+
+    from tigris.emit import format as TF
+    from tigris.emit import read_plan
+    from tigris.emit.writer import seal
+    from tigris.ir import AnalyzedGraph, Op, Tensor
+    from tigris.ops import kind
+
+    if which == "argmax":
+        tensors = {"x": Tensor("x", (1, 4, 5, 5), "float32", None, "nhwc"),
+                   "y": Tensor("y", (1, 1, 5, 5), "int32", None, "nhwc")}
+        ops = [Op("am", "ArgMax", ("x",), ("y",), {"axis": 1, "keepdims": 1, "select_last_index": 0})]
+        ins, k_name, param, value = ["x"], "argmax", "PIXEL", 2
+    else:
+        tensors = {"b": Tensor("b", (1, 6, 4), "float32", None, "nwc"),
+                   "s": Tensor("s", (1, 1, 6), "float32", None, "nwc"),
+                   "y": Tensor("y", (4, 3), "int32", None, "plain")}
+        ops = [Op("nms", "NonMaxSuppression", ("b", "s"), ("y",),
+                  {"max_per_class": 2, "iou_threshold": 0.5, "score_threshold": None, "center_point_box": 0,
+                   "class0": 0, "classes": 2})]
+        ins, k_name, param, value = ["b", "s"], "nms", "C0", 2
+    g = AnalyzedGraph("idx", tensors, ops, ins, ["y"], {}, {})
+    data = bytearray(P.compile_graph(g, 1 << 20)[0])
+    at = struct.unpack_from("<I", data, TF.DIR_OFFSET + (int(TF.SectionId.OPS) - 1) * TF.SECTION.size + 4)[0]
+    k = next(j for j, op in enumerate(read_plan(bytes(data)).ops) if op.kind == k_name)
+    struct.pack_into("<i", data, at + k * TF.OP.size + 40 + 4 * kind(k_name).PARAMS.index(param), value)
+    (d / "i.tgrs").write_bytes(seal(data))
+    return "i.tgrs"
+
+
 def _region_plan(d: Path) -> str:
     """A one-region plan (tests/runtime/test_rt_one_region.py) with a live slow home moved below its unit's buffers
     and the CRC resealed, so only the one-region check can refuse it."""
@@ -389,6 +426,8 @@ CASES: list[Case] = [
     Case("gap-tflm-avg-not-a-flag-run", lambda d: ["run", _gap_plan(d, "two"), "--input",
                                                    f"x={_npy(d, 'x.npy', np.zeros((1, 8, 5, 5), np.int8))}",
                                                    "--output", "o.npz"], 2, "TGRS_ERR_PARAM"),
+    Case("argmax-pixel-not-a-flag-inspect", lambda d: ["inspect", _index_plan(d, "argmax")], 2, "TGRS_ERR_PARAM"),
+    Case("nms-class-past-its-classes-inspect", lambda d: ["inspect", _index_plan(d, "nms")], 2, "TGRS_ERR_PARAM"),
     Case("gap-tflm-avg-under-onnx-numerics-inspect", lambda d: ["inspect", _gap_plan(d, "onnx")], 2,
          "TGRS_ERR_PARAM"),
     Case("dw-in-place-stalls-inspect", lambda d: ["inspect", _dw_pieces_plan(d, "stall")], 2, "TGRS_ERR_PARAM"),
