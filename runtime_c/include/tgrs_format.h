@@ -874,6 +874,9 @@ static inline int tgrs_op_cols_class(uint32_t kind)
     case TGRS_OP_CAST: return 1;
     case TGRS_OP_SLICE: return 1;
     case TGRS_OP_ARGMAX: return 1;
+    case TGRS_OP_CONVACC: return 2;
+    case TGRS_OP_ACCADD: return 1;
+    case TGRS_OP_REQUANTIZE: return 1;
     default: return TGRS_COLS_NONE;
     }
 }
@@ -888,6 +891,7 @@ static inline uint32_t tgrs_op_col_window(uint32_t kind)
     case TGRS_OP_DWCONV: return 9671777u; /* slots 1, 3, 5, 7, 9 */
     case TGRS_OP_MAXPOOL: return 9671777u; /* slots 1, 3, 5, 7, 9 */
     case TGRS_OP_AVGPOOL: return 9671777u; /* slots 1, 3, 5, 7, 9 */
+    case TGRS_OP_CONVACC: return 9671777u; /* slots 1, 3, 5, 7, 9 */
     default: return 0u;
     }
 }

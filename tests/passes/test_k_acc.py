@@ -162,6 +162,32 @@ def test_int8_k_split_property(tmp_path_factory, kind, c, oc, h, act, wzp, per_t
     _same_bytes(path, prep, split, x, ("1M",))
 
 
+def test_int8_k_split_runs_in_column_tiles(tmp_path):
+    """ConvAcc is windowed along W like Conv and AccAdd/Requantize are per pixel, so the planner may cut the groups
+    into column tiles (forced: 3 per tiled unit): proven, HWM = peak, the unsplit plan's bytes."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    import _rt_plans as P
+
+    from tigris.emit.reader import read_plan
+
+    rng = np.random.default_rng(21)
+    m, x_shape = _qdq_model(rng, "conv3x3", 11, 5, 6, "relu6")
+    m.graph.input[0].type.tensor_type.shape.dim[3].dim_value = 12  # a wider image: column bands to cut
+    m.graph.output[0].type.tensor_type.shape.dim[3].dim_value = 10
+    path, prep = _prepare(tmp_path, m)
+    split = _split(prep, 3)
+    x = {"x": rng.standard_normal((1, 11, 6, 12)).astype(np.float32) * 3}
+    whole = api.run_plan(api.analyze(path, "1M", prepared=prep, tradeoff=False).plan_bytes, x).outputs["y"]
+    untiled, full = P.compile_graph(split.graph, 1 << 22, xip=True)
+    data, plan = P.compile_graph(split.graph, full.unscheduled_peak // 2, xip=True, col_tiles=True, force_cols=3)
+    assert any(u.tile_cols for u in plan.units) and any(u.col_split for u in read_plan(data).units)
+    assert {"ConvAcc", "AccAdd"} <= {split.graph.ops[i].op_type for u in plan.units if u.tile_cols for i in u.ops}
+    assert check_plan(split.graph, plan) == []
+    run = api.run_plan(data, x)
+    assert run.fast_peak == plan.fast_peak
+    assert run.outputs["y"].tobytes() == api.run_plan(untiled, x).outputs["y"].tobytes() == whole.tobytes()
+
+
 def _mlp(rng, k0: int, k1: int, k2: int) -> onnx.ModelProto:
     """x [1, k0] -> Q/DQ -> int8 Gemm to k1 -> Relu -> Q/DQ -> int8 Gemm to k2 -> Q/DQ -> y."""
     n = helper.make_node

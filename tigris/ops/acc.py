@@ -33,8 +33,8 @@ from tigris.ir import AnalyzedGraph, Op, TigrisError
 from tigris.layout import tensor_view_dims
 from tigris.ops import _mac, qmath
 from tigris.ops._common import same_rows
-from tigris.ops._geometry import Window, padded_band, row_window, window_from_attrs, window_patches
-from tigris.ops.base import Lowered, OpKind, TensorView
+from tigris.ops._geometry import Window, col_window, padded_band, row_window, window_from_attrs, window_patches
+from tigris.ops.base import Lowered, OpKind, TensorView, cols_reason
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 ACC_MAX_PATCH = 65536  # ACC_MAX_PATCH in acc.c: keeps K * 255 * 255 below 2**32 in the check's arithmetic
@@ -83,7 +83,10 @@ class _AccKind(OpKind):
     SINGLE_INPUT = False
 
     def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
-        return "an int32 accumulator op runs on row bands only"
+        # AccAdd and Requantize are per pixel; ConvAcc is windowed along W like Conv (overridden); GemmAcc is not
+        if self.COLS is None:
+            return f"{op.op_type} is not column-local"
+        return cols_reason(graph, op, per_pixel=True)
 
     def unsupported(self, graph: AnalyzedGraph, op: Op) -> str | None:
         acts = [n for n in (*op.inputs, *op.outputs) if n and n not in graph.weights]
@@ -119,6 +122,7 @@ class _Partial(_AccKind):
 
 class ConvAcc(_Partial):
     name = "convacc"
+    COLS = "window"  # the executor makes the pads of a column band relative (COL_WINDOW: kw, sw, dw, pl, pr)
     ir_ops = ("ConvAcc",)
     ONNX_OPS = {"Conv": "int8, group 1, run as input-channel groups when one output channel's weights do not fit: "
                         "the exact int32 partial sum of one group"}
@@ -141,6 +145,14 @@ class ConvAcc(_Partial):
 
     def window(self, op: Op) -> tuple[int, int, int, int]:
         return row_window(op.attrs)
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        if col_window(op.attrs) is None:
+            return "1-D ConvAcc"
+        return cols_reason(graph, op, per_pixel=False)
+
+    def col_window(self, op: Op) -> tuple[int, int, int, int] | None:
+        return col_window(op.attrs)
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         one_d = len(op.attrs["kernel_shape"]) == 1
@@ -217,6 +229,7 @@ class GemmAcc(_Partial):
 
 class AccAdd(_AccKind):
     name = "accadd"
+    COLS = "pixel"
     ir_ops = ("AccAdd",)
     ONNX_OPS = {"Conv": "int8 input-channel groups: the int32 running sum", "Gemm": "likewise"}
     DTYPES = ("int32",)
@@ -245,6 +258,7 @@ class AccAdd(_AccKind):
 
 class Requantize(_AccKind):
     name = "requantize"
+    COLS = "pixel"
     ir_ops = ("Requantize",)
     ONNX_OPS = {"Conv": "int8 input-channel groups: the int32 sum to int8 with the op's requantization and "
                         "fused activation", "Gemm": "likewise"}
