@@ -142,6 +142,9 @@ int32_t tgrs_carried_rows(const tgrs_plan *plan, const uint8_t *unit, uint32_t t
         tgrs_is_accumulator(plan, unit, tgrs_rd_u32(unit + TGRS_UNIT_OFF_PLACE_FIRST), pos)) {
         return 0;
     }
+    if (tgrs_never_carries(plan, unit, pos)) {
+        return 0; /* its producer computes the whole band in every tile */
+    }
     return tgrs_overlap(tgrs_rec(plan, TGRS_SEC_TILE_ROWS, tgrs_rd_u32(unit + TGRS_UNIT_OFF_ROWS_FIRST) + tile * pc + pos,
                                  TGRS_TILE_ROW_SIZE),
                         pc, prev_row0);
@@ -226,7 +229,8 @@ void tgrs_op_frame_fill(tgrs_op_frame *f, const tgrs_plan *plan, const uint8_t *
         if (tile != 0u &&
             ((uflags & TGRS_UNIT_F_ACCUM) == 0u ||
              (cache != NULL ? tgrs_rd_u32(tgrs_placement(plan, f->place[0]) + TGRS_PLACEMENT_OFF_TENSOR) != cache->acc
-                            : !tgrs_is_accumulator(plan, unit, uf.pf, f->place[0] - uf.pf)))) {
+                            : !tgrs_is_accumulator(plan, unit, uf.pf, f->place[0] - uf.pf))) &&
+            !tgrs_never_carries(plan, unit, f->place[0] - uf.pf)) {
             /* A carrying output: the op computes only the rows after the carried ones, which the executor moved to
                the top of the buffer when the tile started (its consumers read the whole band). */
             int32_t c = tgrs_overlap(uf.band + (size_t)(f->place[0] - uf.pf) * TGRS_TILE_ROW_SIZE, uf.pc, NULL);

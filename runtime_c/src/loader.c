@@ -828,10 +828,24 @@ static int tgrs_check_rolling(const tgrs_plan *plan, const uint8_t *u)
     uint32_t wb = tgrs_rd_u32(u + TGRS_UNIT_OFF_WEIGHT_BYTES);
     uint32_t t;
     uint32_t p;
+    uint32_t rf = tgrs_rd_u32(u + TGRS_UNIT_OFF_RELOAD_FIRST);
+    uint32_t rc = tgrs_rd_u32(u + TGRS_UNIT_OFF_RELOAD_COUNT);
     for (p = 0; p < pc; ++p) {
         uint32_t off;
         uint32_t size;
         tgrs_line_buffer(plan, u, p, &off, &size);
+        if (off == TGRS_NONE && size == TGRS_NONE) {
+            /* never carries (its producer computes every band whole): only for a buffer the unit makes, since a
+               reload of a ROLLING unit loads the rows after the ones the band shares with the tile before */
+            uint32_t k;
+            uint32_t t = tgrs_rd_u32(tgrs_placement(plan, pf + p) + TGRS_PLACEMENT_OFF_TENSOR);
+            for (k = 0; k < rc; ++k) {
+                if (tgrs_root(plan, tgrs_index_at(plan, rf + k)) == t) {
+                    return TGRS_ERR_ARENA_BOUNDS;
+                }
+            }
+            continue;
+        }
         if ((off != TGRS_NONE || size != 0u) &&
             (off == TGRS_NONE || size == 0u || off % TGRS_ALIGN != 0u || off < wb || !tgrs_fits(off, size, plan->fast_arena))) {
             return TGRS_ERR_ARENA_BOUNDS;

@@ -264,6 +264,17 @@ static inline void tgrs_line_buffer(const tgrs_plan *plan, const uint8_t *unit, 
     *size = tgrs_index_at(plan, first + 1u);
 }
 
+/* Whether placement `pos` of ROLLING unit `unit` never carries although its bands may overlap: its line-buffer
+   entry is (TGRS_NONE, TGRS_NONE), its producer computing the whole band in every tile (docs/format.md "ROLLING
+   units"; the loader refused such an entry on a reloaded placement). */
+static inline int tgrs_never_carries(const tgrs_plan *plan, const uint8_t *unit, uint32_t pos)
+{
+    uint32_t off;
+    uint32_t size;
+    tgrs_line_buffer(plan, unit, pos, &off, &size);
+    return off == TGRS_NONE && size == TGRS_NONE;
+}
+
 /* Column band (col0, cols) of placement `pos` of COLS unit `unit` in tile `tile`: the TILE_ROWS record after the
    unit's row bands (docs/format.md "COLS units"; the loader proved it inside the section). */
 static inline void tgrs_tile_cols(const tgrs_plan *plan, const uint8_t *unit, uint32_t tile, uint32_t pos,

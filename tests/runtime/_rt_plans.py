@@ -264,28 +264,30 @@ def set_field(data: bytes, pos: int, v: int, fmt: str = "<I") -> bytes:
 
 def chain_graph(layers: list[tuple[str, int, int, int]], int8: bool, h: int, c: int, seed: int) -> AnalyzedGraph:
     """x -> one conv per ``(kind, k, stride, dilation)`` layer ('conv' with c output channels, 'dw' depthwise) ->
-    y, every conv with weights, a bias and (int8) its own output quantization."""
+    y, every conv with weights, a bias and (int8) its own output quantization. A fifth entry of a 'conv' layer is
+    its output channel count instead of c (an expansion or projection)."""
     rng = np.random.default_rng(seed)
     dt = "int8" if int8 else "float32"
 
-    def act(name: str, hh: int, s: float, z: int) -> Tensor:
-        return Tensor(name, (1, c, hh, hh), dt, QuantParam(np.array([s], np.float32), np.array([z], np.int64))
+    def act(name: str, hh: int, s: float, z: int, ch: int = c) -> Tensor:
+        return Tensor(name, (1, ch, hh, hh), dt, QuantParam(np.array([s], np.float32), np.array([z], np.int64))
                       if int8 else None, "nhwc")
 
     tensors = {"x": act("x", h, 0.05, -3)}
-    specs, ops, prev, hh, s_prev = [], [], "x", h, 0.05
-    for i, (kind, k, s, d) in enumerate(layers):
+    specs, ops, prev, hh, s_prev, ci = [], [], "x", h, 0.05, c
+    for i, (kind, k, s, d, *rest) in enumerate(layers):
+        co = rest[0] if rest and kind == "conv" else ci if kind == "dw" else c
         eff = (k - 1) * d + 1
         p = (eff - 1) // 2
         hh = (hh + 2 * p - eff) // s + 1
         out = "y" if i == len(layers) - 1 else f"t{i}"
         s_out = float(rng.uniform(0.04, 0.12))
-        tensors[out] = act(out, hh, s_out, int(rng.integers(-20, 20)))
-        specs.append((f"w{i}", f"b{i}", (c, 1 if kind == "dw" else c, k, k), s_prev))
+        tensors[out] = act(out, hh, s_out, int(rng.integers(-20, 20)), co)
+        specs.append((f"w{i}", f"b{i}", (co, 1 if kind == "dw" else ci, k, k), s_prev))
         attrs = dict(kernel_shape=[k, k], strides=[s, s], dilations=[d, d], pads=[p, p, p, p],
-                     group=c if kind == "dw" else 1, fused_activation="relu" if i % 2 == 0 else None)
+                     group=co if kind == "dw" else 1, fused_activation="relu" if i % 2 == 0 else None)
         ops.append(Op(f"op{i}", "DepthwiseConv" if kind == "dw" else "Conv", (prev, f"w{i}", f"b{i}"), (out,), attrs))
-        prev, s_prev = out, s_out
+        prev, s_prev, ci = out, s_out, co
     weights = conv_weights(rng, specs, int8, tensors)
     return AnalyzedGraph("rollchain", tensors, ops, ["x"], ["y"], weights, {})
 

@@ -157,3 +157,49 @@ def test_readers_refuse_malformed_rolling_units(session_cls):
     assert read_plan(base).units[0].rolling
     Session(base)
     assert P.assert_readers_refuse(Session, PlanError, _mutants(base)) >= 8
+
+
+def _expansion_chain():
+    """x (24x24x8 int8) -> conv 3x3 -> conv 1x1 to 48 channels -> dw 3x3/2 -> conv 1x1 to 8 -> y: an inverted-
+    residual block whose 48-channel expansion the stride-2 depthwise conv reads with one row of overlap."""
+    return chain_graph([("conv", 3, 1, 1), ("conv", 1, 1, 1, 48), ("dw", 3, 2, 1), ("conv", 1, 1, 1, 8)], True, 24, 8,
+                       0)
+
+
+def test_an_expansion_recomputes_its_overlap_row(session_cls):
+    """Spatial rule 10: with the slow arena holding only x and y (y over x), one rolling unit carrying the
+    expansion's overlap row does not fit 4,680 bytes; recomputing that row (the expand re-reads the 8-channel row
+    its input carries instead) does. The unit says so (``recompute``, the line-buffer entry (NONE, NONE)), the
+    checker proves it, and it runs like the untiled plan with the high-water marks at the plan's peaks."""
+    from tigris.emit.reader import NEVER_CARRIES
+
+    Session, _ = session_cls
+    g = _expansion_chain()
+    untiled, _ = P.compile_graph(g, 1 << 20)
+    data, plan = P.compile_graph(g, 4680, slow=5248, xip=True)
+    (unit,) = plan.units
+    assert unit.recompute == ["t1"] and "t1" not in unit.rolling and unit.rolling and plan.recompute_macs > 0
+    with pytest.raises(DoesNotFitError):
+        P.compile_graph(g, 4680, slow=5248, xip=True, halo_reuse=False)  # recomputing every halo needs more
+    assert check_plan(g, plan) == []
+    pf = read_plan(data)
+    j = [pf.tensors[p.tensor].name for p in pf.units[0].placements].index("t1")
+    assert pf.units[0].carry[j] == NEVER_CARRIES and pf.to_memory_plan().units[0].recompute == ["t1"]
+    x = P.random_input(g, 4)
+    got = Session(data).run(x)
+    np.testing.assert_array_equal(got.outputs["y"], Session(untiled).run(x).outputs["y"])
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+
+
+def test_readers_refuse_a_reload_that_never_carries(session_cls):
+    """A reloaded placement of a rolling unit loads only the rows after those it carries, so the line-buffer entry
+    "never carries" (NONE, NONE) on it is refused by both readers (the OVERWRITE proof counts its reads so)."""
+    Session, PlanError = session_cls
+    base, _ = P.compile_graph(_expansion_chain(), 4680, slow=5248, xip=True)
+    pf = read_plan(base)
+    unit = pf.units[0]
+    j = [pf.tensors[p.tensor].name for p in unit.placements].index("x")
+    u = F.UNIT.unpack(base, P.section_offset(base, F.SectionId.UNITS))
+    line = P.section_offset(base, F.SectionId.INDEX) + 4 * (int(u["carry_first"]) + 2 * j)
+    bad = P.set_field(P.set_field(base, line, F.NONE), line + 4, F.NONE)
+    assert P.assert_readers_refuse(Session, PlanError, [("reload never carries", bad, "ERR_ARENA_BOUNDS")]) == 1

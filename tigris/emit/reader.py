@@ -21,6 +21,10 @@ from tigris.ops import KINDS, kind
 from tigris.ops.base import DTYPE_CODES, MAX_CONSTS, MAX_INPUTS, MAX_PARAMS
 from tigris.plan.overwrite import overwrite_ok, read_bands
 from tigris.plan.spatial import carried_rows
+
+# A ROLLING unit's line-buffer entry for a placement whose bands overlap but which never carries: its producer
+# computes every band whole (spatial rule 10; docs/format.md "ROLLING units")
+NEVER_CARRIES = (F.NONE, F.NONE)
 from tigris.plan.types import ExecUnit, MemoryPlan, Placement, StagePlan
 
 DTYPE_NAMES = {v: k for k, v in DTYPE_CODES.items()}
@@ -344,9 +348,10 @@ class PlanFile:
             ]
             last = self.ops[u.op_first + u.op_count - 1] if u.op_count else None
             acc_out = name[self.tensors[last.output].root] if u.accumulates and last is not None else None
+            never = {name[p.tensor] for p, entry in zip(u.placements, u.carry) if entry == NEVER_CARRIES}
             rolling = sorted({
                 n for prev, tile in zip(tile_rows, tile_rows[1:]) for n in tile
-                if n != acc_out and carried_rows(prev[n], tile[n])
+                if n != acc_out and n not in never and carried_rows(prev[n], tile[n])
             }) if u.rolling else []
             in_place, in_place_rows = self._in_place_pairs(u, fast)
             units.append(
@@ -355,7 +360,7 @@ class PlanFile:
                     spill=[name[i] for i in u.spill], fast=fast, scratch=scratch, weight_bytes=u.weight_bytes,
                     tiles=u.tiles, tile_rows=tile_rows, peak_bytes=u.peak_bytes,
                     accumulate=[last.ir_index] if u.accumulates and last is not None else [],
-                    rolling=rolling,
+                    rolling=rolling, recompute=sorted(never),
                     carry={name[p.tensor]: Placement("fast", off, size) for p, (off, size) in zip(u.placements, u.carry)
                            if off != F.NONE},
                     tile_cols=[
@@ -1125,7 +1130,13 @@ def _check_rolling(u: UnitInfo, last: OpInfo | None, tensors: list[TensorInfo], 
     buffer) must hold them: the executor keeps them there from one tile's producer (or reload) to the next tile's,
     which computes (or loads) only the rows after them."""
     what = f"unit {u.index}"
+    reloaded = set(u.reload)
     for j, (off, size) in enumerate(u.carry):
+        if (off, size) == NEVER_CARRIES:  # rule 10: computed whole every tile; a reload would read other rows
+            if u.placements[j].tensor in reloaded or any(tensors[i].root == u.placements[j].tensor for i in u.reload):
+                raise _fail("ERR_ARENA_BOUNDS", f"{what}: {tensors[u.placements[j].tensor].name} is reloaded but "
+                                                "its line-buffer entry says it never carries")
+            continue
         if (off, size) != (F.NONE, 0) and (
             off == F.NONE or size == 0 or off % F.ALIGN or off < u.weight_bytes or off > fast_arena
             or size > fast_arena - off
@@ -1136,7 +1147,7 @@ def _check_rolling(u: UnitInfo, last: OpInfo | None, tensors: list[TensorInfo], 
     for t in range(1, u.tiles):
         for j, pl in enumerate(u.placements):
             (r0, n0), (r1, n1) = u.tile_rows[t - 1][j], u.tile_rows[t][j]
-            if pl.tensor == acc or n0 == 0 or r1 >= r0 + n0:
+            if pl.tensor == acc or n0 == 0 or r1 >= r0 + n0 or u.carry[j] == NEVER_CARRIES:
                 continue
             name = tensors[pl.tensor].name
             if r1 < r0 or r1 + n1 < r0 + n0:

@@ -411,7 +411,10 @@ def _build_units(ctx: _Ctx) -> _Units:
         carry_first = 0
         if flags & F.UnitFlag.ROLLING:  # halo reuse: each placement's line buffer, (NONE, 0) when it carries nothing
             lines = {ctx.root(n): p for n, p in getattr(unit, "carry", {}).items()}
-            carry = [v for n in placed for v in ((lines[n].offset, lines[n].size) if n in lines else (F.NONE, 0))]
+            # (NONE, NONE): its bands overlap but it never carries, its producer computes every band whole (rule 10)
+            again = {ctx.root(n) for n in getattr(unit, "recompute", ())}
+            carry = [v for n in placed for v in ((lines[n].offset, lines[n].size) if n in lines else
+                                                  (F.NONE, F.NONE) if n in again else (F.NONE, 0))]
             carry_first, _ = ctx.index.add(carry)
         acc.units.append(
             dict(

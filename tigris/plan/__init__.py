@@ -57,6 +57,9 @@ __all__ = [
 
 STRATEGIES = ("spec", "tigris")
 OP_ORDERS = ("spec", "search")
+# SRAM-only plans (a bounded slow budget, or least_sram): one more DP prices recompute at this fraction of the
+# weight, so a plan that keeps a long head unit in the region instead of cutting a boundary competes
+SRAM_RECOMPUTE_DISCOUNT = 64
 # The price of one recomputed halo MAC in bytes of slow traffic when the caller names none: recompute-aware, so a
 # partition whose units roll (spatial rule 9) wins over one that recomputes to save a few boundaries. The generic
 # target's latency estimate prices a MAC at 1.3-1.6 bytes on the shared models (0.3-2.4 over the targets);
@@ -195,7 +198,7 @@ def _drop_idle_pieces(graph: AnalyzedGraph, bufs: Buffers, costs: Costs, infos: 
             ops = range(first.ops.start, last.ops.stop)
             alt_lay = plan_bands(graph, plain, ops, output, lay.tile_h, stage_weight_bytes(costs, ops),
                                  costs.scratch_bytes, False, costs.accumulate_gap, bool(lay.rolling),
-                                 first_h=lay.first_h or None)
+                                 first_h=lay.first_h or None, recompute=lay.recompute)
             if alt_lay is None or alt_lay.tile_rows != lay.tile_rows or alt_lay.rolling != lay.rolling:
                 continue
             alt = _tiled_unit(graph, plain, costs, ops, inputs, output, alt_lay)
@@ -284,6 +287,7 @@ def _tiled_unit(
         in_place_rows=piece_rows,
         rolling=sorted(lay.rolling),
         carry=carry,
+        recompute=sorted(lay.recompute),
     )
 
 
@@ -611,8 +615,20 @@ def _partition(
         return spec
     if costs.recompute_weight and not isinstance(spec, NoFit):
         cands = _within_spec_traffic(graph, bufs, u, costs, budget, spec, cands, memo)
+    def within(p) -> bool:
+        return _slow_arena(graph, bufs, p[0], one_region)[1] <= slow_budget
+
+    if costs.recompute_expansions and costs.recompute_weight and (
+            least_sram or (slow_budget is not None and not any(within(p) for p in cands))):
+        # SRAM-only: a boundary costs slow bytes the region may not have, which priced recompute does not see; the
+        # DP with recompute priced at 1/SRAM_RECOMPUTE_DISCOUNT of its weight cuts fewer boundaries (a long head
+        # unit recomputing its expansions' overlap rows, spatial rule 10) and competes too
+        cheap = _partition_with(graph, bufs, u, replace(costs, recompute_weight=costs.recompute_weight /
+                                                        SRAM_RECOMPUTE_DISCOUNT), budget, _dp_partition, memo)
+        if cheap is not None and not isinstance(cheap, NoFit):
+            cands.append(cheap)
     if slow_budget is not None:
-        cands = [p for p in cands if _slow_arena(graph, bufs, p[0], one_region)[1] <= slow_budget] or cands
+        cands = [p for p in cands if within(p)] or cands
     if least_sram:
         return min(cands, key=lambda p: (_sram_of(graph, bufs, p, one_region), _cost_of(graph, bufs, costs, p)))
     return min(cands, key=lambda p: _cost_of(graph, bufs, costs, p))
@@ -633,7 +649,7 @@ def _within_spec_traffic(graph, bufs, u, costs, budget, spec: Planned, cands: li
 
 def _costs(
     graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts, halo_reuse=False,
-    col_tiles=False, force_cols=0,
+    col_tiles=False, force_cols=0, recompute_expansions=False,
 ) -> Costs:
     return Costs(
         weight_bytes_of or default_weight_bytes(graph),
@@ -644,7 +660,8 @@ def _costs(
         halo_reuse,
         col_tiles,
         force_cols,
-        {} if layouts is None else layouts,
+        recompute_expansions=recompute_expansions,
+        layouts={} if layouts is None else layouts,
     )
 
 
@@ -945,7 +962,8 @@ def _plan_bufs(
 
     def attempt(cols: bool) -> Planned | NoFit:
         costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts,
-                       halo_reuse and strategy != "spec", cols, force_cols if cols else 0)
+                       halo_reuse and strategy != "spec", cols, force_cols if cols else 0,
+                       recompute_expansions=(least_sram or slow_budget is not None) and strategy != "spec")
         return _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
                           least_sram=least_sram, slow_budget=slow_budget, one_region=one_region)
 

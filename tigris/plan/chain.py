@@ -59,29 +59,35 @@ def link_reason(graph: AnalyzedGraph, bufs: Buffers, u: Uses, a: StageInfo, b: S
 
 def unit_bands(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, tile_h: int, sample: bool,
-    rolling: bool = False, equal: bool = False,
+    rolling: bool = False, equal: bool = False, partial: bool = False,
 ) -> TiledLayout | None:
     """:func:`plan_bands` of a candidate unit at one tile height, memoized in ``costs.layouts`` (callers treat the
     layout as read-only). ``rolling`` plans halo reuse (spatial rule 9); such a layout whose bands carry nothing is
     None (the unit has no halo to reuse: the recomputing layout is the plan). A rolling layout runs a short first
-    tile where that lowers its peak (``spatial.FIRST_TILE_SHORT``), unless ``equal``.
+    tile where that lowers its peak (``spatial.FIRST_TILE_SHORT``), unless ``equal``. ``partial`` (rolling only)
+    recomputes the overlaps of :func:`recompute_candidates` instead of carrying them (spatial rule 10); None when
+    the unit has none.
 
     The bands are planned once without weights: the weight prefix only raises every step of the band timeline by
     the same amount, so the layout with weights is the same layout with its peak raised, and the searches with and
     without XIP share one memo."""
+    again = recompute_candidates(graph, bufs, ops, output) if rolling and partial else frozenset()
+    if rolling and partial and not again:
+        return None
+
     def planned(key: tuple, first_h: int | None) -> TiledLayout | None:
         if key not in costs.layouts:
             lay = plan_bands(graph, bufs, ops, output, tile_h, 0, costs.scratch_bytes, sample, costs.accumulate_gap,
-                             rolling, first_h=first_h)
+                             rolling, first_h=first_h, recompute=again)
             costs.layouts[key] = None if rolling and lay is not None and not lay.rolling else lay
         return costs.layouts[key]
 
-    key = (tuple(ops), output, tile_h, sample, costs.accumulate_gap, rolling, False)
+    key = (tuple(ops), output, tile_h, sample, costs.accumulate_gap, rolling, False) + (("partial",) if again else ())
     if rolling and spatial.FIRST_TILE_SHORT and tile_h > 1 and not equal:
         # a short first tile (rule 9): the first tile's bands hold every op's halo stacked up on the rows it
         # computes; on one row that prologue no longer sizes the band buffers of the later, taller tiles
         lay = planned(key, None)
-        key = key[:-1] + (True,)
+        key = key[:7] + (True,) + key[7:]
         if key not in costs.layouts:
             short = planned(key + ("short",), 1)
             costs.layouts[key] = short if short is not None and (lay is None or short.peak < lay.peak) else lay
@@ -90,6 +96,25 @@ def unit_bands(
     lay = costs.layouts[key]
     wb = stage_weight_bytes(costs, ops)
     return replace(lay, peak=lay.peak + wb) if lay is not None and wb else lay
+
+
+def recompute_candidates(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str) -> frozenset[str]:
+    """Spatial rule 10's buffers of a unit: each made inside it by an op that reads its activation inputs row for
+    row (a 1x1 conv, an element-wise op) from fewer bytes per row than it writes, so recomputing its overlap rows
+    carries the narrower inputs' rows instead of its own. The unit's output is never one (it is spilled)."""
+    out: set[str] = set()
+    for i in ops:
+        op = graph.ops[i]
+        y = op.outputs[0] if op.outputs else None
+        if y is None or y == output or bufs.root(y) != y or graph.tensors[y].layout not in ROW_LAYOUTS:
+            continue
+        h = graph.tensors[y].shape[2] if len(graph.tensors[y].shape) == 4 else 0
+        acts = [x for x in op.inputs if x and not graph.is_const(x)]
+        if h < 3 or not acts or any(spatial.input_rows(graph, op, x, (1, 2)) != (1, 2) for x in acts):
+            continue
+        if sum(row_bytes(graph, bufs.root(x)) for x in acts) < row_bytes(graph, y):
+            out.add(y)
+    return frozenset(out)
 
 
 def unit_col_bands(
@@ -148,6 +173,10 @@ def fitting_bands(
         lay = unit_bands(graph, bufs, costs, ops, output, tile_h, sample, True)
         if lay is not None and lay.peak <= budget:
             return lay
+        lay = unit_bands(graph, bufs, costs, ops, output, tile_h, sample, True, partial=True) \
+            if costs.recompute_expansions else None
+        if lay is not None and lay.peak <= budget:
+            return lay
     lay = unit_bands(graph, bufs, costs, ops, output, tile_h, sample)
     return lay if lay is not None and lay.peak <= budget else None
 
@@ -174,6 +203,9 @@ def fit_tiles(
         if forced is not None:
             return forced
     roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True) if costs.halo_reuse else None
+    if roll is None and costs.halo_reuse and costs.recompute_expansions:
+        # rule 10: carry the narrow inputs of expansions and recompute those
+        roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True, partial=True)
     if roll is None:
         rows = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, False)
         if rows is None and costs.col_tiles:  # below the row floor: cut the width too (cols rule 5)
@@ -197,19 +229,21 @@ def loaded_bytes(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], lay: T
 
 def _fit_tiles(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, budget: int,
-    guess: int | None, rolling: bool,
+    guess: int | None, rolling: bool, partial: bool = False,
 ) -> TiledLayout | None:
     _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
+    if partial and not recompute_candidates(graph, bufs, ops, output):
+        return None
 
     def layout(th: int) -> TiledLayout | None:
-        return unit_bands(graph, bufs, costs, ops, output, th, False, rolling)
+        return unit_bands(graph, bufs, costs, ops, output, th, False, rolling, partial=partial)
 
     def fits(th: int) -> bool:
         lay = layout(th)
         return lay is not None and lay.peak <= budget
 
     def equal(th: int) -> TiledLayout | None:
-        return unit_bands(graph, bufs, costs, ops, output, th, False, rolling, equal=True)
+        return unit_bands(graph, bufs, costs, ops, output, th, False, rolling, equal=True, partial=partial)
 
     def chosen(th: int) -> TiledLayout | None:
         # a short first tile lets taller tiles fit; equal tiles (searched as without short first tiles: their
@@ -228,7 +262,7 @@ def _fit_tiles(
         # A tall axis: search on sampled tiles (24 per height instead of h / tile_h), then confirm on every tile that
         # the estimate fits and one row more does not; only when that fails, search on every tile.
         def fits_sampled(th: int) -> bool:
-            lay = unit_bands(graph, bufs, costs, ops, output, th, True, rolling)
+            lay = unit_bands(graph, bufs, costs, ops, output, th, True, rolling, partial=partial)
             return lay is not None and lay.peak <= budget
 
         est = largest_fitting(fits_sampled, lo, h)

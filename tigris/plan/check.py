@@ -117,6 +117,14 @@ def check_plan(graph: AnalyzedGraph, plan: MemoryPlan) -> list[str]:
             continue
         acc_out = {graph.ops[i].outputs[0] for i in unit.accumulate}
         carrying = _carrying(unit, acc_out)
+        if unit.recompute:  # spatial rule 10: made inside the unit (not loaded, not spilled), no line buffer
+            made = {n for i in ops for n in bufs.writes[i]}
+            bad_rc = sorted(n for n in unit.recompute if not unit.rolling or n not in made or n in unit.spill
+                            or n in unit.carry or n in acc_out or n not in unit.fast)
+            if bad_rc:
+                errs.append(f"{where}: {bad_rc} are declared recomputed but are not buffers a rolling unit makes "
+                            "and keeps to itself without a line buffer")
+            carrying -= set(unit.recompute)
         if carrying != set(unit.rolling):
             errs.append(f"{where}: buffers {sorted(carrying ^ set(unit.rolling))} carry rows from tile to tile "
                         f"but the unit declares {sorted(unit.rolling)}")

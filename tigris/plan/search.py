@@ -115,9 +115,10 @@ def tiled_traffic(
     # the unit reuses its halos (spatial rule 9) when that fits at one row, as chain.fit_tiles plans it
     one_row = fitting_bands(graph, bufs, costs, ops, out, lo, True, budget)
     rolling = one_row is not None and bool(one_row.rolling)
+    partial = rolling and bool(one_row.recompute)  # spatial rule 10: the layout that fits recomputes expansions
 
     def lay(th: int) -> TiledLayout | None:
-        return unit_bands(graph, bufs, costs, ops, out, th, True, rolling)
+        return unit_bands(graph, bufs, costs, ops, out, th, True, rolling, partial=partial)
 
     th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), lo, h) or lo
     layout = lay(th)

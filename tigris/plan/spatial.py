@@ -51,6 +51,11 @@ Rules:
    (rule 7) never carries. The first tile carries nothing, so its bands hold every op's halo stacked up on the rows
    it computes; a short first tile (one output row, ``FIRST_TILE_SHORT``; the later tiles ``tile_h`` rows each)
    keeps that prologue off the later tiles' band sizes, and the unit takes it where that lowers the peak.
+10. Recomputed overlaps in a rolling unit (``plan_bands(recompute=...)``): a buffer named there carries nothing
+   although its bands overlap; its producer computes the whole band in every tile, so its inputs' needs come from
+   that band. A wide tensor made by a 1x1 conv from a narrow one (an inverted-residual block's expansion, read by a
+   3x3 depthwise conv) then keeps no line buffer: its narrow input carries the overlap rows instead, and the expand
+   recomputes them (``TiledLayout.recompute``, the runtime's "never carries" line-buffer entry).
 """
 from __future__ import annotations
 
@@ -214,6 +219,9 @@ class TiledLayout:
     pixels: dict[str, int] = field(default_factory=dict)
     extra_of: dict[int, int] = field(default_factory=dict)
     first_h: int = 0  # rule 9: output rows of a short first tile (0: the first tile is tile_h rows like the others)
+    # rule 10: buffers of a rolling unit whose bands overlap from tile to tile but which carry nothing: their
+    # producer computes the whole band in every tile (the overlap rows recomputed instead of kept)
+    recompute: frozenset[str] = frozenset()
 
 
 def carried_rows(prev: tuple[int, int] | None, cur: tuple[int, int]) -> int:
@@ -271,11 +279,13 @@ def plan_bands(
     accumulate_gap: bool = False,
     rolling: bool = False,
     first_h: int | None = None,
+    recompute: frozenset[str] = frozenset(),
 ) -> TiledLayout | None:
     """Bands of every tensor of a tiled unit whose single output is ``output`` (rule 6); None if a tensor of the unit
     does not feed the output (its rows would be undefined) or ``tile_h`` makes more than MAX_TILES tiles. With
     ``rolling`` the bands follow rule 9 (halo reuse), and ``first_h`` (below ``tile_h``) makes the first tile that
-    many output rows, the others ``tile_h`` each; None when a carrying band would move backwards.
+    many output rows, the others ``tile_h`` each; None when a carrying band would move backwards. ``recompute``
+    (rolling only, rule 10) names buffers that carry nothing: their producers compute their whole bands every tile.
 
     ``sample`` looks only at the first, middle and last eight tiles: band lengths depend on a tile's position only
     through clipping at the edges and the phase of the strides, so this is a fast *estimate* for searching; the
@@ -312,7 +322,7 @@ def plan_bands(
     for a, count in zip(starts, counted):
         if rolling:
             walked = _rolling_tile(graph, bufs, rev, src, (a, stop_of[a]), output if gap is not None else None,
-                                   prev if count else {})
+                                   prev if count else {}, recompute)
             if walked is None:
                 return None
             rows, fresh = walked
@@ -400,9 +410,13 @@ def plan_bands(
         op = graph.ops[i]
         full = tensor_rows(graph.tensors[op.outputs[0]])
         extra += op_macs(graph, op, computed[op.outputs[0]] - full) if computed[op.outputs[0]] > full else 0
+    # the recomputed buffers the runtime must be told of: those whose bands overlap from one tile to the next
+    told = frozenset(n for n in recompute if any(carried_rows(t0.get(n), t1[n]) for t0, t1 in
+                                                 zip(tile_rows, tile_rows[1:]) if n in t1))
     return TiledLayout(
         tile_h, tile_rows, band, lives, scratch, scratch_of, tl.peak, tl.peak_step, extra, computed,
         [gap] if gap is not None else [], frozenset(line), carry, carry_lives, first_h=first if first < tile_h else 0,
+        recompute=told,
     )
 
 
@@ -438,10 +452,11 @@ def _recompute_tile(
 
 def _rolling_tile(
     graph: AnalyzedGraph, bufs: Buffers, rev: list[int], src: str, out_rows: tuple[int, int], acc_out: str | None,
-    prev: dict[str, tuple[int, int]],
+    prev: dict[str, tuple[int, int]], recompute: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]] | None:
     """Rule 9 for one tile after a tile with bands ``prev`` (empty for the first): (band, fresh rows) of every
-    buffer. An op computes only its output's fresh rows, so its inputs' needs come from those."""
+    buffer. An op computes only its output's fresh rows, so its inputs' needs come from those; a buffer in
+    ``recompute`` (rule 10) has its whole band fresh."""
     needs: dict[str, tuple[int, int]] = {src: out_rows}  # hull of the non-empty needs
     seen = {src}  # buffers some op of the tile reads (or the unit output)
     rows: dict[str, tuple[int, int]] = {}
@@ -451,6 +466,9 @@ def _rolling_tile(
         # a buffer no consumer needs anything new of keeps its previous band (it carries it whole)
         band = needs.get(name) or prev.get(name) or (0, 0)
         p = prev.get(name)
+        if name in recompute:  # rule 10: computed whole in every tile, nothing kept from the tile before
+            rows[name] = fresh[name] = band
+            return True
         if p is not None and p[0] < p[1] and band[0] < p[1] and band[1] < p[1]:
             band = (band[0], p[1])  # what it needs was computed before: it keeps those rows, ending where it did
         if not monotone(p, band):

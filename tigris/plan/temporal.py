@@ -74,6 +74,10 @@ class Costs:
     # column tiles (tigris.plan.cols): a tiled range that does not fit at one output row per tile may cut its width
     col_tiles: bool = False
     force_cols: int = 0  # tests: every tiled unit that can be column-split runs exactly this many column tiles
+    # spatial rule 10: a rolling unit that does not fit carrying everything may recompute its expansions' overlap
+    # rows (chain.recompute_candidates) before it falls back to recomputing every halo; on where slow memory is
+    # bounded (SRAM-only plans), where a unit boundary may not fit at all
+    recompute_expansions: bool = False
     # Band layouts of candidate units (chain.unit_bands). A unit's bands do not depend on the budget, so one dict
     # shared by every probe of a budget search computes each once; it is only valid for one graph and one set of
     # the callables above.

@@ -104,6 +104,10 @@ class ExecUnit:
     # buffer keeps its band buffer alive from tile to tile and carries in place. Empty: the unit recomputes.
     rolling: list[str] = field(default_factory=list)
     carry: dict[str, Placement] = field(default_factory=dict)  # carrying buffer -> its line buffer, live every step
+    # Recomputed overlaps (spatial rule 10; a rolling unit only): buffers whose bands overlap from tile to tile but
+    # which carry nothing, their producer computing the whole band every tile (the line-buffer entry "never
+    # carries"). Not in ``rolling``.
+    recompute: list[str] = field(default_factory=list)
     # Streaming overwrite (unit flag OVERWRITE; tigris.plan.overwrite): spilled output -> the reloaded input dying in
     # this unit whose slow home it shares bytes with. Proven per tile: no tile writes a byte of the output that a
     # later tile still reads of the input. Empty: the unit's slow homes are disjoint.
