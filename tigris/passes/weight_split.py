@@ -328,6 +328,28 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int, tail: tuple[str, ...]
     if tail:  # the groups write the tail's output; the tensors before it are no longer made
         gone = [y.name] + [g.op_by_name(n).outputs[0] for n in tail[:-1]]
         y = g.tensors[g.op_by_name(tail[-1]).outputs[0]]
+    new_ops = _joined(g, op, y, cax, groups, subs, outs, fresh_name)
+    dropped = set(tail)
+    g.ops = g.ops[:idx] + new_ops + [o for o in g.ops[idx + 1:] if o.name not in dropped]
+    if tail:
+        for n in gone:
+            g.tensors.pop(n, None)
+    _drop_unused_weights(g, op)
+    return g
+
+
+def _drop_unused_weights(g: AnalyzedGraph, op: Op) -> None:
+    used = {n for o in g.ops for n in o.inputs}
+    for n in op.inputs[1:]:
+        if n and n in g.weights and n not in used:  # the whole constant is now stored only as its slices
+            del g.weights[n]
+            g.tensors.pop(n, None)
+
+
+def _joined(g: AnalyzedGraph, op: Op, y: Tensor, cax: int, groups: int, subs: list[list[Op]], outs: list[str],
+            fresh_name) -> list[Op]:
+    """The groups' ops ``subs`` (outputs ``outs``) interleaved with the Concats along logical axis ``cax`` that join
+    their outputs into ``y``, at most MAX_INPUTS inputs each (two when they join in place)."""
     rank = len(y.shape)
     cat_attrs = {"axis": physical_axis(cax, rank), "logical_axis": cax, "axis_physical": True,
                  "weight_group": (op.name, -1, groups)}
@@ -353,16 +375,62 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int, tail: tuple[str, ...]
             acc = [t]
     new_ops.append(Op(fresh_name(g, f"{op.name}{GROUP_SUFFIX}cat"), "Concat", tuple(acc), (y.name,),
                       dict(cat_attrs)))
-    dropped = set(tail)
-    g.ops = g.ops[:idx] + new_ops + [o for o in g.ops[idx + 1:] if o.name not in dropped]
-    if tail:
-        for n in gone:
-            g.tensors.pop(n, None)
-    used = {n for o in g.ops for n in o.inputs}
-    for n in op.inputs[1:]:
-        if n and n in g.weights and n not in used:  # the whole constant is now stored only as its slices
-            del g.weights[n]
-            g.tensors.pop(n, None)
+    return new_ops
+
+
+def expansion_of(graph: AnalyzedGraph, name: str) -> str | None:
+    """The depthwise conv whose input op ``name`` (a 1x1 ``Conv``, ``group == 1``) makes, when ``split_expansion``
+    may split the pair: the depthwise conv (multiplier 1) is the expanded tensor's only reader, which is no graph
+    output, and both split by channels. None otherwise."""
+    idx = next((i for i, o in enumerate(graph.ops) if o.name == name), None)
+    if idx is None:
+        return None
+    op = graph.ops[idx]
+    if op.op_type != "Conv" or op.attrs.get("group", 1) != 1 or list(op.attrs.get("kernel_shape", ())) != [1, 1]:
+        return None
+    e = op.outputs[0]
+    readers = [o for o in graph.ops if e in o.inputs]
+    if len(readers) != 1 or e in graph.outputs or readers[0].op_type not in CHANNEL_TYPES:
+        return None
+    dw = readers[0]
+    if dw.inputs[0] != e or _depth_mult(graph, dw) != 1 or splittable(graph, op, channels=True) or \
+            splittable(graph, dw, channels=True):
+        return None
+    return dw.name
+
+
+def split_expansion(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
+    """``graph`` with the 1x1 expansion ``name`` and the depthwise conv it feeds (``expansion_of``) run as ``groups``
+    channel groups: group k is the expand's output-channel group k and the depthwise conv on exactly those channels,
+    reading the group's output directly (no Slice), and the Concats join the depthwise outputs into its output
+    tensor. The expanded tensor is never made whole, so a tiled unit holds one group's expanded rows at a time
+    (docs/memory-planning.md "Boards without slow memory"). Each channel is computed by the same arithmetic from the
+    same bytes, so int8 outputs are the unsplit graph's. A new graph; TigrisError if the pair cannot be split."""
+    dw_name = expansion_of(graph, name)
+    if dw_name is None:
+        raise TigrisError("cannot split as an expansion: not a 1x1 conv feeding only a depthwise conv", name)
+    idx, op = _check(graph, name, True)
+    _, dw = _check(graph, dw_name, True)
+    try:
+        bounds = group_bounds(output_channels(graph, op), groups, channel_step(graph, op))
+    except ValueError as e:
+        raise TigrisError(f"cannot split into channel groups: {e}", name) from None
+    g = graph.replace()
+    fresh_name = _fresh_names(g)
+    subs: list[list[Op]] = []
+    outs: list[str] = []
+    for k, (a, b) in enumerate(bounds):
+        ops, t = _add_group(g, op, a, b, k, groups, fresh_name)
+        (sl, d), u = _add_group(g, dw, a, b, k, groups, fresh_name)
+        g.tensors.pop(sl.outputs[0], None)  # the expand's group is the depthwise group's input: no Slice
+        subs.append(ops + [d.with_(inputs=(t,) + tuple(d.inputs[1:]))])
+        outs.append(u)
+    y = g.tensors[dw.outputs[0]]
+    new_ops = _joined(g, dw, y, 1, groups, subs, outs, fresh_name)
+    g.ops = g.ops[:idx] + new_ops + [o for o in g.ops[idx + 1:] if o.name != dw.name]
+    g.tensors.pop(op.outputs[0], None)
+    _drop_unused_weights(g, op)
+    _drop_unused_weights(g, dw)
     return g
 
 

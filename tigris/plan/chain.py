@@ -99,10 +99,11 @@ def unit_bands(
 
 
 def recompute_candidates(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str) -> frozenset[str]:
-    """Spatial rule 10's buffers of a unit: each made inside it by an op that reads its activation inputs row for
-    row (a 1x1 conv, an element-wise op) from fewer bytes per row than it writes, so recomputing its overlap rows
-    carries the narrower inputs' rows instead of its own. The unit's output is never one (it is spilled)."""
-    out: set[str] = set()
+    """Spatial rule 10's buffers of a unit: made inside it by ops that read their activation inputs row for row (a
+    1x1 conv, an element-wise op), taken together per set of inputs (an expansion's channel groups all read the
+    block's input) where they write more bytes per row than those inputs hold, so recomputing their overlap rows
+    carries the narrower inputs' rows instead of theirs. The unit's output is never one (it is spilled)."""
+    by_inputs: dict[tuple[str, ...], list[str]] = {}
     for i in ops:
         op = graph.ops[i]
         y = op.outputs[0] if op.outputs else None
@@ -112,8 +113,11 @@ def recompute_candidates(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int]
         acts = [x for x in op.inputs if x and not graph.is_const(x)]
         if h < 3 or not acts or any(spatial.input_rows(graph, op, x, (1, 2)) != (1, 2) for x in acts):
             continue
-        if sum(row_bytes(graph, bufs.root(x)) for x in acts) < row_bytes(graph, y):
-            out.add(y)
+        by_inputs.setdefault(tuple(sorted({bufs.root(x) for x in acts})), []).append(y)
+    out: set[str] = set()
+    for xs, ys in by_inputs.items():
+        if sum(row_bytes(graph, x) for x in xs) < sum(row_bytes(graph, y) for y in ys):
+            out.update(ys)
     return frozenset(out)
 
 

@@ -1,0 +1,47 @@
+"""Expansion groups (tigris.passes.weight_split.split_expansion) with recomputed overlaps (spatial rule 10): an
+inverted-residual block's 1x1 expansion and the depthwise conv it feeds run as channel groups, each depthwise group
+reading its expand group directly, so a rolling unit holds one group's expanded rows at a time and recomputes each
+group's overlap row from the block input it carries. On the host runtime both the untiled split graph and its tiled
+plan give the unsplit graph's int8 output bit for bit, with the high-water marks at the plan's peaks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import _rt_plans as P
+from tigris.ir import TigrisError
+from tigris.passes.weight_split import expansion_of, split_expansion
+from tigris.plan.check import check_plan
+from tigris_testing import host_session
+
+
+def _block():
+    """x (24x24x8 int8) -> conv 3x3 -> conv 1x1 to 48 -> dw 3x3/2 -> conv 1x1 to 8 -> y."""
+    return P.chain_graph([("conv", 3, 1, 1), ("conv", 1, 1, 1, 48), ("dw", 3, 2, 1), ("conv", 1, 1, 1, 8)], True, 24,
+                         8, 0)
+
+
+def test_expansion_groups_run_like_the_unsplit_block():
+    Session, _ = host_session()
+    g = _block()
+    assert expansion_of(g, "op1") == "op2" and expansion_of(g, "op0") is None and expansion_of(g, "op3") is None
+    with pytest.raises(TigrisError):
+        split_expansion(g, "op0", 2)
+    s = split_expansion(g, "op1", 5)  # 48 channels in 5 groups: uneven
+    types = [o.op_type for o in s.ops]
+    assert types.count("Slice") == 0 and types.count("DepthwiseConv") == 5 and "t1" not in s.tensors
+    assert types.count("Conv") == 2 + 5 and "Concat" in types
+    want_data, _ = P.compile_graph(g, 1 << 20)
+    x = P.random_input(g, 7)
+    want = Session(want_data).run(x).outputs["y"]
+    untiled, _ = P.compile_graph(s, 1 << 20)
+    np.testing.assert_array_equal(Session(untiled).run(x).outputs["y"], want)
+    # with the slow arena holding x and y only: one rolling unit, every group's expansion recomputed; the unsplit
+    # block needs 4,672 bytes there (test_rt_rolling), the groups half
+    data, plan = P.compile_graph(s, 2320, slow=5248, xip=True)
+    (unit,) = plan.units
+    assert sorted(unit.recompute) == sorted(f"t1/wgroup{k}" for k in range(5)) and plan.fast_peak <= 2320
+    assert check_plan(s, plan) == []
+    got = Session(data).run(x)
+    np.testing.assert_array_equal(got.outputs["y"], want)
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
