@@ -33,7 +33,8 @@ from tigris.plan.spatial import (
 from tigris.plan.chain import col_fits_somewhere, col_layout, fitting_bands, unit_bands
 from tigris.plan.cols import moved_bytes
 from tigris.plan.spatial import TiledLayout
-from tigris.plan.temporal import Costs, Uses, grow_stage, stage_io
+from tigris.plan.temporal import Costs, Uses, grow_stage
+from tigris.plan.types import align_up
 
 INF = (float("inf"), 0, 0)
 
@@ -58,6 +59,12 @@ def dp_units(
     first_untileable = [n] * (n + 1)
     for k in range(n - 1, -1, -1):
         first_untileable[k] = k if not tileable[k] else first_untileable[k + 1]
+    # prefix sums of the copied weights (None with XIP): a range's weight prefix in O(1)
+    weights: list[int] | None = None
+    if not costs.xip:
+        weights = [0] * (n + 1)
+        for k in range(n):
+            weights[k + 1] = weights[k] + costs.weight_bytes(k)
     for i in range(n):
         if best[i] == INF:
             continue
@@ -75,10 +82,19 @@ def dp_units(
             untiled_fits_to = j
         # rule 2; ranges ending at or before untiled_fits_to are skipped: the untiled range has the same estimated
         # cost and no recompute, so it dominates
-        for j in range(max(i + 1, untiled_fits_to + 1), first_untileable[i] + 1):
-            ins, outs = stage_io(bufs, u, i, j)
-            if len(outs) != 1:
+        first_j = max(i + 1, untiled_fits_to + 1)
+        io = _RangeIO(bufs, u, i)
+        for j in range(i + 1, first_untileable[i] + 1):
+            io.extend(j)
+            if j < first_j:
                 continue
+            if weights is not None and align_up(weights[j] - weights[i]) > budget:
+                # a tiled unit holds its ops' weights in its fast prefix (chain.unit_bands adds them to every
+                # layout's peak), and they only grow with the range: no longer range from i fits
+                break
+            if len(io.outs) != 1:
+                continue
+            ins, outs = list(io.ins), list(io.outs)
             ops = range(i, j)
             _, h = tiling_axis(graph, bufs, ops, outs[0], costs.accumulate_gap)
             lay = unit_bands(graph, bufs, costs, ops, outs[0], min_tile_h(h), True)
@@ -103,6 +119,40 @@ def dp_units(
         units.append((range(i, j), tiled))
         j = i
     return units[::-1]
+
+
+class _RangeIO:
+    """``temporal.stage_io`` of the ranges ``[start, stop)`` for stop = start+1, start+2, ..., kept up to date in
+    O(buffers the new op touches) per step instead of re-scanning the range (the DP asks it of every range it
+    prices; on a split graph of thousands of ops that scan was cubic). ``ins`` and ``outs`` are ordered like
+    ``stage_io``'s lists (first seen)."""
+
+    def __init__(self, bufs: Buffers, u: Uses, start: int):
+        self.bufs, self.u, self.start, self.stop = bufs, u, start, start
+        self.ins: dict[str, None] = {}
+        self.outs: dict[str, None] = {}
+        self.written: set[str] = set()
+        self.expire: dict[int, list[str]] = {}  # last use -> outputs that stop leaving the range after it
+
+    def extend(self, stop: int) -> None:
+        bufs, u = self.bufs, self.u
+        for k in range(self.stop, stop):
+            for n in bufs.reads[k]:
+                if u.producer[n] < self.start:
+                    self.ins[n] = None
+            for n in self.expire.pop(k, ()):  # read last by op k: no longer leaves a range that holds k
+                self.outs.pop(n, None)
+            for n in bufs.writes[k]:
+                if n in self.written:
+                    continue
+                self.written.add(n)
+                last = u.last_use.get(n, -1)
+                if n in u.outputs:
+                    self.outs[n] = None
+                elif last > k:
+                    self.outs[n] = None
+                    self.expire.setdefault(last, []).append(n)
+        self.stop = stop
 
 
 def tiled_traffic(
