@@ -5,17 +5,14 @@ plan, int8 and float, and the runtime's fast high-water mark is the plan's peak.
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
-import onnx
 import pytest
 
 from tigris import api
 from tigris.plan.order import search_order
 
-sys.path.insert(0, str(Path(__file__).parent / "families"))
-import builders  # noqa: E402
+from tigris_testing import family_model
 
 logging.getLogger().setLevel(logging.ERROR)  # ORT's quantizer advice
 
@@ -28,12 +25,7 @@ def test_reordered_plans_compute_what_the_baseline_computes(tmp_path, monkeypatc
         from tigris.ops import resize
 
         monkeypatch.setattr(resize, "INT8_INTERP", False)
-    fp = tmp_path / f"{family}.onnx"
-    onnx.save(builders.FAMILIES[family](), str(fp))
-    path = fp
-    if variant == "int8":
-        path = tmp_path / f"{family}_int8.onnx"
-        builders.quantize(fp, path, "int8", True)
+    path = family_model(tmp_path, family, variant == "int8")
     prep = api.prepare(path)
     found = search_order(prep.graph)
     assert found.peak < found.baseline_peak  # the order lowers the untiled peak of this model

@@ -69,22 +69,35 @@ def host_session():
     return Session, PlanError
 
 
-def family_model(tmp: Path, fam: str, int8: bool) -> Path:
-    """tests/families model ``fam`` saved under ``tmp`` (seeded weights), quantized by ORT QDQ when ``int8``."""
-    import sys
-
+def saved_model(tmp: Path, model, name: str, int8: bool) -> Path:
+    """``model`` (an onnx.ModelProto) saved as ``tmp/<name>.onnx``; with ``int8`` that file quantized by ONNX Runtime
+    (QDQ, int8 activations, per-channel int8 weights: tests/families builders.quantize) into ``tmp/<name>_int8.onnx``,
+    whose path is returned."""
     import onnx
 
-    sys.path.insert(0, str(REPO / "tests" / "families"))
-    import builders
-
-    fp = tmp / f"{fam}.onnx"
-    onnx.save(builders.FAMILIES[fam](), str(fp))
+    fp = tmp / f"{name}.onnx"
+    onnx.save(model, str(fp))
     if not int8:
         return fp
-    qp = tmp / f"{fam}_int8.onnx"
-    builders.quantize(fp, qp, "int8", True)
+    qp = tmp / f"{name}_int8.onnx"
+    _builders().quantize(fp, qp, "int8", True)
     return qp
+
+
+def _builders():
+    import sys
+
+    fams = str(REPO / "tests" / "families")
+    if fams not in sys.path:
+        sys.path.insert(0, fams)
+    import builders
+
+    return builders
+
+
+def family_model(tmp: Path, fam: str, int8: bool) -> Path:
+    """tests/families model ``fam`` saved under ``tmp`` (seeded weights), quantized by ORT QDQ when ``int8``."""
+    return saved_model(tmp, _builders().FAMILIES[fam](), fam, int8)
 
 
 def compile_like_untiled(path: Path, prep, budget: int, float_tol: float = 1e-5):

@@ -53,17 +53,9 @@ def kws_cols():
 
 
 def test_shufflenet_v2_int8_cols_plan_on_qemu_matches_host(harness, board_objs, tmp_path):
-    import sys
+    from tigris_testing import family_model
 
-    import onnx
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
-    import builders
-
-    fp, qp = tmp_path / "s.onnx", tmp_path / "s8.onnx"
-    onnx.save(builders.FAMILIES["shufflenet_v2"](), str(fp))
-    builders.quantize(fp, qp, "int8", True)
-    data, x, want, plan, g = _cols_plan(qp)
+    data, x, want, plan, g = _cols_plan(family_model(tmp_path, "shufflenet_v2", True))
     assert any(g.ops[i].op_type == "Gather" for u in plan.units if u.tile_cols for i in u.ops)
     elf = harness.build_plan_app(data, BOARD, tmp_path / "fw", obj_dir=board_objs[BOARD] / "cols")
     (tmp_path / "in0.bin").write_bytes(x)

@@ -80,25 +80,17 @@ def test_token_matmul_takes_its_bias(tmp_path):
     """ORT QDQ int8 of a [1, T, K] x [K, OC] MatMul + bias Add (a transformer's dense layer): the MatMul stays strided
     (matmul_relabel rule 6b) and the Add folds into its C input per output column; the reference agrees with ONNX
     Runtime within 1 LSB of the output scale."""
-    import sys
-    from pathlib import Path
-
     import onnx
 
     from tigris.passes import normalize
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
-    import builders
+    from tigris_testing import saved_model
 
     rng = np.random.default_rng(3)
     m = model([helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Add", ["t", "b"], ["y"])],
               [("x", F, [1, 5, 6])], [("y", F, [1, 5, 4])],
               {"w": rng.standard_normal((6, 4)).astype(np.float32), "b": rng.standard_normal(4).astype(np.float32)},
               opset=13)
-    fp, qp = tmp_path / "d.onnx", tmp_path / "d8.onnx"
-    onnx.save(m, str(fp))
-    builders.quantize(fp, qp, "int8", True)
-    q = onnx.load(str(qp))
+    q = onnx.load(str(saved_model(tmp_path, m, "d", True)))
     g, _ = normalize(load(q), check=True)
     (mm,) = [op for op in g.ops if op.op_type == "MatMul"]
     assert len(mm.inputs) == 3 and not any(op.op_type == "Add" for op in g.ops)

@@ -33,6 +33,7 @@ from tigris.plan.check import check_plan
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
 import builders  # noqa: E402
 import fam_seg  # noqa: E402
+from tigris_testing import saved_model  # noqa: E402
 
 
 def _dw_model(c: int, h: int, k: int, dil: int, mult: int, seed: int) -> onnx.ModelProto:
@@ -45,16 +46,6 @@ def _dw_model(c: int, h: int, k: int, dil: int, mult: int, seed: int) -> onnx.Mo
         g.nodes[-1].attribute.append(onnx.helper.make_attribute("dilations", [dil, dil]))
     y = g.conv(g.op("Relu", [d]), c * mult, 6, 1)
     return fam_seg.finish_typed(g, "dw", [1, 4, h, h], [(y, onnx.TensorProto.FLOAT, [1, 6, h, h])], opset=14)
-
-
-def _paths(tmp_path: Path, m: onnx.ModelProto, int8: bool, name: str = "m") -> Path:
-    fp = tmp_path / f"{name}.onnx"
-    onnx.save(m, fp)
-    if not int8:
-        return fp
-    qp = tmp_path / f"{name}_int8.onnx"
-    builders.quantize(fp, qp, "int8", True)
-    return qp
 
 
 def _ort(path: Path, x: dict) -> np.ndarray:
@@ -81,7 +72,7 @@ CASES = [  # (int8, channels, image, kernel, dilation, multiplier, groups)
 @pytest.mark.parametrize("case", CASES, ids=[f"{'int8' if c[0] else 'f32'}-c{c[1]}-g{c[6]}" for c in CASES])
 def test_depthwise_split_equals_unsplit(tmp_path, case):
     int8, c, h, k, dil, mult, groups = case
-    path = _paths(tmp_path, _dw_model(c, h, k, dil, mult, seed=c * 3 + k), int8)
+    path = saved_model(tmp_path, _dw_model(c, h, k, dil, mult, seed=c * 3 + k), "m", int8)
     prep = api.prepare(path)
     (dw,) = [op for op in prep.graph.ops if op.op_type == "DepthwiseConv"]
     assert splittable(prep.graph, dw) is not None  # not a weight group ...
@@ -118,7 +109,7 @@ def test_depthwise_split_equals_unsplit(tmp_path, case):
 def test_analyze_splits_below_the_floor_only(tmp_path, int8):
     """A 5x5 dilated depthwise conv on 96 x 12 x 12: below its one-row need, analyze runs it as channel groups; the
     plan is proven, within budget at run time, and matches the unsplit plan (int8: its bytes) and ONNX Runtime."""
-    path = _paths(tmp_path, _dw_model(96, 12, 5, 2, 1, seed=7), int8)
+    path = saved_model(tmp_path, _dw_model(96, 12, 5, 2, 1, seed=7), "m", int8)
     prep = api.prepare(path)
     plain_min = api._min_fast(replace(prep, col_tiles=False), None, True)  # rows only, no groups
     (dw,) = [i for i, op in enumerate(prep.graph.ops) if op.op_type == "DepthwiseConv"]
@@ -157,7 +148,7 @@ def test_analyze_splits_below_the_floor_only(tmp_path, int8):
 def test_minimum_with_channel_groups_compiles(tmp_path):
     """``groups_advice`` (the CLI's analyze and compile): the minimum reported is the one with channel groups, below
     the planner's own, and compile at it works; the library default reports the planner's."""
-    path = _paths(tmp_path, _dw_model(96, 12, 5, 2, 1, seed=7), False)
+    path = saved_model(tmp_path, _dw_model(96, 12, 5, 2, 1, seed=7), "m", False)
     prep = api.prepare(path)
     plain_min = api._min_fast(prep, None, True)  # the planner's own (column tiles included), no groups
     low = api.analyze(path, 16, xip=True, tradeoff=False, emit=False, groups_advice=True)
@@ -170,7 +161,7 @@ def test_minimum_with_channel_groups_compiles(tmp_path):
 
 
 def _lraspp(tmp_path: Path, int8: bool) -> Path:
-    return _paths(tmp_path, fam_seg.lraspp_mobilenet_v3_large(), int8, "lraspp_large")
+    return saved_model(tmp_path, fam_seg.lraspp_mobilenet_v3_large(), "lraspp_large", int8)
 
 
 @pytest.mark.slow
@@ -233,7 +224,7 @@ def test_depthwise_split_reference_property(tmp_path_factory, int8, c, h, k, dil
     from tigris.reference import run_reference
 
     groups = data.draw(st.integers(2, c), label="groups")
-    path = _paths(tmp_path_factory.mktemp("p"), _dw_model(c, h, k, dil, mult, seed=c * 31 + h), int8)
+    path = saved_model(tmp_path_factory.mktemp("p"), _dw_model(c, h, k, dil, mult, seed=c * 31 + h), "m", int8)
     prep = api.prepare(path)
     (dw,) = [op for op in prep.graph.ops if op.op_type == "DepthwiseConv"]
     split = _split(prep, {dw.name: groups})
@@ -278,7 +269,7 @@ def _same_without_shortcuts(monkeypatch, path: Path, budget: str, xip: bool) -> 
 def test_group_searches_shortcuts_change_no_answer(tmp_path, monkeypatch, xip):
     """The group searches' shortcuts (feasibility probes, the split attempt refusing before any bisection when an
     op over the budget is one no split helps) report the same minima, limiting op and groups as full plans do."""
-    path = _paths(tmp_path, _dw_model(96, 12, 5, 2, 1, seed=7), False)
+    path = saved_model(tmp_path, _dw_model(96, 12, 5, 2, 1, seed=7), "m", False)
     top = _refused(path, xip)
     for budget in (top // 2 // 16 * 16, top):
         if budget != top and api.analyze(path, budget, xip=xip, tradeoff=False, emit=False).fits:

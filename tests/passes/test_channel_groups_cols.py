@@ -19,7 +19,9 @@ from tigris.passes.weight_split import split_op
 from tigris.plan import min_fast_budget, plan_memory
 from tigris.plan.check import check_plan
 
-from .test_channel_groups import _dw_model, _paths
+from tigris_testing import saved_model
+
+from .test_channel_groups import _dw_model
 
 
 def _split(prep: api.Prepared, name: str, groups: int) -> api.Prepared:
@@ -39,7 +41,7 @@ def _run(prep: api.Prepared, budget: int, x: dict, **plan_kw):
 
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
 def test_channel_slices_run_on_column_bands(tmp_path: Path, int8: bool):
-    path = _paths(tmp_path, _dw_model(24, 9, 3, 1, 1, seed=5), int8)
+    path = saved_model(tmp_path, _dw_model(24, 9, 3, 1, 1, seed=5), "m", int8)
     prep = api.prepare(path)
     (dw,) = [op for op in prep.graph.ops if op.op_type == "DepthwiseConv"]
     split = _split(prep, dw.name, 3)
@@ -68,7 +70,7 @@ def test_channel_slices_run_on_column_bands(tmp_path: Path, int8: bool):
 def test_slice_along_w_is_not_column_local(tmp_path: Path):
     from dataclasses import replace
 
-    path = _paths(tmp_path, _dw_model(8, 6, 3, 1, 1, seed=2), False)
+    path = saved_model(tmp_path, _dw_model(8, 6, 3, 1, 1, seed=2), "m", False)
     prep = api.prepare(path)
     (dw,) = [op for op in prep.graph.ops if op.op_type == "DepthwiseConv"]
     g = split_op(prep.graph, dw.name, 2)
@@ -107,7 +109,7 @@ def test_groups_with_column_tiles_lower_the_minimum(tmp_path: Path, int8: bool):
 
     from tigris.report import render_analysis
 
-    path = _paths(tmp_path, _pool_dw_model(8, 64, 12, 16), int8)
+    path = saved_model(tmp_path, _pool_dw_model(8, 64, 12, 16), "m", int8)
     prep = api.prepare(path)
 
     def advice(p: api.Prepared) -> dict:

@@ -45,21 +45,13 @@ def test_chains_that_move_pixels_stay():
 def test_int8_shuffle_is_the_transposes_bytes(tmp_path):
     """ORT-quantized (QDQ int8) shuffle: the normalized graph has the Gather, and the reference executor gives the
     codes the original chain gives (the chain kept by skipping the pass)."""
-    import sys
-    from pathlib import Path
+    import onnx
 
     from tigris.passes import PIPELINE
     from tigris.reference import run_reference
+    from tigris_testing import saved_model
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
-    import builders
-
-    fp, qp = tmp_path / "s.onnx", tmp_path / "s8.onnx"
-    fp.write_bytes(_shuffle(3, 12).SerializeToString())
-    builders.quantize(fp, qp, "int8", True)
-    import onnx
-
-    m = onnx.load(str(qp))
+    m = onnx.load(str(saved_model(tmp_path, _shuffle(3, 12), "s", True)))
     g_new, _ = normalize(load(m), check=True)
     g_old, _ = normalize(load(m), check=True, passes=tuple(p for p in PIPELINE if p.name != "channel_shuffle"))
     assert "Gather" in [op.op_type for op in g_new.ops] and "Gather" not in [op.op_type for op in g_old.ops]

@@ -33,6 +33,7 @@ from tigris.plan.check import check_plan
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
 import builders  # noqa: E402
 import fam_seg  # noqa: E402
+from tigris_testing import saved_model  # noqa: E402
 
 
 def _head_model(c: int, h: int, act: str | None, pool: str, seed: int, k: int | None = None) -> onnx.ModelProto:
@@ -57,16 +58,6 @@ def _head_model(c: int, h: int, act: str | None, pool: str, seed: int, k: int | 
     return fam_seg.finish_typed(g, "head", [1, 4, h, h], [(z, onnx.TensorProto.FLOAT, [1, 10])], opset=14)
 
 
-def _paths(tmp_path: Path, m: onnx.ModelProto, int8: bool) -> Path:
-    fp = tmp_path / "m.onnx"
-    onnx.save(m, fp)
-    if not int8:
-        return fp
-    qp = tmp_path / "m_int8.onnx"
-    builders.quantize(fp, qp, "int8", True)
-    return qp
-
-
 def _input(h: int, seed: int) -> dict[str, np.ndarray]:
     return {"x": np.random.default_rng(seed).standard_normal((1, 4, h, h)).astype(np.float32)}
 
@@ -77,7 +68,7 @@ def _head(prep: api.Prepared):
 
 
 def test_channel_tail_is_the_reducing_chain(tmp_path):
-    m = _paths(tmp_path, _head_model(40, 5, "HardSwish", "GlobalAveragePool", 1), False)
+    m = saved_model(tmp_path, _head_model(40, 5, "HardSwish", "GlobalAveragePool", 1), "m", False)
     prep = api.prepare(m)
     g = prep.graph
     tail = channel_tail(g, _head(prep).name)
@@ -113,7 +104,7 @@ CASES = [  # (int8, channels, image, activation, pooling op, its window (None: t
 @pytest.mark.parametrize("case", CASES, ids=[f"{'int8' if c[0] else 'f32'}-{c[4]}-g{c[6]}" for c in CASES])
 def test_split_with_tail_equals_unsplit(tmp_path, case):
     int8, c, h, act, pool, k, groups = case
-    path = _paths(tmp_path, _head_model(c, h, act, pool, seed=c + h, k=k), int8)
+    path = saved_model(tmp_path, _head_model(c, h, act, pool, seed=c + h, k=k), "m", int8)
     prep = api.prepare(path)
     conv = _head(prep)
     tail = channel_tail(prep.graph, conv.name)
@@ -155,7 +146,7 @@ def test_analyze_splits_the_head_below_the_pool_floor(tmp_path, pool):
     """256 channels on 6x6 int8: the pooling op alone needs more than the budget (with column tiles too); analyze
     splits the 1x1 conv with its pooling tail, and the plan runs like the untiled one."""
     h = 6
-    path = _paths(tmp_path, _head_model(256, h, None, pool, seed=5), True)
+    path = saved_model(tmp_path, _head_model(256, h, None, pool, seed=5), "m", True)
     prep = api.prepare(path)
     conv = _head(prep)
     pool_op = prep.graph.op_by_name(channel_tail(prep.graph, conv.name)[-1])
@@ -226,7 +217,7 @@ def test_split_with_tail_property(tmp_path_factory, data):
     pool, k = data.draw(st.sampled_from([("GlobalAveragePool", None), ("MaxPool", None)] +
                                         ([("AveragePool", 2), ("MaxPool", 2)] if h % 2 == 0 else [])), "pool")
     tmp = tmp_path_factory.mktemp("tail")
-    path = _paths(tmp, _head_model(c, h, act, pool, seed=c * 7 + h, k=k), int8)
+    path = saved_model(tmp, _head_model(c, h, act, pool, seed=c * 7 + h, k=k), "m", int8)
     prep = api.prepare(path)
     conv = _head(prep)
     tail = channel_tail(prep.graph, conv.name)
@@ -249,7 +240,7 @@ def test_split_with_tail_property(tmp_path_factory, data):
 def test_group_searches_shortcuts_change_no_answer_with_tails(tmp_path, monkeypatch):
     """The split attempt's early refusal (``can_grow``) and the searches' feasibility probes answer for a pool
     over the budget as full plans do: the same minima, limiting op and groups."""
-    path = _paths(tmp_path, _head_model(256, 6, None, "GlobalAveragePool", seed=5), True)
+    path = saved_model(tmp_path, _head_model(256, 6, None, "GlobalAveragePool", seed=5), "m", True)
 
     def advice(budget: int) -> dict:
         a = api.analyze(path, budget, xip=True, tradeoff=False, emit=False, groups_advice=True)

@@ -16,6 +16,7 @@ from tigris.passes import PIPELINE, normalize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
 import builders  # noqa: E402
+from tigris_testing import saved_model  # noqa: E402
 
 POOL = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
 
@@ -63,12 +64,9 @@ def test_the_rewrite_is_bit_exact(tmp_path, int8):
     s = g.op("Relu", [g.conv("x", 3, 4, 1)])
     cat = g.op("Concat", [g.op("Relu", [g.conv(s, 4, 6, 1)]), g.conv(s, 4, 5, 3)], axis=1)
     y = g.op("MaxPool", [cat], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
-    path = tmp_path / "m.onnx"
-    onnx.save(builders._finish(g, "fire_pool", [1, 3, 12, 13], g.conv(y, 11, 3, 1)), str(path))
     if int8:
         logging.getLogger().setLevel(logging.ERROR)
-        builders.quantize(path, tmp_path / "q.onnx", "int8", per_channel=True)
-        path = tmp_path / "q.onnx"
+    path = saved_model(tmp_path, builders._finish(g, "fire_pool", [1, 3, 12, 13], g.conv(y, 11, 3, 1)), "m", int8)
     base = load(onnx.load(str(path)))
     with_pass, _ = normalize(base, check=True)
     assert [o.op_type for o in with_pass.ops].count("MaxPool") == 2

@@ -24,6 +24,7 @@ from tigris.reference import run_reference
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
 import builders  # noqa: E402
+from tigris_testing import family_model  # noqa: E402
 
 logging.getLogger().setLevel(logging.ERROR)  # ORT's quantizer advice
 RNG = np.random.default_rng(11)
@@ -40,16 +41,6 @@ def _moving(g) -> list:
     return [op for op in _transposes(g) if list(op.attrs["perm"]) != list(range(len(op.attrs["perm"])))]
 
 
-def _family(tmp_path: Path, fam: str, int8: bool) -> Path:
-    fp = tmp_path / f"{fam}.onnx"
-    onnx.save(builders.FAMILIES[fam](), str(fp))
-    if not int8:
-        return fp
-    qp = tmp_path / f"{fam}_int8.onnx"
-    builders.quantize(fp, qp, "int8", True)
-    return qp
-
-
 @pytest.mark.parametrize("fam", ["mcunet_nhwc", "onnx2tf_moves"])
 def test_float_islands_lose_every_transpose(fam):
     m = builders.FAMILIES[fam]()
@@ -64,7 +55,7 @@ def test_float_islands_lose_every_transpose(fam):
 def test_int8_requantizing_transposes_keep_their_codes(tmp_path, fam):
     """ORT's Transposes after a Conv carry a removed Clip's grid: they leave an identity permutation that
     requantizes (pointwise), and the codes are those of the graph normalized without the pass."""
-    m = onnx.load(str(_family(tmp_path, fam, True)))
+    m = onnx.load(str(family_model(tmp_path, fam, True)))
     g, _ = normalize(load(m), check=True)
     g0, _ = normalize(load(m), check=True, passes=WITHOUT)
     assert _moving(g) == [] and len(_moving(g0)) >= 2
@@ -86,7 +77,7 @@ def test_plans_below_the_transpose_floor(tmp_path, fam, old, int8):
     within 1e-4 of ONNX Runtime), with the high-water mark at the plan's peak."""
     import onnxruntime as ort
 
-    path = _family(tmp_path, fam, int8)
+    path = family_model(tmp_path, fam, int8)
     prep = api.prepare(path)
     a = api.analyze(path, "64", xip=True, tradeoff=False, emit=False, prepared=prep)
     m = a.json["min_fast_budget_bytes"]

@@ -8,7 +8,6 @@ means over each token's features runs as sequence GAPs, pass reducemean_gap rule
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,24 +21,13 @@ from onnx import TensorProto, helper, numpy_helper
 from tigris import api
 from tigris.plan.check import check_plan
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
-import builders  # noqa: E402
+from tigris_testing import family_model, saved_model  # noqa: E402
 
 logging.getLogger().setLevel(logging.ERROR)  # ORT's quantizer advice
 
 # the --xip figure of each family before these rules (docs/benchmarks.md plan_col_tiles, row tiles)
 EARLIER = {("vit_block", False): 4096, ("vit_block", True): 1024, ("vit_cls", False): 4496, ("vit_cls", True): 1136,
            ("vit_block_decomposed", False): 4096, ("vit_block_decomposed", True): 1088}
-
-
-def _path(tmp_path: Path, m: onnx.ModelProto, int8: bool, name: str = "m") -> Path:
-    fp = tmp_path / f"{name}.onnx"
-    onnx.save(m, str(fp))
-    if not int8:
-        return fp
-    qp = tmp_path / f"{name}_int8.onnx"
-    builders.quantize(fp, qp, "int8", True)
-    return qp
 
 
 def _run_like_untiled(path: Path, budget: int, seed: int = 1):
@@ -63,7 +51,7 @@ def _run_like_untiled(path: Path, budget: int, seed: int = 1):
 
 @pytest.mark.parametrize("fam,int8", sorted(EARLIER))
 def test_vit_families_below_the_earlier_figure(tmp_path, fam, int8):
-    path = _path(tmp_path, builders.FAMILIES[fam](), int8, fam)
+    path = family_model(tmp_path, fam, int8)
     a = api.analyze(path, "64", xip=True, tradeoff=False, emit=False)
     m = a.json["min_fast_budget_bytes"]
     assert m <= 0.8 * EARLIER[(fam, int8)], m
@@ -100,7 +88,7 @@ def test_random_products_on_row_bands(tmp_path_factory, heads, m, k, frac, int8,
     from tigris.plan import min_fast_budget
 
     tmp = tmp_path_factory.mktemp("mm")
-    path = _path(tmp, _attention(heads, m, k, seed), int8)
+    path = saved_model(tmp, _attention(heads, m, k, seed), "m", int8)
     prep = api.prepare(path)
     (mm,) = [i for i, op in enumerate(prep.graph.ops) if op.op_type == "MatMul"]
     from tigris.ops import kind_for
@@ -120,7 +108,7 @@ def test_products_that_do_not_tile_stay_structural(tmp_path):
     """A rank-3 product (M is a channel axis of nwc) and one whose first operand is constant read whole."""
     from tigris.ops import kind_for
 
-    path = _path(tmp_path, builders.FAMILIES["vit_block_decomposed"](), False, "d")
+    path = family_model(tmp_path, "vit_block_decomposed", False)
     prep = api.prepare(path)
     g = prep.graph
     prods = [op for op in g.ops if op.op_type == "MatMul" and not g.is_const(op.inputs[1])]

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
 import builders  # noqa: E402
 
-from tigris_testing import host_runtime
+from tigris_testing import host_runtime, saved_model  # noqa: E402
 from tigris.ir import DoesNotFitError  # noqa: E402
 from tigris.plan.check import check_plan  # noqa: E402
 
@@ -49,14 +49,9 @@ def fire_model(size: int = 25, fires=((8, 16), "pool", (8, 16)), seed: int = 3) 
 
 
 def _paths(tmp: Path, int8: bool) -> Path:
-    fp = tmp / "fires.onnx"
-    onnx.save(fire_model(), str(fp))
-    if not int8:
-        return fp
-    qp = tmp / "fires_int8.onnx"
-    logging.getLogger().setLevel(logging.ERROR)
-    builders.quantize(fp, qp, "int8", per_channel=True)
-    return qp
+    if int8:
+        logging.getLogger().setLevel(logging.ERROR)
+    return saved_model(tmp, fire_model(), "fires", int8)
 
 
 def _concat_in_cols(prep, plan) -> int:
@@ -228,12 +223,9 @@ def test_random_branched_graphs_in_cols_units_run_like_untiled(runtime_ok, tmp_p
     column tiles at their smallest budget and on forced grids below the row floor: every plan proven, and on the
     host runtime the untiled plan's output bit for bit (int8 and float), the fast high-water mark the plan's peak."""
     d = tmp_path_factory.mktemp("rnd")
-    fp = d / "m.onnx"
-    onnx.save(random_model(blocks, h, w, seed), str(fp))
     if int8:
         logging.getLogger().setLevel(logging.ERROR)
-        builders.quantize(fp, d / "q.onnx", "int8", per_channel=True)
-        fp = d / "q.onnx"
+    fp = saved_model(d, random_model(blocks, h, w, seed), "m", int8)
 
     def budgets(prep, kw):
         from tigris.plan import min_fast_budget

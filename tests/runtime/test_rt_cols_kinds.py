@@ -32,10 +32,6 @@ def session():
     return host_session()[0]
 
 
-def _family(tmp: Path, fam: str, int8: bool) -> Path:
-    return family_model(tmp, fam, int8)
-
-
 def _below_row_floor(path: Path, ratio: float = 0.8, cols: bool = True):
     """Compile at the smallest budget with column tiles (the planner's) and check it against the untiled plan;
     (prep, compiled, inputs, outputs). ``cols``: the plan has column-split units (analyze may also fit that budget
@@ -84,7 +80,7 @@ def test_whole_image_avgpool_and_gap_kernels_agree(session):
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
 def test_person_mbv1_whole_image_avgpool_accumulates_over_a_grid(session, tmp_path, int8):
     """person_mbv1 ends in an AveragePool over its 3x3 map: as a GAP it ends a column-split ACCUM unit."""
-    path = _family(tmp_path, "person_mbv1", int8)
+    path = family_model(tmp_path, "person_mbv1", int8)
     prep, c, x, outputs = _below_row_floor(path)
     assert "AveragePool" not in [op.op_type for op in prep.graph.ops]
     assert any(u.tile_cols and u.accumulate for u in c.analysis.plan.units)
@@ -105,7 +101,7 @@ def test_kws_dscnn_below_its_row_floor(session, rel):
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
 @pytest.mark.parametrize("fam", ["shuffle", "shufflenet_v2", "yolo_fastest_v2"])
 def test_channel_shuffles_run_per_pixel(session, tmp_path, fam, int8):
-    path = _family(tmp_path, fam, int8)
+    path = family_model(tmp_path, fam, int8)
     prep, c, x, outputs = _below_row_floor(path)
     assert "Gather" in [op.op_type for op in prep.graph.ops]
     assert "Transpose" not in [op.op_type for op in prep.graph.ops]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tigris_testing import host_session
+from tigris_testing import host_session, saved_model
 from tigris import api
 from tigris.ops.conv import CONV_MR
 
@@ -40,10 +40,7 @@ def _model(tmp_path: Path) -> Path:
     g = builders._new(11)
     y = g.conv(g.op("Relu", [g.conv("x", 96, 16, 1)]), 16, 8, 3)
     m = fam_seg.finish_typed(g, "narrow", [1, 96, 5, 5], [(y, onnx.TensorProto.FLOAT, [1, 8, 5, 5])], opset=14)
-    fp, qp = tmp_path / "n.onnx", tmp_path / "n_int8.onnx"
-    onnx.save(m, fp)
-    builders.quantize(fp, qp, "int8", True)
-    return qp
+    return saved_model(tmp_path, m, "n", True)
 
 
 def test_one_pixel_conv_tiles_run_like_untiled(session, tmp_path):

@@ -24,6 +24,7 @@ from tigris.plan.check import check_plan
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
 import builders  # noqa: E402
 import fam_seg  # noqa: E402
+from tigris_testing import saved_model  # noqa: E402
 
 
 def _model(tmp_path: Path, c: int, h: int, int8: bool) -> Path:
@@ -34,13 +35,7 @@ def _model(tmp_path: Path, c: int, h: int, int8: bool) -> Path:
     w = (g.rng.standard_normal((10, c)) / np.sqrt(c)).astype(np.float32)
     z = g.op("Gemm", [f, g.const(w), g.const((g.rng.standard_normal(10) * 0.1).astype(np.float32), "b")], transB=1)
     m = fam_seg.finish_typed(g, "head", [1, 4, h, h], [(z, onnx.TensorProto.FLOAT, [1, 10])], opset=14)
-    fp = tmp_path / "head.onnx"
-    onnx.save(m, fp)
-    if not int8:
-        return fp
-    qp = tmp_path / "head_int8.onnx"
-    builders.quantize(fp, qp, "int8", True)
-    return qp
+    return saved_model(tmp_path, m, "head", int8)
 
 
 def _minimum(path: Path, prep=None) -> int:

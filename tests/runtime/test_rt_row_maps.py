@@ -46,10 +46,6 @@ def session():
         pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
 
 
-def _family(tmp: Path, fam: str, int8: bool) -> Path:
-    return family_model(tmp, fam, int8)
-
-
 def _earlier_floor(path: Path, monkeypatch) -> int:
     """The smallest budget with row tiles only and the earlier rules (prepared again: the passes read them)."""
     with monkeypatch.context() as m:
@@ -81,7 +77,7 @@ def _tiled_ops(prep, c) -> set[str]:
 
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
 def test_reflect_pad_of_the_rows_runs_on_row_bands(session, tmp_path, monkeypatch, int8):
-    path = _family(tmp_path, "pad_modes", int8)
+    path = family_model(tmp_path, "pad_modes", int8)
     prep, c, x, outputs = _below_earlier_floor(path, monkeypatch)
     pads = [op for op in prep.graph.ops if op.op_type == "Pad" and op.attrs.get("row_src")]
     assert pads and pads[0].attrs["mode"] == "reflect"
@@ -145,7 +141,7 @@ def test_dscnn1d_pool_and_convs_below_the_earlier_floor(session, tmp_path, monke
     from tigris.codegen.planinfo import read_plan_info
     from tigris.ops.conv import CONV_MR
 
-    path = _family(tmp_path, "dscnn1d", int8)
+    path = family_model(tmp_path, "dscnn1d", int8)
     prep, c, x, outputs = _below_earlier_floor(path, monkeypatch)
     ops = [op.op_type for op in prep.graph.ops]
     assert "AveragePool" not in ops and "GlobalAveragePool" in ops
@@ -194,7 +190,7 @@ def test_streaming_wakeword_fits_below_its_row_floor_with_channel_groups(session
 
 @pytest.mark.parametrize("fam", ["lraspp", "bilinear_unet"])
 def test_int8_linear_resize_without_its_float_island(session, tmp_path, monkeypatch, fam):
-    path = _family(tmp_path, fam, True)
+    path = family_model(tmp_path, fam, True)
     prep, c, x, outputs = _below_earlier_floor(path, monkeypatch)
     ups = [op for op in prep.graph.ops if op.op_type == "Resize" and op.attrs.get("mode") == "linear"]
     assert ups and all(prep.graph.tensors[op.outputs[0]].dtype == "int8" for op in ups)

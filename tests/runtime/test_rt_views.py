@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
 import builders  # noqa: E402
 
 import _rt_plans as P  # noqa: E402
+from tigris_testing import saved_model  # noqa: E402
 import tigris.plan as planner  # noqa: E402
 from tigris.emit import emit_plan, read_plan  # noqa: E402
 from tigris.emit import format as F  # noqa: E402
@@ -61,13 +62,10 @@ def _prepared(tmp: Path, int8: bool, model: onnx.ModelProto | None = None):
     from tigris import api
     from tigris.ops import lower
 
-    fp = tmp / "views.onnx"
-    onnx.save(model or views_model(), str(fp))
+    path = saved_model(tmp, model or views_model(), "views", int8)
+    prep = api.prepare(path)
     if not int8:
-        return fp, api.prepare(fp)
-    qp = tmp / "views_int8.onnx"
-    builders.quantize(fp, qp, "int8", True)
-    prep = api.prepare(qp)
+        return path, prep
     g = prep.graph
     tensors = dict(g.tensors)
     for op in g.ops:
@@ -75,7 +73,7 @@ def _prepared(tmp: Path, int8: bool, model: onnx.ModelProto | None = None):
             for n in op.inputs:
                 tensors[n] = replace(tensors[n], quant=tensors[op.outputs[0]].quant)
     g = replace(g, tensors=tensors)
-    return qp, api.Prepared(g, prep.reports, [lower(g, op) for op in g.ops])
+    return path, api.Prepared(g, prep.reports, [lower(g, op) for op in g.ops])
 
 
 def _plan(prep, budget: int, views: bool):
