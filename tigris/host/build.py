@@ -3,7 +3,9 @@
 Why a cache keyed by a hash of the sources: the package is installed editable and the C files change while the
 team works; keying on content means a stale extension is never loaded and an unchanged one is never rebuilt. The
 cache lives in ``$TIGRIS_CACHE_DIR`` or ``~/.cache/tigris``; each version gets ``<cache>/<hash>/``. A build goes into a
-private temporary folder and is renamed into place, so two processes building at once cannot load half a library.
+private temporary folder and is renamed into place, so two processes building at once cannot load half a library;
+a lock file beside it makes a second process (a parallel test worker, another shell) wait for the first one's build
+instead of compiling the same sources again.
 
 The same source discovery is used by the fuzz driver build (:func:`c_sources`, :func:`kernel_stubs_source`).
 """
@@ -17,6 +19,7 @@ import re
 import shutil
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -292,6 +295,24 @@ def _build(rs: RuntimeSources, digest: str, dest: Path, isa: str) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+@contextmanager
+def _build_lock(dest: Path):
+    """Hold ``<dest>.lock`` exclusively (POSIX ``flock``; where there is none, no lock: the rename above still keeps
+    concurrent builds apart, they only repeat the work)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest.with_name(dest.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _load(dest: Path, digest: str) -> ModuleType | None:
     name = _module_name(digest)
     for p in dest.glob(name + "*"):
@@ -320,8 +341,11 @@ def _runtime(isa: str) -> ModuleType:
     dest = cache_root() / digest
     mod = _load(dest, digest) if dest.is_dir() else None
     if mod is None:
-        _build(rs, digest, dest, isa)
-        mod = _load(dest, digest)
+        with _build_lock(dest):
+            mod = _load(dest, digest) if dest.is_dir() else None  # built meanwhile by the lock's holder
+            if mod is None:
+                _build(rs, digest, dest, isa)
+                mod = _load(dest, digest)
     if mod is None:
         raise RuntimeError(f"could not load the runtime extension from {dest}")
     return mod
