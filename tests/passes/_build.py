@@ -33,6 +33,12 @@ def model(nodes: Sequence[onnx.NodeProto], inputs: Sequence[tuple[str, int, Sequ
     return m
 
 
+def xy_model(nodes: Sequence[onnx.NodeProto], inits: dict[str, np.ndarray], x_shape: Sequence[int],
+             y_shape: Sequence[int]) -> onnx.ModelProto:
+    """A float model from input ``x`` to output ``y`` (the weight-group and K-group tests' random models)."""
+    return model(nodes, [("x", onnx.TensorProto.FLOAT, x_shape)], [("y", onnx.TensorProto.FLOAT, y_shape)], inits)
+
+
 def load(m: onnx.ModelProto) -> AnalyzedGraph:
     return load_onnx_model(m)
 

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from tigris import api
 from tigris.ir import TigrisError
@@ -24,18 +24,10 @@ from tigris.ops import lower
 from tigris.passes.weight_split import input_channels, k_splittable, split_k
 from tigris.plan.check import check_plan
 
+from passes._build import xy_model
 from tigris_testing import shared_model
 
 F = TensorProto.FLOAT
-
-
-def _mk(nodes, inits, x_shape, y_shape) -> onnx.ModelProto:
-    g = helper.make_graph(nodes, "k", [helper.make_tensor_value_info("x", F, x_shape)],
-                          [helper.make_tensor_value_info("y", F, y_shape)],
-                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
 
 
 def _models(rng) -> dict[str, tuple[onnx.ModelProto, tuple[int, ...]]]:
@@ -44,23 +36,24 @@ def _models(rng) -> dict[str, tuple[onnx.ModelProto, tuple[int, ...]]]:
     six = {"lo": np.float32(0), "hi": np.float32(6)}
     return {
         # 1x1 conv with a fused Relu6: the activation must follow the last Add, not each partial conv
-        "conv1x1_relu6": (_mk([n("Conv", ["x", "w", "b"], ["c"], kernel_shape=[1, 1]),
-                               n("Clip", ["c", "lo", "hi"], ["y"])],
-                              {"w": r(20, 37, 1, 1), "b": r(20), **six}, [1, 37, 3, 3], [1, 20, 3, 3]), (1, 37, 3, 3)),
-        "conv3x3_s2": (_mk([n("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
-                              strides=[2, 2])],
-                           {"w": r(11, 19, 3, 3), "b": r(11)}, [1, 19, 7, 7], [1, 11, 4, 4]), (1, 19, 7, 7)),
-        "conv_nobias": (_mk([n("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
-                            {"w": r(9, 13, 3, 3)}, [1, 13, 5, 4], [1, 9, 5, 4]), (1, 13, 5, 4)),
-        "conv1d": (_mk([n("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3], pads=[1, 1])],
-                       {"w": r(21, 17, 3), "b": r(21)}, [1, 17, 9], [1, 21, 9]), (1, 17, 9)),
+        "conv1x1_relu6": (xy_model([n("Conv", ["x", "w", "b"], ["c"], kernel_shape=[1, 1]),
+                                    n("Clip", ["c", "lo", "hi"], ["y"])],
+                                   {"w": r(20, 37, 1, 1), "b": r(20), **six}, [1, 37, 3, 3], [1, 20, 3, 3]),
+                          (1, 37, 3, 3)),
+        "conv3x3_s2": (xy_model([n("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                   strides=[2, 2])],
+                                {"w": r(11, 19, 3, 3), "b": r(11)}, [1, 19, 7, 7], [1, 11, 4, 4]), (1, 19, 7, 7)),
+        "conv_nobias": (xy_model([n("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                                 {"w": r(9, 13, 3, 3)}, [1, 13, 5, 4], [1, 9, 5, 4]), (1, 13, 5, 4)),
+        "conv1d": (xy_model([n("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3], pads=[1, 1])],
+                            {"w": r(21, 17, 3), "b": r(21)}, [1, 17, 9], [1, 21, 9]), (1, 17, 9)),
         # Gemms with transA stay MatMuls with a constant B (A is [K, M]); alpha scales every partial product
-        "matmul": (_mk([n("Gemm", ["x", "B", "C"], ["y"], transA=1, alpha=0.5)], {"B": r(16, 27), "C": r(27)},
-                       [16, 5], [5, 27]), (16, 5)),
-        "matmul_tb": (_mk([n("Gemm", ["x", "B", "C"], ["y"], transA=1, transB=1)], {"B": r(27, 16), "C": r(1, 27)},
-                          [16, 5], [5, 27]), (16, 5)),
-        "gemm": (_mk([n("Gemm", ["x", "w", "b"], ["g"], transB=1), n("Relu", ["g"], ["y"])],
-                     {"w": r(10, 45), "b": r(10)}, [1, 45], [1, 10]), (1, 45)),
+        "matmul": (xy_model([n("Gemm", ["x", "B", "C"], ["y"], transA=1, alpha=0.5)], {"B": r(16, 27), "C": r(27)},
+                            [16, 5], [5, 27]), (16, 5)),
+        "matmul_tb": (xy_model([n("Gemm", ["x", "B", "C"], ["y"], transA=1, transB=1)], {"B": r(27, 16), "C": r(1, 27)},
+                               [16, 5], [5, 27]), (16, 5)),
+        "gemm": (xy_model([n("Gemm", ["x", "w", "b"], ["g"], transB=1), n("Relu", ["g"], ["y"])],
+                          {"w": r(10, 45), "b": r(10)}, [1, 45], [1, 10]), (1, 45)),
     }
 
 
@@ -112,10 +105,10 @@ def _wide_model(rng) -> onnx.ModelProto:
     """A 1x1 conv over 600 channels to 20 (48,000 bytes of weights; one panel of 8 output channels over every
     input channel is 19,200) with a fused Relu6, on a 2x2 image."""
     n = helper.make_node
-    return _mk([n("Conv", ["x", "w", "b"], ["c"], kernel_shape=[1, 1]), n("Clip", ["c", "lo", "hi"], ["y"])],
-               {"w": (rng.standard_normal((20, 600, 1, 1)) * 0.05).astype(np.float32),
-                "b": rng.standard_normal(20).astype(np.float32), "lo": np.float32(0), "hi": np.float32(6)},
-               [1, 600, 2, 2], [1, 20, 2, 2])
+    return xy_model([n("Conv", ["x", "w", "b"], ["c"], kernel_shape=[1, 1]), n("Clip", ["c", "lo", "hi"], ["y"])],
+                    {"w": (rng.standard_normal((20, 600, 1, 1)) * 0.05).astype(np.float32),
+                     "b": rng.standard_normal(20).astype(np.float32), "lo": np.float32(0), "hi": np.float32(6)},
+                    [1, 600, 2, 2], [1, 20, 2, 2])
 
 
 @pytest.mark.parametrize("comp", ["none", "lz4"])

@@ -19,7 +19,7 @@ import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from tigris import api
 from tigris.ir import TigrisError
@@ -28,6 +28,7 @@ from tigris.passes.weight_split import group_bounds, split_op, splittable
 from tigris.plan import NoFit
 from tigris.plan.check import check_plan
 
+from passes._build import model, xy_model
 from tigris_testing import shared_model
 
 F, I8 = TensorProto.FLOAT, TensorProto.INT8
@@ -95,13 +96,7 @@ def _model(rng, int8: bool, c: int, oc: int, h: int, k: int, nf: int, per_tensor
             n("Gemm", ["f", "w2d", "b2d"], ["g"], transB=1),
             n("QuantizeLinear", ["g", "sy", "zy"], ["yq"]), n("DequantizeLinear", ["yq", "sy", "zy"], ["y"]),
         ]
-    graph = helper.make_graph(
-        nodes, "wsplit", [helper.make_tensor_value_info("x", F, [1, c, h, h])],
-        [helper.make_tensor_value_info("y", F, [1, nf])],
-        [numpy_helper.from_array(np.asarray(v), name) for name, v in inits.items()])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
+    return model(nodes, [("x", F, [1, c, h, h])], [("y", F, [1, nf])], inits)
 
 
 def _split(prep: api.Prepared, splits: dict[str, int]) -> api.Prepared:
@@ -245,27 +240,18 @@ def test_mobilenet_v2_f32_lz4_fits_256k():
     assert v["pass"], v
 
 
-def _mk(nodes, inits, x_shape, y_shape) -> onnx.ModelProto:
-    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", F, x_shape)],
-                          [helper.make_tensor_value_info("y", F, y_shape)],
-                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
-
-
 def _other_kinds(rng) -> dict[str, tuple[onnx.ModelProto, tuple[int, ...]]]:
     """A 1-D conv (NWC, 21 channels) and MatMuls with a constant B (a Gemm with transA, which stays a MatMul), with
     and without transB, the bias a vector or broadcast [1, N]."""
     n = helper.make_node
     r = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
     return {
-        "conv1d": (_mk([n("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3], pads=[1, 1])],
-                       {"w": r(21, 6, 3), "b": r(21)}, [1, 6, 9], [1, 21, 9]), (1, 6, 9)),
-        "matmul": (_mk([n("Gemm", ["x", "B", "C"], ["y"], transA=1, alpha=0.5)], {"B": r(16, 27), "C": r(27)},
-                       [16, 5], [5, 27]), (16, 5)),
-        "matmul_tb": (_mk([n("Gemm", ["x", "B", "C"], ["y"], transA=1, transB=1)], {"B": r(27, 16), "C": r(1, 27)},
-                          [16, 5], [5, 27]), (16, 5)),
+        "conv1d": (xy_model([n("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3], pads=[1, 1])],
+                            {"w": r(21, 6, 3), "b": r(21)}, [1, 6, 9], [1, 21, 9]), (1, 6, 9)),
+        "matmul": (xy_model([n("Gemm", ["x", "B", "C"], ["y"], transA=1, alpha=0.5)], {"B": r(16, 27), "C": r(27)},
+                            [16, 5], [5, 27]), (16, 5)),
+        "matmul_tb": (xy_model([n("Gemm", ["x", "B", "C"], ["y"], transA=1, transB=1)], {"B": r(27, 16), "C": r(1, 27)},
+                               [16, 5], [5, 27]), (16, 5)),
     }
 
 
