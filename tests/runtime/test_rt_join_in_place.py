@@ -9,11 +9,9 @@ a few output steps of its own rounding); the plan checker; the runtime's fast hi
 peak)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 
@@ -21,21 +19,13 @@ from tigris import api
 from tigris.plan import lifetime
 from tigris.plan.check import check_plan
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
-import builders  # noqa: E402
-import fam_seg  # noqa: E402
-from tigris_testing import saved_model  # noqa: E402
+from passes.test_channel_tails import _head_model
+from tigris_testing import saved_model
 
 
 def _model(tmp_path: Path, c: int, h: int, int8: bool) -> Path:
     """x [1, 4, h, h] -> 3x3 conv to 12 + Relu -> 1x1 conv to ``c`` -> GlobalAveragePool -> Flatten -> Gemm to 10."""
-    g = builders._new(c + h)
-    y = g.conv(g.op("Relu", [g.conv("x", 4, 12, 3)]), 12, c, 1)
-    f = g.op("Flatten", [g.op("GlobalAveragePool", [y])])
-    w = (g.rng.standard_normal((10, c)) / np.sqrt(c)).astype(np.float32)
-    z = g.op("Gemm", [f, g.const(w), g.const((g.rng.standard_normal(10) * 0.1).astype(np.float32), "b")], transB=1)
-    m = fam_seg.finish_typed(g, "head", [1, 4, h, h], [(z, onnx.TensorProto.FLOAT, [1, 10])], opset=14)
-    return saved_model(tmp_path, m, "head", int8)
+    return saved_model(tmp_path, _head_model(c, h, None, "GlobalAveragePool", seed=c + h), "head", int8)
 
 
 def _minimum(path: Path, prep=None) -> int:
