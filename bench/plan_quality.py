@@ -656,15 +656,17 @@ class _earlier_rules:
     a dense layer over tokens is a Gemm between layout Transposes (``tigris.passes.matmul_relabel.STRIDED_TOKENS``),
     every product of two activations is structural (``tigris.ops.matmul.ROW_BANDS``), a channel ArgMax writes a
     rank-3 output (``tigris.passes.index_ops.KEEP_PIXELS``), NonMaxSuppression is one op over float boxes and
-    scores (``tigris.passes.index_ops.PER_CLASS``, ``tigris.ops.index.INT8_INPUTS``) and a join in place needs one
-    row and a first input of its own (``tigris.ops.concat.ROW_JOINS``). The graph is prepared again inside it."""
+    scores (``tigris.passes.index_ops.PER_CLASS``, ``tigris.ops.index.INT8_INPUTS``), a join in place needs one
+    row and a first input of its own (``tigris.ops.concat.ROW_JOINS``) and a structural Transpose writes a buffer
+    of its own (``tigris.ops.transpose.IN_PLACE``). The graph is prepared again inside it."""
 
     FLAGS = (("tigris.ops.pad", "ROW_MAPS"), ("tigris.passes.reducemean_gap", "SEQUENCES"),
              ("tigris.ops.conv", "NARROW_ROWS"), ("tigris.ops.resize", "INT8_INTERP"),
              ("tigris.passes.transpose_sink", "ENABLED"), ("tigris.ops.transpose", "ROW_BANDS"),
              ("tigris.passes.matmul_relabel", "STRIDED_TOKENS"), ("tigris.ops.matmul", "ROW_BANDS"),
              ("tigris.passes.index_ops", "KEEP_PIXELS"), ("tigris.passes.index_ops", "PER_CLASS"),
-             ("tigris.ops.index", "INT8_INPUTS"), ("tigris.ops.concat", "ROW_JOINS"))
+             ("tigris.ops.index", "INT8_INPUTS"), ("tigris.ops.concat", "ROW_JOINS"),
+             ("tigris.ops.transpose", "IN_PLACE"))
 
     def __enter__(self):
         import importlib
@@ -739,7 +741,8 @@ def cols_table(models: Path) -> str:
         "CONV_MR patches, an int8 linear Resize runs as a float island, the Transposes of channels-last islands "
         "stay, every Transpose is structural, a dense layer over tokens is a Gemm between layout Transposes, a "
         "product of two activations is structural, a channel ArgMax writes a rank-3 output, NonMaxSuppression is one "
-        "op over float boxes and scores and a join in place needs one row and a first input of its own: "
+        "op over float boxes and scores, a join in place needs one row and a first input of its own and a structural "
+        "Transpose writes a buffer of its own: "
         "bench/plan_quality.py `_earlier_rules`), `column tiles` with the default. Both are the planner's own search with the analyze "
         "command's weight and scratch figures, without weight or channel groups; `COLS units` counts the column-split "
         "units of the plan at the new figure (proven by the checker); `set by` is the type of the op whose lower "

@@ -138,6 +138,9 @@ class OpKind:
     # output's leading bytes, so the kernel leaves them where they are and writes only the rest (a Concat whose
     # first input is the output's prefix, docs/memory-planning.md "Joins in place"). :meth:`prefix_over` says when.
     prefix_in_place: ClassVar[bool] = False
+    # With :attr:`in_place`: an input that is an alias naming its root's bytes whole (a Reshape of another tensor)
+    # may give that root's home too (a structural Transpose after a layout Reshape).
+    in_place_alias: ClassVar[bool] = False
     # The kernel reads an int8 (per-tensor) activation input itself as its real values, ``(float)(q - zp) * scale``
     # in float32 exactly as the dequantize kernel computes them, and computes in float from there: pass float_tail
     # then puts no DequantizeLinear in front of it, so no float copy of the input is needed (NonMaxSuppression).
@@ -226,6 +229,13 @@ class OpKind:
         """Whether the output of ``op`` may take the home of its input ``x`` piecewise (only when
         :attr:`piecewise_in_place`): the planner still checks that ``x`` dies at the op."""
         return False
+
+    def in_place_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
+        """Whether the output of ``op`` may take the home of its input ``x`` (only when :attr:`in_place`): by
+        default when they have one shape, dtype and layout (the caller checks the byte sizes and that ``x`` dies at
+        the op)."""
+        tx, ty = graph.tensors[x], graph.tensors[op.outputs[0]]
+        return (tx.dtype, tuple(tx.shape), tx.layout) == (ty.dtype, tuple(ty.shape), ty.layout)
 
     def prefix_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
         """Whether the output of ``op`` may take the home of its input ``x`` as a prefix (only when

@@ -6,6 +6,9 @@ holds output logical axis ``L_y(j)``, which is input logical axis ``perm[L_y(j)]
 so the result is always a permutation. The kernel (and the reference) then compute
 ``out = transpose(in_view, (P0, P1, P2, P3))``, for any element type.
 
+In place: a structural Transpose may write its output over its dying input (the plan gives both one offset, the
+kernel permutes the buffer cycle by cycle); the reference computes the same bytes either way.
+
 Tiling: a Transpose whose view permutation keeps the image axis and the row axis (``P0 = 0``, ``P1 = 1``: it permutes
 W and C within each row, or only requantizes) is pointwise along the rows: output row ``h`` is input row ``h`` with
 its pixels' axes swapped, so it runs on row bands (the transpose sinking pass leaves such identity permutations that
@@ -31,6 +34,8 @@ from tigris.ops.qmath import quantize_multiplier
 
 # False: every Transpose is structural (the earlier rule; bench/plan_quality.py --cols plans its row-tiles baseline so).
 ROW_BANDS = True
+# False: a structural Transpose writes a buffer of its own (the earlier rule, the --cols bench's row-tiles baseline).
+IN_PLACE = True
 
 
 def view_perm(x: Tensor, y: Tensor, perm: Sequence[int]) -> list[int]:
@@ -60,6 +65,18 @@ class Transpose(OpKind):
     PARAMS = ("P0", "P1", "P2", "P3", "MULT", "SHIFT")
     TILING_DOC = "pointwise when the view permutation keeps N and the rows (P0 = 0, P1 = 1), else structural"
     COLS = "pixel"  # only an identity view permutation (a requantizing move) answers column-local
+    # A structural (whole-tensor) Transpose may permute its dying input's buffer in place: transpose.c follows the
+    # permutation cycle by cycle (each from its smallest index, found by walking it), so no element is overwritten
+    # before it has moved, and a whole detection grid's layout change needs one buffer instead of two. Its input may
+    # be a layout Reshape's alias of the buffer (effdet's Transpose, Reshape and back to nwc).
+    in_place = True
+    in_place_alias = True
+
+    def in_place_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
+        if not IN_PLACE or x != op.inputs[0] or self.tiling(graph, op) != "structural":
+            return False
+        tx, ty = graph.tensors[x], graph.tensors[op.outputs[0]]
+        return tx.dtype == ty.dtype and tx.nbytes == ty.nbytes and self._view_perm(graph, op) is not None
 
     def _view_perm(self, graph: AnalyzedGraph, op: Op) -> list[int] | None:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

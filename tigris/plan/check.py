@@ -231,12 +231,12 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int, carryi
             continue
         if kind is None or not (kind.piecewise_in_place if piece else kind.in_place):
             why = f"{op.name} ({op.op_type}) may not run in place" + (" in pieces" if piece else "")
-        elif x not in op.inputs or bufs.root(x) != x or x in bufs.alias_of.values() or graph.is_const(x):
+        elif (xin := _in_place_input(graph, bufs, op, x, kind, piece)) is None:
             why = f"{x} is not an activation buffer {op.name} reads"
         elif piece:
             why = _check_pieces(graph, unit, unit.ops[s], x, y, piece)
-        elif tx is None or ty is None or (tx.dtype, tuple(tx.shape), tx.layout, tx.nbytes) != \
-                (ty.dtype, tuple(ty.shape), ty.layout, ty.nbytes):
+        elif tx is None or ty is None or tx.nbytes != ty.nbytes or bufs.nbytes.get(x) != ty.nbytes \
+                or not kind.in_place_over(graph, op, xin):
             why = f"{x} and {y} differ in shape, dtype, layout or size"
         # a later unit reading x reloads it from slow memory, which this unit does not write unless it spills x
         elif last_read.get(x, -1) > s or x in unit.spill or x in bufs.inputs \
@@ -259,6 +259,20 @@ def _check_in_place(graph: AnalyzedGraph, bufs, plan: MemoryPlan, k: int, carryi
     for y in sorted(set(unit.in_place_rows) - set(unit.in_place)):
         errs.append(f"in-place {y}: temporary rows declared for a buffer that takes no home")
     return frozenset(allowed), errs
+
+
+def _in_place_input(graph: AnalyzedGraph, bufs, op, x: str, kind, piece) -> str | None:
+    """The input of ``op`` through which the in-place buffer ``x`` is read: ``x`` itself when it is its own
+    buffer, or (where the kind allows it, ``in_place_alias``) an alias naming the root ``x``'s bytes whole; None
+    when neither."""
+    if bufs.root(x) != x or graph.is_const(x):
+        return None
+    if x in op.inputs and x not in bufs.alias_of.values():
+        return x
+    if piece or not kind.in_place_alias:
+        return None
+    return next((n for n in op.inputs if n and bufs.root(n) == x and graph.tensors[n].nbytes == bufs.nbytes.get(x)),
+                None)
 
 
 def _check_prefix(graph: AnalyzedGraph, bufs, unit, op, x: str, y: str, s: int, last_read: dict) -> str | None:

@@ -164,6 +164,9 @@ class Buffers:
     view_ops: frozenset[int] = frozenset()
     # rule 8: the ops whose ``inplace`` candidate is a prefix of their (larger) output (a join in place)
     prefix: frozenset[int] = frozenset()
+    # ops whose in-place candidate may be a reload too (a structural Transpose, ``OpKind.in_place_alias``: it runs
+    # untiled, over the reloaded bytes, and a later reader reloads the slow copy, which the unit does not write)
+    over_reload: frozenset[int] = frozenset()
 
     def root(self, name: str) -> str:
         return self.alias_of.get(name, name)
@@ -213,7 +216,10 @@ def buffers(graph: AnalyzedGraph, views: bool = False, order: Sequence[int] | No
         for op, cands, pc in zip(graph.ops, inplace, pieces)
     )
     prefix = frozenset(i for i, (op, c) in enumerate(zip(graph.ops, inplace)) if c and _prefix(op))
-    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs, inplace, pieces, offset, view_ops, prefix)
+    over_reload = frozenset(i for i, (op, c) in enumerate(zip(graph.ops, inplace))
+                            if c and (k := kind_for(op.op_type)) is not None and k.in_place_alias)
+    return Buffers(alias_of, tuple(reads), tuple(writes), nbytes, ins, outs, inplace, pieces, offset, view_ops, prefix,
+                   over_reload)
 
 
 def piece_extra(graph: AnalyzedGraph, op: Op, x: str, in_band: tuple[int, int], out_band: tuple[int, int],
@@ -290,20 +296,27 @@ def inplace_candidates(
         ok = PREFIX and x is not None and op.outputs[0] not in alias_of and not graph.is_const(x) \
             and rx not in boundary and nbytes.get(rx) == graph.tensors[x].nbytes and k.prefix_over(graph, op, x)
         return (rx,) if ok else ()
-    if y in boundary or y in grouped:
+    if y in boundary or (y in grouped and not k.in_place_alias):
         return ()
     ty = graph.tensors[y]
     found: list[str] = []
     for x in op.inputs:
-        if not x or graph.is_const(x) or x in alias_of or x in grouped or x in boundary or x in found:
+        if not x or graph.is_const(x) or x in boundary or x in found:
             continue
+        rx = x
+        if x in alias_of or x in grouped:
+            # an alias naming its root's bytes whole gives the root's home, where the kind allows it
+            rx = alias_of.get(x, x)
+            if not (k.in_place and k.in_place_alias) or rx in boundary or rx in found \
+                    or nbytes.get(rx) != graph.tensors[x].nbytes:
+                continue
         tx = graph.tensors[x]
         if k.piecewise_in_place:
-            if nbytes.get(x) == tx.nbytes and nbytes.get(y) == ty.nbytes and k.piecewise_over(graph, op, x):
+            if rx == x and nbytes.get(x) == tx.nbytes and nbytes.get(y) == ty.nbytes \
+                    and k.piecewise_over(graph, op, x):
                 found.append(x)
-        elif (tx.dtype, tuple(tx.shape), tx.layout) == (ty.dtype, tuple(ty.shape), ty.layout) \
-                and nbytes.get(x) == nbytes.get(y) == ty.nbytes:
-            found.append(x)
+        elif k.in_place_over(graph, op, x) and nbytes.get(rx) == nbytes.get(y) == ty.nbytes:
+            found.append(rx)
     return tuple(found)
 
 
@@ -366,7 +379,8 @@ def lifetimes(
                 continue
             grows = i in bufs.prefix
             for x in bufs.inplace[i]:
-                if (x not in produced and not grows) or death.get(x) != step or x in out_set:
+                if (x not in produced and not grows and i not in bufs.over_reload) or death.get(x) != step \
+                        or x in out_set:
                     continue
                 if grows:
                     if size_of(x) > size_of(w[0]) or x in piece or not (inplace is True or inplace(x, w[0])):

@@ -140,7 +140,7 @@ def grow_stage(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start
         # lifetime rule 6: the first candidate produced in the stage whose last use is this op gives its home to the
         # output, so it is not counted at this step
         given = next((x for x in (bufs.inplace[j] if bufs.inplace else ())
-                      if u.last_use.get(x) == j and (u.producer[x] >= start or j in bufs.prefix)), None)
+                      if u.last_use.get(x) == j and (u.producer[x] >= start or j in bufs.prefix or j in bufs.over_reload)), None)
         for t in bufs.reads[j]:
             if u.producer[t] >= start or t in kept:  # kept: a joined buffer entering and written here (rule 7)
                 continue

@@ -73,4 +73,66 @@ static inline void tgrs_permute4(void *dst, const void *src, const int32_t sd[4]
     }
 }
 
+/* The source flat index of destination flat index j: j's multi-index in od, each axis stepping st[] of the source. */
+static inline size_t tgrs_permute4_src(size_t j, const int32_t od[4], const size_t st[4])
+{
+    size_t s = 0u;
+    int a;
+    for (a = 3; a >= 0; --a) {
+        s += (j % (size_t)od[a]) * st[a];
+        j /= (size_t)od[a];
+    }
+    return s;
+}
+
+static inline void tgrs_elem_move(uint8_t *data, size_t to, size_t from, size_t es)
+{
+    memcpy(data + to * es, data + from * es, es);
+}
+
+/* tgrs_permute4 with dst == src (a Transpose in place, docs/memory-planning.md "In-place ops"): the permutation is
+ * followed cycle by cycle, each cycle once from its smallest index (found by walking it: no scratch), so every
+ * element moves once. */
+static inline void tgrs_permute4_in_place(void *data, const int32_t sd[4], const int32_t perm[4], size_t es)
+{
+    size_t ss[4], st[4], n, start;
+    int32_t od[4];
+    uint8_t tmp[4];
+    uint8_t *a = (uint8_t *)data;
+    int j;
+    ss[3] = 1u;
+    ss[2] = (size_t)sd[3];
+    ss[1] = ss[2] * (size_t)sd[2];
+    ss[0] = ss[1] * (size_t)sd[1];
+    for (j = 0; j < 4; ++j) {
+        od[j] = sd[perm[j]];
+        st[j] = ss[perm[j]];
+    }
+    n = (size_t)od[0] * (size_t)od[1] * (size_t)od[2] * (size_t)od[3];
+    for (start = 0u; start < n; ++start) {
+        size_t k = tgrs_permute4_src(start, od, st);
+        size_t at;
+        if (k == start) {
+            continue;
+        }
+        while (k > start) {
+            k = tgrs_permute4_src(k, od, st);
+        }
+        if (k != start) {
+            continue; /* its cycle holds a smaller index: moved already */
+        }
+        memcpy(tmp, a + start * es, es);
+        at = start;
+        for (;;) {
+            k = tgrs_permute4_src(at, od, st);
+            if (k == start) {
+                memcpy(a + at * es, tmp, es);
+                break;
+            }
+            tgrs_elem_move(a, at, k, es);
+            at = k;
+        }
+    }
+}
+
 #endif /* TGRS_PERMUTE_H */

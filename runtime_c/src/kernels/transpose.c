@@ -2,6 +2,7 @@
  * transpose.c - Transpose: out = transpose(in_view, (P0, P1, P2, P3)) on whole rank-4 views, any 1/2/4-byte type.
  * The logical perm was mapped to view axes by tigris/ops/transpose.py. Untiled, except a permutation that keeps N
  * and the rows (P0 = 0, P1 = 1): it runs on a row band, each row's W and C axes permuted (or kept) on their own.
+ * A whole Transpose whose output the plan placed over its input permutes in place (tgrs_permute4_in_place).
  * int8 with MULT != 0 (input and output encodings differ): every moved code becomes
  * clamp(zo + requant_even(q - zi, MULT, SHIFT), -128, 127) (halves to even), in place in the output.
  */
@@ -65,7 +66,10 @@ int tgrs_kernel_transpose(const tgrs_op_ctx *ctx)
     for (j = 0; j < 4; ++j) {
         perm[j] = ctx->p[TGRS_P_TRANSPOSE_P0 + j];
     }
-    if (tgrs_kv_whole(ctx->in[0]) && tgrs_kv_whole(ctx->out)) {
+    if (tgrs_kv_whole(ctx->in[0]) && tgrs_kv_whole(ctx->out) && ctx->out->data == ctx->in[0]->data) {
+        /* the plan put the output over its dying input (a structural Transpose in place) */
+        tgrs_permute4_in_place(ctx->out->data, ctx->in[0]->dims, perm, tgrs_dtype_size(ctx->in[0]->dtype));
+    } else if (tgrs_kv_whole(ctx->in[0]) && tgrs_kv_whole(ctx->out)) {
         tgrs_permute4(ctx->out->data, ctx->in[0]->data, ctx->in[0]->dims, perm, tgrs_dtype_size(ctx->in[0]->dtype));
     } else {
         /* a row band: rows are independent, so each one is a {1, 1, W, C} permutation of its own */
