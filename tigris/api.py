@@ -285,6 +285,63 @@ def objective_weight(prep: Prepared, objective: str, target: str, clock: int | N
     return recompute_weight(prep.graph, prep.lowered, target, clock, bandwidth)
 
 
+# SRAM-only plans (docs/memory-planning.md "Boards without slow memory"): the expansions split into channel groups
+# (weight_split.split_expansion) are those whose expanded tensor is at least half the largest activation (the
+# block that sets the head's buffers), in this many groups (fewer when it has fewer channels)
+EXPANSION_GROUPS = 8
+# fast budgets the SRAM-only search probes on the split graph, as fractions of the unsplit graph's best fast budget
+EXPANSION_PROBES = (1.0, 0.9, 0.8)
+
+
+def _expansion_split(prep: Prepared) -> Prepared | None:
+    """``prep`` with the memory-heavy expansions (``EXPANSION_GROUPS``) run as expansion groups, lowered; None when
+    the graph has none. Planned in the rewrite's own order (its groups are already interleaved: the order search
+    costs several plans on such a graph and finds nothing better)."""
+    from tigris.ops import lower
+    from tigris.passes.weight_split import expansion_of, output_channels, split_expansion
+
+    g = prep.graph
+    largest = max((t.nbytes for t in g.activations()), default=0)
+    names = [op.name for op in g.ops if expansion_of(g, op.name) is not None
+             and 2 * g.tensors[op.outputs[0]].nbytes >= largest]
+    if not names:
+        return None
+    for name in names:
+        g = split_expansion(g, name, min(EXPANSION_GROUPS, output_channels(g, g.op_by_name(name))))
+    kept = {op.name: low for op, low in zip(prep.graph.ops, prep.lowered)}
+    lowered = [kept[op.name] if op.name in kept else lower(g, op) for op in g.ops]  # new ops have new names
+    return Prepared(g, prep.reports, lowered, op_order="spec", col_tiles=prep.col_tiles, one_region=prep.one_region)
+
+
+def expansion_sram_only(prep: Prepared, one: Any, xip: bool, weight: float) -> Any:
+    """The SRAM-only figure as one region with expansion groups (``_expansion_split``), when it needs fewer bytes
+    than ``one`` (``min_sram_only_budget(one_region=True)`` of the plain graph), else None: a few probes
+    (``EXPANSION_PROBES``) at fast budgets below ``one``'s, each the least-SRAM plan and then the ordinary plan at
+    its region (what ``-m``/``-s --one-region`` give; ``analyze`` plans the split graph there when the plain graph
+    does not fit), within ``one``'s recompute or 10% of the MACs, whichever is more. A ``SramOnly``."""
+    from tigris.plan import SramOnly, plan, sram_bytes
+    from tigris.plan.spatial import op_macs
+
+    split = _expansion_split(prep)
+    if split is None:
+        return None
+    kw = {**_plan_kwargs(split, xip, weight), "one_region": True}
+    cap = max(one.recompute_macs, sum(op_macs(prep.graph, op) for op in prep.graph.ops) // 10)
+    best = None
+    for frac in EXPANSION_PROBES:
+        budget = int(one.fast_budget * frac) // 16 * 16
+        probe = plan(split.graph, budget, least_sram=True, **kw)
+        if isinstance(probe, NoFit) or probe.plan.recompute_macs > cap:
+            continue
+        got = plan(split.graph, budget, sram_bytes(probe.plan), **kw)
+        if isinstance(got, NoFit) or got.plan.recompute_macs > cap:
+            continue
+        p = got.plan
+        if sram_bytes(p) < (best or one).total_bytes:
+            best = SramOnly(sram_bytes(p), budget, p.fast_peak, sram_bytes(p), p.recompute_macs)
+    return best
+
+
 def _sram_only(prep: Prepared, xip: bool, weight: float) -> dict[str, Any] | None:
     """With a slow budget too small: the least SRAM that holds both arenas (a board without PSRAM gives the runtime
     two SRAM regions), and the -m/-s that plan it; under "one_region" the same search with both arenas in one block
@@ -300,6 +357,8 @@ def _sram_only(prep: Prepared, xip: bool, weight: float) -> dict[str, Any] | Non
     kw.pop("one_region")
     two = None if prep.one_region else min_sram_only_budget(prep.graph, **kw)
     one = min_sram_only_budget(prep.graph, one_region=True, **kw)
+    if one is not None:
+        one = expansion_sram_only(prep, one, xip, weight) or one
     if two is None and one is None:
         return None
     out = figure(two if two is not None else one)
@@ -951,6 +1010,19 @@ def analyze(
             # neither groups on row tiles nor column tiles alone: groups planned with column tiles, whose per-group
             # need is one output pixel of the group's channels (docs/memory-planning.md "Channel groups")
             split, res, groups = _split_weights(prep, fast_b, slow_b, xip, weight, res)
+    expanded = False
+    if isinstance(res, NoFit) and slow_b and prep.one_region:
+        # a board without PSRAM (one region, a slow budget): expansion groups keep the head in one unit where the
+        # plain graph must cut a boundary the region has no room for (docs/memory-planning.md "Boards without slow
+        # memory")
+        ex = _expansion_split(prep)
+        if ex is not None:
+            r3 = _plan(ex, fast_b, slow_b, xip, weight)
+            if not isinstance(r3, NoFit):
+                split, res, groups, expanded = ex, r3, [], True
+                result.notes.append("the memory-heavy inverted-residual expansions run as expansion groups: each "
+                                    "group's 1x1 expansion and depthwise conv on its channels, joined after the "
+                                    "depthwise conv")
     if isinstance(res, NoFit) and not xip:
         # last, so that every plan that fitted before keeps its shape: input-channel groups where an op's
         # output-channel groups cannot fit (docs/memory-planning.md "Weights that do not fit")
@@ -962,6 +1034,9 @@ def analyze(
     prep = replace(split, col_tiles=prep.col_tiles)
     # the group searches below probe what this does at a budget
     rows_only = replace(prep, col_tiles=False)
+    if expanded:
+        graph = prep.graph
+        result.prepared = prep
     if groups:
         graph = prep.graph
         result.prepared = prep

@@ -12,6 +12,7 @@ import _rt_plans as P
 from tigris.ir import TigrisError
 from tigris.passes.weight_split import expansion_of, split_expansion
 from tigris.plan.check import check_plan
+from tigris.plan.types import NoFit
 from tigris_testing import host_session
 
 
@@ -45,3 +46,28 @@ def test_expansion_groups_run_like_the_unsplit_block():
     got = Session(data).run(x)
     np.testing.assert_array_equal(got.outputs["y"], want)
     assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+
+
+def test_analyze_one_region_plans_expansion_groups_where_the_block_does_not_fit():
+    """``analyze`` with one region and a slow budget: where the plain graph does not fit, the memory-heavy expansion
+    (here the 48-channel one, the largest activation) runs as expansion groups, the note says so, and the plan
+    written runs like the unsplit graph within the region, with the high-water marks at its peaks."""
+    from tigris import api
+    from tigris.ops import lower
+    from tigris.plan import plan, sram_bytes
+
+    Session, _ = host_session()
+    g = _block()
+    prep = api.Prepared(g, [], [lower(g, op) for op in g.ops], one_region=True)
+    kw = {**api._plan_kwargs(prep, True, 1.0), "one_region": True}
+    assert isinstance(plan(g, 3200, 6912, **kw), NoFit)  # the plain block needs 8,016 bytes as one region here
+    a = api.analyze("block", 3200, 6912, xip=True, prepared=prep, one_region=True)
+    assert a.fits and any("expansion groups" in n for n in a.notes)
+    s = a.prepared.graph
+    assert sum(o.op_type == "DepthwiseConv" for o in s.ops) == api.EXPANSION_GROUPS and "t1" not in s.tensors
+    assert check_plan(s, a.plan) == [] and sram_bytes(a.plan) <= 6912
+    x = P.random_input(g, 2)
+    want = Session(P.compile_graph(g, 1 << 20)[0]).run(x).outputs["y"]
+    got = Session(a.plan_bytes).run(x)
+    np.testing.assert_array_equal(got.outputs["y"], want)
+    assert (got.fast_peak, got.slow_peak) == (a.plan.fast_peak, a.plan.slow_peak)
