@@ -378,10 +378,14 @@ def _joined(g: AnalyzedGraph, op: Op, y: Tensor, cax: int, groups: int, subs: li
     return new_ops
 
 
+EXPANSION_RATIO = 4  # an expansion widens the channels at least this much (inverted residuals: 6)
+
+
 def expansion_of(graph: AnalyzedGraph, name: str) -> str | None:
-    """The depthwise conv whose input op ``name`` (a 1x1 ``Conv``, ``group == 1``) makes, when ``split_expansion``
-    may split the pair: the depthwise conv (multiplier 1) is the expanded tensor's only reader, which is no graph
-    output, and both split by channels. None otherwise."""
+    """The depthwise conv whose input op ``name`` (a 1x1 ``Conv``, ``group == 1``, at least ``EXPANSION_RATIO``
+    times as many output channels as input channels) makes, when ``split_expansion`` may split the pair: the
+    depthwise conv (multiplier 1) is the expanded tensor's only reader, which is no graph output, and both split by
+    channels. None otherwise."""
     idx = next((i for i, o in enumerate(graph.ops) if o.name == name), None)
     if idx is None:
         return None
@@ -389,6 +393,9 @@ def expansion_of(graph: AnalyzedGraph, name: str) -> str | None:
     if op.op_type != "Conv" or op.attrs.get("group", 1) != 1 or list(op.attrs.get("kernel_shape", ())) != [1, 1]:
         return None
     e = op.outputs[0]
+    x = graph.tensors.get(op.inputs[0])
+    if x is None or len(x.shape) != 4 or graph.tensors[e].shape[1] < EXPANSION_RATIO * x.shape[1]:
+        return None
     readers = [o for o in graph.ops if e in o.inputs]
     if len(readers) != 1 or e in graph.outputs or readers[0].op_type not in CHANNEL_TYPES:
         return None
