@@ -98,6 +98,15 @@ class G:
         self.ops.append(Op(f"op{i}", "GlobalAveragePool", (x,), (out,), {}))
         return out
 
+    def argmax(self, x: str) -> str:
+        """ArgMax over the channels into one int32 channel (the form pass index_ops gives a segmenter's output)."""
+        n, _, h, w = self.shape(x)
+        i = len(self.ops)
+        out = self._t(f"t{i}", (n, 1, h, w))
+        self.tensors[out] = Tensor(out, (n, 1, h, w), "int32", None, "nhwc")
+        self.ops.append(Op(f"op{i}", "ArgMax", (x,), (out,), {"axis": 1, "keepdims": 1, "select_last_index": 0}))
+        return out
+
     def flatten(self, x: str) -> str:
         n = self.shape(x)[0]
         i = len(self.ops)

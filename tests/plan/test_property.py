@@ -1,4 +1,5 @@
-"""Property: on random DAGs of conv, depthwise, pool, add, concat, reflect/edge/wrap Pad (and GAP) at random budgets, with halo reuse on and
+"""Property: on random DAGs of conv, depthwise, pool, add, concat, reflect/edge/wrap Pad (and GAP, and a channel ArgMax
+output) at random budgets, with halo reuse on and
 off, every plan the planner accepts passes the checker and never exceeds the fast budget; a refusal is always a
 DoesNotFitError. However recompute is priced, a plan moves no more through slow memory than the spec strategy's."""
 from __future__ import annotations
@@ -18,8 +19,9 @@ def dags(draw):
     h = draw(st.integers(6, 20))
     x = g.input("x", (1, draw(st.integers(1, 4)), h, draw(st.integers(4, 12))))
     pool = [x]
+    tails: list[str] = []
     for _ in range(draw(st.integers(1, 9))):
-        kind = draw(st.sampled_from(["conv", "dw", "pool", "add", "concat", "relu", "gap", "pad"]))
+        kind = draw(st.sampled_from(["conv", "dw", "pool", "add", "concat", "relu", "gap", "pad", "argmax"]))
         a = draw(st.sampled_from(pool))
         same = [t for t in pool if g.shape(t)[2:] == g.shape(a)[2:]]
         if kind == "conv":
@@ -43,11 +45,14 @@ def dags(draw):
             cap = (lambda d: min(2, d - 1)) if mode == "reflect" else (lambda d: min(2, d))
             out = g.pad(a, draw(st.integers(0, cap(h_a))), draw(st.integers(0, cap(h_a))),
                         draw(st.integers(0, cap(w_a))), draw(st.integers(0, cap(w_a))), mode)
+        elif kind == "argmax":  # a per-pixel index output (int32): a graph output nothing reads
+            tails.append(g.argmax(a))
+            continue
         else:
             out = g.unary(a)
         pool.append(out)
     read = {t for op in g.ops for t in op.inputs}
-    outputs = [t for t in pool[1:] if t not in read] or [pool[-1]]
+    outputs = [t for t in pool[1:] if t not in read] + tails or [pool[-1]]
     return g.graph(outputs)
 
 
