@@ -869,7 +869,7 @@ BISECT_PROBES = 4  # and back down after a 5% step
 GROUP_LADDER = 4  # budgets _groups_budget probes at most
 
 
-def _groups_budget(prep: Prepared, slow: int | None, weight: float, upper: int) -> int | None:
+def _groups_budget(prep: Prepared, slow: int | None, weight: float, upper: int) -> tuple[int, Prepared] | None:
     """For a model that does not fit without XIP: a fast budget below ``upper`` (the smallest that fits without
     weight groups) at which it compiles with weight groups, or None.
 
@@ -878,7 +878,7 @@ def _groups_budget(prep: Prepared, slow: int | None, weight: float, upper: int) 
     ``GROUP_LADDER`` probes, each an ordinary plan and ``_split_weights``: the answer is a budget that was compiled,
     not necessarily the smallest."""
     from tigris.ops._mac import f16_scratch_bytes
-    from tigris.passes.weight_split import max_groups, splittable
+    from tigris.passes.weight_split import k_splittable, max_groups, splittable
     from tigris.plan import op_lower_bounds
     from tigris.plan.types import align_up
 
@@ -890,19 +890,84 @@ def _groups_budget(prep: Prepared, slow: int | None, weight: float, upper: int) 
         if splittable(g, op) is None:
             dep = align_up(_const_bytes(prep.lowered[i])) + f16_scratch_bytes(prep.lowered[i])
             b -= dep - align_up(-(-dep // max_groups(g, op)))
+        if b > lb and k_splittable(g, op) is None:  # input-channel groups: down to one input channel per group
+            b = min(b, k_group_need(g, op, 1, prep, False, weight))
         lb = max(lb, b)
     budget = align_up(max(lb, 16), 16)
+
+    def probe(b: int) -> tuple[Prepared, PlanResult, list]:
+        # what analyze does at this budget (output-channel groups, column tiles, input-channel groups), so the
+        # budget named is one at which compile fits
+        return _compile_attempt(prep, b, slow, False, weight, feasibility=True)[:3]
+
+    last_fail = None
     for _ in range(GROUP_LADDER):
         if budget >= upper:
             return None
-        res = _plan(prep, budget, slow, False, weight, feasibility=True)
+        split, res, groups = probe(budget)
         if not isinstance(res, NoFit):
-            return None  # fits without groups below the minimum: the search's answer stands
-        _, res, groups = _split_weights(prep, budget, slow, False, weight, res, max_plans=1, feasibility=True)
-        if groups and not isinstance(res, NoFit):
-            return budget
+            break
+        last_fail = budget
         budget = align_up(int(budget * 1.25), 16)
-    return None
+    else:
+        return None
+    if not groups:
+        return None  # fits without groups below the minimum: the search's answer stands
+    # back down towards the last rung that failed (a budget that fits is kept only when it is split too)
+    lo = (last_fail or 0) + 16
+    for _ in range(BISECT_PROBES if last_fail else 0):
+        if lo >= budget:
+            break
+        mid = (lo + budget) // 32 * 16
+        s2, r2, g2 = probe(mid)
+        if isinstance(r2, NoFit) or not g2:
+            lo = mid + 16
+        else:
+            budget, split = mid, s2
+    return budget, split
+
+
+def _compile_attempt(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float,
+                     feasibility: bool = False) -> tuple[Prepared, PlanResult, list[dict[str, Any]], bool]:
+    """What ``analyze`` (so ``compile``) does at a budget: the plan without column tiles, then with weight groups,
+    then (below the row floor) with column tiles, then groups with column tiles, then (one region) expansion
+    groups, then (without XIP) input-channel groups; each only when the one before does not fit, so what fits one way keeps that plan. Returns the prepared
+    graph the result is for (split or not), the result, the split records and whether the graph is the expansion
+    groups' (a one-region board, ``_expansion_split``). ``feasibility``: the same steps as
+    feasibility probes (the same refusals; a Fit is *a* plan), for the advice searches, whose answer is then a
+    budget at which this very sequence fits."""
+    rows_only = replace(prep, col_tiles=False)
+    res = _plan(rows_only, fast, slow, xip, weight, feasibility)
+    plain = {False: res}  # the plain plans' refusals, for the input-channel groups' attempt below
+    split, res, groups = _split_weights(rows_only, fast, slow, xip, weight, res, feasibility=feasibility)
+    if isinstance(res, NoFit) and prep.col_tiles:
+        with_cols = plain[True] = _plan(prep, fast, slow, xip, weight, feasibility)
+        if not isinstance(with_cols, NoFit) or not groups:  # a refusal says what fails with column tiles too
+            split, res, groups = prep, with_cols, []
+        if isinstance(res, NoFit):
+            # neither groups on row tiles nor column tiles alone: groups planned with column tiles, whose per-group
+            # need is one output pixel of the group's channels (docs/memory-planning.md "Channel groups")
+            split, res, groups = _split_weights(prep, fast, slow, xip, weight, res, feasibility=feasibility)
+    expanded = False
+    if isinstance(res, NoFit) and slow and prep.one_region:
+        # a board without PSRAM (one region, a slow budget): expansion groups keep the head in one unit where the
+        # plain graph must cut a boundary the region has no room for (docs/memory-planning.md "Boards without slow
+        # memory")
+        ex = _expansion_split(prep)
+        if ex is not None:
+            r3 = _plan(ex, fast, slow, xip, weight, feasibility)
+            if not isinstance(r3, NoFit):
+                split, res, groups, expanded = ex, r3, [], True
+    if isinstance(res, NoFit) and not xip:
+        # last, so that every plan that fitted before keeps its shape: input-channel groups where an op's
+        # output-channel groups cannot fit (docs/memory-planning.md "Weights that do not fit")
+        for cols, r in plain.items():
+            s2, r2, g2 = _split_weights(replace(prep, col_tiles=cols), fast, slow, xip, weight, r, k_groups=True,
+                                        feasibility=feasibility)
+            if not isinstance(r2, NoFit):
+                split, res, groups = s2, r2, g2
+                break
+    return split, res, groups, expanded
 
 
 def _io_json(prep: Prepared, names: list[str]) -> list[dict[str, Any]]:
@@ -996,44 +1061,12 @@ def analyze(
     result = Analysis(fits=False, json={}, prepared=prep, notes=list(graph.notes))
     plan: MemoryPlan | None = None
     advice: dict[str, Any] = {}
-    # the plan without column tiles, then with weight groups, then (below the row floor) with column tiles: each
-    # only when the one before does not fit, so what fits one way keeps that plan
-    rows_only = replace(prep, col_tiles=False)
-    res = _plan(rows_only, fast_b, slow_b, xip, weight)
-    plain = {False: res}  # the plain plans' refusals, for the input-channel groups' attempt below
-    split, res, groups = _split_weights(rows_only, fast_b, slow_b, xip, weight, res)
-    if isinstance(res, NoFit) and prep.col_tiles:
-        with_cols = plain[True] = _plan(prep, fast_b, slow_b, xip, weight)
-        if not isinstance(with_cols, NoFit) or not groups:  # a refusal says what fails with column tiles too
-            split, res, groups = prep, with_cols, []
-        if isinstance(res, NoFit):
-            # neither groups on row tiles nor column tiles alone: groups planned with column tiles, whose per-group
-            # need is one output pixel of the group's channels (docs/memory-planning.md "Channel groups")
-            split, res, groups = _split_weights(prep, fast_b, slow_b, xip, weight, res)
-    expanded = False
-    if isinstance(res, NoFit) and slow_b and prep.one_region:
-        # a board without PSRAM (one region, a slow budget): expansion groups keep the head in one unit where the
-        # plain graph must cut a boundary the region has no room for (docs/memory-planning.md "Boards without slow
-        # memory")
-        ex = _expansion_split(prep)
-        if ex is not None:
-            r3 = _plan(ex, fast_b, slow_b, xip, weight)
-            if not isinstance(r3, NoFit):
-                split, res, groups, expanded = ex, r3, [], True
-                result.notes.append("the memory-heavy inverted-residual expansions run as expansion groups: each "
-                                    "group's 1x1 expansion and depthwise conv on its channels, joined after the "
-                                    "depthwise conv")
-    if isinstance(res, NoFit) and not xip:
-        # last, so that every plan that fitted before keeps its shape: input-channel groups where an op's
-        # output-channel groups cannot fit (docs/memory-planning.md "Weights that do not fit")
-        for cols, r in plain.items():
-            s2, r2, g2 = _split_weights(replace(prep, col_tiles=cols), fast_b, slow_b, xip, weight, r, k_groups=True)
-            if not isinstance(r2, NoFit):
-                split, res, groups = s2, r2, g2
-                break
+    split, res, groups, expanded = _compile_attempt(prep, fast_b, slow_b, xip, weight)
+    if expanded:
+        result.notes.append("the memory-heavy inverted-residual expansions run as expansion groups: each "
+                            "group's 1x1 expansion and depthwise conv on its channels, joined after the "
+                            "depthwise conv")
     prep = replace(split, col_tiles=prep.col_tiles)
-    # the group searches below probe what this does at a budget
-    rows_only = replace(prep, col_tiles=False)
     if expanded:
         graph = prep.graph
         result.prepared = prep
@@ -1090,7 +1123,16 @@ def analyze(
             # weights are what sets the minimum: say where output-channel weight groups make it fit
             m_groups = None
             if groups_advice and result.min_fast_budget and m_xip is not None and m_xip < result.min_fast_budget:
-                m_groups = _groups_budget(rows_only, slow_b, weight, result.min_fast_budget)
+                got = _groups_budget(prep, slow_b, weight, result.min_fast_budget)
+                if got is not None:
+                    m_groups, fitted = got
+                    # the smallest budget found that compiles, weight groups (output or input channels) included:
+                    # compile at it fits (the probe is analyze's own sequence), so the advice is monotone
+                    advice.setdefault("min_fast_budget_without_groups_bytes", result.min_fast_budget)
+                    result.min_fast_budget = m_groups
+                    advice["min_fast_budget_bytes"] = m_groups
+                    advice["min_fast_budget"] = format_size(m_groups)
+                    advice["limiting_op"] = _group_limiting(fitted, m_groups, slow_b, False, weight)
             advice["weight_groups_budget_bytes"] = m_groups
             advice["weight_groups_budget"] = format_size(m_groups) if m_groups else None
         if slow_b == 0 or res.cause == "slow_memory":

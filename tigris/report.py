@@ -385,7 +385,7 @@ def render_analysis(j: dict[str, Any], notes: list[str] | None = None, passes: l
         if j.get("min_fast_budget_xip"):
             out.line(f"with --xip: -m {j['min_fast_budget_xip']}")
         if j.get("weight_groups_budget"):
-            out.line(f"with output-channel weight groups it compiles at -m {j['weight_groups_budget']}")
+            out.line(f"with weight groups (output or input channels) it compiles at -m {j['weight_groups_budget']}")
     if not j["fits"] and j.get("sram_only"):
         so = j["sram_only"]
         r1 = so.get("one_region")

@@ -184,3 +184,19 @@ def test_efficientnet_f32_compiles_at_32k_with_copied_weights():
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
     (got,) = run.outputs.values()
     assert np.max(np.abs(got - ref)) <= 1e-4 * max(1.0, float(np.abs(ref).max()))
+
+
+def test_minimum_advice_counts_k_groups_and_compiles_there():
+    """mnist-8 at 1K without XIP: its 16-channel conv's weights (12,864 B) need input-channel groups below 12K, and
+    the minimum analyze names counts them (it was the planner's 14,528 B, or output-channel groups' 12,768 B, while
+    2K compiled); compile at the named budget fits, as the advice says (it probes analyze's own sequence)."""
+    from pathlib import Path
+
+    mnist = Path(__file__).resolve().parents[2] / "examples" / "mnist-8.onnx"
+    low = api.analyze(mnist, "1K", tradeoff=False, emit=False, groups_advice=True)
+    assert not low.fits
+    m = low.json["min_fast_budget_bytes"]
+    assert m == low.json["weight_groups_budget_bytes"] <= 2048 < low.json["min_fast_budget_without_groups_bytes"]
+    assert low.json["limiting_op"]["op"] == "Convolution110"
+    there = api.analyze(mnist, m, tradeoff=False, emit=False)
+    assert there.fits and any(g["channels"] == "input" for g in there.json["weight_groups"])
