@@ -186,7 +186,7 @@ def main() -> None:
         "int32 partial sums). "
         "`weights staged`: bytes the units copy or decode per inference (the extra over the unsplit model is panel "
         "padding and alignment); `concat copy`: bytes the joining Concats write; `sum adds`: bytes the Adds summing "
-        "input-channel groups write (int32 for an int8 op); `slow traffic`: spill + reload of "
+        "input-channel groups write (an int8 op's groups add into one int32 accumulator instead: none); `slow traffic`: spill + reload of "
         "the plan; `verify`: `tigris verify -c lz4` at that budget (the C runtime against ONNX Runtime and the NumPy "
         f"reference). {fixed} of {refused_before} refused combinations now compile.\n\n"
         + markdown_table(["model", "budget", "before", "after", "split ops", "weights staged (B)",

@@ -95,11 +95,33 @@ def _prepare(tmp_path: Path, m: onnx.ModelProto):
     return path, api.prepare(path)
 
 
-def _split(prep: api.Prepared, groups: int) -> api.Prepared:
+def _split(prep: api.Prepared, groups: int, adds: bool = False) -> api.Prepared:
+    """``split_k`` of the model's one op; ``adds``: each partial writes its own accumulator and AccAdds sum them
+    (the builders' other form) instead of adding into the previous group's."""
     op = _mac(prep)
     assert k_splittable(prep.graph, op) is None
     g = split_k(prep.graph, op.name, groups)
+    if adds:
+        ops = []
+        for o in g.ops:
+            if o.op_type in ("ConvAcc", "GemmAcc") and len(o.inputs) > 3:
+                own = o.outputs[0] + "/own"
+                k_acc.acc_tensor(g, op, own)
+                ops.append(o.with_(inputs=o.inputs[:3], outputs=(own,)))
+                ops.append(k_acc.acc_add(g, op, o.inputs[3], own, o.outputs[0], o.name + "/add"))
+            else:
+                ops.append(o)
+        g.ops = ops
     return api.Prepared(g, prep.reports, [lower(g, o) for o in g.ops])
+
+
+def graph_acc_inputs(o) -> bool:
+    """Whether op ``o`` reads an earlier accumulator (a partial's fourth input, an AccAdd's first)."""
+    return o.op_type == "AccAdd" or (o.op_type in ("ConvAcc", "GemmAcc") and len(o.inputs) > 3 and bool(o.inputs[3]))
+
+
+def _in_place_accumulators(plan) -> int:
+    return sum(1 for u in plan.units for y, x in u.in_place.items() if "/kgroup" in y and "/kgroup" in x)
 
 
 def _same_bytes(path, prep, split, x, budgets) -> None:
@@ -109,6 +131,8 @@ def _same_bytes(path, prep, split, x, budgets) -> None:
     for budget in budgets:
         a = api.analyze(path, budget, prepared=split, tradeoff=False)
         assert a.fits, a.reason
+        if budget == "1M":  # one unit: every running sum is written over the one before (lifetime rule 6)
+            assert _in_place_accumulators(a.plan) == sum(graph_acc_inputs(o) for o in split.graph.ops)
         assert check_plan(a.prepared.graph, a.plan) == []
         if budget != "1M":  # the small budget cuts the groups' ops into row tiles
             assert any(u.tiles > 1 for u in a.plan.units), budget
@@ -135,14 +159,18 @@ def test_int8_k_split_is_bit_exact(tmp_path, case):
     split = _split(prep, groups)
     kinds = [o.op_type for o in split.graph.ops]
     part = "GemmAcc" if kind == "gemm" else "ConvAcc"
-    assert kinds.count("Slice") == kinds.count(part) == groups and kinds.count("AccAdd") == groups - 1
+    assert kinds.count("Slice") == kinds.count(part) == groups and "AccAdd" not in kinds
     assert kinds.count("Requantize") == 1 and _mac(prep).op_type not in kinds
     parts = [o for o in split.graph.ops if o.op_type == part]
-    assert [len([i for i in o.inputs if i]) for o in parts] == [3] + [2] * (groups - 1)  # the bias once
+    assert len(parts[0].inputs) == 3 and all(not o.inputs[2] for o in parts[1:])  # the bias once
+    assert [o.inputs[3] for o in parts[1:]] == [o.outputs[0] for o in parts[:-1]]  # each adds into the previous
     (rq,) = [o for o in split.graph.ops if o.op_type == "Requantize"]
     assert rq.attrs["fused_activation"] == _mac(prep).attrs.get("fused_activation")
+    assert rq.inputs[0] == parts[-1].outputs[0]
     x = {"x": rng.standard_normal(x_shape).astype(np.float32) * 3}
-    _same_bytes(path, prep, split, x, ("1M", "1K") if kind != "gemm" else ("1M",))
+    budgets = ("1M", "1K") if kind != "gemm" else ("1M",)
+    _same_bytes(path, prep, split, x, budgets)
+    _same_bytes(path, prep, _split(prep, groups, adds=True), x, budgets)  # the AccAdd form
 
 
 @settings(max_examples=8, deadline=None)
@@ -175,17 +203,18 @@ def test_int8_k_split_runs_in_column_tiles(tmp_path):
     m.graph.input[0].type.tensor_type.shape.dim[3].dim_value = 12  # a wider image: column bands to cut
     m.graph.output[0].type.tensor_type.shape.dim[3].dim_value = 10
     path, prep = _prepare(tmp_path, m)
-    split = _split(prep, 3)
     x = {"x": rng.standard_normal((1, 11, 6, 12)).astype(np.float32) * 3}
     whole = api.run_plan(api.analyze(path, "1M", prepared=prep, tradeoff=False).plan_bytes, x).outputs["y"]
-    untiled, full = P.compile_graph(split.graph, 1 << 22, xip=True)
-    data, plan = P.compile_graph(split.graph, full.unscheduled_peak // 2, xip=True, col_tiles=True, force_cols=3)
-    assert any(u.tile_cols for u in plan.units) and any(u.col_split for u in read_plan(data).units)
-    assert {"ConvAcc", "AccAdd"} <= {split.graph.ops[i].op_type for u in plan.units if u.tile_cols for i in u.ops}
-    assert check_plan(split.graph, plan) == []
-    run = api.run_plan(data, x)
-    assert run.fast_peak == plan.fast_peak
-    assert run.outputs["y"].tobytes() == api.run_plan(untiled, x).outputs["y"].tobytes() == whole.tobytes()
+    for adds, kinds in ((False, {"ConvAcc", "Requantize"}), (True, {"ConvAcc", "AccAdd", "Requantize"})):
+        split = _split(prep, 3, adds)
+        untiled, full = P.compile_graph(split.graph, 1 << 22, xip=True)
+        data, plan = P.compile_graph(split.graph, full.unscheduled_peak // 3, xip=True, col_tiles=True, force_cols=3)
+        assert any(u.col_split for u in read_plan(data).units)
+        assert kinds <= {split.graph.ops[i].op_type for u in plan.units if u.tile_cols for i in u.ops}
+        assert check_plan(split.graph, plan) == []
+        run = api.run_plan(data, x)
+        assert run.fast_peak == plan.fast_peak
+        assert run.outputs["y"].tobytes() == api.run_plan(untiled, x).outputs["y"].tobytes() == whole.tobytes()
 
 
 def _mlp(rng, k0: int, k1: int, k2: int) -> onnx.ModelProto:
@@ -225,7 +254,7 @@ def test_analyze_sums_int8_k_groups_where_one_output_channel_does_not_fit(tmp_pa
     assert a.fits, a.reason
     k_ops = [g for g in a.json["weight_groups"] if g["channels"] == "input"]
     assert len(k_ops) == 1 and k_ops[0]["groups"] >= 2
-    assert {"GemmAcc", "AccAdd", "Requantize"} <= {o.op_type for o in a.prepared.graph.ops}
+    assert {"GemmAcc", "Requantize"} <= {o.op_type for o in a.prepared.graph.ops}
     assert check_plan(a.prepared.graph, a.plan) == []
     x = {"x": rng.standard_normal((1, 2)).astype(np.float32)}
     run = api.run_plan(a.plan_bytes, x)
@@ -264,10 +293,10 @@ def test_acc_kinds_refuse_inconsistent_plans_at_load(tmp_path):
 
     rng = np.random.default_rng(9)
     refused: dict[str, int] = {}
-    for kind, groups in (("conv3x3", 2), ("gemm", 2)):
+    for kind, groups in (("conv3x3", 2), ("gemm", 3)):
         _m, _xs = _qdq_model(rng, kind, 6, 3, 3, "relu", wzp=True)
         path, prep = _prepare(tmp_path, _m)
-        data = api.analyze(path, "1M", prepared=_split(prep, groups), tradeoff=False).plan_bytes
+        data = api.analyze(path, "1M", prepared=_split(prep, groups, adds=kind == "gemm"), tradeoff=False).plan_bytes
         kinds = {o.kind for o in read_plan(data).ops}
         for kname in kinds & {"convacc", "gemmacc", "accadd", "requantize"}:
             for what, bad in _mutants(data, kname):

@@ -74,6 +74,14 @@ def _acc_of(x: np.ndarray, w: np.ndarray, zp_in: int, low: Lowered) -> np.ndarra
     return acc + (b if b.size else np.zeros(oc, np.int64))
 
 
+def _add_into(acc: np.ndarray, inputs: Sequence[TensorView], out: TensorView) -> np.ndarray:
+    """The partial sum ``acc`` (int64, the output band's shape) plus the accumulator input when there is one, as
+    int32 (the C kernel's wrapping int32 sum: the builder proves it never wraps)."""
+    if len(inputs) > 1:
+        acc = acc + same_rows(inputs[1], out).astype(np.int64)
+    return acc.astype(np.int32)
+
+
 class _AccKind(OpKind):
     """What the accumulator kinds share: int8 or int32 activations, checked here instead of the base rule (which
     knows float32 and quantized int8 only)."""
@@ -81,12 +89,6 @@ class _AccKind(OpKind):
     DTYPES = ("int8 -> int32",)
     INT8_EXACTNESS = "bit-exact"
     SINGLE_INPUT = False
-
-    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
-        # AccAdd and Requantize are per pixel; ConvAcc is windowed along W like Conv (overridden); GemmAcc is not
-        if self.COLS is None:
-            return f"{op.op_type} is not column-local"
-        return cols_reason(graph, op, per_pixel=True)
 
     def unsupported(self, graph: AnalyzedGraph, op: Op) -> str | None:
         acts = [n for n in (*op.inputs, *op.outputs) if n and n not in graph.weights]
@@ -100,13 +102,20 @@ class _AccKind(OpKind):
 
 
 class _Partial(_AccKind):
-    """ConvAcc and GemmAcc: the int8 x int8 -> int32 partial product."""
+    """ConvAcc and GemmAcc: the int8 x int8 -> int32 partial product, plus (optional fourth input) an int32
+    accumulator of the output's shape read at the output's own pixels: ``out = acc_in + partial``, so a chain of
+    groups adds into one accumulator (in place: each element is stored after its ``acc_in`` element is read)."""
+
+    in_place = True  # only acc_in has the output's dtype and shape
 
     def check_acc(self, graph: AnalyzedGraph, op: Op) -> str | None:
-        ins = list(op.inputs) + ["", ""]
-        x, w, b = ins[0], ins[1], ins[2]
-        if not _is_q8(graph, x) or len(op.outputs) != 1 or not _is_acc(graph, op.outputs[0]):
+        ins = list(op.inputs) + ["", "", ""]
+        x, w, b, acc_in = ins[0], ins[1], ins[2], ins[3]
+        if not _is_q8(graph, x) or len(op.outputs) != 1 or not _is_acc(graph, op.outputs[0]) or len(op.inputs) > 4:
             return "a partial product reads a per-tensor int8 activation and writes an int32 accumulator"
+        if acc_in and (not _is_acc(graph, acc_in) or graph.tensors[acc_in].shape != graph.tensors[op.outputs[0]].shape
+                       or graph.tensors[acc_in].layout != graph.tensors[op.outputs[0]].layout):
+            return "the accumulator added into is not an int32 accumulator of the output's shape and layout"
         if w not in graph.weights or graph.tensors.get(w) is None or graph.tensors[w].dtype != "int8" or \
                 graph.tensors[w].quant is None:
             return "its weight is not a constant int8 tensor"
@@ -118,6 +127,14 @@ class _Partial(_AccKind):
 
     def macs(self, graph: AnalyzedGraph, op: Op, out_rows: int | None = None) -> int:
         return _mac.MacKind.macs(self, graph, op, out_rows)  # type: ignore[arg-type]
+
+    def same_rows_inputs(self, graph: AnalyzedGraph, op: Op) -> tuple[int, ...]:
+        return (3,) if len(op.inputs) > 3 and op.inputs[3] else ()
+
+    @staticmethod
+    def acc_inputs(op: Op) -> list[str]:
+        """The lowered op's activation inputs: x, and the accumulator added into when there is one."""
+        return [op.inputs[0]] + ([op.inputs[3]] if len(op.inputs) > 3 and op.inputs[3] else [])
 
 
 class ConvAcc(_Partial):
@@ -175,7 +192,7 @@ class ConvAcc(_Partial):
         consts = _acc_consts(graph, op, w2d, zp_w, bname, s_in * s_w)
         params = dict(win.params(), zp_in=zp_in, patch=k)
         out_pixels = y.numel // oc if oc else 0
-        return Lowered(kind=self.name, op_name=op.name, inputs=[x.name], outputs=[y.name], params=params,
+        return Lowered(kind=self.name, op_name=op.name, inputs=self.acc_inputs(op), outputs=[y.name], params=params,
                        consts=consts, macs=int(out_pixels * oc * k))
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
@@ -188,7 +205,8 @@ class ConvAcc(_Partial):
         xp = padded_band(x, win, out.row0, out.row0 + out.rows, zp)  # padded taps hold zp: (x - zp) = 0
         pt = window_patches(xp, win, out.rows, ow).reshape(n * out.rows * ow, -1)
         w = np.asarray(low.consts["weight"]).reshape(oc, -1)
-        out.data[...] = _acc_of(pt, w, zp, low).astype(np.int32).reshape(out.data.shape)
+        acc = _acc_of(pt, w, zp, low).reshape(out.data.shape)
+        out.data[...] = _add_into(acc, inputs, out)
 
 
 class GemmAcc(_Partial):
@@ -217,17 +235,27 @@ class GemmAcc(_Partial):
         w_q, s_w, zp_w = _mac.int8_weights_zp(graph, wname, oc)
         s_in, zp_in = _mac.per_tensor(x)
         consts = _acc_consts(graph, op, np.asarray(w_q), zp_w, _mac.optional_input(op, 2), s_in * s_w)
-        return Lowered(kind=self.name, op_name=op.name, inputs=[x.name], outputs=[y.name],
+        return Lowered(kind=self.name, op_name=op.name, inputs=self.acc_inputs(op), outputs=[y.name],
                        params=dict(zp_in=zp_in, k=k), consts=consts, macs=x.numel // k * oc * k)
 
     def reference(self, low: Lowered, inputs: Sequence[TensorView], out: TensorView) -> None:
         k = int(low.params["k"])
         w = np.asarray(low.consts["weight"]).reshape(-1, k)
         a = np.asarray(inputs[0].data).reshape(-1, k)
-        out.data[...] = _acc_of(a, w, int(low.params["zp_in"]), low).astype(np.int32).reshape(out.data.shape)
+        out.data[...] = _add_into(_acc_of(a, w, int(low.params["zp_in"]), low).reshape(out.data.shape), inputs, out)
 
 
-class AccAdd(_AccKind):
+class _PerPixel(_AccKind):
+    """AccAdd and Requantize: output pixel p reads input pixel p only (column tiles cut them like any per-pixel op)."""
+
+    COLS = "pixel"
+    TILING = "pointwise"
+
+    def col_local(self, graph: AnalyzedGraph, op: Op) -> str | None:
+        return cols_reason(graph, op, per_pixel=True)
+
+
+class AccAdd(_PerPixel):
     name = "accadd"
     COLS = "pixel"
     ir_ops = ("AccAdd",)
@@ -256,7 +284,7 @@ class AccAdd(_AccKind):
         out.data[...] = np.clip(s, INT32_MIN, INT32_MAX).astype(np.int32)
 
 
-class Requantize(_AccKind):
+class Requantize(_PerPixel):
     name = "requantize"
     COLS = "pixel"
     ir_ops = ("Requantize",)

@@ -225,6 +225,12 @@ class OpKind:
         :meth:`rows_needed` only."""
         return ()
 
+    def same_rows_inputs(self, graph: AnalyzedGraph, op: Op) -> tuple[int, ...]:
+        """Positions of the activation inputs a band of the op reads at exactly its output's rows and columns (an
+        accumulator the op adds into, ``convacc``'s fourth input), whatever its window: their band is the output's.
+        Empty for ops that read every input by :meth:`rows_needed` / :meth:`cols_needed`."""
+        return ()
+
     def piecewise_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
         """Whether the output of ``op`` may take the home of its input ``x`` piecewise (only when
         :attr:`piecewise_in_place`): the planner still checks that ``x`` dies at the op."""

@@ -9,7 +9,9 @@ with constant int8 weight ``W``, optional bias ``B``, input ``x`` and output ``y
   ``x_name``, a tensor holding exactly those channels of ``x`` with ``x``'s encoding (a Slice of ``x``, or any op's
   int8 output of them), the slice ``W[:, a:b]`` (a new constant with ``W``'s quantization), and ``B`` when ``bias``
   (give it to exactly one group); its output is a new int32 accumulator of ``y``'s shape and layout;
-* :func:`acc_add` adds ``AccAdd`` of two accumulators;
+  with ``acc_in``, the partial adds into an earlier group's accumulator (``out = acc_in + partial``, in place),
+  which is how ``split_k`` chains the groups: one int32 accumulator live, no AccAdd;
+* :func:`acc_add` adds ``AccAdd`` of two accumulators (for sums a chain does not express);
 * :func:`requantize` adds the ``Requantize`` of an accumulator into ``y`` with ``op``'s fused activation;
 * :func:`check_sum_fits` proves that no running sum of the groups can leave int32 (the partial ops' lowering proves
   each group's own sum), so the chain's AccAdds never saturate and the total is the unsplit op's exact integer.
@@ -65,9 +67,11 @@ def acc_tensor(graph: AnalyzedGraph, op: Op, name: str) -> str:
 
 
 def partial(graph: AnalyzedGraph, op: Op, x_name: str, a: int, b: int, name: str, acc_name: str, bias: bool,
-            attrs: dict | None = None) -> tuple[Op, str]:
+            attrs: dict | None = None, acc_in: str | None = None) -> tuple[Op, str]:
     """The partial op of ``op`` over input channels ``[a, b)`` reading ``x_name`` (see the module doc): its Op (not
-    yet in ``graph.ops``) and its accumulator. Adds the weight slice ``<W>/k<a>_<b>`` and the accumulator tensor."""
+    yet in ``graph.ops``) and its accumulator. Adds the weight slice ``<W>/k<a>_<b>`` and the accumulator tensor.
+    ``acc_in``: an accumulator of the same op (an earlier group's) that this partial adds into (the op's fourth
+    input; the planner may write the output over it), instead of an AccAdd of the two."""
     why = why_not(graph, op)
     if why:
         raise TigrisError(f"cannot sum int8 input-channel groups: {why}", op.name)
@@ -90,6 +94,10 @@ def partial(graph: AnalyzedGraph, op: Op, x_name: str, a: int, b: int, name: str
     bn = _mac.optional_input(op, 2)
     if bias and bn:
         ins.append(bn)
+    if acc_in:
+        if acc_in not in graph.tensors or graph.tensors[acc_in].dtype != "int32":
+            raise TigrisError(f"{acc_in} is not an int32 accumulator", op.name)
+        ins = ins[:3] + [""] * (3 - len(ins)) + [acc_in]
     acc_tensor(graph, op, acc_name)
     extra = dict(attrs or {})
     if op.op_type == "Gemm":

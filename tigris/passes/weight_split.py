@@ -479,8 +479,9 @@ def joining_concat(graph: AnalyzedGraph, op: Op) -> Op:
 # the input channels K_g, the op on them with the weight's slice and no bias (group 0 keeps the bias) and no fused
 # activation, then an Add of the running sum and the group's partial result; the last Add writes the output and
 # carries the fused activation. The float results differ from the unsplit op's only by summation order. An int8
-# Conv/Gemm sums exact int32 partial sums instead (tigris.passes.k_acc: ConvAcc/GemmAcc per group, AccAdds, one
-# Requantize into the output with the op's multipliers and activation), so its output is the unsplit op's bytes.
+# Conv/Gemm sums exact int32 partial sums instead (tigris.passes.k_acc: ConvAcc/GemmAcc per group, each from the
+# second on adding into the previous group's accumulator, then one Requantize into the output with the op's
+# multipliers and activation), so its output is the unsplit op's bytes.
 
 K_SPLIT_TYPES = ("Conv", "Conv1D", "Gemm", "MatMul")
 K_SUFFIX = "/kgroup"  # K-group op names are f"{op.name}{K_SUFFIX}{g}" (and ...slice{g}, ...add{g})
@@ -615,11 +616,10 @@ def split_k(graph: AnalyzedGraph, name: str, groups: int) -> AnalyzedGraph:
             acc = p
             continue
         last = k == groups - 1
-        if int8:  # int32 running sums; the last one is requantized into the output
-            out = fresh_name(g, f"{y.name}{K_SUFFIX}sum{k}")
-            new_ops.append(k_acc.acc_add(g, op, acc, p, out, fresh_name(g, f"{op.name}{K_SUFFIX}add{k}"),
-                                         {"weight_group": (op.name, -1, groups)}))
-            acc = out
+        if int8:  # the partial adds into the running int32 sum (in place); the last sum is requantized
+            part = new_ops[-1]
+            new_ops[-1] = part.with_(inputs=tuple(list(part.inputs[:3]) + [""] * (3 - len(part.inputs[:3])) + [acc]))
+            acc = p
             if last:
                 new_ops.append(k_acc.requantize(g, op, acc, fresh_name(g, f"{op.name}{K_SUFFIX}requant"),
                                                 {"weight_group": (op.name, -1, groups)}))

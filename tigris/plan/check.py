@@ -401,7 +401,7 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
     what its consumers need in both axes (clipped; a windowed consumer's columns exactly), and every dense band
     within its buffer."""
     from tigris.ops import kind_for
-    from tigris.plan.cols import pixel_bytes, reads_sub_bands, width
+    from tigris.plan.cols import input_cols, pixel_bytes, reads_sub_bands, width
 
     errs: list[str] = []
     if len(unit.tile_cols) != len(unit.tile_rows) or unit.tiles != len(unit.tile_rows):
@@ -469,7 +469,7 @@ def _check_cols(graph: AnalyzedGraph, bufs, unit) -> list[str]:  # rule 7
                     continue
                 need_r = input_rows(graph, op, name, rows[o])
                 wi = width(graph, name)
-                lo, hi = (0, 1) if wi == 1 else kind.cols_needed(op, *cols[o])
+                lo, hi = input_cols(graph, op, name, *cols[o])
                 need_c = (max(0, lo), max(max(0, lo), min(wi, hi)))
                 if not reads_sub_bands(graph, op) and cols[name] != need_c:
                     # a windowed kernel reads its whole input band: the band must be exactly its need

@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from tigris.ir import AnalyzedGraph
+from tigris.ir import AnalyzedGraph, Op
 from tigris.plan.lifetime import Buffers, lifetimes, tensor_rows
 from tigris.plan.spatial import (
     MAX_TILES, TiledLayout, _kind, _recompute_tile, accumulates, largest_fitting, min_tile_h, op_macs, row_bytes,
@@ -128,6 +128,18 @@ def reads_sub_bands(graph: AnalyzedGraph, op) -> bool:
     return rw is not None and rw[0] == 1 and rw[1] == 1 and rw[3] == 0
 
 
+def input_cols(graph: AnalyzedGraph, op: Op, name: str, a: int, b: int) -> tuple[int, int]:
+    """Columns (unclipped) of activation input ``name`` that output columns ``[a, b)`` of ``op`` read: the kind's
+    ``cols_needed``, the output's own columns for an input it reads at the output's pixels (``same_rows_inputs``),
+    the one column of a width-1 input."""
+    if width(graph, name) == 1:
+        return 0, 1
+    k = _kind(op)
+    if any(op.inputs[i] == name for i in k.same_rows_inputs(graph, op) if i < len(op.inputs)):
+        return a, b
+    return k.cols_needed(op, a, b)
+
+
 def col_splits(w: int, n: int) -> list[tuple[int, int]]:
     """Rule 2: ``n`` disjoint column bands covering ``[0, w)``, the widest first."""
     base, extra = divmod(w, n)
@@ -155,7 +167,7 @@ def _col_walk(
             if not name or graph.is_const(name):
                 continue
             w = width(graph, name)
-            lo, hi = (0, 1) if w == 1 else k.cols_needed(op, a, b)
+            lo, hi = input_cols(graph, op, name, a, b)
             lo, hi = max(0, lo), min(w, hi)
             hi = max(lo, hi)
             if name in cols:  # another consumer (or this op again) reads it too: the hull serves both (rule 1)

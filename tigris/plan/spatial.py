@@ -141,6 +141,9 @@ def input_rows(graph: AnalyzedGraph, op: Op, name: str, rows: tuple[int, int]) -
     kind = _kind(op)
     if any(op.inputs[i] == name for i in kind.whole_inputs(graph, op) if i < len(op.inputs)):
         return (0, h_in)  # an operand every band reads whole (a product's second operand)
+    if any(op.inputs[i] == name for i in kind.same_rows_inputs(graph, op) if i < len(op.inputs)):
+        lo, hi = max(0, rows[0]), min(h_in, rows[1])  # an accumulator added into at the output's own rows
+        return (lo, max(lo, hi))
     lo, hi = kind.rows_needed(op, *rows)
     lo, hi = max(0, lo), min(h_in, hi)
     return (lo, max(lo, hi))
@@ -155,13 +158,17 @@ def receptive_field(graph: AnalyzedGraph, ops: Sequence[int]) -> int:
     made = {}  # tensor -> the op of ``ops`` producing it
     for i in ops:
         op = graph.ops[i]
-        before = max((acc[made[n]] for n in op.inputs if n in made), default=0)
-        win = _kind(op).window(op)
+        kind = _kind(op)
+        same = {op.inputs[j] for j in kind.same_rows_inputs(graph, op) if j < len(op.inputs)}
+        before = max((acc[made[n]] for n in op.inputs if n in made and n not in same), default=0)
+        win = kind.window(op)
         if win is None:
             acc[i] = before
         else:
             k, s, d, _ = win
             acc[i] = before * s + (k - 1) * d  # (eff_kernel - 1) = (k - 1) * d
+        # an accumulator read at the output's own rows adds no window
+        acc[i] = max([acc[i], *(acc[made[n]] for n in same if n in made)])
         for n in op.outputs:
             made[n] = i
     return 1 + max(acc.values(), default=0)

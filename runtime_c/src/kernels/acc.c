@@ -3,8 +3,12 @@
  * conv or Gemm split into input-channel (K) groups runs as (docs/memory-planning.md "Weights that do not fit").
  *
  *   convacc     int8 conv over one slice of the input channels -> its exact int32 accumulator (no requantization):
- *               out[n, oh, ow, oc] = bias[oc] + sum_{taps inside the image, ic} (x - zp_in) * (w[oc] - wzp[oc])
- *   gemmacc     the same for a Gemm row: out[p, oc] = bias[oc] + sum_k (x[p, k] - zp_in) * (w[oc, k] - wzp[oc])
+ *               out[n, oh, ow, oc] = acc_in[n, oh, ow, oc] + bias[oc]
+ *                                    + sum_{taps inside the image, ic} (x - zp_in) * (w[oc] - wzp[oc])
+ *               with the optional second input acc_in (an int32 view of the output's dims, read at the output's own
+ *               rows; 0 without it), which the output may share (in place: each element is read before it is stored)
+ *   gemmacc     the same for a Gemm row (whole tensors):
+ *               out[p, oc] = acc_in[p, oc] + bias[oc] + sum_k (x[p, k] - zp_in) * (w[oc, k] - wzp[oc])
  *   accadd      out = a + b on int32 accumulators of one shape, saturated (the compiler proves a chain never is)
  *   requantize  int32 -> int8 with the per-channel (mult, shift) of the op that was split, its output zero point
  *               and clamp: the epilogue of the int8 MAC kernels (requant.h)
@@ -41,6 +45,22 @@ static int acc_consts_ok(const tgrs_op_ctx *ctx, int w_slot, int b_slot, int z_s
     return TGRS_OK;
 }
 
+/* The optional accumulator added into (ctx->in[1]): an int32 view of the output's dims holding its rows. */
+static int acc_in_ok(const tgrs_op_ctx *ctx)
+{
+    const tgrs_tview *a = ctx->in[1];
+    if (ctx->n_in == 1) {
+        return TGRS_OK;
+    }
+    if (ctx->n_in != 2 || !tgrs_kv_sane(a) || !tgrs_kv_same_dims(a, ctx->out)) {
+        return TGRS_ERR_SHAPE;
+    }
+    if (a->dtype != TGRS_DT_S32) {
+        return TGRS_ERR_DTYPE;
+    }
+    return tgrs_kv_has_rows(a, ctx->out->row0, ctx->out->row0 + ctx->out->rows) ? TGRS_OK : TGRS_ERR_TILE;
+}
+
 /* acc of one output: bias + sum over n values (x - zp) * (w - wz), x and w contiguous. */
 static int32_t acc_dot(int32_t acc, const int8_t *x, const int8_t *w, int32_t n, int32_t zp, int32_t wz)
 {
@@ -66,7 +86,7 @@ int tgrs_check_convacc(const tgrs_op_ctx *ctx)
     if (!TGRS_ACC) {
         return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_ACC */
     }
-    if (ctx->n_in != 1 || !tgrs_window_load(&w, ctx->p)) {
+    if (ctx->n_in < 1 || ctx->n_in > 2 || !tgrs_window_load(&w, ctx->p)) {
         return TGRS_ERR_PARAM;
     }
     if (in->dtype != TGRS_DT_S8 || out->dtype != TGRS_DT_S32) {
@@ -77,6 +97,9 @@ int tgrs_check_convacc(const tgrs_op_ctx *ctx)
         return TGRS_ERR_PARAM;
     }
     st = tgrs_window_check(&w, in, out);
+    if (st == TGRS_OK) {
+        st = acc_in_ok(ctx);
+    }
     if (st != TGRS_OK) {
         return st;
     }
@@ -106,11 +129,15 @@ int tgrs_kernel_convacc(const tgrs_op_ctx *ctx)
     for (n = 0; n < out->dims[0]; ++n) {
         for (oh = out->row0; oh < out->row0 + out->rows; ++oh) {
             int32_t *y = (int32_t *)out->data + tgrs_kv_row_off(out, n, oh);
+            const int32_t *ai = ctx->n_in == 2 ? (const int32_t *)ctx->in[1]->data + tgrs_kv_row_off(ctx->in[1], n, oh)
+                                               : NULL;
             for (ow = 0; ow < out->dims[2]; ++ow) {
                 for (o = 0; o < oc; ++o) {
                     const int8_t *wr = wt + (size_t)o * (size_t)k;
                     const int32_t wz = acc_c(ctx, TGRS_C_CONVACC_WZP, o);
-                    int32_t acc = acc_c(ctx, TGRS_C_CONVACC_BIAS, o);
+                    const size_t at = (size_t)ow * (size_t)oc + (size_t)o;
+                    /* in place over acc_in: its element is read here, before y[at] is stored */
+                    int32_t acc = tgrs_wrap_add(acc_c(ctx, TGRS_C_CONVACC_BIAS, o), ai != NULL ? ai[at] : 0);
                     for (i = 0; i < w.kh; ++i) {
                         const int32_t ih = oh * w.sh - w.pt + i * w.dh;
                         if (ih < 0 || ih >= in->dims[1]) {
@@ -126,7 +153,7 @@ int tgrs_kernel_convacc(const tgrs_op_ctx *ctx)
                                           wr + ((size_t)i * (size_t)w.kw + (size_t)j) * (size_t)c, c, zp, wz);
                         }
                     }
-                    y[(size_t)ow * (size_t)oc + (size_t)o] = acc;
+                    y[at] = acc;
                 }
             }
         }
@@ -144,7 +171,7 @@ int tgrs_check_gemmacc(const tgrs_op_ctx *ctx)
     if (!TGRS_ACC) {
         return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_ACC */
     }
-    if (ctx->n_in != 1 || k < 1 || zp < -128 || zp > 127) {
+    if (ctx->n_in < 1 || ctx->n_in > 2 || k < 1 || zp < -128 || zp > 127) {
         return TGRS_ERR_PARAM;
     }
     if (in->dtype != TGRS_DT_S8 || out->dtype != TGRS_DT_S32) {
@@ -157,6 +184,9 @@ int tgrs_check_gemmacc(const tgrs_op_ctx *ctx)
     ne_out = (uint64_t)out->dims[0] * (uint64_t)out->dims[1] * tgrs_kv_row_elems(out);
     if (ne_in % (uint64_t)k != 0u || out->dims[3] < 1 || ne_out != ne_in / (uint64_t)k * (uint64_t)out->dims[3]) {
         return TGRS_ERR_SHAPE;
+    }
+    if (acc_in_ok(ctx) != TGRS_OK) {
+        return acc_in_ok(ctx);
     }
     return acc_consts_ok(ctx, TGRS_C_GEMMACC_WEIGHT, TGRS_C_GEMMACC_BIAS, TGRS_C_GEMMACC_WZP, out->dims[3], k);
 }
@@ -178,9 +208,10 @@ int tgrs_kernel_gemmacc(const tgrs_op_ctx *ctx)
     rows = (size_t)in->dims[0] * (size_t)in->dims[1] * tgrs_kv_row_elems(in) / (size_t)k;
     for (r = 0; r < rows; ++r) {
         for (o = 0; o < oc; ++o) {
-            y[r * (size_t)oc + (size_t)o] = acc_dot(acc_c(ctx, TGRS_C_GEMMACC_BIAS, o), x + r * (size_t)k,
-                                                    wt + (size_t)o * (size_t)k, k, zp,
-                                                    acc_c(ctx, TGRS_C_GEMMACC_WZP, o));
+            const size_t at = r * (size_t)oc + (size_t)o;
+            const int32_t a0 = ctx->n_in == 2 ? ((const int32_t *)ctx->in[1]->data)[at] : 0; /* before y[at] */
+            y[at] = acc_dot(tgrs_wrap_add(acc_c(ctx, TGRS_C_GEMMACC_BIAS, o), a0), x + r * (size_t)k,
+                            wt + (size_t)o * (size_t)k, k, zp, acc_c(ctx, TGRS_C_GEMMACC_WZP, o));
         }
     }
     return TGRS_OK;
