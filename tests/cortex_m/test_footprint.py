@@ -73,9 +73,9 @@ def images(harness, kws_plan, board_objs, tmp_path_factory):
 # about 0.3 KiB, and the loader's proofs of OVERWRITE units and ONE_REGION plans, column-split branch points, the
 # whole-image TFLM average and the narrow int8 conv bands, about 4.7 KiB: 58,754 B; then the int8 interpolating
 # Resize and the row-band check of the Pad modes among others: 59,468 B; then the int32 accumulator family of int8
-# input-channel groups, kernels/acc.c, about 1.8 KiB: about 61,670 B); its bound is the measured figure plus a small
-# margin, so growth fails.
-EVERY_KERNEL_BOUND = 61 * KIB
+# input-channel groups, kernels/acc.c, about 2 KiB, and the int8 inputs of NonMaxSuppression among others: 62,490 B);
+# its bound is the measured figure plus a small margin, so growth fails.
+EVERY_KERNEL_BOUND = 62 * KIB
 INT8_CNN_SUBSET_BOUND = 16 * KIB
 
 

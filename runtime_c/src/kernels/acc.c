@@ -168,6 +168,7 @@ int tgrs_check_gemmacc(const tgrs_op_ctx *ctx)
     const tgrs_tview *out = ctx->out;
     int32_t k = ctx->p[TGRS_P_GEMMACC_K], zp = ctx->p[TGRS_P_GEMMACC_ZP_IN];
     uint64_t ne_in, ne_out;
+    int st;
     if (!TGRS_ACC) {
         return TGRS_ERR_UNSUPPORTED; /* built with -DTGRS_NO_ACC */
     }
@@ -185,10 +186,9 @@ int tgrs_check_gemmacc(const tgrs_op_ctx *ctx)
     if (ne_in % (uint64_t)k != 0u || out->dims[3] < 1 || ne_out != ne_in / (uint64_t)k * (uint64_t)out->dims[3]) {
         return TGRS_ERR_SHAPE;
     }
-    if (acc_in_ok(ctx) != TGRS_OK) {
-        return acc_in_ok(ctx);
-    }
-    return acc_consts_ok(ctx, TGRS_C_GEMMACC_WEIGHT, TGRS_C_GEMMACC_BIAS, TGRS_C_GEMMACC_WZP, out->dims[3], k);
+    st = acc_in_ok(ctx);
+    return st != TGRS_OK ? st : acc_consts_ok(ctx, TGRS_C_GEMMACC_WEIGHT, TGRS_C_GEMMACC_BIAS, TGRS_C_GEMMACC_WZP,
+                                             out->dims[3], k);
 }
 
 int tgrs_kernel_gemmacc(const tgrs_op_ctx *ctx)
