@@ -919,6 +919,13 @@ static int tgrs_check_cols(const tgrs_plan *plan, const uint8_t *u)
                 if (!tgrs_col_window(r, kind, w)) {
                     continue;
                 }
+                for (k = 1; k < n_in; ++k) { /* an accumulator added into (convacc): read at the output's pixels */
+                    uint32_t a = tgrs_rd_u32(r + TGRS_OP_OFF_INPUTS + 4u * k);
+                    tgrs_tile_cols(plan, u, t, tgrs_find_placement(plan, pf, pc, a) - pf, &c0, &cn);
+                    if (c0 != o0 || cn != on) {
+                        return TGRS_ERR_TILE_COLS;
+                    }
+                }
                 tgrs_tile_cols(plan, u, t, tgrs_find_placement(plan, pf, pc, x) - pf, &c0, &cn);
                 if (tgrs_col_pointwise(r, kind) && iw == ow) {
                     /* a 1x1 window reads its output's columns; a wider band is read row by row */
