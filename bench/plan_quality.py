@@ -641,9 +641,10 @@ def _cols_models(models: Path, tmp: Path) -> list[tuple[str, Path]]:
 
 
 COLS_TARGET = 0.8  # issue 15: the smallest fitting fast budget at most 0.8x of the row-tile figure
-# Op types channel groups split (tigris.passes.weight_split): for a row above the target set by one, the table also
+# Op types channel groups split (tigris.passes.weight_split), with the ops a dense layer's groups take along (its
+# channel tail: a folded BatchNorm's Add, a QuantizeLinear): for a row above the target set by one, the table also
 # gives analyze's minimum with groups.
-GROUPS_SPLIT = ("Conv", "DepthwiseConv")
+GROUPS_SPLIT = ("Conv", "DepthwiseConv", "Gemm", "MatMul", "Add", "QuantizeLinear")
 
 
 class _earlier_rules:
@@ -755,9 +756,12 @@ def cols_table(models: Path) -> str:
         "a Softmax over a rank-3 `[1, boxes, k]` tensor (stored `nwc`, so its rows are the k values and every line "
         "runs across all rows: det_head), NonMaxSuppression (ssd_nms f32: the boxes, one class's scores and the rows), "
         "Concat layers, or a depthwise conv whose window spans "
-        "its whole input along a width-1 axis (streaming_wakeword). Where that op is a conv or depthwise conv, "
-        "`with channel groups` is what `tigris analyze --xip` reports (weight and channel groups, docs/memory-planning.md "
-        f"\"Weights that do not fit\"): {grouped} more models reach the target that way.\n\n"
+        "its whole input along a width-1 axis (streaming_wakeword). Where that op is a conv, a depthwise conv, a "
+        "dense layer (Gemm/MatMul) or an element-wise op after one, `with channel groups` is what `tigris analyze "
+        "--xip` reports (weight and channel groups, docs/memory-planning.md \"Weights that do not fit\"; a dense "
+        "layer runs as output-feature groups, each reading the whole input vector, and takes the element-wise ops "
+        "up to a graph output along, \"Channel tails\"): "
+        f"{grouped} more models reach the target that way.\n\n"
         + markdown_table(headers, rows)
     )
 

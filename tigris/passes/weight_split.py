@@ -211,18 +211,46 @@ def _add_group(g: AnalyzedGraph, op: Op, a: int, b: int, k: int, groups: int, fr
     return ops, t
 
 
+def _dense_operand(graph: AnalyzedGraph, op: Op, n: int) -> bool:
+    """Whether every constant operand of element-wise ``op`` after a dense layer of ``n`` output features is one
+    value or a vector along the features (every axis before the last of size 1, per-tensor quantization), so the
+    op on features ``[a, b)`` reads the constant's slice ``[a, b)`` (``_add_tail`` slices it)."""
+    for name in op.inputs:
+        if not name or not graph.is_const(name):
+            continue
+        w = np.asarray(graph.weights[name])
+        if w.size == 1:
+            continue
+        if w.ndim > 2 or w.shape[-1] != n or any(d != 1 for d in w.shape[:-1]):
+            return False
+        t = graph.tensors.get(name)
+        if t is not None and t.quant is not None and np.asarray(t.quant.scale).size > 1:
+            return False
+    return True
+
+
+DENSE_TAIL_KINDS = ("add", "mul", "ewise")  # element-wise with a constant operand along the features
+
+
 def channel_tail(graph: AnalyzedGraph, name: str) -> tuple[str, ...]:
     """The ops after op ``name`` that its channel groups take along (docs/memory-planning.md "Channel tails"): the
     longest chain of ops whose kind is ``channel_local``, each the only reader of the tensor before it (which is no
     graph output) and reading nothing else, with the channel count of ``name``'s output on logical axis 1 of a
     rank-3/4 tensor; cut after the last op whose output is smaller than ``name``'s (a GlobalAveragePool, a pool
     over the image), so the groups' joining Concats copy the reduced tensor instead of the whole one. () when the
-    chain reduces nothing (the tail would only move the join)."""
+    chain reduces nothing (the tail would only move the join).
+
+    After a dense layer (a Gemm, a MatMul with a ``[M, N]`` output) the features are axis 1 of a rank-2 tensor, and
+    the chain may also hold element-wise ops whose constant operand is one value or a vector along the features
+    (a folded BatchNorm's Add, ``_dense_operand``); it is cut after the last op whose output has fewer bytes or is
+    a graph output: a graph output is written by no op in place, so the op on the whole vector needs its input and
+    its output, where the groups' joins in place need the output and one group."""
     from tigris.ops import kind_for
 
     op = graph.op_by_name(name)
     y = graph.tensors[op.outputs[0]]
-    if op.op_type in ("Gemm", "MatMul") or len(y.shape) not in (3, 4):
+    dense = op.op_type in ("Gemm", "MatMul")
+    if (dense and len(y.shape) != 2) or (not dense and len(y.shape) not in (3, 4)):
         return ()
     consumers = graph.consumer_map()
     chain: list[str] = []
@@ -235,12 +263,15 @@ def channel_tail(graph: AnalyzedGraph, name: str) -> tuple[str, ...]:
             break
         kind = kind_for(nxt.op_type)
         local = kind is not None and kind.channel_local(graph, nxt)
+        consts = [n for n in nxt.inputs if n and graph.is_const(n)]
+        if dense and not local and kind is not None and kind.name in DENSE_TAIL_KINDS:
+            local = _dense_operand(graph, nxt, int(y.shape[1]))
+            consts = []
         out = graph.tensors[nxt.outputs[0]]
-        if not local or len(out.shape) != len(y.shape) or out.shape[1] != y.shape[1] or \
-                [n for n in nxt.inputs if n and graph.is_const(n)]:
+        if not local or len(out.shape) != len(y.shape) or out.shape[1] != y.shape[1] or consts:
             break
         chain.append(nxt.name)
-        if out.numel < y.numel:
+        if out.numel < y.numel or (dense and (out.nbytes < y.nbytes or out.name in graph.outputs)):
             best = len(chain)
         t = out
     return tuple(chain[:best])
@@ -259,7 +290,13 @@ def _add_tail(g: AnalyzedGraph, origin: str, tail: tuple[str, ...], t: str, a: i
         shape[1] = b - a
         out = fresh_name(g, y.name + tag)
         g.tensors[out] = Tensor(out, tuple(shape), y.dtype, y.quant, y.layout)
-        ops.append(op.with_(name=fresh_name(g, op.name + tag), inputs=(t,), outputs=(out,),
+        n = int(y.shape[1])
+        # the activation is the group's; a constant along the features (a dense tail's, _dense_operand) its slice
+        ins = tuple(n_ if not n_ or not g.is_const(n_) else
+                    _slice_const(g, n_, n, a, b, fresh_name(g, n_ + tag), np.asarray(g.weights[n_]).ndim - 1)
+                    for n_ in op.inputs)
+        ins = tuple(t if n_ and not g.is_const(n_) else n_ for n_ in ins)
+        ops.append(op.with_(name=fresh_name(g, op.name + tag), inputs=ins, outputs=(out,),
                             attrs={**op.attrs, "weight_group": (origin, k, groups)}))
         t = out
     return ops, t
@@ -335,12 +372,14 @@ def split_op(graph: AnalyzedGraph, name: str, groups: int, tail: tuple[str, ...]
         for n in gone:
             g.tensors.pop(n, None)
     _drop_unused_weights(g, op)
+    for t_ in tail:  # a dense tail's constants are now stored only as their slices too
+        _drop_unused_weights(g, graph.op_by_name(t_), first=0)
     return g
 
 
-def _drop_unused_weights(g: AnalyzedGraph, op: Op) -> None:
+def _drop_unused_weights(g: AnalyzedGraph, op: Op, first: int = 1) -> None:
     used = {n for o in g.ops for n in o.inputs}
-    for n in op.inputs[1:]:
+    for n in op.inputs[first:]:
         if n and n in g.weights and n not in used:  # the whole constant is now stored only as its slices
             del g.weights[n]
             g.tensors.pop(n, None)
