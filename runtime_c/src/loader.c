@@ -882,7 +882,8 @@ static int tgrs_check_rolling(const tgrs_plan *plan, const uint8_t *u)
 /*
  * End of step 15 for a COLS unit (docs/format.md "COLS units"): in every tile a windowed op's input band is exactly
  * the columns its output band reads, clipped to the input, so the band-relative pads the executor derives
- * (tgrs_op_frame_fill) are >= 0 and > 0 only at the tensor's real edges; a per-pixel op's operands of the output's
+ * (tgrs_op_frame_fill) are >= 0 and > 0 only at the tensor's real edges, and its further inputs (convacc's
+ * accumulator added into) hold exactly the output's band; a per-pixel op's operands of the output's
  * width hold the output's band (a wider one, a branch buffer's hull, is read row by row: tgrs_op_frame_row). A
  * window outside the kernels' limit is left to the kind check (step 17).
  */

@@ -217,6 +217,42 @@ def test_int8_k_split_runs_in_column_tiles(tmp_path):
         assert run.outputs["y"].tobytes() == api.run_plan(untiled, x).outputs["y"].tobytes() == whole.tobytes()
 
 
+def test_readers_refuse_an_accumulator_band_other_than_the_output_band(tmp_path):
+    """In a COLS unit a convacc adds into its accumulator at its output's pixels, so the accumulator's column band
+    must be exactly the output's: a 1x1 K split in 2 groups, column-tiled, the first group's accumulator one column
+    narrower in tile 0 (its own 1x1 input still holds it, so only this check can refuse) is refused by both readers
+    with TGRS_ERR_TILE_COLS."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    import _rt_plans as P
+
+    from tigris.emit import format as Fmt
+    from tigris.emit.reader import PlanFormatError, read_plan
+    from tigris.host.session import PlanError, Session
+
+    rng = np.random.default_rng(21)
+    m, _xs = _qdq_model(rng, "conv1x1", 11, 5, 6)
+    for vi in (m.graph.input[0], m.graph.output[0]):
+        vi.type.tensor_type.shape.dim[3].dim_value = 12  # a wider image: column bands to cut
+    _path, prep = _prepare(tmp_path, m)
+    split = _split(prep, 2)
+    _untiled, full = P.compile_graph(split.graph, 1 << 22, xip=True)
+    data, _plan = P.compile_graph(split.graph, full.unscheduled_peak // 3, xip=True, col_tiles=True, force_cols=3)
+    pf = read_plan(data)
+    Session(data)
+    (op,) = [o for o in pf.ops if o.kind == "convacc" and len(o.inputs) == 2]
+    unit = next(u for u in pf.units if u.col_split and u.op_first <= op.index < u.op_first + u.op_count)
+    pos = {p.tensor: j for j, p in enumerate(unit.placements)}
+    acc, out = pos[pf.tensors[op.inputs[1]].root], pos[pf.tensors[op.output].root]
+    c0, n = unit.tile_cols[0][acc]
+    assert unit.tile_cols[0][out] == (c0, n) and n > 1
+    u = Fmt.UNIT.unpack(data, P.unit_record_pos(data, unit.index))
+    rec = P.section_offset(data, Fmt.SectionId.TILE_ROWS) + 8 * (int(u["rows_first"]) + unit.tiles * len(pos) + acc)
+    bad = P.set_field(data, rec + 4, n - 1, "<i")
+    with pytest.raises(PlanFormatError, match=r"adds into columns \(%d, %d\)" % (c0, n - 1)):
+        read_plan(bad)
+    assert P.assert_readers_refuse(Session, PlanError, [("accumulator band narrower", bad, "ERR_TILE_COLS")]) == 1
+
+
 def _mlp(rng, k0: int, k1: int, k2: int) -> onnx.ModelProto:
     """x [1, k0] -> Q/DQ -> int8 Gemm to k1 -> Relu -> Q/DQ -> int8 Gemm to k2 -> Q/DQ -> y."""
     n = helper.make_node

@@ -1084,8 +1084,9 @@ def col_need(win: tuple[int, int, int, int, int], a: int, b: int, width: int) ->
 def _check_cols(u: UnitInfo, ops: list[OpInfo], tensors: list[TensorInfo]) -> None:
     """Step 15, end of a COLS unit: in every tile, a windowed op's input band is exactly the columns its output band
     reads, clipped to the input (so the band-relative pads the executor derives are >= 0 and > 0 only at the
-    tensor's real edges), and a per-pixel op's operands of the output's width hold the output's band (a wider one,
-    a branch buffer's hull, is read row by row through sub-band views)."""
+    tensor's real edges), its further inputs (convacc's accumulator added into) hold exactly its output's band, and a
+    per-pixel op's operands of the output's width hold the output's band (a wider one, a branch buffer's hull, is
+    read row by row through sub-band views)."""
     what = f"unit {u.index}"
     pos = {pl.tensor: j for j, pl in enumerate(u.placements)}
     table = cols_table()
@@ -1101,6 +1102,11 @@ def _check_cols(u: UnitInfo, ops: list[OpInfo], tensors: list[TensorInfo]) -> No
                 if not (all(1 <= v <= F.COLS_WINDOW_MAX for v in win[:3])
                         and all(0 <= v <= F.COLS_WINDOW_MAX for v in win[3:])):
                     continue  # out of the kernels' range: the kind check refuses the op (step 17)
+                for a in op.inputs[1:]:  # an accumulator added into (convacc): read at the output's pixels
+                    if tile[pos[a]] != (o0, on):
+                        raise _fail("ERR_TILE_COLS", f"{what}: tile {t} op {op.index} ({op.kind}) adds into "
+                                                     f"columns {tile[pos[a]]} of {tensors[a].name}, not its output "
+                                                     f"band {(o0, on)}")
                 x = op.inputs[0]
                 i0, i_n = tile[pos[x]]
                 if win[0] == 1 and win[1] == 1 and win[3] == 0 and win[4] == 0 and tensors[x].dims[2] == out_w:
