@@ -658,8 +658,9 @@ class _earlier_rules:
     every product of two activations is structural (``tigris.ops.matmul.ROW_BANDS``), a channel ArgMax writes a
     rank-3 output (``tigris.passes.index_ops.KEEP_PIXELS``), NonMaxSuppression is one op over float boxes and
     scores (``tigris.passes.index_ops.PER_CLASS``, ``tigris.ops.index.INT8_INPUTS``), a join in place needs one
-    row and a first input of its own (``tigris.ops.concat.ROW_JOINS``) and a structural Transpose writes a buffer
-    of its own (``tigris.ops.transpose.IN_PLACE``). The graph is prepared again inside it."""
+    row and a first input of its own (``tigris.ops.concat.ROW_JOINS``) and a structural Transpose and a
+    Dequantize write buffers of their own (``tigris.ops.transpose.IN_PLACE``, ``tigris.ops.quant.WIDEN_IN_PLACE``).
+    The graph is prepared again inside it."""
 
     FLAGS = (("tigris.ops.pad", "ROW_MAPS"), ("tigris.passes.reducemean_gap", "SEQUENCES"),
              ("tigris.ops.conv", "NARROW_ROWS"), ("tigris.ops.resize", "INT8_INTERP"),
@@ -667,7 +668,7 @@ class _earlier_rules:
              ("tigris.passes.matmul_relabel", "STRIDED_TOKENS"), ("tigris.ops.matmul", "ROW_BANDS"),
              ("tigris.passes.index_ops", "KEEP_PIXELS"), ("tigris.passes.index_ops", "PER_CLASS"),
              ("tigris.ops.index", "INT8_INPUTS"), ("tigris.ops.concat", "ROW_JOINS"),
-             ("tigris.ops.transpose", "IN_PLACE"))
+             ("tigris.ops.transpose", "IN_PLACE"), ("tigris.ops.quant", "WIDEN_IN_PLACE"))
 
     def __enter__(self):
         import importlib
@@ -743,7 +744,7 @@ def cols_table(models: Path) -> str:
         "stay, every Transpose is structural, a dense layer over tokens is a Gemm between layout Transposes, a "
         "product of two activations is structural, a channel ArgMax writes a rank-3 output, NonMaxSuppression is one "
         "op over float boxes and scores, a join in place needs one row and a first input of its own and a structural "
-        "Transpose writes a buffer of its own: "
+        "Transpose and a Dequantize write buffers of their own: "
         "bench/plan_quality.py `_earlier_rules`), `column tiles` with the default. Both are the planner's own search with the analyze "
         "command's weight and scratch figures, without weight or channel groups; `COLS units` counts the column-split "
         "units of the plan at the new figure (proven by the checker); `set by` is the type of the op whose lower "

@@ -1,5 +1,6 @@
 """A structural Transpose in place (tests/runtime/test_rt_transpose_in_place.py) on an emulated core: the int8
-detector grids at their smallest budget, each grid's Transposes permuting their input's buffer cycle by cycle, built
+detector grids at their smallest budget, each grid's Transposes permuting their input's buffer cycle by cycle and the float output's Dequantize growing over its
+int8 input (backwards), built
 for the Cortex-M4F (DSP kernels), give the host runtime's output bytes, which are the untiled plan's."""
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def test_transposes_in_place_on_qemu_match_host(harness, board_objs, tmp_path, m
     prep, m = T.minimum_with_transposes_in_place(path, monkeypatch)
     c = api.compile_model(path, m, xip=True, prepared=prep)
     assert T._transposed(prep.graph, c.analysis.plan)
+    assert T._transposed(prep.graph, c.analysis.plan, "DequantizeLinear")  # the float output over its int8 input
     s = Session(c.plan_bytes)
     x = api.random_inputs(prep, 0)
     name = s.inputs[0].name

@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from tigris.ir import AnalyzedGraph, Op, TigrisError
+from tigris.layout import tensor_view_dims
 from tigris.ops._common import const_to_phys, per_tensor, same_rows
 from tigris.ops.base import Lowered, OpKind, TensorView, bits_f32, cols_reason, f32_bits
 
@@ -118,6 +119,11 @@ class Quantize(_QuantBoundary):
         out.data[...] = q.astype(out.data.dtype)
 
 
+# False: a Dequantize writes a buffer of its own (the earlier rule; bench/plan_quality.py --cols plans its row-tiles
+# baseline so).
+WIDEN_IN_PLACE = True
+
+
 class Dequantize(_QuantBoundary):
     name = "dequantize"
     ir_ops = ("DequantizeLinear",)
@@ -127,6 +133,20 @@ class Dequantize(_QuantBoundary):
     INT8_EXACTNESS = "bit-exact"
     PARAMS = ("SCALE", "ZP", "U8", "PER_ELEM")
     CONSTS = ("SCALE_E", "ZP_E")
+
+    # The float output may grow over its dying int8 input (the input's home is the output's first bytes, as a join
+    # in place, docs/memory-planning.md "Joins in place"): quant.c then runs from the last element to the first, and
+    # element i's 4 bytes start at 4i, never below an input byte still to be read (those lie below i). One image,
+    # so a band's elements are one run.
+    prefix_in_place = True
+
+    def prefix_over(self, graph: AnalyzedGraph, op: Op, x: str) -> bool:
+        if not WIDEN_IN_PLACE or not op.inputs or op.inputs[0] != x or graph.is_const(x) \
+                or op.attrs.get("per_element") or len(op.outputs) != 1:
+            return False
+        tx, ty = graph.tensors[x], graph.tensors[op.outputs[0]]
+        xd, yd = tensor_view_dims(tx), tensor_view_dims(ty)
+        return tx.dtype in RANGES and ty.dtype == "float32" and xd == yd and yd[0] == 1
 
     def lower(self, graph: AnalyzedGraph, op: Op) -> Lowered:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

@@ -5,6 +5,7 @@
  *   quantize  : q = clamp(rne(x / SCALE) + ZP, QMIN, QMAX)   float32 division, round half to even
  *   dequantize: x = (float)(q - ZP) * SCALE                   float32
  * rne is written out here (no libm) so the host and the freestanding build round identically.
+ * A per-tensor dequantize whose output the plan grew over its input (the same first byte) runs backwards.
  * PER_ELEM = 1 (a per-axis or blocked boundary QuantizeLinear/DequantizeLinear): SCALE and ZP are instead the
  * float32 and int32 constants SCALE_E and ZP_E, one per element of the full tensor in its physical order.
  */
@@ -197,6 +198,17 @@ int tgrs_kernel_dequantize(const tgrs_op_ctx *ctx)
                 const int32_t q = u8 ? (int32_t)((const uint8_t *)in->data)[ioff + i]
                                      : (int32_t)((const int8_t *)in->data)[ioff + i];
                 y[i] = (float)(q - z[i]) * s[i];
+            }
+        } else if ((const void *)((const uint8_t *)in->data + ioff) == (const void *)y) {
+            /* the plan grew the output over its input (one image): from the last element down, element i's bytes
+               [4i, 4i + 4) lie above every input byte still to be read */
+            const uint8_t *x = (const uint8_t *)in->data + ioff;
+            if (out->dims[0] != 1) {
+                return TGRS_ERR_TILE;
+            }
+            for (i = len; i-- > 0u;) {
+                const int32_t q = u8 ? (int32_t)x[i] : (int32_t)(int8_t)x[i];
+                y[i] = (float)(q - zp) * scale;
             }
         } else if (u8) {
             const uint8_t *x = (const uint8_t *)in->data + ioff;
