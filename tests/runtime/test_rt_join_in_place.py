@@ -74,6 +74,10 @@ def test_head_joined_in_place_runs_like_the_plain_join(tmp_path, monkeypatch, in
 def _rows_model(tmp_path: Path) -> Path:
     """A detector's box outputs: two levels (conv 3x3 to 8 channels on 8x8, and stride 2 on 4x4) each reshaped to
     [1, 8, cells] and joined along the cells, the rows of the rank-3 tensors (as yolov8n's heads)."""
+    import builders
+    import fam_seg
+    import onnx
+
     g = builders._new(7)
     f = g.op("Relu", [g.conv("x", 4, 8, 3)])
     levels = []
@@ -82,9 +86,7 @@ def _rows_model(tmp_path: Path) -> Path:
         levels.append(g.op("Reshape", [t, g.const(np.array([1, 8, cells], np.int64), "shape")]))
     y = g.op("Concat", levels, axis=2)
     m = fam_seg.finish_typed(g, "rows", [1, 4, 8, 8], [(y, onnx.TensorProto.FLOAT, [1, 8, 80])], opset=14)
-    fp = tmp_path / "rows.onnx"
-    onnx.save(m, fp)
-    return fp
+    return saved_model(tmp_path, m, "rows", False)
 
 
 def test_row_join_over_a_reshaped_level_runs_like_the_plain_join(tmp_path, monkeypatch):
