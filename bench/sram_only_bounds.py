@@ -26,7 +26,9 @@ halos), ``rows, expansion recomputed`` (rows carried except each inverted-residu
 overlap rows the expand recomputes), ``strips n`` (n column strips, rows rolled inside each strip, strip-major order: the COLS+ROLLING shape),
 ``groups G`` (row tiles, rolled, the expanded channels of each inverted-residual block of the head in G groups
 through expand, depthwise and project, the project summing int32 over the groups), ``groups G, recompute``
-(the same, the depthwise input's overlap rows recomputed instead of carried), ``patches p x p`` (2-D patches of the
+(the same, the depthwise input's overlap rows recomputed instead of carried), ``groups G, recompute, joined before
+the projection`` (the depthwise groups' int8 outputs joined by a channel Concat and projected once, as
+``weight_split.split_expansion`` builds it: no int32 sums, the joined band instead), ``patches p x p`` (2-D patches of the
 head's output, halos recomputed in both directions, patch-row-major order, as MCUNetV2 runs its head)."""
 from __future__ import annotations
 
@@ -159,6 +161,7 @@ class Scheme:
     groups: int = 1
     roll: bool = True  # rows carried (else recomputed)
     group_roll: bool = True  # the grouped depthwise input's rows carried
+    join: bool = False  # the depthwise groups' int8 outputs joined (a channel Concat) before an ordinary projection
 
 
 def _grouped(ops: list[Op], tensors: list[Tensor]) -> tuple[set[int], set[int]]:
@@ -241,6 +244,13 @@ def evaluate(ops: list[Op], tensors: list[Tensor], sch: Scheme, total_macs: int)
             own = [band_bytes(i) for i in op.ins if i != 0] + ([band_bytes(op.out)] if op.out != yi else [])
             live += max(own) if own else 0
             for k2 in projections:  # the int32 sums of the projection's output band, over the groups
+                if sch.join:  # or the other groups' depthwise outputs waiting for the join, then the joined band
+                    d = ops[k2 - 1].out
+                    (a, b), (c0, c1) = r_now[d], c_now[d]
+                    full = (b - a) * (c1 - c0) * tensors[d].c
+                    live += full * (sch.groups - 1) // sch.groups if k2 - 2 <= k < k2 else \
+                        full - band_bytes(d) if k == k2 else 0
+                    continue
                 if k2 - 2 <= k <= k2:
                     o = ops[k2].out
                     (a, b), (c0, c1) = r_now[o], c_now[o]
@@ -338,6 +348,8 @@ def schemes() -> list[Scheme]:
     out += [Scheme("rows, expansion recomputed", "rows", group_roll=False)]
     out += [Scheme(f"groups {g}", "rows", groups=g) for g in (2, 4, 8, 16)]
     out += [Scheme(f"groups {g}, recompute", "rows", groups=g, group_roll=False) for g in (4, 8, 16)]
+    out += [Scheme(f"groups {g}, recompute, joined before the projection", "rows", groups=g, group_roll=False,
+                   join=True) for g in (8, 16)]
     out += [Scheme(f"patches {p}x{p}", "patches", n=p) for p in (2, 4, 7)]
     return out
 
@@ -375,16 +387,41 @@ def table(graph) -> str:
     )
 
 
+def planned_line(path: Path, prep, fast: int, region: int) -> str:
+    """What the planner's plan at ``-m fast -s region --one-region --xip`` needs (proven by the checker)."""
+    from tigris import api
+    from tigris.plan import sram_bytes
+    from tigris.plan.check import check_plan
+    from tigris.plan.spatial import op_macs
+
+    a = api.analyze(path, fast, region, xip=True, prepared=prep, emit=False, one_region=True)
+    if not a.fits:
+        return f"\n\nThe planner at `-m {fast} -s {region} --one-region --xip`: does not fit ({a.reason})."
+    macs = sum(op_macs(prep.graph, op) for op in prep.graph.ops)
+    ok = "checked" if not check_plan(a.prepared.graph, a.plan) else "CHECK FAILED"
+    how = "; ".join(n for n in a.notes if "expansion groups" in n) or "no expansion groups"
+    return (f"\n\nThe planner's plan (`tigris analyze -m {fast} -s {region} --one-region --xip`, the figure `analyze "
+            f"-s 0` reports): {sram_bytes(a.plan)} bytes as one region at "
+            f"{100 * a.plan.recompute_macs / macs:.2f}% recompute ({how}; {ok}); {TARGET - sram_bytes(a.plan):+,} "
+            f"bytes from the target.")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--planned", nargs=2, type=int, metavar=("FAST", "REGION"),
+                    help="also plan the model as analyze -m FAST -s REGION --one-region --xip does (the figure "
+                         "analyze -s 0 reports) and state what that plan needs")
     args = ap.parse_args(argv)
     import plan_quality
     from tigris import api
 
     with tempfile.TemporaryDirectory() as tmp:
-        prep = api.prepare(plan_quality._mbv2_224_int8(Path(tmp)))
-    body = table(prep.graph)
+        path = plan_quality._mbv2_224_int8(Path(tmp))
+        prep = api.prepare(path)
+        body = table(prep.graph)
+        if args.planned:
+            body += planned_line(path, prep, *args.planned)
     print(body)
     if not args.no_write:
         write_section("sram_only_bounds", body)
