@@ -22,7 +22,7 @@ def pytest_cmdline_main(config):
     cores. Runs of chosen files or tests stay serial (one process, plain output, ``--pdb``), as do runs that pick
     their own ``-n`` or ``-p no:xdist``, or capture nothing (``-s``). ``worksteal`` hands each worker one half of the
     files in order and balances the ends, so a module's fixtures (a compiled model, a QEMU image) are mostly built
-    once; docs/design.md "Tests" has the figures."""
+    once; docs/design.md "Tests" says why."""
     if os.environ.get("PYTEST_XDIST_WORKER") or not config.pluginmanager.hasplugin("xdist"):
         return
     if getattr(config, "args_source", None) != pytest.Config.ArgsSource.TESTPATHS:
