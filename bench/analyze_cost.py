@@ -37,6 +37,20 @@ BASELINE = Path(__file__).resolve().parent / "analyze_cost_baseline.json"
 FITTING = ("256K", "1M", "4M")
 
 
+def _commit() -> str:
+    """The commit measured (with ``+changes`` when the tree differs from it)."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "tigris"], cwd=REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "an unknown commit"
+    return head + (" +changes" if dirty else "")
+
+
 def cpu_seconds(path: Path, budget: int | str, xip: bool) -> tuple[float, bool]:
     t0 = time.process_time()
     a = api.analyze(path, budget, xip=xip, emit=False)
@@ -109,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.runs} interleaved runs). Without `--xip` a run that does not fit searches twice (without and with "
         f"XIP). `before` is the same measurement of the planner before its probes shared band layouts and the "
         f"search started from the per-op lower bound (bench/analyze_cost_baseline.json). Worst ratio now: "
-        f"**{worst:.2f}x** to a generous fitting run, **{worst_tight:.2f}x** to a tight one (target <= 1.5x).\n\n"
+        f"**{worst:.2f}x** to a generous fitting run, **{worst_tight:.2f}x** to a tight one (target <= 1.5x). "
+        f"Measured at {_commit()}.\n\n"
         + markdown_table(headers, rows)
     )
     print(body)
