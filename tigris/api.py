@@ -1132,7 +1132,11 @@ def analyze(
                     result.min_fast_budget = m_groups
                     advice["min_fast_budget_bytes"] = m_groups
                     advice["min_fast_budget"] = format_size(m_groups)
-                    advice["limiting_op"] = _group_limiting(fitted, m_groups, slow_b, False, weight)
+                    # the split graph may fit 16 bytes below with the same groups (the search probes budgets, not
+                    # every group count): then the op named is the one the model's own plan fails at, which the
+                    # groups were made for
+                    advice["limiting_op"] = _group_limiting(fitted, m_groups, slow_b, False, weight) or \
+                        advice["limiting_op"]
             advice["weight_groups_budget_bytes"] = m_groups
             advice["weight_groups_budget"] = format_size(m_groups) if m_groups else None
         if slow_b == 0 or res.cause == "slow_memory":

@@ -15,6 +15,7 @@ from cm_fixtures import board_objs, harness, run_plan  # noqa: F401  (fixtures)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 
 import test_rt_row_maps as T  # noqa: E402
+from tigris_testing import family_model  # noqa: E402
 
 
 @pytest.mark.parametrize("fam", ["pad_modes", "dscnn1d", "lraspp"])
@@ -22,7 +23,7 @@ def test_row_floor_plans_on_qemu_match_host(harness, board_objs, tmp_path, monke
     from tigris import api
     from tigris.host import Session
 
-    path = T._family(tmp_path, fam, True)
+    path = family_model(tmp_path, fam, True)
     prep, c, x, _ = T._below_earlier_floor(path, monkeypatch)
     s = Session(c.plan_bytes)
     name = s.inputs[0].name
