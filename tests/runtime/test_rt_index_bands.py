@@ -19,19 +19,14 @@ from tigris import api
 from tigris.ops import index as index_kind
 from tigris.passes import index_ops
 from tigris.plan import min_fast_budget
-from tigris_testing import compile_like_untiled, family_model, matches_ort
+from tigris_testing import compile_like_untiled, family_model, host_runtime, matches_ort
 
 FLOAT_TOL = 1e-5
 
 
 @pytest.fixture(scope="module")
 def session():
-    try:
-        from tigris.host.build import runtime
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    host_runtime()
 
 
 def _floor(path: Path, monkeypatch, flags: dict) -> int:

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tigris import api
-from tigris_testing import compile_like_untiled, family_model, matches_ort
+from tigris_testing import compile_like_untiled, family_model, host_runtime, matches_ort
 from tigris.ops import conv as conv_kind
 from tigris.ops import pad as pad_kind
 from tigris.ops import resize as resize_kind
@@ -38,12 +38,7 @@ ORT_TOL = 1e-4  # tigris.api.FLOAT_RTOL
 
 @pytest.fixture(scope="module")
 def session():
-    try:
-        from tigris.host.build import runtime
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
+    host_runtime()
 
 
 def _earlier_floor(path: Path, monkeypatch) -> int:

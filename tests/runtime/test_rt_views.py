@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "families"))
 import builders  # noqa: E402
 
 import _rt_plans as P  # noqa: E402
-from tigris_testing import saved_model  # noqa: E402
+from tigris_testing import host_session, saved_model  # noqa: E402
 import tigris.plan as planner  # noqa: E402
 from tigris.emit import emit_plan, read_plan  # noqa: E402
 from tigris.emit import format as F  # noqa: E402
@@ -31,14 +31,7 @@ from tigris.plan.check import check_plan  # noqa: E402
 
 @pytest.fixture(scope="module")
 def session_cls():
-    try:
-        from tigris.host.build import runtime
-        from tigris.host.session import PlanError, Session
-
-        runtime()
-    except Exception as e:  # noqa: BLE001 - no compiler / runtime not buildable: say so and skip
-        pytest.skip(f"host runtime_c not available: {type(e).__name__}: {e}")
-    return Session, PlanError
+    return host_session()
 
 
 def views_model(seed: int = 5, rows: int = 8) -> onnx.ModelProto:
