@@ -215,6 +215,13 @@ def fit_tiles(
         if rows is None and costs.col_tiles:  # below the row floor: cut the width too (cols rule 5)
             return col_layout(graph, bufs, costs, ops, output, budget)
         return rows
+    if roll.accumulate:
+        # an accumulator's band is spilled at every tile (spatial rule 7): halo reuse fits at fewer rows, and its extra
+        # tiles can move more bytes than the taller tiles of the recomputing layout
+        rows = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, False)
+        if rows is not None and moved_total(graph, bufs, ops, output, rows) < \
+                moved_total(graph, bufs, ops, output, roll):
+            roll = rows
     # A recomputing layout recomputes nothing and reloads no more only as one tile: the rolling one carries rows, so
     # its bands overlap, and a recomputing layout of more tiles computes (or reloads) those rows twice.
     _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
@@ -229,6 +236,13 @@ def loaded_bytes(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], lay: T
     """Bytes a tiled layout reloads over its (counted) tiles: the rows of the buffers its ops do not produce."""
     made = {n for i in ops for n in bufs.writes[i]}
     return sum(moved_bytes(graph, lay, n) for n in lay.computed_rows if n not in made)
+
+
+def moved_total(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str, lay: TiledLayout) -> int:
+    """Bytes a row-tiled layout moves through slow memory: its reloads, and its output once, or at every tile for an
+    accumulator (as ``tigris.plan._traffic`` and the runtime count it)."""
+    out = moved_bytes(graph, lay, output) if lay.accumulate else bufs.nbytes[output]
+    return loaded_bytes(graph, bufs, ops, lay) + out
 
 
 def _fit_tiles(

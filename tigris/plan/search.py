@@ -167,26 +167,41 @@ def tiled_traffic(
     rolling = one_row is not None and bool(one_row.rolling)
     partial = rolling and bool(one_row.recompute)  # spatial rule 10: the layout that fits recomputes expansions
 
-    def lay(th: int) -> TiledLayout | None:
-        return unit_bands(graph, bufs, costs, ops, out, th, True, rolling, partial=partial)
+    def estimate(rolling: bool, partial: bool, must_fit: bool = False) -> tuple[int, int] | None:
+        """(traffic, recomputed MACs) of the layout at the largest tile height that fits (the smallest when none does
+        and not ``must_fit``); None when there is no such layout."""
+        def lay(th: int) -> TiledLayout | None:
+            return unit_bands(graph, bufs, costs, ops, out, th, True, rolling, partial=partial)
 
-    th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), lo, h) or lo
-    layout = lay(th)
-    assert layout is not None
-    tiles = 1 + -(-(h - layout.first_h) // th) if layout.first_h else -(-h // th)  # a short first tile: one more
-    sampled = len(layout.tile_rows)
-    moved = [n for n in ins] + ([out] if layout.accumulate else [])  # an accumulator is spilled every tile
-    # rows loaded per tile: the whole band, or (rule 9) its fresh rows; computed_rows counts either
-    reload = sum(layout.computed_rows.get(n, 0) * row_bytes(graph, n) for n in moved)
-    cost = reload * tiles // sampled + (0 if layout.accumulate else bufs.nbytes[out])
-    if costs.recompute_weight:
+        th = largest_fitting(lambda t: (lay(t) is not None and lay(t).peak <= budget), lo, h)
+        if th is None and must_fit:
+            return None
+        th = th or lo
+        layout = lay(th)
+        if layout is None:
+            return None
+        tiles = 1 + -(-(h - layout.first_h) // th) if layout.first_h else -(-h // th)  # a short first tile: one more
+        sampled = len(layout.tile_rows)
+        moved = [n for n in ins] + ([out] if layout.accumulate else [])  # an accumulator is spilled every tile
+        # rows loaded per tile: the whole band, or (rule 9) its fresh rows; computed_rows counts either
+        reload = sum(layout.computed_rows.get(n, 0) * row_bytes(graph, n) for n in moved)
+        traffic = reload * tiles // sampled + (0 if layout.accumulate else bufs.nbytes[out])
         extra = 0
-        for i in ops:
+        for i in ops if costs.recompute_weight else ():
             o = graph.ops[i].outputs[0]
             rows = layout.computed_rows.get(o, 0) * tiles // sampled - tensor_rows(graph.tensors[o])
             extra += op_macs(graph, graph.ops[i], rows) if rows > 0 else 0
-        cost += int(costs.recompute_weight * extra)
-    return cost
+        if rolling and layout.accumulate:
+            # chain.fit_tiles takes the recomputing layout where its fewer tiles move fewer accumulator bytes
+            other = estimate(False, False, True)
+            if other is not None and other[0] < traffic:
+                return other
+        return traffic, extra
+
+    got = estimate(rolling, partial)
+    assert got is not None
+    traffic, extra = got
+    return traffic + (int(costs.recompute_weight * extra) if costs.recompute_weight else 0)
 
 
 def col_traffic(
