@@ -586,14 +586,20 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         of ``o`` with ``channels`` channels or more. A group's bound grows with its channels (weights, output
         band, scratch; its input band is the same), so while such a group exists one is over the budget. Weight
         groups are judged once their count grew by one: ``grow`` jumps to the count whose weights fit beside the
-        group's other bytes, which only fall as the groups shrink, so from then on it grows by one too."""
+        group's other bytes, which only fall as the groups shrink, so from then on it grows by one too. An op that may
+        split by input channels instead is judged so too while the rounds left cannot bring its output count to
+        its limit (only there does ``grow`` turn to input-channel groups)."""
         if channels is None or (o not in by_channels and splits[o] != before.get(o, 1) + 1):
             return True
-        if o in k_split or (k_groups and o not in by_channels and k_splittable(g0, g0.ops[index[o]]) is None):
-            return True  # input-channel groups shrink what the output channels cannot
         op = g0.ops[index[o]]
+        top = max_groups(g0, op)
+        # input-channel groups shrink what the output channels cannot; ``grow`` turns to them only once the output
+        # count is at its limit, so an op the rounds left cannot bring to that limit keeps output-channel groups
+        if o in k_split or (k_groups and o not in by_channels and k_splittable(g0, op) is None
+                            and splits[o] + left - 1 >= top):
+            return True
         units, step = output_channels(g0, op), channel_step(g0, op)
-        limit = min(max_groups(g0, op), splits[o] + left - 1)
+        limit = min(top, splits[o] + left - 1)
         return any(max(b - a for a, b in group_bounds(units, n, step)) < channels
                    for n in range(splits[o], limit + 1))
 

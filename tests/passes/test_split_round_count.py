@@ -56,12 +56,16 @@ CASES = [
     # (there were 8 of 1,384-1,428 ops)
     # (measured 2 bounds with joins in place and float input-channel groups on main); since int8 ops may split by
     # input channels too (ConvAcc groups, whose input row does shrink), the rounds may not stop at the first bound:
-    # 9 split graphs are bounded, still none planned
-    ("torchvision/efficientnet_lite0_128_int8.onnx", 6672, 555360, 0, 9),
+    # 9 split graphs were bounded, still none planned; the rounds now stop once a group over the budget cannot
+    # reach the output-channel limit where input-channel groups begin within the rounds left: 2 bounds
+    ("torchvision/efficientnet_lite0_128_int8.onnx", 6672, 555360, 0, 2),
+    # the same stop for float K groups: one split graph is bounded (there were 8, 23.7 s of a 29 s refusal)
+    ("torchvision/efficientnet_lite0_128_f32.onnx", 12880, 262144, 0, 1),
     # a 1x1 conv whose one-panel weight group does not fit beside its input row: the attempt ends before any group
     # size is searched or any split graph built (there were 2 split graphs and 133 group bounds); since float ops
-    # may also split by input channels (K groups, a last resort) that attempt plans 2 split graphs and 11 bounds
-    ("mlperf_tiny/vww_mbv1_025_96_f32.onnx", 8288, 262144, 2, 11),
+    # may also split by input channels (K groups, a last resort) that attempt plans 2 split graphs and 4 bounds
+    # (11 before the rounds stopped where the K-group limit is out of reach)
+    ("mlperf_tiny/vww_mbv1_025_96_f32.onnx", 8288, 262144, 2, 4),
 ]
 
 
