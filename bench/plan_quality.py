@@ -681,7 +681,8 @@ class _earlier_rules:
     rank-3 output (``tigris.passes.index_ops.KEEP_PIXELS``), NonMaxSuppression is one op over float boxes and
     scores (``tigris.passes.index_ops.PER_CLASS``, ``tigris.ops.index.INT8_INPUTS``), a join in place needs one
     row and a first input of its own (``tigris.ops.concat.ROW_JOINS``) and a structural Transpose and a
-    Dequantize write buffers of their own (``tigris.ops.transpose.IN_PLACE``, ``tigris.ops.quant.WIDEN_IN_PLACE``).
+    Dequantize write buffers of their own (``tigris.ops.transpose.IN_PLACE``, ``tigris.ops.quant.WIDEN_IN_PLACE``),
+    and a rank-3 output Softmax over its last axis runs across the rows (``tigris.passes.softmax_lines.ENABLED``).
     The graph is prepared again inside it."""
 
     FLAGS = (("tigris.ops.pad", "ROW_MAPS"), ("tigris.passes.reducemean_gap", "SEQUENCES"),
@@ -690,7 +691,8 @@ class _earlier_rules:
              ("tigris.passes.matmul_relabel", "STRIDED_TOKENS"), ("tigris.ops.matmul", "ROW_BANDS"),
              ("tigris.passes.index_ops", "KEEP_PIXELS"), ("tigris.passes.index_ops", "PER_CLASS"),
              ("tigris.ops.index", "INT8_INPUTS"), ("tigris.ops.concat", "ROW_JOINS"),
-             ("tigris.ops.transpose", "IN_PLACE"), ("tigris.ops.quant", "WIDEN_IN_PLACE"))
+             ("tigris.ops.transpose", "IN_PLACE"), ("tigris.ops.quant", "WIDEN_IN_PLACE"),
+             ("tigris.passes.softmax_lines", "ENABLED"))
 
     def __enter__(self):
         import importlib
@@ -766,7 +768,9 @@ def cols_table(models: Path) -> str:
         "stay, every Transpose is structural, a dense layer over tokens is a Gemm between layout Transposes, a "
         "product of two activations is structural, a channel ArgMax writes a rank-3 output, NonMaxSuppression is one "
         "op over float boxes and scores, a join in place needs one row and a first input of its own and a structural "
-        "Transpose and a Dequantize write buffers of their own: "
+        "Transpose and a Dequantize write buffers of their own, and an output Softmax over the last axis of a rank-3 "
+        "`[1, boxes, k]` tensor runs across its rows (stored `nwc`, its rows are the k values; now it runs on the "
+        "transposed tensor, rows = boxes: docs/passes.md \"Softmax lines across rows\"): "
         "bench/plan_quality.py `_earlier_rules`), `column tiles` with the default. Both are the planner's own search with the analyze "
         "command's weight and scratch figures, without weight or channel groups; `COLS units` counts the column-split "
         "units of the plan at the new figure (proven by the checker); `set by` is the type of the op whose lower "
@@ -776,8 +780,7 @@ def cols_table(models: Path) -> str:
         "shuffle a per-pixel Gather (docs/memory-planning.md \"Column tiles\"), so their row-tile figures are lower "
         "than before those passes too (kws_dscnn int8 8,064 -> 1,280 B, the shuffle family f32 16,384 -> 2,048). "
         "Where the ratio stays above the target an op the tiles do not cut sets the figure: Gemm/MatMul, Transpose, "
-        "a Softmax over a rank-3 `[1, boxes, k]` tensor (stored `nwc`, so its rows are the k values and every line "
-        "runs across all rows: det_head), NonMaxSuppression (ssd_nms f32: the boxes, one class's scores and the rows), "
+        "NonMaxSuppression (ssd_nms f32: the boxes, one class's scores and the rows), "
         "Concat layers, or a depthwise conv whose window spans "
         "its whole input along a width-1 axis (streaming_wakeword). Where that op is a conv, a depthwise conv, a "
         "dense layer (Gemm/MatMul) or an element-wise op after one, `with channel groups` is what `tigris analyze "

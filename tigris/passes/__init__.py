@@ -17,7 +17,7 @@ from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, 
                            conv1d_relabel, depthwise_relabel, drop_constants, explicit_attrs, float_tail, hard_activations,
                            index_ops,
                            input_transpose, integer_ops, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold,
-                           pool_concat, prelu_leaky,
+                           pool_concat, prelu_leaky, softmax_lines,
                            qdq_fold, qdq_per_element, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, slice_normalize, strip_operands,
                            sub_div_const, symmetric_weights, transpose_sink, unit_dim_squeeze, weight_only_quant)
 from tigris.passes._util import Decline, PassResult
@@ -70,6 +70,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(channel_shuffle, None),  # after unit_dim_squeeze (rank 4); before the layout pass
     _p(broadcast_rank, None),  # likewise
     _p(concat_axis, 14),
+    _p(softmax_lines, None),  # its trailing Transpose is the output transpose trim's to remove
     _p(output_transpose, 15),
     _p(activation_fuse, 16),
     _p(index_ops, None),  # after QDQ fold, before float tail
@@ -123,6 +124,7 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("strip_operands", "broadcast_rank"),
     ("broadcast_rank", "layout"),
     ("input_transpose", "layout"),
+    ("softmax_lines", "output_transpose"),
 )
 
 
