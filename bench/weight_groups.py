@@ -13,6 +13,7 @@ compile`` writes (proven by the checker, read back by the reader). Writes the ta
     python3 bench/weight_groups.py [--no-write]
     python3 bench/weight_groups.py --int8 [--no-write]   # re-measure the int8 models' rows only, keep the others
     python3 bench/weight_groups.py --channel-groups [--no-write]   # only the channel-groups table
+    python3 bench/weight_groups.py --channel-groups --only NAME ...  # re-measure those rows of it, keep the others
 
 ``--channel-groups`` (section ``channel_groups``): with ``--xip``, for every shared model, every family of
 tests/families (float32 and its ORT QDQ int8 twin), LRASPP with a MobileNetV3-Large backbone at 128x128 (float32 and
@@ -27,7 +28,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _doc import markdown_table, write_section  # noqa: E402
+from _doc import as_int, markdown_table, merge_rows, write_section  # noqa: E402
 
 from tigris import api  # noqa: E402
 from tigris.plan import NoFit  # noqa: E402
@@ -72,15 +73,16 @@ def _channel_models(tmp: Path) -> list[tuple[str, Path]]:
                   ("MobileNetV2-1.0 144 f32", mb)]
 
 
-def channel_groups_table() -> str:
+def channel_groups_table(only: list[str] | None = None) -> str:
     import tempfile
     from dataclasses import replace
 
     rows = []
-    helped = 0
     with tempfile.TemporaryDirectory() as tmp:
         models = _channel_models(Path(tmp))
         for label, path in models:
+            if only and not any(o in label for o in only):
+                continue
             try:
                 prep = api.prepare(path)
             except Exception as e:  # noqa: BLE001 - listed, not planned
@@ -106,7 +108,6 @@ def channel_groups_table() -> str:
             if after >= before:
                 rows.append([label, before, before, "1.00", "-", cols, reported, t0, t0, "-"])
                 continue
-            helped += 1
             t1, wg = traffic(after)
             counts = sorted(g["groups"] for g in wg)
             split = f"{len(wg)} op{'s' if len(wg) > 1 else ''}, " + (
@@ -115,6 +116,9 @@ def channel_groups_table() -> str:
             rows.append([label, before, after, f"{after / before:.2f}", split, cols, reported, t0, t1,
                          "pass" if v["pass"] else "FAIL"])
             print(label, before, after, cols, reported, flush=True)
+    if only:  # re-measured rows replace theirs; the other models keep the rows they were measured with
+        rows = merge_rows("channel_groups", rows, 10)
+    helped = sum(1 for r in rows if (a := as_int(r[2])) is not None and (b := as_int(r[1])) is not None and a < b)
     return (
         "Channel groups (`python3 bench/weight_groups.py --channel-groups`; `--xip`; docs/memory-planning.md "
         "\"Channel groups\"). `rows only`: the smallest fitting fast budget of the planner with row tiles only "
@@ -151,11 +155,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--channel-groups", action="store_true", help="only the channel-groups table (--xip)")
+    ap.add_argument("--only", nargs="*", help="with --channel-groups: re-measure only the models whose name contains "
+                    "one of these, keeping the other rows")
     ap.add_argument("--int8", action="store_true",
                     help="re-measure only the int8 models' rows of the weight_groups table, keeping the other rows")
     args = ap.parse_args()
     if args.channel_groups:
-        body = channel_groups_table()
+        body = channel_groups_table(args.only)
         print(body)
         if not args.no_write:
             write_section("channel_groups", body)
