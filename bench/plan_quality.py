@@ -682,7 +682,8 @@ class _earlier_rules:
     scores (``tigris.passes.index_ops.PER_CLASS``, ``tigris.ops.index.INT8_INPUTS``), a join in place needs one
     row and a first input of its own (``tigris.ops.concat.ROW_JOINS``) and a structural Transpose and a
     Dequantize write buffers of their own (``tigris.ops.transpose.IN_PLACE``, ``tigris.ops.quant.WIDEN_IN_PLACE``),
-    and a rank-3 output Softmax over its last axis runs across the rows (``tigris.passes.softmax_lines.ENABLED``).
+    a rank-3 output Softmax over its last axis runs across the rows (``tigris.passes.softmax_lines.ENABLED``), and a
+    float ``[1, C]`` input quantized at the boundary is one row (``tigris.passes.vector_rows.ENABLED``).
     The graph is prepared again inside it."""
 
     FLAGS = (("tigris.ops.pad", "ROW_MAPS"), ("tigris.passes.reducemean_gap", "SEQUENCES"),
@@ -692,7 +693,7 @@ class _earlier_rules:
              ("tigris.passes.index_ops", "KEEP_PIXELS"), ("tigris.passes.index_ops", "PER_CLASS"),
              ("tigris.ops.index", "INT8_INPUTS"), ("tigris.ops.concat", "ROW_JOINS"),
              ("tigris.ops.transpose", "IN_PLACE"), ("tigris.ops.quant", "WIDEN_IN_PLACE"),
-             ("tigris.passes.softmax_lines", "ENABLED"))
+             ("tigris.passes.softmax_lines", "ENABLED"), ("tigris.passes.vector_rows", "ENABLED"))
 
     def __enter__(self):
         import importlib
@@ -770,7 +771,8 @@ def cols_table(models: Path) -> str:
         "op over float boxes and scores, a join in place needs one row and a first input of its own and a structural "
         "Transpose and a Dequantize write buffers of their own, and an output Softmax over the last axis of a rank-3 "
         "`[1, boxes, k]` tensor runs across its rows (stored `nwc`, its rows are the k values; now it runs on the "
-        "transposed tensor, rows = boxes: docs/passes.md \"Softmax lines across rows\"): "
+        "transposed tensor, rows = boxes: docs/passes.md \"Softmax lines across rows\"), and a float `[1, C]` input "
+        "quantized at the boundary is one row (now its C values are rows: docs/passes.md \"Vector inputs as rows\"): "
         "bench/plan_quality.py `_earlier_rules`), `column tiles` with the default. Both are the planner's own search with the analyze "
         "command's weight and scratch figures, without weight or channel groups; `COLS units` counts the column-split "
         "units of the plan at the new figure (proven by the checker); `set by` is the type of the op whose lower "

@@ -19,7 +19,8 @@ from tigris.passes import (activation_fuse, bias_fold, bn_fold, broadcast_rank, 
                            input_transpose, integer_ops, layernorm_fuse, layout, matmul_relabel, output_transpose, pad_fold,
                            pool_concat, prelu_leaky, softmax_lines,
                            qdq_fold, qdq_per_element, reducemean_gap, resize_scales, shape_op_fold, silu_decompose, slice_normalize, strip_operands,
-                           sub_div_const, symmetric_weights, transpose_sink, unit_dim_squeeze, weight_only_quant)
+                           sub_div_const, symmetric_weights, transpose_sink, unit_dim_squeeze, vector_rows,
+                           weight_only_quant)
 from tigris.passes._util import Decline, PassResult
 from tigris.passes.supported import check_supported, unsupported_nodes
 from tigris.passes.verify import IRVerifyError, verify
@@ -77,6 +78,7 @@ PIPELINE: tuple[Pass, ...] = (
     _p(float_tail, None),  # after every pass that folds a float op into an int8 one; before the layout pass
     _p(drop_constants, 17),
     _p(input_transpose, None),  # assigns a layout, so right before the layout pass
+    _p(vector_rows, None),  # assigns a layout too; after input_transpose, before the layout pass
     _p(layout, None),
 )
 
@@ -124,6 +126,8 @@ ORDER_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("strip_operands", "broadcast_rank"),
     ("broadcast_rank", "layout"),
     ("input_transpose", "layout"),
+    ("input_transpose", "vector_rows"),
+    ("vector_rows", "layout"),
     ("softmax_lines", "output_transpose"),
 )
 
