@@ -423,6 +423,17 @@ def scaling_table(sizes: dict[str, list[int]] | None = None) -> str:
     )
 
 
+def _kept_rows(section: str) -> dict[str, list[str]]:
+    """The rows of a table section of docs/benchmarks.md, by their first cell."""
+    from _doc import DOC
+
+    text = DOC.read_text()
+    body = text.split(f"<!-- {section}:begin -->")[1].split(f"<!-- {section}:end -->")[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in body.splitlines()
+            if line.startswith("| ") and not line.startswith("| model")]
+    return {r[0]: r for r in rows}
+
+
 def _mbv2_224_int8(tmp: Path) -> Path:
     """MobileNetV2-1.0 224x224 with seeded random weights (tests/families/builders.py), ORT-quantized QDQ int8 with an
     int8 input (TFLite Micro's example model takes int8): the issue's SRAM-only target, not among the shared models."""
@@ -437,9 +448,11 @@ def _mbv2_224_int8(tmp: Path) -> Path:
     return out
 
 
-def sram_only_table(models: Path, synthetic: bool = True) -> str:
+def sram_only_table(models: Path, synthetic: bool = True, only: list[str] | None = None) -> str:
     """Per shared model: the fast budget ``-s 0`` needs today (one untiled unit: any other plan has a slow arena)
-    against the least SRAM of both arenas (``min_sram_only_budget``), with the plan proven by the checker."""
+    against the least SRAM of both arenas (``min_sram_only_budget``), with the plan proven by the checker. ``only``:
+    re-measure the models whose name contains one of these and keep the other rows of the table in
+    docs/benchmarks.md as they are."""
     import tempfile
 
     from tigris.plan import min_sram_only_budget, plan
@@ -447,10 +460,16 @@ def sram_only_table(models: Path, synthetic: bool = True) -> str:
     paths = [(str(p.relative_to(models)).removesuffix(".onnx"), p) for p in sorted(models.rglob("*.onnx"))]
     rows: list[list[object]] = []
     expansion, macs_224 = None, 1
+    kept = _kept_rows("plan_sram_only") if only else {}
     with tempfile.TemporaryDirectory() as tmp:
         if synthetic:
             paths.append(("mobilenet_v2_100_224_int8 (seeded, built)", _mbv2_224_int8(Path(tmp))))
         for name, path in paths:
+            if only and not any(o in name for o in only):
+                old = next((r for n, r in kept.items() if n.split(" (")[0] == name), None)
+                if old is not None:
+                    rows.append(old)
+                continue
             try:
                 graph, scratch, note = prepare(path)
             except (TigrisError, ImportError, NotImplementedError, KeyError, ValueError) as err:
@@ -802,7 +821,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sram-only", action="store_true", help="only the SRAM-only table (no PSRAM)")
     ap.add_argument("--order", action="store_true", help="only the operator-order table (plan_order)")
     ap.add_argument("--halo", action="store_true", help="only the halo reuse table (recompute, callgrind counts)")
-    ap.add_argument("--only", nargs="*", help="with --halo: models whose name contains one of these")
+    ap.add_argument("--only", nargs="*", help="with --halo or --sram-only: models whose name contains one of these "
+                    "(--sram-only keeps the other rows of the table)")
     ap.add_argument("--no-count", action="store_true", help="with --halo: skip the instruction counts")
     ap.add_argument("--shared-only", action="store_true",
                     help="with --halo: only the shared models (no built peer or family models)")
@@ -827,7 +847,7 @@ def main(argv: list[str] | None = None) -> int:
             write_section("plan_halo_reuse", body)
         return 0
     if args.sram_only:
-        body = sram_only_table(Path(args.models))
+        body = sram_only_table(Path(args.models), only=args.only)
         print(body)
         if not args.no_write:
             write_section("plan_sram_only", body)

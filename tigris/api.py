@@ -321,6 +321,7 @@ def expansion_sram_only(prep: Prepared, one: Any, xip: bool, weight: float) -> A
     does not fit), within ``one``'s recompute or 10% of the MACs, whichever is more. A ``SramOnly``."""
     from tigris.plan import SramOnly, plan, sram_bytes
     from tigris.plan.spatial import op_macs
+    from tigris.plan.types import align_up
 
     split = _expansion_split(prep)
     if split is None:
@@ -339,6 +340,21 @@ def expansion_sram_only(prep: Prepared, one: Any, xip: bool, weight: float) -> A
         p = got.plan
         if sram_bytes(p) < (best or one).total_bytes:
             best = SramOnly(sram_bytes(p), budget, p.fast_peak, sram_bytes(p), p.recompute_macs)
+    # With a slow budget, each unit of a one-region plan has at most the region less the graph inputs and outputs
+    # live across it (plan's Costs.caps): the head is cut to what the input leaves of the region while the later
+    # units keep the fast budget. Bisect the region at that fast budget (the plans are ordinary plans at -m/-s).
+    budget = (best or one).fast_budget
+    lo = sum(align_up(split.graph.tensors[n].nbytes) for n in split.graph.inputs)
+    hi = (best or one).total_bytes - 16
+    while lo <= hi:
+        mid = (lo + hi) // 32 * 16
+        got = plan(split.graph, budget, mid, **kw)
+        if isinstance(got, NoFit) or got.plan.recompute_macs > cap:
+            lo = mid + 16
+            continue
+        p = got.plan
+        best = SramOnly(sram_bytes(p), budget, p.fast_peak, sram_bytes(p), p.recompute_macs)
+        hi = sram_bytes(p) - 16
     return best
 
 

@@ -35,7 +35,7 @@ from tigris.plan.spatial import (
     untileable_reason,
 )
 from tigris.plan.temporal import (
-    Costs, Uses, greedy_stages, grow_stage, stage_io, stage_timeline, stage_weight_bytes, uses,
+    Costs, Uses, greedy_stages, grow_stage, range_budget, stage_io, stage_timeline, stage_weight_bytes, uses,
 )
 from tigris.plan.timeline import sweep, unscheduled_peak
 from tigris.plan.types import COL_TILES_DEFAULT, XIP_DEFAULT, ExecUnit, Fit, MemoryPlan, NoFit, Placement, PlanResult, StagePlan, align_up
@@ -323,8 +323,9 @@ def _plan_units(
         inside = {n for s in group for n in infos[s].outputs}
         inputs = list(dict.fromkeys(n for s in group for n in infos[s].inputs if n not in inside))
         output = last.outputs[0]
-        guess = spec_guess(budget, first, graph, bufs, costs.accumulate_gap) if len(group) == 1 else None
-        lay = fit_tiles(graph, bufs, costs, ops, output, budget, guess)
+        cap = range_budget(costs, budget, ops.start, ops.stop)
+        guess = spec_guess(cap, first, graph, bufs, costs.accumulate_gap) if len(group) == 1 else None
+        lay = fit_tiles(graph, bufs, costs, ops, output, cap, guess)
         if lay is None:
             rows = min_tile_h(tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)[1])
             one = unit_bands(graph, bufs, costs, ops, output, rows, False)
@@ -340,7 +341,7 @@ def _plan_units(
                     per = -(-width(graph, src) // n)
                     detail = f"{'one output row' if rows == 1 else f'{rows} output rows'} of {per} " \
                         f"column{'s' if per > 1 else ''}"
-            return _no_fit(graph, group[0], ops[step], need, budget, "one_row", detail)
+            return _no_fit(graph, group[0], ops[step], need, cap, "one_row", detail)
         unit = _tiled_unit(graph, bufs, costs, ops, inputs, output, lay)
         unit.stages = list(group)
         units.append(unit)
@@ -352,9 +353,10 @@ def _plan_units(
             stages.append(_stage_plan(graph, costs, s, infos[s], unit, lay, cid))
     _drop_idle_pieces(graph, bufs, costs, infos, units, stages, redo, single)
     for unit in units:
-        if unit.peak_bytes > budget:
+        cap = budget if single else range_budget(costs, budget, min(unit.ops), max(unit.ops) + 1)
+        if unit.peak_bytes > cap:
             info = infos[unit.stages[0]]
-            return _no_fit(graph, unit.stages[0], info.ops[0], unit.peak_bytes, budget, "packing")
+            return _no_fit(graph, unit.stages[0], info.ops[0], unit.peak_bytes, cap, "packing")
     return units, stages
 
 
@@ -480,9 +482,14 @@ def _slow_arena(
         floors = [unit.peak_bytes for unit in units]
         top = align_up(max(floors))
         tries = [(top + end, {n: top + o for n, o in offsets.items()}, pairs)]
-        for use in ([candidates, {}] if candidates else [{}]):
+        unit_of = {y: k for k, over in candidates.items() for y in over}
+
+        def safe(y: str, x: str, y_off: int, x_off: int) -> bool:  # the overwrite at other offsets than one
+            return _overwrite_safe(graph, units[unit_of[y]], x, y, x_off, y_off)
+
+        for use, check in ([(candidates, None), (candidates, safe), ({}, None)] if candidates else [({}, None)]):
             partner = {y: x for over in use.values() for y, x in over.items()}
-            r_offsets, r_end, used = pinned_offsets(blocks, partner, floors)
+            r_offsets, r_end, used = pinned_offsets(blocks, partner, floors, check)
             kept = {k: {y: x for y, x in over.items() if y in used} for k, over in use.items()}
             tries.append((r_end, r_offsets, {k: over for k, over in kept.items() if over}))
         end, offsets, pairs = min(tries, key=lambda r: r[0])
@@ -572,7 +579,7 @@ def _partition_with(graph, bufs, u, costs, budget, how, memo: dict | None = None
         res = _planned(graph, bufs, u, costs, infos, budget, groups, tiled, memo)
         if not isinstance(res, NoFit):
             return res
-        over = res.need_bytes - budget
+        over = res.need_bytes - res.budget  # a unit's own budget (Costs.caps) may be below ``budget``
         if res.cause != "packing" or over <= 0:
             return res
         last = res
@@ -951,6 +958,34 @@ def _view_buffers(graph: AnalyzedGraph, layouts: dict | None) -> Buffers | None:
 VIEWS: bool | str = True
 
 
+# One region with a slow budget: each unit's fast budget is what the region leaves beside the graph inputs and
+# outputs live across it (Costs.caps). Off: the fast budget alone bounds every unit (the earlier planner, whose
+# partitions could not cut the head to the region while keeping the later units' budget).
+REGION_CAPS = True
+
+
+def _region_caps(graph: AnalyzedGraph, bufs: Buffers, u: Uses, fast_budget: int,
+                 slow_budget: int | None) -> tuple[int, ...] | None:
+    """``Costs.caps`` of one region ending at ``slow_budget``: in a plan of several units every graph input and
+    output has a slow home, an input live from the first unit to the one reading it last, an output from the one
+    making it to the end, and each home lies above the buffers of every unit it is live across. So a unit holding
+    op ``i`` has at most the region less the inputs read at or after ``i`` and the outputs made at or before it
+    (the whole graph as one untiled unit keeps them in fast memory and is judged by the budget alone). None when no
+    cap is below ``fast_budget``: the plans do not change."""
+    if slow_budget is None:
+        return None
+    n = len(graph.ops)
+    pinned = [0] * n
+    for x in bufs.inputs:
+        for i in range(0, min(u.last_use.get(x, -1), n - 1) + 1):
+            pinned[i] += bufs.size(x)
+    for y in bufs.outputs:
+        for i in range(max(u.producer.get(y, n), 0), n):
+            pinned[i] += bufs.size(y)
+    caps = tuple(slow_budget - p for p in pinned)
+    return caps if min(caps) < fast_budget else None
+
+
 def _plan_bufs(
     graph: AnalyzedGraph, bufs: Buffers, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight,
     feasibility, least_sram, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse: bool = True,
@@ -959,25 +994,39 @@ def _plan_bufs(
     u = uses(bufs)
     col_tiles = col_tiles and strategy != "spec"
     force_cols = force_cols if col_tiles else 0
+    caps = _region_caps(graph, bufs, u, fast_budget, slow_budget) if one_region and REGION_CAPS else None
 
-    def attempt(cols: bool) -> Planned | NoFit:
+    def attempt(cols: bool, caps) -> Planned | NoFit:
         costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts,
                        halo_reuse and strategy != "spec", cols, force_cols if cols else 0,
                        recompute_expansions=(least_sram or slow_budget is not None) and strategy != "spec")
+        if caps is not None:
+            costs = replace(costs, caps=caps)
         return _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
                           least_sram=least_sram, slow_budget=slow_budget, one_region=one_region)
 
-    # column tiles are a fallback below the row floor (tigris.plan.cols rule 5): plans that fit without them stay
-    planned = attempt(bool(force_cols))
-    if isinstance(planned, NoFit) and col_tiles and not force_cols and planned.cause not in ("slow_memory", "empty"):
-        planned = attempt(True)  # a NoFit then says what fails with column tiles too
-    if isinstance(planned, NoFit):
-        return planned
-    units, stages = planned
-    slow, slow_peak, over = _slow_arena(graph, bufs, units, one_region)
+    def within(caps) -> tuple[Planned, tuple] | NoFit:
+        # column tiles are a fallback below the row floor (tigris.plan.cols rule 5): plans that fit without them stay
+        planned = attempt(bool(force_cols), caps)
+        if isinstance(planned, NoFit) and col_tiles and not force_cols and \
+                planned.cause not in ("slow_memory", "empty"):
+            planned = attempt(True, caps)  # a NoFit then says what fails with column tiles too
+        if isinstance(planned, NoFit):
+            return planned
+        arena = _slow_arena(graph, bufs, planned[0], one_region)
+        if slow_budget is not None and arena[1] > slow_budget:
+            return NoFit(None, None, arena[1], "slow_memory", slow_budget)
+        return planned, arena
+
+    got = within(caps)
+    if isinstance(got, NoFit) and caps is not None:
+        # the caps are what every plan needs, but the cheapest partition within them may still miss the region
+        # where the one chosen without them fits: the earlier plan then stands (and a NoFit is its)
+        got = within(None)
+    if isinstance(got, NoFit):
+        return got
+    (units, stages), (slow, slow_peak, over) = got
     units = [replace(unit, overwrite=over[k]) if k in over else unit for k, unit in enumerate(units)]
-    if slow_budget is not None and slow_peak > slow_budget:
-        return NoFit(None, None, slow_peak, "slow_memory", slow_budget)
     spill, reload = _traffic(graph, bufs, units)
     return Fit(MemoryPlan(
         fast_budget=fast_budget,

@@ -57,31 +57,50 @@ def overwrite_ok(
     return bad
 
 
-def pinned_offsets(blocks, partner: dict, floors: Sequence[int] | None = None) -> tuple[dict, int, set]:
+def pinned_offsets(blocks, partner: dict, floors: Sequence[int] | None = None, safe=None) -> tuple[dict, int, set]:
     """Slow offsets in birth order, each block at the lowest aligned offset clear of every block live with it,
     except that a block with a ``partner`` (the dying input it may overwrite) first tries the partner's offset,
     where only the partner may share its bytes. Returns (offsets, arena end, the blocks placed over their partner).
 
     ``floors`` (one region): per unit, the end of its fast buffers; a block starts at or above the floor of every
     unit in its lifetime. ``blocks`` are :class:`tigris.plan.arena.Block` (no tails); lifetimes are unit indices,
-    inclusive (a graph output lives one past the last unit)."""
+    inclusive (a graph output lives one past the last unit).
+
+    ``safe(y, x, y_off, x_off)`` (one region): whether ``y`` may be written at ``y_off`` over ``x`` at ``x_off``
+    (``overwrite_ok`` of the unit that pairs them). With it, a block whose floor is above its partner's offset may
+    start at its floor over the partner, and a partner is placed no lower than its overwriter's floor less the
+    largest shift the overwriter may start above it: the input of a unit whose successor has more fast buffers sits
+    just high enough for its output to start at that successor's floor."""
     from tigris.plan.types import align_up
 
+    def floor_of(b) -> int:
+        return align_up(max([0] + list(floors[b.birth : b.death + 1]))) if floors and b.size else 0
+
+    by_key = {b.key: b for b in blocks}
+    over_by = {x: by_key[y] for y, x in partner.items() if y in by_key}  # input -> the output that may overwrite it
     offsets: dict = {}
     over: set = set()
     alive: dict[int, list] = {}  # step -> [(key, start, end)] of the blocks placed so far
     for b in sorted(blocks, key=lambda b: (b.birth, -b.size, str(b.key))):
         live = {(k, s, e) for t in range(b.birth, b.death + 1) for k, s, e in alive.get(t, ())}
-        lo = 0
-        if floors and b.size:
-            lo = align_up(max([0] + list(floors[b.birth : b.death + 1])))
+        lo = floor_of(b)
+        y = over_by.get(b.key)
+        if safe is not None and y is not None and floor_of(y) > lo:
+            top = floor_of(y)
+            shift = top - lo
+            while shift > 0 and not safe(y.key, b.key, top, top - shift):
+                shift -= 16
+            lo = top - shift
         p = partner.get(b.key)
         off = None
-        if p is not None and p in offsets and offsets[p] >= lo:
-            cand = offsets[p]
-            if all(e <= cand or s >= cand + b.size for k, s, e in live if k != p):
-                off = cand
-                over.add(b.key)
+        if p is not None and p in offsets:
+            cands = [offsets[p]] if offsets[p] >= lo else []
+            if safe is not None and offsets[p] < lo and safe(b.key, p, lo, offsets[p]):
+                cands = [lo]
+            for cand in cands:
+                if all(e <= cand or s >= cand + b.size for k, s, e in live if k != p):
+                    off = cand
+                    over.add(b.key)
         if off is None:
             off = lo
             for k, s, e in sorted(live, key=lambda r: r[1]):

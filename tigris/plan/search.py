@@ -75,8 +75,13 @@ def dp_units(
         if (best[i][0], best[i][1] + 1, best[i][2]) > best[n]:
             continue
         untiled_fits_to = i
+        caps = costs.caps
+        cap = budget  # the range's budget (Costs.caps: one region), only lower as the range grows
         for j, peak, traffic in grow_stage(graph, bufs, u, costs, i):  # rule 1
-            if peak > budget:
+            if caps is not None:
+                cap = min(cap, caps[j - 1])
+            # the whole graph as one untiled unit keeps its inputs and outputs in fast memory: no slow homes
+            if peak > (budget if (i, j) == (0, n) else cap):
                 break
             relax(i, j, traffic, False)
             untiled_fits_to = j
@@ -84,11 +89,14 @@ def dp_units(
         # cost and no recompute, so it dominates
         first_j = max(i + 1, untiled_fits_to + 1)
         io = _RangeIO(bufs, u, i)
+        cap = budget
         for j in range(i + 1, first_untileable[i] + 1):
             io.extend(j)
+            if caps is not None:
+                cap = min(cap, caps[j - 1])
             if j < first_j:
                 continue
-            if weights is not None and align_up(weights[j] - weights[i]) > budget:
+            if weights is not None and align_up(weights[j] - weights[i]) > cap:
                 # a tiled unit holds its ops' weights in its fast prefix (chain.unit_bands adds them to every
                 # layout's peak), and they only grow with the range: no longer range from i fits
                 break
@@ -100,16 +108,16 @@ def dp_units(
             lay = unit_bands(graph, bufs, costs, ops, outs[0], min_tile_h(h), True)
             if lay is None:
                 continue
-            if lay.peak > budget and fitting_bands(graph, bufs, costs, ops, outs[0], min_tile_h(h), True,
-                                                   budget) is None:
+            if lay.peak > cap and fitting_bands(graph, bufs, costs, ops, outs[0], min_tile_h(h), True,
+                                                cap) is None:
                 # below the row floor: the range may still fit with its width cut too (tigris.plan.cols)
-                cost = col_traffic(graph, bufs, costs, ops, ins, outs[0], budget) \
-                    if col_fits_somewhere(graph, bufs, costs, ops, outs[0], budget) else None
+                cost = col_traffic(graph, bufs, costs, ops, ins, outs[0], cap) \
+                    if col_fits_somewhere(graph, bufs, costs, ops, outs[0], cap) else None
                 if cost is None:
                     break
                 relax(i, j, cost, True)
                 continue
-            relax(i, j, tiled_traffic(graph, bufs, costs, ops, ins, outs[0], budget), True)
+            relax(i, j, tiled_traffic(graph, bufs, costs, ops, ins, outs[0], cap), True)
     if best[n] == INF:
         return None
     units: list[tuple[range, bool]] = []

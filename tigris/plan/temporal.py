@@ -78,10 +78,21 @@ class Costs:
     # rows (chain.recompute_candidates) before it falls back to recomputing every halo; on where slow memory is
     # bounded (SRAM-only plans), where a unit boundary may not fit at all
     recompute_expansions: bool = False
+    # One SRAM region with a slow budget (plan(one_region=True, slow_budget=R)): per op, the most fast bytes a unit
+    # holding it may use, R less the graph inputs and outputs whose slow homes are live across every such unit (each
+    # home sits above the buffers of the units it is live across, so no plan needs less). None: the budget alone.
+    caps: tuple[int, ...] | None = None
     # Band layouts of candidate units (chain.unit_bands). A unit's bands do not depend on the budget, so one dict
     # shared by every probe of a budget search computes each once; it is only valid for one graph and one set of
     # the callables above.
     layouts: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+def range_budget(costs: Costs, budget: int, start: int, stop: int) -> int:
+    """The fast budget of a unit holding ops ``[start, stop)``: ``budget``, or less where ``costs.caps`` says so."""
+    if costs.caps is None or stop <= start:
+        return budget
+    return min(budget, min(costs.caps[start:stop]))
 
 
 def stage_timeline(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, start: int, stop: int) -> Timeline:
