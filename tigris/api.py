@@ -766,6 +766,17 @@ def k_group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xi
 
 def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: float, upper: int,
                         known_fail: int) -> tuple[int, NoFit | None, Prepared | None] | None:
+    """:func:`_split_groups_min`, then the dense-rows fallback's minimum (``_compile_attempt`` tries it last) where
+    it is smaller still."""
+    ch = _split_groups_min(prep, slow, xip, weight, upper, known_fail)
+    dense = _dense_rows_min(prep, slow, xip, weight, ch[0] if ch else upper)
+    if dense is not None and dense[0] > known_fail:
+        return dense[0], None, dense[1]
+    return ch
+
+
+def _split_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: float, upper: int,
+                      known_fail: int) -> tuple[int, NoFit | None, Prepared | None] | None:
     """A small fast budget below ``upper`` (the smallest without groups) at which channel groups make the model
     compile, the split graph's refusal below it and the split graph that fits it; None when groups do not lower
     the minimum. With ``prep.col_tiles`` the groups are planned with column tiles too, as ``analyze`` does.
@@ -859,6 +870,9 @@ def _channel_groups_min(prep: Prepared, slow: int | None, xip: bool, weight: flo
     return budget, below, fitted.get(budget)
 
 
+_ACC_OF = {"GemmAcc": "Gemm", "ConvAcc": "Conv"}  # an int32 partial op -> the op type it sums
+
+
 def _group_limiting(split: Prepared | None, budget: int, slow: int | None, xip: bool,
                     weight: float) -> dict[str, Any] | None:
     """The op that sets a minimum the channel-group search found: what ``split`` (the split graph that fits
@@ -877,8 +891,10 @@ def _group_limiting(split: Prepared | None, budget: int, slow: int | None, xip: 
     if wg:
         name, _, groups = wg
         # the op's type is its groups' (a depthwise group's Slice and the joining Concats are the rewrite's own)
-        kind = next((o.op_type for o in split.graph.ops if o.attrs.get("weight_group", ("", -1))[0] == name
-                     and o.attrs["weight_group"][1] >= 0 and o.op_type != "Slice"), None)
+        # (a dense-rows group's Reshape too; its int32 partial op is the op's accumulating form)
+        kind = next((_ACC_OF.get(o.op_type, o.op_type) for o in split.graph.ops
+                     if o.attrs.get("weight_group", ("", -1))[0] == name and o.attrs["weight_group"][1] >= 0
+                     and o.op_type not in ("Slice", "Reshape")), None)
         rec.update(op=name, op_type=kind,
                    groups=int(groups), group_op={"name": sub.name, "op_type": sub.op_type})
     return rec
@@ -949,6 +965,69 @@ def _groups_budget(prep: Prepared, slow: int | None, weight: float, upper: int) 
     return budget, split
 
 
+# The shapes the dense-rows fallback tries, in order (input end: output groups, K groups per output group; output
+# end: output groups): fewer ops first. docs/memory-planning.md "Dense ends as rows".
+DENSE_ROWS_SHAPES = ((2, 4, 4), (4, 4, 4), (4, 8, 4))
+
+
+def _dense_rows_graphs(prep: Prepared) -> list[tuple[Prepared, list[dict[str, Any]]]]:
+    """The graphs of the dense-rows fallback (a boundary vector read or written in row bands), one per shape of
+    ``DENSE_ROWS_SHAPES``, with their split records; empty when neither end applies."""
+    from tigris.ops import lower
+    from tigris.passes import dense_rows
+
+    memo = prep.layouts.setdefault(("dense_rows",), [])
+    if memo:
+        return memo[0]
+    g0 = prep.graph
+    first, last = dense_rows.input_gemm(g0), dense_rows.output_gemm(g0)
+    if last == first:  # one Gemm at both ends: its input end only
+        last = None
+    out: list[tuple[Prepared, list[dict[str, Any]]]] = []
+    index = {op.name: i for i, op in enumerate(g0.ops)}
+    for go, gk, go2 in DENSE_ROWS_SHAPES if (first or last) else ():
+        g, records = g0, []
+        try:
+            if first:
+                g = dense_rows.split_input(g, first, go, gk)
+                records.append({"op": first, "groups": go * gk, "cause": "rows", "channels": "input rows",
+                                "need_bytes": None, "max_group_need_bytes": None,
+                                "weight_bytes": _const_bytes(prep.lowered[index[first]]), "max_group_bytes": None})
+            if last:
+                g = dense_rows.split_output(g, last, go2)
+                records.append({"op": last, "groups": go2, "cause": "rows", "channels": "output rows",
+                                "need_bytes": None, "max_group_need_bytes": None,
+                                "weight_bytes": _const_bytes(prep.lowered[index[last]]), "max_group_bytes": None})
+        except TigrisError:
+            continue
+        lowered = [lower(g, op) for op in g.ops]
+        out.append((Prepared(g, prep.reports, lowered, op_order=prep.op_order, col_tiles=False,
+                             one_region=prep.one_region), records))
+    memo.append(out)
+    return out
+
+
+def _dense_rows(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float,
+                feasibility: bool = False) -> tuple[Prepared, PlanResult, list[dict[str, Any]]] | None:
+    """The first dense-rows graph that fits the budget, its plan and records; None when none does."""
+    for split, records in _dense_rows_graphs(prep):
+        r = _plan(split, fast, slow, xip, weight, feasibility)
+        if not isinstance(r, NoFit):
+            return split, r, records
+    return None
+
+
+def _dense_rows_min(prep: Prepared, slow: int | None, xip: bool, weight: float, upper: int) -> tuple[int, Prepared] | None:
+    """The smallest budget below ``upper`` at which a dense-rows graph fits (the planner's own search on each), and
+    that graph; None when none lowers it."""
+    best = None
+    for split, _ in _dense_rows_graphs(prep):
+        m = _min_fast(split, slow, xip, weight)
+        if m is not None and m < upper and (best is None or m < best[0]):
+            best = (m, split)
+    return best
+
+
 def _compile_attempt(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float,
                      feasibility: bool = False) -> tuple[Prepared, PlanResult, list[dict[str, Any]], bool]:
     """What ``analyze`` (so ``compile``) does at a budget: the plan without column tiles, then with weight groups,
@@ -989,6 +1068,12 @@ def _compile_attempt(prep: Prepared, fast: int, slow: int | None, xip: bool, wei
             if not isinstance(r2, NoFit):
                 split, res, groups = s2, r2, g2
                 break
+    if isinstance(res, NoFit):
+        # last of all: a Gemm at a graph boundary reading or writing its vector in row bands
+        # (docs/memory-planning.md "Dense ends as rows"), so a plan that fitted any other way keeps its shape
+        dense = _dense_rows(prep, fast, slow, xip, weight, feasibility)
+        if dense is not None:
+            split, res, groups = dense
     return split, res, groups, expanded
 
 
@@ -1096,6 +1181,12 @@ def analyze(
         graph = prep.graph
         result.prepared = prep
         for g in groups:
+            if g["cause"] == "rows":
+                end = "reads its graph input" if g["channels"] == "input rows" else "writes its graph output"
+                result.notes.append(
+                    f"op {g['op']} {end} in row bands: the vector is stored as rows and the op runs as {g['groups']} "
+                    "groups (docs/memory-planning.md \"Dense ends as rows\")")
+                continue
             if g["cause"] == "activations":
                 result.notes.append(
                     f"op {g['op']} runs as {g['groups']} channel groups: it needs {g['need_bytes']} bytes of fast "

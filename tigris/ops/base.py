@@ -219,6 +219,12 @@ class OpKind:
         k, s, d, p = win
         return a * s - p, (b - 1) * s - p + (k - 1) * d + 1
 
+    def input_rows_of(self, graph: AnalyzedGraph, op: Op, name: str, a: int, b: int) -> tuple[int, int] | None:
+        """Input rows (unclipped, possibly none) of activation input ``name`` that output rows ``[a, b)`` read when
+        they depend on which input it is (a Concat along the rows: each input supplies the rows it covers); None
+        when :meth:`rows_needed` states them for every input."""
+        return None
+
     def whole_inputs(self, graph: AnalyzedGraph, op: Op) -> tuple[int, ...]:
         """Positions of the activation inputs a band of the op reads whole, in every tile (a product's second
         operand): their band is every row, whatever the output band. Empty for ops that read rows by

@@ -69,7 +69,24 @@ class Concat(OpKind):
         return None if op.attrs.get("axis_physical") else "axis was not normalized"
 
     def mixes_rows(self, graph: AnalyzedGraph, op: Op) -> str | None:
-        return "Concat along H" if int(op.attrs.get("axis", -1)) == 1 else None
+        # A join along H made by the dense-rows rewrite (``row_bands``, docs/memory-planning.md "Dense ends as
+        # rows") runs on row bands, each input supplying the output rows it covers (input_rows_of); any other stays
+        # untiled, so the plans of the models that have one are what they were.
+        if int(op.attrs.get("axis", -1)) == 1 and not op.attrs.get("row_bands"):
+            return "Concat along H"
+        return None
+
+    def input_rows_of(self, graph: AnalyzedGraph, op: Op, name: str, a: int, b: int) -> tuple[int, int] | None:
+        if int(op.attrs.get("axis", -1)) != 1 or not op.attrs.get("row_bands"):
+            return None
+        off = 0
+        for n in op.inputs:  # input i covers output rows [off_i, off_i + H_i)
+            h = tensor_view_dims(graph.tensors[n])[1]
+            if n == name:
+                lo, hi = max(a, off) - off, min(b, off + h) - off
+                return (lo, hi) if hi > lo else (0, 0)
+            off += h
+        return None
 
     # Along C (or N) output pixel (h, w) is its inputs' pixels (h, w) side by side: per pixel along W, with every
     # input of the output's width. Along W a band would need other columns of the inputs.

@@ -144,7 +144,8 @@ def input_rows(graph: AnalyzedGraph, op: Op, name: str, rows: tuple[int, int]) -
     if any(op.inputs[i] == name for i in kind.same_rows_inputs(graph, op) if i < len(op.inputs)):
         lo, hi = max(0, rows[0]), min(h_in, rows[1])  # an accumulator added into at the output's own rows
         return (lo, max(lo, hi))
-    lo, hi = kind.rows_needed(op, *rows)
+    own = kind.input_rows_of(graph, op, name, *rows)
+    lo, hi = kind.rows_needed(op, *rows) if own is None else own
     lo, hi = max(0, lo), min(h_in, hi)
     return (lo, max(lo, hi))
 
