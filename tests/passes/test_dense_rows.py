@@ -170,3 +170,40 @@ def test_ad_autoencoder_int8_reads_and_writes_its_vectors_in_rows(shared_models,
     assert a.min_fast_budget <= 336 <= 0.8 * 768
     compile_like_untiled(path, prep, a.min_fast_budget)
     assert api.analyze(path, a.min_fast_budget - 16, xip=True, prepared=prep, emit=False, tradeoff=False).plan is None
+
+
+def test_readers_refuse_a_row_band_join_input_band_that_misses_rows(mlp):
+    """The row-band join's tiles reload a band of each group: an input band one row short of the output rows it
+    supplies is refused by both readers (the concat kind's band check, TGRS_ERR_TILE)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    import _rt_plans as P
+
+    from tigris.emit import format as Fmt
+    from tigris.emit.reader import read_plan
+    from tigris.host.session import PlanError, Session
+
+    host_runtime()
+    prep = api.prepare(mlp)
+    a = api.analyze(mlp, 16, xip=True, prepared=prep, emit=False, groups_advice=True, tradeoff=False)
+    data = api.compile_model(mlp, a.min_fast_budget, xip=True, prepared=prep).plan_bytes
+    pf = read_plan(data)
+    Session(data)
+    (op,) = [o for o in pf.ops if o.kind == "concat" and len(o.inputs) == 4]
+    unit = next(u for u in pf.units if u.op_first <= op.index < u.op_first + u.op_count)
+    assert unit.tiled and unit.tiles > 1
+    pos = {pl.tensor: j for j, pl in enumerate(unit.placements)}
+    out, x1 = pos[pf.tensors[op.output].root], pos[pf.tensors[op.inputs[1]].root]
+    h0 = pf.tensors[op.inputs[0]].dims[1]
+    # a tile whose output band lies inside input 1's rows: input 1's band is exactly those rows
+    t = next(t for t in range(unit.tiles) if unit.tile_rows[t][out][0] >= h0
+             and sum(unit.tile_rows[t][out]) <= h0 + pf.tensors[op.inputs[1]].dims[1])
+    r0, n = unit.tile_rows[t][x1]
+    o0, on = unit.tile_rows[t][out]
+    assert (r0, n) == (o0 - h0, on) and n > 1
+    u = Fmt.UNIT.unpack(data, P.unit_record_pos(data, unit.index))
+    rec = P.section_offset(data, Fmt.SectionId.TILE_ROWS) + 8 * (int(u["rows_first"]) + t * len(pos) + x1)
+    bad = P.set_field(data, rec + 4, n - 1, "<i")
+    assert P.assert_readers_refuse(Session, PlanError, [("join input band one row short", bad, "ERR_TILE")]) == 1

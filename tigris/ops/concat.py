@@ -56,7 +56,7 @@ class Concat(OpKind):
     ir_ops = ("Concat",)
     ONNX_OPS = {"Concat": "any axis (negative too), up to 4 inputs, each with its own int8 encoding"}
     INT8_EXACTNESS = "bit-exact when the encodings agree, else <= 1 LSB"
-    TILING_DOC = "pointwise; structural along H"
+    TILING_DOC = "pointwise; structural along H (a dense-rows join along H is pointwise)"
     SINGLE_INPUT = False
     TILING = "pointwise"
 
