@@ -289,11 +289,14 @@ def objective_weight(prep: Prepared, objective: str, target: str, clock: int | N
 # (weight_split.split_expansion) are those whose expanded tensor is at least half the largest activation (the
 # block that sets the head's buffers), in this many groups (fewer when it has fewer channels)
 EXPANSION_GROUPS = 8
+# the shares of the largest activation an expanded tensor reaches to be split, tried in turn (the smaller also splits
+# the next blocks' expansions, whose units then hold fewer bytes under the head's output home)
+EXPANSION_SHARES = (2, 4)
 # fast budgets the SRAM-only search probes on the split graph, as fractions of the unsplit graph's best fast budget
 EXPANSION_PROBES = (1.0, 0.9, 0.8)
 
 
-def _expansion_split(prep: Prepared) -> Prepared | None:
+def _expansion_split(prep: Prepared, share: int = EXPANSION_SHARES[0]) -> Prepared | None:
     """``prep`` with the memory-heavy expansions (``EXPANSION_GROUPS``) run as expansion groups, lowered; None when
     the graph has none. Planned in the rewrite's own order (its groups are already interleaved: the order search
     costs several plans on such a graph and finds nothing better)."""
@@ -303,7 +306,7 @@ def _expansion_split(prep: Prepared) -> Prepared | None:
     g = prep.graph
     largest = max((t.nbytes for t in g.activations()), default=0)
     names = [op.name for op in g.ops if expansion_of(g, op.name) is not None
-             and 2 * g.tensors[op.outputs[0]].nbytes >= largest]
+             and share * g.tensors[op.outputs[0]].nbytes >= largest]
     if not names:
         return None
     for name in names:
@@ -319,16 +322,26 @@ def expansion_sram_only(prep: Prepared, one: Any, xip: bool, weight: float) -> A
     (``EXPANSION_PROBES``) at fast budgets below ``one``'s, each the least-SRAM plan and then the ordinary plan at
     its region (what ``-m``/``-s --one-region`` give; ``analyze`` plans the split graph there when the plain graph
     does not fit), within ``one``'s recompute or 10% of the MACs, whichever is more. A ``SramOnly``."""
-    from tigris.plan import SramOnly, plan, sram_bytes
     from tigris.plan.spatial import op_macs
+
+    cap = max(one.recompute_macs, sum(op_macs(prep.graph, op) for op in prep.graph.ops) // 10)
+    best, seen = None, set()
+    for share in EXPANSION_SHARES:
+        split = _expansion_split(prep, share)
+        names = None if split is None else tuple(op.name for op in split.graph.ops)
+        if names is None or names in seen:  # no expansion of that size, or the same ones as the share before
+            continue
+        seen.add(names)
+        best = _expansion_region(split, one, best, cap, xip, weight)
+    return best
+
+
+def _expansion_region(split: Prepared, one: Any, best: Any, cap: int, xip: bool, weight: float) -> Any:
+    """``expansion_sram_only`` on one split graph: ``best`` or a plan needing less."""
+    from tigris.plan import SramOnly, plan, sram_bytes
     from tigris.plan.types import align_up
 
-    split = _expansion_split(prep)
-    if split is None:
-        return None
     kw = {**_plan_kwargs(split, xip, weight), "one_region": True}
-    cap = max(one.recompute_macs, sum(op_macs(prep.graph, op) for op in prep.graph.ops) // 10)
-    best = None
     for frac in EXPANSION_PROBES:
         budget = int(one.fast_budget * frac) // 16 * 16
         probe = plan(split.graph, budget, least_sram=True, **kw)
@@ -1054,11 +1067,14 @@ def _compile_attempt(prep: Prepared, fast: int, slow: int | None, xip: bool, wei
         # a board without PSRAM (one region, a slow budget): expansion groups keep the head in one unit where the
         # plain graph must cut a boundary the region has no room for (docs/memory-planning.md "Boards without slow
         # memory")
-        ex = _expansion_split(prep)
-        if ex is not None:
+        for share in EXPANSION_SHARES:
+            ex = _expansion_split(prep, share)
+            if ex is None:
+                continue
             r3 = _plan(ex, fast, slow, xip, weight, feasibility)
             if not isinstance(r3, NoFit):
                 split, res, groups, expanded = ex, r3, [], True
+                break
     if isinstance(res, NoFit) and not xip:
         # last, so that every plan that fitted before keeps its shape: input-channel groups where an op's
         # output-channel groups cannot fit (docs/memory-planning.md "Weights that do not fit")

@@ -4,7 +4,7 @@ unit is cut to the region while later units keep the fast budget; and an output 
 overwrites (``overwrite.pinned_offsets(safe=)``) where the next unit's buffers are larger than the head's. The plans
 pass the checker and run on the host runtime bit-identical to the untiled plan with the high-water marks at their
 peaks; the caps never lose a plan the fast budget alone finds. The seeded MobileNetV2-1.0 224 int8 (issue 15's
-target) reaches 185,280 bytes as one region at 3.15% recompute (189,280 before)."""
+target) reaches 181,664 bytes as one region at 3.15% recompute (185,280 with block 2's expansion alone in groups)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import _rt_plans as P
 import tigris.plan as TP
+from tigris.ir import DoesNotFitError
 from tigris.plan import Fit, NoFit, plan, sram_bytes
 from tigris.plan.check import check_plan
 from tigris_testing import host_session
@@ -33,6 +34,27 @@ def test_caps_cut_the_head_to_the_region(monkeypatch):
     data, p = P.compile_graph(g, 2864, slow=5536, xip=True, one_region=True)
     assert p.one_region and len(p.units) > 1 and sram_bytes(p) <= 5536
     assert check_plan(g, p) == []
+    x = P.random_input(g, 5)
+    got = Session(data).run(x)
+    np.testing.assert_array_equal(got.outputs["y"], Session(untiled).run(x).outputs["y"])
+    assert (got.fast_peak, got.slow_peak) == (p.fast_peak, p.slow_peak)
+
+
+def test_units_under_the_output_over_the_input(monkeypatch):
+    """The head's output written over the input keeps the next unit under its home (``_overwrite_caps``): a
+    MobileNetV2 head and the next block's 72-channel expansion at 48x48, where the region of 9,296 bytes fits only
+    so (the caps alone and the fast budget alone need 10,896), proven and bit-identical to the untiled plan with
+    the high-water marks at the plan's peaks."""
+    Session, _ = host_session()
+    g = P.chain_graph(HEAD + [("conv", 1, 1, 1, 72), ("dw", 3, 1, 1), ("conv", 1, 1, 1, 12)], True, 48, 3, 1)
+    untiled = P.compile_graph(g, 1 << 22, xip=True)[0]
+    with monkeypatch.context() as m:
+        m.setattr(TP, "_overwrite_caps", lambda *a: None)
+        with pytest.raises(DoesNotFitError):
+            P.compile_graph(g, 6448, slow=9296, xip=True, one_region=True)
+    data, p = P.compile_graph(g, 6448, slow=9296, xip=True, one_region=True)
+    assert p.one_region and len(p.units) > 2 and sram_bytes(p) <= 9296
+    assert any(p.units[0].overwrite.values()) and check_plan(g, p) == []
     x = P.random_input(g, 5)
     got = Session(data).run(x)
     np.testing.assert_array_equal(got.outputs["y"], Session(untiled).run(x).outputs["y"])
@@ -63,18 +85,23 @@ def test_caps_never_lose_a_plan(layers, h, c, frac, seed):
         assert sram_bytes(after.plan) <= region and check_plan(g, after.plan) == []
 
 
+# the issue-15 figure (docs/benchmarks.md plan_sram_only): -m 47392 -s REGION --one-region with the 56x56 expansions
+# in groups too (api.EXPANSION_SHARES)
+REGION = 181664
+
+
 @pytest.mark.slow
 def test_mobilenet_v2_224_int8_region(tmp_path):
-    """Issue 15's model: ``expansion_sram_only`` finds 185,280 bytes as one region (the head at what the input
-    leaves, the head's output starting 2,688 bytes above the input it overwrites), within 10% recompute; the plan
-    ``analyze -m 47392 -s 185280 --one-region`` writes is proven and runs bit-identical to the untiled plan with the
-    high-water marks at its peaks."""
+    """Issue 15's model with block 2's and the 56x56 blocks' expansions in groups (``_expansion_split`` at the
+    smaller share): one region of ``REGION`` bytes at ``-m 47392`` within 10% recompute. The head unit is cut to
+    what the input leaves; the next units are held under the head's output written over the input
+    (``_overwrite_caps``: neither the caps nor the fast budget alone fit there). The plan passes the checker and
+    runs bit-identical to the untiled plan with the high-water marks at its peaks."""
     pytest.importorskip("onnxruntime")
     import sys
     from pathlib import Path
 
     from tigris import api
-    from tigris.plan import SramOnly
     from tigris.plan.spatial import op_macs
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -84,12 +111,10 @@ def test_mobilenet_v2_224_int8_region(tmp_path):
     path = _mbv2_224_int8(tmp_path)
     prep = api.prepare(path)
     macs = sum(op_macs(prep.graph, op) for op in prep.graph.ops)
-    # the plain graph's one-region figure (the plan_sram_only table): what the expansion groups must beat
-    one = SramOnly(197920, 47392, 47392, 197920, 9461760)
-    ex = api.expansion_sram_only(prep, one, True, TP.DEFAULT_RECOMPUTE_WEIGHT)
-    assert ex is not None and ex.total_bytes <= 185280 and ex.recompute_macs * 10 <= macs
-    a = api.analyze(path, ex.fast_budget, ex.slow_bytes, xip=True, prepared=prep, one_region=True)
-    assert a.fits and a.plan.one_region and sram_bytes(a.plan) <= ex.total_bytes
+    split = api._expansion_split(prep, api.EXPANSION_SHARES[-1])
+    assert split is not None and len(split.graph.ops) > len(api._expansion_split(prep).graph.ops)
+    a = api.analyze(path, 47392, REGION, xip=True, prepared=split, one_region=True)
+    assert a.fits and a.plan.one_region and sram_bytes(a.plan) <= REGION
     assert a.plan.recompute_macs * 10 <= macs
     assert check_plan(a.prepared.graph, a.plan) == []
     untiled = api.analyze(path, 1 << 22, xip=True, prepared=prep)

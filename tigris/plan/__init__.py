@@ -482,14 +482,19 @@ def _slow_arena(
         floors = [unit.peak_bytes for unit in units]
         top = align_up(max(floors))
         tries = [(top + end, {n: top + o for n, o in offsets.items()}, pairs)]
-        unit_of = {y: k for k, over in candidates.items() for y in over}
+        # with offsets proven pair by pair, also the pairs an output may overwrite only from below its input's
+        # offset (a unit that reads its input's rows again in the next tile)
+        below = _overwrites(graph, bufs, units, birth, death, shifted=True) if OVERWRITE else {}
+        unit_of = {y: k for use in (candidates, below) for k, over in use.items() for y in over}
 
         def safe(y: str, x: str, y_off: int, x_off: int) -> bool:  # the overwrite at other offsets than one
             return _overwrite_safe(graph, units[unit_of[y]], x, y, x_off, y_off)
 
-        for use, check in ([(candidates, None), (candidates, safe), ({}, None)] if candidates else [({}, None)]):
+        tries_with = [(candidates, None, False), (candidates, safe, False)] if candidates else []
+        tries_with += [(below, safe, True)] if below else []
+        for use, check, shifts in tries_with + [({}, None, False)]:
             partner = {y: x for over in use.values() for y, x in over.items()}
-            r_offsets, r_end, used = pinned_offsets(blocks, partner, floors, check)
+            r_offsets, r_end, used = pinned_offsets(blocks, partner, floors, check, shifts)
             kept = {k: {y: x for y, x in over.items() if y in used} for k, over in use.items()}
             tries.append((r_end, r_offsets, {k: over for k, over in kept.items() if over}))
         end, offsets, pairs = min(tries, key=lambda r: r[0])
@@ -498,10 +503,13 @@ def _slow_arena(
 
 
 def _overwrites(
-    graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit], birth: dict[str, int], death: dict[str, int]
+    graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit], birth: dict[str, int], death: dict[str, int],
+    shifted: bool = False,
 ) -> dict[int, dict[str, str]]:
     """Per unit, the spilled outputs born in it that may share one slow offset with a reloaded input dying in it
-    (``tigris.plan.overwrite``): at most one input per output and one output per input, in list order."""
+    (``tigris.plan.overwrite``): at most one input per output and one output per input, in list order.
+    ``shifted``: also those that may share bytes with it from up to ``SHIFT_ROWS`` of their rows below its
+    offset (placed only where ``pinned_offsets(safe=)`` proves the offsets)."""
     pairs: dict[int, dict[str, str]] = {}
     for k, unit in enumerate(units):
         if unit.tile_cols:  # a column band's bytes are strided in its home: not streamed (first version)
@@ -513,11 +521,17 @@ def _overwrites(
             for x in unit.reload:
                 if x in taken or x == y or death.get(x) != k or x in bufs.outputs:
                     continue
-                if _overwrite_safe(graph, unit, x, y, 0, 0):
+                shifts = range(0, SHIFT_ROWS * row_bytes(graph, y) + 1, 16) if shifted and unit.tile_rows \
+                    else (0,)
+                if any(_overwrite_safe(graph, unit, x, y, d, 0) for d in shifts):
                     pairs.setdefault(k, {})[y] = x
                     taken.add(x)
                     break
     return pairs
+
+
+# How far below its input's offset (in output rows) the one-region packing may start an overwriting output.
+SHIFT_ROWS = 4
 
 
 def _overwrite_safe(graph: AnalyzedGraph, unit: ExecUnit, x: str, y: str, x_off: int, y_off: int) -> bool:
@@ -986,6 +1000,44 @@ def _region_caps(graph: AnalyzedGraph, bufs: Buffers, u: Uses, fast_budget: int,
     return caps if min(caps) < fast_budget else None
 
 
+def _overwrite_caps(graph: AnalyzedGraph, bufs: Buffers, units: list[ExecUnit], caps: tuple[int, ...],
+                    slow_budget: int) -> tuple[int, ...] | None:
+    """``caps`` lowered for the units after the one reading a graph input last, from a plan (``units``) whose
+    region missed ``slow_budget``: the input's home ends within the region, so it starts at most its size below
+    the end; an output written over it (``_overwrites``) starts at most the largest proven shift above that, and
+    every later unit it is live across keeps its buffers below it (and so on along outputs written over that
+    output). Not what every plan needs (a plan may keep such an output out of the input's bytes), but what the
+    packing needs to keep it there: ``plan`` tries these caps only when neither the caps nor the fast budget alone
+    fit. None when nothing is lowered."""
+    from tigris.plan.overwrite import SHIFT_SPAN
+
+    birth: dict[str, int] = {}
+    death: dict[str, int] = {}
+    for k, unit in enumerate(units):
+        for n in list(unit.spill) + list(unit.reload):
+            birth.setdefault(n, k)
+            death[n] = max(death.get(n, k), k)
+    pairs = _overwrites(graph, bufs, units, birth, death)
+    over = {x: (k, y) for k, ys in pairs.items() for y, x in ys.items()}  # input -> (its unit, the output over it)
+    new = list(caps)
+    for x in bufs.inputs:
+        top = slow_budget - align_up(bufs.size(x))  # the input's home starts at most here
+        cur = x
+        while cur in over:
+            k, y = over[cur]
+            lo, hi = 0, SHIFT_SPAN  # the largest proven start of y above cur's (the proof gets harder upwards)
+            while lo < hi:
+                mid = (lo + hi + 16) // 32 * 16
+                lo, hi = (mid, hi) if _overwrite_safe(graph, units[k], cur, y, 0, mid) else (lo, mid - 16)
+            top += lo
+            for j in range(k + 1, death.get(y, k) + 1):
+                for i in units[j].ops:
+                    new[i] = min(new[i], top)
+            cur = y
+    chained = tuple(new)
+    return chained if chained != tuple(caps) else None
+
+
 def _plan_bufs(
     graph: AnalyzedGraph, bufs: Buffers, fast_budget, slow_budget, xip, strategy, accumulate_gap, recompute_weight,
     feasibility, least_sram, weight_bytes_of, scratch_bytes_of, layouts, halo_reuse: bool = True,
@@ -1015,14 +1067,24 @@ def _plan_bufs(
             return planned
         arena = _slow_arena(graph, bufs, planned[0], one_region)
         if slow_budget is not None and arena[1] > slow_budget:
+            missed.append(planned[0])
             return NoFit(None, None, arena[1], "slow_memory", slow_budget)
         return planned, arena
 
+    missed: list[list[ExecUnit]] = []
     got = within(caps)
     if isinstance(got, NoFit) and caps is not None:
         # the caps are what every plan needs, but the cheapest partition within them may still miss the region
         # where the one chosen without them fits: the earlier plan then stands (and a NoFit is its)
         got = within(None)
+        for units in list(missed) if isinstance(got, NoFit) else ():
+            # neither fits: the units after the head, judged by the homes they must stay under (the boundary
+            # written over the input), may let the packing keep that boundary in the input's bytes
+            chained = _overwrite_caps(graph, bufs, units, caps, slow_budget)
+            again = within(chained) if chained is not None else got
+            if not isinstance(again, NoFit):
+                got = again
+                break
     if isinstance(got, NoFit):
         return got
     (units, stages), (slow, slow_peak, over) = got

@@ -57,7 +57,12 @@ def overwrite_ok(
     return bad
 
 
-def pinned_offsets(blocks, partner: dict, floors: Sequence[int] | None = None, safe=None) -> tuple[dict, int, set]:
+# How far (bytes) above or below its input's offset the one-region packing looks for an overwriting output's start.
+SHIFT_SPAN = 8192
+
+
+def pinned_offsets(blocks, partner: dict, floors: Sequence[int] | None = None, safe=None,
+                   shifts: bool = False) -> tuple[dict, int, set]:
     """Slow offsets in birth order, each block at the lowest aligned offset clear of every block live with it,
     except that a block with a ``partner`` (the dying input it may overwrite) first tries the partner's offset,
     where only the partner may share its bytes. Returns (offsets, arena end, the blocks placed over their partner).
@@ -70,7 +75,13 @@ def pinned_offsets(blocks, partner: dict, floors: Sequence[int] | None = None, s
     (``overwrite_ok`` of the unit that pairs them). With it, a block whose floor is above its partner's offset may
     start at its floor over the partner, and a partner is placed no lower than its overwriter's floor less the
     largest shift the overwriter may start above it: the input of a unit whose successor has more fast buffers sits
-    just high enough for its output to start at that successor's floor."""
+    just high enough for its output to start at that successor's floor.
+
+    ``shifts`` (with ``safe``): each pair's largest proven shift of the output above its partner (below it where
+    negative) is bisected within ``SHIFT_SPAN`` bytes, and both placements use it: a partner is lifted just enough
+    for its overwriter to start at its floor (unless the partner then loses its own partner), and an output starts
+    at that shift from its partner where its floor allows. The bisection assumes the proof gets easier as the
+    output moves down, which need not hold, so callers pack without ``shifts`` too and keep the lower end."""
     from tigris.plan.types import align_up
 
     def floor_of(b) -> int:
@@ -78,6 +89,22 @@ def pinned_offsets(blocks, partner: dict, floors: Sequence[int] | None = None, s
 
     by_key = {b.key: b for b in blocks}
     over_by = {x: by_key[y] for y, x in partner.items() if y in by_key}  # input -> the output that may overwrite it
+    reach: dict = {}
+
+    def most_above(y, x) -> int | None:
+        """The largest proven ``y_off - x_off`` (16-byte steps, from 64 rows of slack down; the proof only gets
+        easier as the output moves down, so a bisection finds it); None when none is."""
+        if (y, x) not in reach:
+            lo_d, hi_d = -SHIFT_SPAN, SHIFT_SPAN
+            if not safe(y, x, lo_d, 0):
+                reach[(y, x)] = None
+            else:
+                while lo_d < hi_d:
+                    mid = (lo_d + hi_d + 16) // 32 * 16
+                    lo_d, hi_d = (mid, hi_d) if safe(y, x, mid, 0) else (lo_d, mid - 16)
+                reach[(y, x)] = lo_d
+        return reach[(y, x)]
+
     offsets: dict = {}
     over: set = set()
     alive: dict[int, list] = {}  # step -> [(key, start, end)] of the blocks placed so far
@@ -85,17 +112,26 @@ def pinned_offsets(blocks, partner: dict, floors: Sequence[int] | None = None, s
         live = {(k, s, e) for t in range(b.birth, b.death + 1) for k, s, e in alive.get(t, ())}
         lo = floor_of(b)
         y = over_by.get(b.key)
-        if safe is not None and y is not None and floor_of(y) > lo:
+        p = partner.get(b.key)
+        if shifts and safe is not None and y is not None and most_above(y.key, b.key) is not None:
+            lift = floor_of(y) - most_above(y.key, b.key)  # high enough for y to start at its floor over b
+            own = most_above(b.key, p) if p is not None and p in offsets else None
+            if own is None or lift <= offsets[p] + own:  # unless b then loses its own partner
+                lo = max(lo, lift)
+        elif safe is not None and y is not None and floor_of(y) > lo:
             top = floor_of(y)
             shift = top - lo
             while shift > 0 and not safe(y.key, b.key, top, top - shift):
                 shift -= 16
             lo = top - shift
-        p = partner.get(b.key)
         off = None
         if p is not None and p in offsets:
             cands = [offsets[p]] if offsets[p] >= lo else []
-            if safe is not None and offsets[p] < lo and safe(b.key, p, lo, offsets[p]):
+            if shifts and safe is not None:
+                d = most_above(b.key, p)
+                c = None if d is None else max(lo, offsets[p] + min(d, 0))
+                cands = [c] if c is not None and c - offsets[p] <= d and safe(b.key, p, c, offsets[p]) else []
+            elif safe is not None and offsets[p] < lo and safe(b.key, p, lo, offsets[p]):
                 cands = [lo]
             for cand in cands:
                 if all(e <= cand or s >= cand + b.size for k, s, e in live if k != p):
