@@ -403,6 +403,16 @@ def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: 
 MAX_SPLIT_ROUNDS = 8  # re-plans _split_weights may make before it gives up
 
 
+def _replayed(entry: tuple[list, Any]) -> Any:
+    """The items of a memoized iterator (``entry``: those produced so far and the iterator), those produced before
+    first, so several loops over it each see the whole sequence and it is computed once."""
+    done, it = entry
+    yield from done
+    for item in it:
+        done.append(item)
+        yield item
+
+
 def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float, res: PlanResult,
                    max_plans: int = MAX_SPLIT_ROUNDS, detail: dict[str, Any] | None = None,
                    feasibility: bool = False,
@@ -431,7 +441,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     """
     from tigris.ops import lower
     from tigris.passes.weight_split import input_channels, k_splittable, max_groups, split_k, split_op, splittable
-    from tigris.plan import op_lower_bounds
+    from tigris.plan import op_lower_bounds, ops_over
     from tigris.plan.types import align_up
 
     if not isinstance(res, NoFit):
@@ -565,9 +575,25 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             # before planning anything (a refusal stays as cheap as it was)
             return prep, res, []
     kept = {low.op_name: low for low in prep.lowered}
-    cache: dict[tuple, Lowered] = {}  # lowered groups across rounds (a group whose count did not change is reused)
+    # lowered groups, built split graphs and their plans, shared by every attempt on this graph (in the memo of
+    # ``prep``, which analyze's attempts share): the attempts with column tiles and with input-channel groups repeat
+    # the rounds of the attempts before them until a count differs, and a split graph built before keeps its own
+    # memo of band layouts and op bounds. The entry holds ``g0``, so its id names no other graph while it lives.
+    memo = prep.layouts.get(("split", id(g0)))
+    if memo is None or memo[0] is not g0:
+        memo = prep.layouts[("split", id(g0))] = (g0, {}, {}, {})
+    cache: dict[tuple, Lowered] = memo[1]  # lowered groups (a group whose count did not change is reused)
+    built: dict[tuple, Prepared] = memo[2]  # split graphs by what build() makes them from
+    planned: dict[tuple, PlanResult] = memo[3]  # plans of a graph in ``built`` (which keeps its id alive)
 
     def build() -> Prepared:
+        key = (prep.op_order, prep.col_tiles, prep.one_region, tuple(splits.items()), tuple(sorted(k_split)),
+               tuple((n, tails.get(n, ())) for n in sorted(splits) if n in by_channels))
+        if key not in built:
+            built[key] = _build()
+        return built[key]
+
+    def _build() -> Prepared:
         graph = g0
         for name, groups in splits.items():
             if name in k_split:
@@ -589,11 +615,11 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     def origin(g: AnalyzedGraph, i: int) -> str:
         return g.ops[i].attrs.get("weight_group", (g.ops[i].name,))[0]
 
-    def least_over(g: AnalyzedGraph, cb: list[int], o: str) -> int | None:
+    def least_over(g: AnalyzedGraph, cb: dict[int, int], o: str) -> int | None:
         """The fewest channels of a group of ``o`` (its sub-op, not a Slice, tail op or Concat) that is over the
-        budget in the split graph ``g``; None when no sub-op is."""
+        budget in the split graph ``g`` (``cb``: the ops over it); None when no sub-op is."""
         kind = g0.ops[index[o]].op_type if o in index else None
-        return min((output_channels(g, g.ops[i]) for i, b in enumerate(cb) if b > fast and origin(g, i) == o
+        return min((output_channels(g, g.ops[i]) for i in cb if origin(g, i) == o
                     and g.ops[i].op_type == kind and g.ops[i].attrs.get("weight_group", ("", -1))[1] >= 0),
                    default=None)
 
@@ -628,24 +654,40 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             cur = build()
             # the split graph's own op bounds first: a group still over the budget grows without planning anything,
             # and an op over it that splitting cannot help ends the attempt
-            cb = op_lower_bounds(cur.graph, **_plan_kwargs(cur, xip, weight))
-            over = [i for i, b in enumerate(cb) if b > fast]
-            if over:
-                grown: set[str] = set()
-                before = dict(splits)
-                for i in over:
-                    o = origin(cur.graph, i)
-                    if o in grown:
-                        continue
+            # (in graph order, as they are found: an attempt that ends at an op bounds none after it)
+            key = ("over", id(cur), fast, xip, weight)
+            if key not in planned:
+                planned[key] = ([], ops_over(cur.graph, fast, **_plan_kwargs(cur, xip, weight)))
+            cb: dict[int, int] = {}  # the ops over the budget found so far -> their bounds
+            grown: set[str] = set()
+            before = dict(splits)
+            least: dict[str, int] = {}  # grown op -> the fewest channels of a group of it over the budget so far
+            # an op with no channel tail (nor in one) grows only through its own groups, so once it has grown its
+            # count is final for the round: a group of it that stays over in every round left ends the attempt at
+            # once when no caller asks why (the refusal and the result are those of the whole round)
+            heads = set(head_of.values())
+            stop = False
+            for i, b in _replayed(planned[key]):
+                cb[i] = b
+                o = origin(cur.graph, i)
+                if o not in grown:
                     # a joining Concat holds a whole output band and its inputs' whatever the count
                     joining = cur.graph.ops[i].attrs.get("weight_group", ("", 0))[1] < 0
-                    if o not in index or joining or not grow_any(o, cb[i], dep(cur.lowered[i])):
+                    if o not in index or joining or not grow_any(o, b, dep(cur.lowered[i])):
                         if detail is not None:
-                            detail["need_bytes"] = cb[i]  # what the split graph's op needs, split no further
+                            detail["need_bytes"] = b  # what the split graph's op needs, split no further
                         return prep, res, []
                     grown.add(o)
-                if CHEAP_PROBES and any(not shrinks(o, least_over(cur.graph, cb, o), MAX_SPLIT_ROUNDS - rounds)
-                                        for o in grown):
+                c = least_over(cur.graph, {i: b}, o) if CHEAP_PROBES and detail is None and o not in heads \
+                    and o not in head_of else None
+                if c is not None and c < least.get(o, c + 1):
+                    least[o] = c
+                    if not shrinks(o, c, MAX_SPLIT_ROUNDS - rounds):
+                        stop = True
+                        break
+            if cb:
+                if stop or (CHEAP_PROBES and any(not shrinks(o, least_over(cur.graph, cb, o),
+                                                             MAX_SPLIT_ROUNDS - rounds) for o in grown)):
                     break  # a group over the budget stays over in every round left: no plan is made
                 continue
             if max_plans <= 0:
@@ -655,9 +697,13 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             # split graph that fits so is planned again with the operator-order search, whose plan is kept where it
             # is better (a refusal is the graph order's in either case, and the search costs far more than a plan
             # on a graph of many independent groups)
-            cur_res = _plan(replace(cur, op_order="spec"), fast, slow, xip, weight, feasibility)
-            if not isinstance(cur_res, NoFit) and not feasibility and cur.op_order != "spec":
-                cur_res = _plan(cur, fast, slow, xip, weight)
+            pkey = (id(cur), fast, slow, xip, weight, feasibility and CHEAP_PROBES)
+            if pkey not in planned:
+                got = _plan(replace(cur, op_order="spec"), fast, slow, xip, weight, feasibility)
+                if not isinstance(got, NoFit) and not feasibility and cur.op_order != "spec":
+                    got = _plan(cur, fast, slow, xip, weight)
+                planned[pkey] = got
+            cur_res = planned[pkey]
             if detail is not None:
                 detail.update(prepared=cur, result=cur_res)
         if not isinstance(cur_res, NoFit) or cur_res.op is None or cur_res.cause not in ("one_row", "untileable"):
