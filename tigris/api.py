@@ -403,16 +403,6 @@ def _limiting(prep: Prepared, budget: int, slow: int | None, xip: bool, weight: 
 MAX_SPLIT_ROUNDS = 8  # re-plans _split_weights may make before it gives up
 
 
-def _replayed(entry: tuple[list, Any]) -> Any:
-    """The items of a memoized iterator (``entry``: those produced so far and the iterator), those produced before
-    first, so several loops over it each see the whole sequence and it is computed once."""
-    done, it = entry
-    yield from done
-    for item in it:
-        done.append(item)
-        yield item
-
-
 def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float, res: PlanResult,
                    max_plans: int = MAX_SPLIT_ROUNDS, detail: dict[str, Any] | None = None,
                    feasibility: bool = False,
@@ -654,11 +644,13 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             cur = build()
             # the split graph's own op bounds first: a group still over the budget grows without planning anything,
             # and an op over it that splitting cannot help ends the attempt
-            # (in graph order, as they are found: an attempt that ends at an op bounds none after it)
+            # (on demand, in graph order: an attempt that ends at an op bounds none after it, and an op whose
+            # bound cannot change the round's outcome is not bounded; see ``skip``)
             key = ("over", id(cur), fast, xip, weight)
             if key not in planned:
-                planned[key] = ([], ops_over(cur.graph, fast, **_plan_kwargs(cur, xip, weight)))
-            cb: dict[int, int] = {}  # the ops over the budget found so far -> their bounds
+                planned[key] = ops_over(cur.graph, fast, **_plan_kwargs(cur, xip, weight))
+            bound_over = planned[key]
+            cb: dict[int, int] = {}  # the ops over the budget that decide the round -> their bounds
             grown: set[str] = set()
             before = dict(splits)
             least: dict[str, int] = {}  # grown op -> the fewest channels of a group of it over the budget so far
@@ -667,9 +659,17 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             # once when no caller asks why (the refusal and the result are those of the whole round)
             heads = set(head_of.values())
             stop = False
-            for i, b in _replayed(planned[key]):
-                cb[i] = b
+            for i in range(len(cur.graph.ops)):
                 o = origin(cur.graph, i)
+                c = least_over(cur.graph, {i: 0}, o)  # its channels, when a group of it over counts in least_over
+                if o in grown and (c is None or c >= least[o]):
+                    # over or not, an op of a grown op counts only as a group of fewer channels than one already
+                    # over (least_over, shrinks): the round's outcome does not depend on its bound
+                    continue
+                b = bound_over(i)
+                if b is None:
+                    continue
+                cb[i] = b
                 if o not in grown:
                     # a joining Concat holds a whole output band and its inputs' whatever the count
                     joining = cur.graph.ops[i].attrs.get("weight_group", ("", 0))[1] < 0
@@ -678,11 +678,11 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
                             detail["need_bytes"] = b  # what the split graph's op needs, split no further
                         return prep, res, []
                     grown.add(o)
-                c = least_over(cur.graph, {i: b}, o) if CHEAP_PROBES and detail is None and o not in heads \
-                    and o not in head_of else None
-                if c is not None and c < least.get(o, c + 1):
+                    least[o] = 1 << 62
+                if c is not None and c < least[o]:
                     least[o] = c
-                    if not shrinks(o, c, MAX_SPLIT_ROUNDS - rounds):
+                    if CHEAP_PROBES and detail is None and o not in heads and o not in head_of and \
+                            not shrinks(o, c, MAX_SPLIT_ROUNDS - rounds):
                         stop = True
                         break
             if cb:
@@ -788,9 +788,14 @@ def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip:
     key = ("group_need", op.name, channels, xip, prep.col_tiles, tail)
     memo = prep.layouts
     if key not in memo:
-        mini = group_op(graph, op.name, channels, tail)
-        sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops], col_tiles=prep.col_tiles)
-        memo[key] = max(op_lower_bounds(mini, **_plan_kwargs(sub, xip, weight)))
+        # the group and its lowering once for every XIP and column-tile setting (neither changes a lowering; the
+        # bounds' memo keys hold both)
+        mkey = ("group_op", op.name, channels, tail)
+        if mkey not in memo:
+            mini = group_op(graph, op.name, channels, tail)
+            memo[mkey] = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops])
+        sub = replace(memo[mkey], col_tiles=prep.col_tiles)
+        memo[key] = max(op_lower_bounds(sub.graph, **_plan_kwargs(sub, xip, weight)))
     return memo[key]
 
 
@@ -804,9 +809,12 @@ def k_group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xi
     key = ("k_group_need", op.name, channels, xip, prep.col_tiles)
     memo = prep.layouts
     if key not in memo:
-        mini = k_group_op(graph, op.name, channels)
-        sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops], col_tiles=prep.col_tiles)
-        memo[key] = max(op_lower_bounds(mini, **_plan_kwargs(sub, xip, weight)))
+        mkey = ("k_group_op", op.name, channels)  # as group_need's
+        if mkey not in memo:
+            mini = k_group_op(graph, op.name, channels)
+            memo[mkey] = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops])
+        sub = replace(memo[mkey], col_tiles=prep.col_tiles)
+        memo[key] = max(op_lower_bounds(sub.graph, **_plan_kwargs(sub, xip, weight)))
     return memo[key]
 
 

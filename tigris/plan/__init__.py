@@ -21,7 +21,7 @@ whose ``nofit`` is that NoFit.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Callable
 
 from tigris.ir import AnalyzedGraph, DoesNotFitError
 from tigris.plan.arena import Block, assign_offsets
@@ -802,14 +802,12 @@ def ops_over(
     col_tiles: bool = COL_TILES_DEFAULT,
     strategy: str = "tigris",
     **_ignored,
-) -> Iterator[tuple[int, int]]:
-    """The ops whose :func:`op_lower_bounds` figure exceeds ``budget``, each with that figure, in graph order and
-    as they are found: the same answer as filtering the full list, for less work. An op's figure is the least over
-    the plans without and with views of the least of its untiled need, one-row band and one-pixel grid, so the
-    first of them at most ``budget`` proves it is not over and the costlier ones are not built; a caller that stops
-    early builds nothing for the ops after (``tigris.api`` asks this of every split graph it grows)."""
-    if not graph.ops:
-        return
+) -> Callable[[int], int | None]:
+    """Per op, on demand: its :func:`op_lower_bounds` figure when that exceeds ``budget``, else None (each op
+    computed once). The same answer as the full list, for less work: an op's figure is the least over the plans
+    without and with views of the least of its untiled need, one-row band and one-pixel grid, so the first of them
+    at most ``budget`` proves it is not over and the costlier ones are not built, and the ops a caller never asks
+    about cost nothing (``tigris.api`` asks this of every split graph it grows)."""
     modes = []
     for views in (False, True):
         bufs = buffers(graph, views=views)
@@ -821,15 +819,21 @@ def ops_over(
         key = ("lower_bound", costs.accumulate_gap, costs.col_tiles and (True, cols_module.COLS_ACCUM),
                tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
         modes.append((bufs, uses(bufs), costs, costs.layouts.get(key)))  # with the full list when it was built
-    for i in range(len(graph.ops)):
-        least = None
-        for bufs, u, costs, full in modes:
-            b = full[i] if full is not None else _op_bound(graph, bufs, u, costs, i, over=budget)
-            if b <= budget:
-                break
-            least = b if least is None else min(least, b)
-        else:
-            yield i, least
+    found: dict[int, int | None] = {}
+
+    def over(i: int) -> int | None:
+        if i not in found:
+            least = None
+            for bufs, u, costs, full in modes:
+                b = full[i] if full is not None else _op_bound(graph, bufs, u, costs, i, over=budget)
+                if b <= budget:
+                    least = None
+                    break
+                least = b if least is None else min(least, b)
+            found[i] = least
+        return found[i]
+
+    return over
 
 
 def plan(
