@@ -662,7 +662,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             for i in range(len(cur.graph.ops)):
                 o = origin(cur.graph, i)
                 c = least_over(cur.graph, {i: 0}, o)  # its channels, when a group of it over counts in least_over
-                if o in grown and (c is None or c >= least[o]):
+                if CHEAP_PROBES and o in grown and (c is None or c >= least[o]):
                     # over or not, an op of a grown op counts only as a group of fewer channels than one already
                     # over (least_over, shrinks): the round's outcome does not depend on its bound
                     continue
