@@ -472,12 +472,12 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             return False
         least = (splits.get(name, 1) if name in k_split else 1) + 1
         units = input_channels(g0, op)
-        if least > units or k_group_need(g0, op, 1, prep, xip, weight) > fast:
+        if least > units or k_group_need(g0, op, 1, prep, xip, weight, within=fast) > fast:
             return False
         lo, hi = 1, -(-units // least)
         while lo < hi:  # the most input channels whose group fits
             mid = (lo + hi + 1) // 2
-            if k_group_need(g0, op, mid, prep, xip, weight) <= fast:
+            if k_group_need(g0, op, mid, prep, xip, weight, within=fast) <= fast:
                 lo = mid
             else:
                 hi = mid - 1
@@ -499,12 +499,12 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         steps = -(-units // step)
         tail = tails.get(name, ())
         if joining_need(g0, op, prep.col_tiles, tail) > fast or \
-                group_need(g0, op, min(step, units), prep, xip, weight, tail) > fast:
+                group_need(g0, op, min(step, units), prep, xip, weight, tail, fast) > fast:
             return False  # the joining Concat does not fit, or not even one channel (panel) does
         lo, hi = 1, -(-steps // least)  # the largest group of ``least`` groups has ``hi`` steps
         while lo < hi:  # the most steps whose group fits
             mid = (lo + hi + 1) // 2
-            if group_need(g0, op, min(mid * step, units), prep, xip, weight, tail) <= fast:
+            if group_need(g0, op, min(mid * step, units), prep, xip, weight, tail, fast) <= fast:
                 lo = mid
             else:
                 hi = mid - 1
@@ -536,16 +536,17 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             # with k_groups, one input channel's group (grow() then splits it along K)
             if not (xip or w_cur == 0 or fast - (bounds[i] - w_cur) <= 0 or splittable(g0, op) is not None):
                 if max_groups(g0, op) > 1 and group_need(g0, op, min(channel_step(g0, op), output_channels(g0, op)),
-                                                         prep, xip, weight) <= fast:
+                                                         prep, xip, weight, within=fast) <= fast:
                     return True
-                if k_groups and k_splittable(g0, op) is None and k_group_need(g0, op, 1, prep, xip, weight) <= fast:
+                if k_groups and k_splittable(g0, op) is None and \
+                        k_group_need(g0, op, 1, prep, xip, weight, within=fast) <= fast:
                     return True
         tail = tails.get(op.name, ())
         if splittable(g0, op, channels=True) is not None or max_groups(g0, op) < 2 or \
                 joining_need(g0, op, prep.col_tiles, tail) > fast:
             return False
         units = output_channels(g0, op)
-        return group_need(g0, op, min(channel_step(g0, op), units), prep, xip, weight, tail) <= fast
+        return group_need(g0, op, min(channel_step(g0, op), units), prep, xip, weight, tail, fast) <= fast
 
     bounds = op_lower_bounds(g0, **_plan_kwargs(prep, xip, weight))
     # every op over the budget must be one a split helps, else the attempt gives up at the first that is not: find
@@ -777,44 +778,52 @@ def joining_need(graph: AnalyzedGraph, op: Op, cols: bool = False, tail: tuple[s
 
 
 def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float,
-               tail: tuple[str, ...] = ()) -> int:
+               tail: tuple[str, ...] = (), within: int | None = None) -> int:
     """What one group of ``channels`` channels of ``op`` (``weight_split.group_op``, with the copies of its channel
     ``tail``) needs as units of its own: the largest lower bound of its ops, with the weight bytes and scratch its
-    lowering gives (memoized per Prepared)."""
-    from tigris.ops import lower
+    lowering gives (memoized per Prepared). ``within``: for a caller that only compares the figure with that
+    budget, a figure on the same side of it (``_mini_need``)."""
     from tigris.passes.weight_split import group_op
-    from tigris.plan import op_lower_bounds
 
-    key = ("group_need", op.name, channels, xip, prep.col_tiles, tail)
-    memo = prep.layouts
-    if key not in memo:
-        # the group and its lowering once for every XIP and column-tile setting (neither changes a lowering; the
-        # bounds' memo keys hold both)
-        mkey = ("group_op", op.name, channels, tail)
-        if mkey not in memo:
-            mini = group_op(graph, op.name, channels, tail)
-            memo[mkey] = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops])
-        sub = replace(memo[mkey], col_tiles=prep.col_tiles)
-        memo[key] = max(op_lower_bounds(sub.graph, **_plan_kwargs(sub, xip, weight)))
-    return memo[key]
+    return _mini_need(prep, ("group_op", op.name, channels, tail), lambda: group_op(graph, op.name, channels, tail),
+                      ("group_need", op.name, channels, xip, prep.col_tiles, tail), xip, weight, within)
 
 
-def k_group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float) -> int:
+def k_group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float,
+                 within: int | None = None) -> int:
     """What one input-channel group of ``channels`` channels of ``op`` (``weight_split.k_group_op``: its Slice and
-    partial op) needs as units of its own (memoized per Prepared)."""
-    from tigris.ops import lower
+    partial op) needs as units of its own (memoized per Prepared); ``within`` as ``group_need``'s."""
     from tigris.passes.weight_split import k_group_op
-    from tigris.plan import op_lower_bounds
 
-    key = ("k_group_need", op.name, channels, xip, prep.col_tiles)
+    return _mini_need(prep, ("k_group_op", op.name, channels), lambda: k_group_op(graph, op.name, channels),
+                      ("k_group_need", op.name, channels, xip, prep.col_tiles), xip, weight, within)
+
+
+def _mini_need(prep: Prepared, mkey: tuple, make: Callable[[], AnalyzedGraph], key: tuple, xip: bool, weight: float,
+               within: int | None) -> int:
+    """The largest op lower bound of a one-group graph (``make``), memoized in ``prep``'s memo under ``key``; the
+    group and its lowering once under ``mkey`` for every XIP and column-tile setting (neither changes a lowering,
+    and the bounds' own memo keys hold both). With ``within`` and no exact figure known yet: the first op bound
+    over ``within`` (``tigris.plan.ops_over``), else 0, so a comparison with ``within`` answers as the exact figure
+    does without building the layouts that only prove an op within it."""
+    from tigris.ops import lower
+    from tigris.plan import op_lower_bounds, ops_over
+
     memo = prep.layouts
-    if key not in memo:
-        mkey = ("k_group_op", op.name, channels)  # as group_need's
-        if mkey not in memo:
-            mini = k_group_op(graph, op.name, channels)
-            memo[mkey] = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops])
-        sub = replace(memo[mkey], col_tiles=prep.col_tiles)
-        memo[key] = max(op_lower_bounds(sub.graph, **_plan_kwargs(sub, xip, weight)))
+    if key in memo:
+        return memo[key]
+    if mkey not in memo:
+        mini = make()
+        memo[mkey] = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops])
+    sub = replace(memo[mkey], col_tiles=prep.col_tiles)
+    kw = _plan_kwargs(sub, xip, weight)
+    if within is not None:
+        wkey = key + ("within", within)
+        if wkey not in memo:
+            over = ops_over(sub.graph, within, **kw)
+            memo[wkey] = next((b for b in map(over, range(len(sub.graph.ops))) if b is not None), 0)
+        return memo[wkey]
+    memo[key] = max(op_lower_bounds(sub.graph, **kw))
     return memo[key]
 
 
