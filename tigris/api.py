@@ -566,13 +566,16 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             # before planning anything (a refusal stays as cheap as it was)
             return prep, res, []
     kept = {low.op_name: low for low in prep.lowered}
-    # lowered groups, built split graphs and their plans, shared by every attempt on this graph (in the memo of
+    # lowered groups, built split graphs and their plans, shared by the attempts at one budget (in the memo of
     # ``prep``, which analyze's attempts share): the attempts with column tiles and with input-channel groups repeat
     # the rounds of the attempts before them until a count differs, and a split graph built before keeps its own
-    # memo of band layouts and op bounds. The entry holds ``g0``, so its id names no other graph while it lives.
+    # memo of band layouts and op bounds. Only the latest budget's entry is kept: the advice searches probe many
+    # budgets, whose counts differ, and their split graphs would pile up. The entry holds ``g0``, so its id names
+    # no other graph while it lives.
+    scope = (fast, slow, xip, weight)
     memo = prep.layouts.get(("split", id(g0)))
-    if memo is None or memo[0] is not g0:
-        memo = prep.layouts[("split", id(g0))] = (g0, {}, {}, {})
+    if memo is None or memo[0] is not g0 or memo[4] != scope:
+        memo = prep.layouts[("split", id(g0))] = (g0, {}, {}, {}, scope)
     cache: dict[tuple, Lowered] = memo[1]  # lowered groups (a group whose count did not change is reused)
     built: dict[tuple, Prepared] = memo[2]  # split graphs by what build() makes them from
     planned: dict[tuple, PlanResult] = memo[3]  # plans of a graph in ``built`` (which keeps its id alive)
