@@ -444,7 +444,7 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     """
     from tigris.ops import lower
     from tigris.passes.weight_split import input_channels, k_splittable, max_groups, split_k, split_op, splittable
-    from tigris.plan import op_lower_bounds
+    from tigris.plan import op_lower_bounds, ops_over
     from tigris.plan.types import align_up
 
     if not isinstance(res, NoFit):
@@ -485,12 +485,12 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             return False
         least = (splits.get(name, 1) if name in k_split else 1) + 1
         units = input_channels(g0, op)
-        if least > units or k_group_need(g0, op, 1, prep, xip, weight) > fast:
+        if least > units or k_group_need(g0, op, 1, prep, xip, weight, within=fast) > fast:
             return False
         lo, hi = 1, -(-units // least)
         while lo < hi:  # the most input channels whose group fits
             mid = (lo + hi + 1) // 2
-            if k_group_need(g0, op, mid, prep, xip, weight) <= fast:
+            if k_group_need(g0, op, mid, prep, xip, weight, within=fast) <= fast:
                 lo = mid
             else:
                 hi = mid - 1
@@ -512,12 +512,12 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         steps = -(-units // step)
         tail = tails.get(name, ())
         if joining_need(g0, op, prep.col_tiles, tail) > fast or \
-                group_need(g0, op, min(step, units), prep, xip, weight, tail) > fast:
+                group_need(g0, op, min(step, units), prep, xip, weight, tail, fast) > fast:
             return False  # the joining Concat does not fit, or not even one channel (panel) does
         lo, hi = 1, -(-steps // least)  # the largest group of ``least`` groups has ``hi`` steps
         while lo < hi:  # the most steps whose group fits
             mid = (lo + hi + 1) // 2
-            if group_need(g0, op, min(mid * step, units), prep, xip, weight, tail) <= fast:
+            if group_need(g0, op, min(mid * step, units), prep, xip, weight, tail, fast) <= fast:
                 lo = mid
             else:
                 hi = mid - 1
@@ -549,16 +549,17 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             # with k_groups, one input channel's group (grow() then splits it along K)
             if not (xip or w_cur == 0 or fast - (bounds[i] - w_cur) <= 0 or splittable(g0, op) is not None):
                 if max_groups(g0, op) > 1 and group_need(g0, op, min(channel_step(g0, op), output_channels(g0, op)),
-                                                         prep, xip, weight) <= fast:
+                                                         prep, xip, weight, within=fast) <= fast:
                     return True
-                if k_groups and k_splittable(g0, op) is None and k_group_need(g0, op, 1, prep, xip, weight) <= fast:
+                if k_groups and k_splittable(g0, op) is None and \
+                        k_group_need(g0, op, 1, prep, xip, weight, within=fast) <= fast:
                     return True
         tail = tails.get(op.name, ())
         if splittable(g0, op, channels=True) is not None or max_groups(g0, op) < 2 or \
                 joining_need(g0, op, prep.col_tiles, tail) > fast:
             return False
         units = output_channels(g0, op)
-        return group_need(g0, op, min(channel_step(g0, op), units), prep, xip, weight, tail) <= fast
+        return group_need(g0, op, min(channel_step(g0, op), units), prep, xip, weight, tail, fast) <= fast
 
     bounds = op_lower_bounds(g0, **_plan_kwargs(prep, xip, weight))
     # every op over the budget must be one a split helps, else the attempt gives up at the first that is not: find
@@ -578,9 +579,28 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             # before planning anything (a refusal stays as cheap as it was)
             return prep, res, []
     kept = {low.op_name: low for low in prep.lowered}
-    cache: dict[tuple, Lowered] = {}  # lowered groups across rounds (a group whose count did not change is reused)
+    # lowered groups, built split graphs and their plans, shared by the attempts at one budget (in the memo of
+    # ``prep``, which analyze's attempts share): the attempts with column tiles and with input-channel groups repeat
+    # the rounds of the attempts before them until a count differs, and a split graph built before keeps its own
+    # memo of band layouts and op bounds. Only the latest budget's entry is kept: the advice searches probe many
+    # budgets, whose counts differ, and their split graphs would pile up. The entry holds ``g0``, so its id names
+    # no other graph while it lives.
+    scope = (fast, slow, xip, weight)
+    memo = prep.layouts.get(("split", id(g0)))
+    if memo is None or memo[0] is not g0 or memo[4] != scope:
+        memo = prep.layouts[("split", id(g0))] = (g0, {}, {}, {}, scope)
+    cache: dict[tuple, Lowered] = memo[1]  # lowered groups (a group whose count did not change is reused)
+    built: dict[tuple, Prepared] = memo[2]  # split graphs by what build() makes them from
+    planned: dict[tuple, PlanResult] = memo[3]  # plans of a graph in ``built`` (which keeps its id alive)
 
     def build() -> Prepared:
+        key = (prep.op_order, prep.col_tiles, prep.one_region, tuple(splits.items()), tuple(sorted(k_split)),
+               tuple((n, tails.get(n, ())) for n in sorted(splits) if n in by_channels))
+        if key not in built:
+            built[key] = _build()
+        return built[key]
+
+    def _build() -> Prepared:
         graph = g0
         for name, groups in splits.items():
             if name in k_split:
@@ -602,11 +622,11 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
     def origin(g: AnalyzedGraph, i: int) -> str:
         return g.ops[i].attrs.get("weight_group", (g.ops[i].name,))[0]
 
-    def least_over(g: AnalyzedGraph, cb: list[int], o: str) -> int | None:
+    def least_over(g: AnalyzedGraph, cb: dict[int, int], o: str) -> int | None:
         """The fewest channels of a group of ``o`` (its sub-op, not a Slice, tail op or Concat) that is over the
-        budget in the split graph ``g``; None when no sub-op is."""
+        budget in the split graph ``g`` (``cb``: the ops over it); None when no sub-op is."""
         kind = g0.ops[index[o]].op_type if o in index else None
-        return min((output_channels(g, g.ops[i]) for i, b in enumerate(cb) if b > fast and origin(g, i) == o
+        return min((output_channels(g, g.ops[i]) for i in cb if origin(g, i) == o
                     and g.ops[i].op_type == kind and g.ops[i].attrs.get("weight_group", ("", -1))[1] >= 0),
                    default=None)
 
@@ -641,24 +661,50 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             cur = build()
             # the split graph's own op bounds first: a group still over the budget grows without planning anything,
             # and an op over it that splitting cannot help ends the attempt
-            cb = op_lower_bounds(cur.graph, **_plan_kwargs(cur, xip, weight))
-            over = [i for i, b in enumerate(cb) if b > fast]
-            if over:
-                grown: set[str] = set()
-                before = dict(splits)
-                for i in over:
-                    o = origin(cur.graph, i)
-                    if o in grown:
-                        continue
+            # (on demand, in graph order: an attempt that ends at an op bounds none after it, and an op whose
+            # bound cannot change the round's outcome is not bounded; see ``skip``)
+            key = ("over", id(cur), fast, xip, weight)
+            if key not in planned:
+                planned[key] = ops_over(cur.graph, fast, **_plan_kwargs(cur, xip, weight))
+            bound_over = planned[key]
+            cb: dict[int, int] = {}  # the ops over the budget that decide the round -> their bounds
+            grown: set[str] = set()
+            before = dict(splits)
+            least: dict[str, int] = {}  # grown op -> the fewest channels of a group of it over the budget so far
+            # an op with no channel tail (nor in one) grows only through its own groups, so once it has grown its
+            # count is final for the round: a group of it that stays over in every round left ends the attempt at
+            # once when no caller asks why (the refusal and the result are those of the whole round)
+            heads = set(head_of.values())
+            stop = False
+            for i in range(len(cur.graph.ops)):
+                o = origin(cur.graph, i)
+                c = least_over(cur.graph, {i: 0}, o)  # its channels, when a group of it over counts in least_over
+                if CHEAP_PROBES and o in grown and (c is None or c >= least[o]):
+                    # over or not, an op of a grown op counts only as a group of fewer channels than one already
+                    # over (least_over, shrinks): the round's outcome does not depend on its bound
+                    continue
+                b = bound_over(i)
+                if b is None:
+                    continue
+                cb[i] = b
+                if o not in grown:
                     # a joining Concat holds a whole output band and its inputs' whatever the count
                     joining = cur.graph.ops[i].attrs.get("weight_group", ("", 0))[1] < 0
-                    if o not in index or joining or not grow_any(o, cb[i], dep(cur.lowered[i])):
+                    if o not in index or joining or not grow_any(o, b, dep(cur.lowered[i])):
                         if detail is not None:
-                            detail["need_bytes"] = cb[i]  # what the split graph's op needs, split no further
+                            detail["need_bytes"] = b  # what the split graph's op needs, split no further
                         return prep, res, []
                     grown.add(o)
-                if CHEAP_PROBES and any(not shrinks(o, least_over(cur.graph, cb, o), MAX_SPLIT_ROUNDS - rounds)
-                                        for o in grown):
+                    least[o] = 1 << 62
+                if c is not None and c < least[o]:
+                    least[o] = c
+                    if CHEAP_PROBES and detail is None and o not in heads and o not in head_of and \
+                            not shrinks(o, c, MAX_SPLIT_ROUNDS - rounds):
+                        stop = True
+                        break
+            if cb:
+                if stop or (CHEAP_PROBES and any(not shrinks(o, least_over(cur.graph, cb, o),
+                                                             MAX_SPLIT_ROUNDS - rounds) for o in grown)):
                     break  # a group over the budget stays over in every round left: no plan is made
                 continue
             if max_plans <= 0:
@@ -668,9 +714,13 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
             # split graph that fits so is planned again with the operator-order search, whose plan is kept where it
             # is better (a refusal is the graph order's in either case, and the search costs far more than a plan
             # on a graph of many independent groups)
-            cur_res = _plan(replace(cur, op_order="spec"), fast, slow, xip, weight, feasibility)
-            if not isinstance(cur_res, NoFit) and not feasibility and cur.op_order != "spec":
-                cur_res = _plan(cur, fast, slow, xip, weight)
+            pkey = (id(cur), fast, slow, xip, weight, feasibility and CHEAP_PROBES)
+            if pkey not in planned:
+                got = _plan(replace(cur, op_order="spec"), fast, slow, xip, weight, feasibility)
+                if not isinstance(got, NoFit) and not feasibility and cur.op_order != "spec":
+                    got = _plan(cur, fast, slow, xip, weight)
+                planned[pkey] = got
+            cur_res = planned[pkey]
             if detail is not None:
                 detail.update(prepared=cur, result=cur_res)
         if not isinstance(cur_res, NoFit) or cur_res.op is None or cur_res.cause not in ("one_row", "untileable"):
@@ -744,36 +794,52 @@ def joining_need(graph: AnalyzedGraph, op: Op, cols: bool = False, tail: tuple[s
 
 
 def group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float,
-               tail: tuple[str, ...] = ()) -> int:
+               tail: tuple[str, ...] = (), within: int | None = None) -> int:
     """What one group of ``channels`` channels of ``op`` (``weight_split.group_op``, with the copies of its channel
     ``tail``) needs as units of its own: the largest lower bound of its ops, with the weight bytes and scratch its
-    lowering gives (memoized per Prepared)."""
-    from tigris.ops import lower
+    lowering gives (memoized per Prepared). ``within``: for a caller that only compares the figure with that
+    budget, a figure on the same side of it (``_mini_need``)."""
     from tigris.passes.weight_split import group_op
-    from tigris.plan import op_lower_bounds
 
-    key = ("group_need", op.name, channels, xip, prep.col_tiles, tail)
-    memo = prep.layouts
-    if key not in memo:
-        mini = group_op(graph, op.name, channels, tail)
-        sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops], col_tiles=prep.col_tiles)
-        memo[key] = max(op_lower_bounds(mini, **_plan_kwargs(sub, xip, weight)))
-    return memo[key]
+    return _mini_need(prep, ("group_op", op.name, channels, tail), lambda: group_op(graph, op.name, channels, tail),
+                      ("group_need", op.name, channels, xip, prep.col_tiles, tail), xip, weight, within)
 
 
-def k_group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float) -> int:
+def k_group_need(graph: AnalyzedGraph, op: Op, channels: int, prep: Prepared, xip: bool, weight: float,
+                 within: int | None = None) -> int:
     """What one input-channel group of ``channels`` channels of ``op`` (``weight_split.k_group_op``: its Slice and
-    partial op) needs as units of its own (memoized per Prepared)."""
-    from tigris.ops import lower
+    partial op) needs as units of its own (memoized per Prepared); ``within`` as ``group_need``'s."""
     from tigris.passes.weight_split import k_group_op
-    from tigris.plan import op_lower_bounds
 
-    key = ("k_group_need", op.name, channels, xip, prep.col_tiles)
+    return _mini_need(prep, ("k_group_op", op.name, channels), lambda: k_group_op(graph, op.name, channels),
+                      ("k_group_need", op.name, channels, xip, prep.col_tiles), xip, weight, within)
+
+
+def _mini_need(prep: Prepared, mkey: tuple, make: Callable[[], AnalyzedGraph], key: tuple, xip: bool, weight: float,
+               within: int | None) -> int:
+    """The largest op lower bound of a one-group graph (``make``), memoized in ``prep``'s memo under ``key``; the
+    group and its lowering once under ``mkey`` for every XIP and column-tile setting (neither changes a lowering,
+    and the bounds' own memo keys hold both). With ``within`` and no exact figure known yet: the first op bound
+    over ``within`` (``tigris.plan.ops_over``), else 0, so a comparison with ``within`` answers as the exact figure
+    does without building the layouts that only prove an op within it."""
+    from tigris.ops import lower
+    from tigris.plan import op_lower_bounds, ops_over
+
     memo = prep.layouts
-    if key not in memo:
-        mini = k_group_op(graph, op.name, channels)
-        sub = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops], col_tiles=prep.col_tiles)
-        memo[key] = max(op_lower_bounds(mini, **_plan_kwargs(sub, xip, weight)))
+    if key in memo:
+        return memo[key]
+    if mkey not in memo:
+        mini = make()
+        memo[mkey] = Prepared(mini, prep.reports, [lower(mini, o) for o in mini.ops])
+    sub = replace(memo[mkey], col_tiles=prep.col_tiles)
+    kw = _plan_kwargs(sub, xip, weight)
+    if within is not None:
+        wkey = key + ("within", within)
+        if wkey not in memo:
+            over = ops_over(sub.graph, within, **kw)
+            memo[wkey] = next((b for b in map(over, range(len(sub.graph.ops))) if b is not None), 0)
+        return memo[wkey]
+    memo[key] = max(op_lower_bounds(sub.graph, **kw))
     return memo[key]
 
 

@@ -763,39 +763,91 @@ def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tu
            tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
     if key in costs.layouts:
         return costs.layouts[key]
-    bounds = []
-    for i, op in enumerate(graph.ops):
-        _, need, _ = next(grow_stage(graph, bufs, u, costs, i))
-        # alone, the op reads its inputs from outside, so none is overwritten in place (lifetime rule 6); in a unit
-        # that also produces one, the output may take that input's home: the bound counts the pair once
-        shared = max((bufs.size(x) - _piece_extra(bufs, i, x) for x in bufs.inplace[i]), default=0) \
-            if bufs.inplace else 0
-        need -= shared
-        if untileable_reason(graph, op, costs.accumulate_gap) is None:
-            _, outs = stage_io(bufs, u, i, i + 1)
-            if len(outs) != 1:
-                bounds.append(0)  # a tileable op with several outputs may sit inside a tiled unit: no bound
-                continue
-            _, h = tiling_axis(graph, bufs, range(i, i + 1), outs[0], costs.accumulate_gap)
-            lay = unit_bands(graph, bufs, costs, range(i, i + 1), outs[0], min_tile_h(h), True)
-            if lay is None:
-                bounds.append(0)
-                continue
-            # a piecewise pair saves the output's band less its temporary (as plan_bands would pair them)
-            band = max((_band_saving(graph, i, x, lay) if bufs.pieces and x in bufs.pieces[i]
-                        else lay.band_bytes.get(x, 0) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
-            need = min(need, lay.peak - band)
-            if costs.col_tiles:  # the op alone at one row by one output column per tile (tigris.plan.cols)
-                th = min_tile_h(h)
-                one = range(i, i + 1)
-                grid = unit_col_bands(graph, bufs, costs, one, outs[0], th,
-                                      width(graph, grid_source(graph, bufs, one, outs[0], costs.accumulate_gap)), True) \
-                    if col_scope(graph, bufs, costs, one, outs[0]) is None else None
-                if grid is not None:
-                    need = min(need, grid.peak)
-        bounds.append(need)
-    costs.layouts[key] = tuple(bounds)
+    costs.layouts[key] = tuple(_op_bound(graph, bufs, u, costs, i) for i in range(len(graph.ops)))
     return costs.layouts[key]
+
+
+def _op_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, i: int, over: int | None = None) -> int:
+    """The bound of op ``i`` (:func:`op_lower_bounds`). With ``over``: a figure at most ``over`` as soon as the
+    bound is proved at most ``over`` (the bound is the least of the untiled need, the one-row band and the
+    one-pixel grid, so any of them at most ``over`` proves it), the exact bound otherwise."""
+    op = graph.ops[i]
+    _, need, _ = next(grow_stage(graph, bufs, u, costs, i))
+    # alone, the op reads its inputs from outside, so none is overwritten in place (lifetime rule 6); in a unit
+    # that also produces one, the output may take that input's home: the bound counts the pair once
+    shared = max((bufs.size(x) - _piece_extra(bufs, i, x) for x in bufs.inplace[i]), default=0) \
+        if bufs.inplace else 0
+    need -= shared
+    if over is not None and need <= over:
+        return need
+    if untileable_reason(graph, op, costs.accumulate_gap) is None:
+        _, outs = stage_io(bufs, u, i, i + 1)
+        if len(outs) != 1:
+            return 0  # a tileable op with several outputs may sit inside a tiled unit: no bound
+        _, h = tiling_axis(graph, bufs, range(i, i + 1), outs[0], costs.accumulate_gap)
+        lay = unit_bands(graph, bufs, costs, range(i, i + 1), outs[0], min_tile_h(h), True)
+        if lay is None:
+            return 0
+        # a piecewise pair saves the output's band less its temporary (as plan_bands would pair them)
+        band = max((_band_saving(graph, i, x, lay) if bufs.pieces and x in bufs.pieces[i]
+                    else lay.band_bytes.get(x, 0) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
+        need = min(need, lay.peak - band)
+        if over is not None and need <= over:
+            return need
+        if costs.col_tiles:  # the op alone at one row by one output column per tile (tigris.plan.cols)
+            th = min_tile_h(h)
+            one = range(i, i + 1)
+            grid = unit_col_bands(graph, bufs, costs, one, outs[0], th,
+                                  width(graph, grid_source(graph, bufs, one, outs[0], costs.accumulate_gap)), True) \
+                if col_scope(graph, bufs, costs, one, outs[0]) is None else None
+            if grid is not None:
+                need = min(need, grid.peak)
+    return need
+
+
+def ops_over(
+    graph: AnalyzedGraph,
+    budget: int,
+    xip: bool = XIP_DEFAULT,
+    weight_bytes_of: Callable[[int], int] | None = None,
+    scratch_bytes_of: Callable[[int, int], int] | None = None,
+    accumulate_gap: bool = True,
+    layouts: dict | None = None,
+    col_tiles: bool = COL_TILES_DEFAULT,
+    strategy: str = "tigris",
+    **_ignored,
+) -> Callable[[int], int | None]:
+    """Per op, on demand: its :func:`op_lower_bounds` figure when that exceeds ``budget``, else None (each op
+    computed once). The same answer as the full list, for less work: an op's figure is the least over the plans
+    without and with views of the least of its untiled need, one-row band and one-pixel grid, so the first of them
+    at most ``budget`` proves it is not over and the costlier ones are not built, and the ops a caller never asks
+    about cost nothing (``tigris.api`` asks this of every split graph it grows)."""
+    modes = []
+    for views in (False, True):
+        bufs = buffers(graph, views=views)
+        if views and not (VIEWS and bufs.view_ops):
+            break
+        memo = layouts if not views or layouts is None else layouts.setdefault(("views",), {})
+        costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, memo,
+                       col_tiles=col_tiles and strategy != "spec")
+        key = ("lower_bound", costs.accumulate_gap, costs.col_tiles and (True, cols_module.COLS_ACCUM),
+               tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
+        modes.append((bufs, uses(bufs), costs, costs.layouts.get(key)))  # with the full list when it was built
+    found: dict[int, int | None] = {}
+
+    def over(i: int) -> int | None:
+        if i not in found:
+            least = None
+            for bufs, u, costs, full in modes:
+                b = full[i] if full is not None else _op_bound(graph, bufs, u, costs, i, over=budget)
+                if b <= budget:
+                    least = None
+                    break
+                least = b if least is None else min(least, b)
+            found[i] = least
+        return found[i]
+
+    return over
 
 
 def plan(
