@@ -597,6 +597,10 @@ def _split_weights(prep: Prepared, fast: int, slow: int | None, xip: bool, weigh
         key = (prep.op_order, prep.col_tiles, prep.one_region, tuple(splits.items()), tuple(sorted(k_split)),
                tuple((n, tails.get(n, ())) for n in sorted(splits) if n in by_channels))
         if key not in built:
+            # one split graph at a time: each keeps its own memo of band layouts, and holding every graph an
+            # advice search builds costs gigabytes; a plan or bound memoized by a graph's id goes with the graph
+            built.clear()
+            planned.clear()
             built[key] = _build()
         return built[key]
 
