@@ -10,7 +10,8 @@ are built with -std=c99 -ffp-contract=off, so no multiply-add contraction separa
 The weight modes are spread over the models so the firmware exercises all three: LZ4-compressed copies (kws int8),
 plain copies into the fast arena (kws float), and XIP reads from the flash/QSPI region (vww, mobilenet_v2, ad); ad
 int8 also runs with LZ4 copies at a budget its Gemms' weights exceed, as output-channel weight groups, and vww int8
-at a budget below its depthwise convs' one-row need, as channel groups. The vww and
+at a budget below its depthwise convs' one-row need, as channel groups; ad int8 (ONNX and TFLite) at 336 bytes reads
+its input vector and writes its output vector in rows (dense ends as rows). The vww and
 mobilenet_v2 int8 plans reuse their halos (ROLLING units: rows carried from tile to tile in line buffers).
 """
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Case:
     numerics: str | None = None  # --numerics (None: the source's default)
     wgroups: bool = False  # the plan must run an op as output-channel weight groups (its weights exceed the budget)
     rolling: bool = False  # the plan must carry halo rows from tile to tile (a ROLLING unit) instead of recomputing
+    rows: bool = False  # the plan must read its input vector and write its output vector in rows (dense ends as rows)
 
 
 CASES = {
@@ -56,6 +58,13 @@ CASES = {
     # weight groups (docs/memory-planning.md), each decompressed into its own unit's prefix
     "ad_autoencoder_int8_wgroups": Case("mlperf_tiny/ad_autoencoder_int8.onnx", "32K", False, "lz4", False, True,
                                         wgroups=True),
+    # XIP at 336 B, below the 768 bytes its first and last Gemms need for their whole boundary vectors: the input
+    # vector is read in row Slices by int32 K groups and the output written in row bands through a row-band Concat
+    # (docs/memory-planning.md "Dense ends as rows"); the output bytes are the untiled plan's
+    "ad_autoencoder_int8_rows": Case("mlperf_tiny/ad_autoencoder_int8.onnx", "336", True, "none", True, True,
+                                     rows=True),
+    "ad_autoencoder_int8_rows_tflite": Case("tflite/ad_autoencoder_int8.tflite", "336", True, "none", True, True,
+                                            rows=True),
     # XIP at 2,816 B, below the 3,072 bytes its depthwise convs need at one output row (with a short first rolling
     # tile): they run as channel groups (a Slice of the input channels per group, docs/memory-planning.md "Channel
     # groups"); the output bytes are the untiled plan's
@@ -150,6 +159,11 @@ def test_model_on_qemu_matches_host(harness, board_objs, shared_models, tmp_path
     if case.wgroups:
         assert rep["weight_groups"], f"{key}: no op runs as weight (or channel) groups at {case.fast}"
         # and the grouped plan gives the unsplit plan's bytes (compiled where the whole weights fit)
+        whole = _compile(Case(case.model, "1M", case.xip, case.compression, False, True, False), str(
+            shared_models / case.model))
+        assert not whole.report["weight_groups"] and whole.host_out == c.host_out
+    if case.rows:
+        assert {g["channels"] for g in rep["weight_groups"]} >= {"input rows", "output rows"}, rep["weight_groups"]
         whole = _compile(Case(case.model, "1M", case.xip, case.compression, False, True, False), str(
             shared_models / case.model))
         assert not whole.report["weight_groups"] and whole.host_out == c.host_out

@@ -48,6 +48,10 @@ def compile_graph(graph: AnalyzedGraph, fast: int, *, xip: bool = False, compres
     return emit_plan(graph, plan, lowered, xip=xip, compression=compression), plan
 
 
+# x 32x32x3 int8 -> stem 3x3/2 to 16 -> dw 3x3 -> 1x1 to 8 -> 1x1 to 48 -> dw 3x3/2 -> 1x1 to 12: a MobileNetV2 head
+# (chain_graph layers), the shape whose head unit sets a one-region plan's size
+MBV2_HEAD = [("conv", 3, 2, 1, 16), ("dw", 3, 1, 1), ("conv", 1, 1, 1, 8), ("conv", 1, 1, 1, 48), ("dw", 3, 2, 1),
+             ("conv", 1, 1, 1, 12)]
 FLOAT_TOL = 1e-5  # float runs against the NumPy reference, relative to the output's magnitude
 
 

@@ -19,9 +19,7 @@ from tigris.plan import Fit, NoFit, plan, sram_bytes
 from tigris.plan.check import check_plan
 from tigris_testing import host_session
 
-# x 32x32x3 int8 -> stem 3x3/2 to 16 -> dw 3x3 -> 1x1 to 8 -> 1x1 to 48 -> dw 3x3/2 -> 1x1 to 12: a MobileNetV2 head
-HEAD = [("conv", 3, 2, 1, 16), ("dw", 3, 1, 1), ("conv", 1, 1, 1, 8), ("conv", 1, 1, 1, 48), ("dw", 3, 2, 1),
-        ("conv", 1, 1, 1, 12)]
+HEAD = P.MBV2_HEAD
 
 
 def test_caps_cut_the_head_to_the_region(monkeypatch):
