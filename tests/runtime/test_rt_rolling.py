@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tigris_testing import host_session
@@ -203,3 +203,75 @@ def test_readers_refuse_a_reload_that_never_carries(session_cls):
     line = P.section_offset(base, F.SectionId.INDEX) + 4 * (int(u["carry_first"]) + 2 * j)
     bad = P.set_field(P.set_field(base, line, F.NONE), line + 4, F.NONE)
     assert P.assert_readers_refuse(Session, PlanError, [("reload never carries", bad, "ERR_ARENA_BOUNDS")]) == 1
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(wide=st.sampled_from([16, 24, 32]), c=st.sampled_from([1, 2, 3]), h=st.integers(16, 32),
+       tail=st.lists(P.chain_layers(), max_size=2), seed=st.integers(0, 3))
+def test_a_windowed_output_recomputes_its_overlap_rows(session_cls, wide, c, h, tail, seed):
+    """Spatial rule 10, tier 2: a stem conv 3x3/2 making ``wide`` channels from a ``c``-channel input, then a block
+    whose expansion recomputes its overlap (tier 1). At the one-row peak of the layout recomputing the stem output's
+    overlap rows too (its narrow input carries them), the plan fits where tier 1 does not, passes the checker and
+    runs bit-identical to the untiled plan with the high-water marks at the plan's peaks."""
+    from tigris.plan import _costs
+    from tigris.plan.chain import recompute_candidates, unit_bands
+    from tigris.plan.lifetime import buffers
+
+    Session, _ = session_cls
+    layers = [("conv", 3, 2, 1, wide), ("dw", 3, 1, 1), ("conv", 1, 1, 1, 8), ("conv", 1, 1, 1, 48), ("dw", 3, 2, 1),
+              ("conv", 1, 1, 1, 8)] + tail
+    g = chain_graph(layers, True, h, c, seed)
+    bufs, ops = buffers(g), range(len(g.ops))
+    assert "t0" in recompute_candidates(g, bufs, ops, "y", 2) - recompute_candidates(g, bufs, ops, "y", 1)
+    costs = _costs(g, True, None, None, True, 0.0, {}, True, recompute_expansions=True)
+    two = unit_bands(g, bufs, costs, ops, "y", 1, False, True, partial=2)
+    one = unit_bands(g, bufs, costs, ops, "y", 1, False, True, partial=1)
+    assume(two is not None and "t0" in two.recompute and (one is None or one.peak > two.peak))
+    untiled, _ = P.compile_graph(g, 1 << 20)
+    data, plan = P.compile_graph(g, two.peak, slow=1 << 20, xip=True)
+    assert plan.fast_peak <= two.peak and check_plan(g, plan) == []
+    x = P.random_input(g, seed)
+    got = Session(data).run(x)
+    np.testing.assert_array_equal(got.outputs["y"], Session(untiled).run(x).outputs["y"])
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(wide=st.sampled_from([16, 24, 32]), c=st.sampled_from([1, 2, 3]), h=st.integers(16, 32),
+       tail=st.lists(P.chain_layers(), max_size=2), seed=st.integers(0, 3), frac=st.floats(0.0, 1.0))
+def test_carry_back_recomputes_only_what_the_budget_needs(session_cls, wide, c, h, tail, seed, frac):
+    """Rule 10's carry back (``Costs.carry_back``): at a budget between the one-row peaks of tier 2 and of carrying
+    everything, the layout still fits it, recomputes a subset of the buffers the layout without carry back
+    recomputes and no more MACs; a plan whose units all carry back passes the checker and runs bit-identical to the untiled plan with the high-water marks at the plan's peaks."""
+    from dataclasses import replace
+
+    from tigris.plan import _costs
+    from tigris.plan.chain import fit_tiles, unit_bands
+    from tigris.plan.lifetime import buffers
+
+    Session, _ = session_cls
+    layers = [("conv", 3, 2, 1, wide), ("dw", 3, 1, 1), ("conv", 1, 1, 1, 8), ("conv", 1, 1, 1, 48), ("dw", 3, 2, 1),
+              ("conv", 1, 1, 1, 8)] + tail
+    g = chain_graph(layers, True, h, c, seed)
+    bufs, ops = buffers(g), range(len(g.ops))
+    costs = _costs(g, True, None, None, True, 0.0, {}, True, recompute_expansions=True)
+    two = unit_bands(g, bufs, costs, ops, "y", 1, False, True, partial=2)
+    full = unit_bands(g, bufs, costs, ops, "y", 1, False, True)
+    assume(two is not None and full is not None and full.peak > two.peak)
+    budget = two.peak + int(frac * (full.peak - 1 - two.peak)) // 16 * 16
+    plain = fit_tiles(g, bufs, costs, ops, "y", budget)
+    back = fit_tiles(g, bufs, replace(costs, carry_back=True), ops, "y", budget)
+    assert plain is not None and back is not None and back.peak <= budget
+    assert back.recompute <= plain.recompute and back.recompute_macs <= plain.recompute_macs
+    import tigris.plan as TP
+
+    made = TP._costs
+    with pytest.MonkeyPatch.context() as mp:  # every unit of the plan carries back, not only under overwrite caps
+        mp.setattr(TP, "_costs", lambda *a, **k: replace(made(*a, **k), carry_back=True))
+        data, plan = P.compile_graph(g, budget, slow=1 << 20, xip=True)
+    untiled, _ = P.compile_graph(g, 1 << 20)
+    assert plan.fast_peak <= budget and check_plan(g, plan) == []
+    x = P.random_input(g, seed)
+    got = Session(data).run(x)
+    np.testing.assert_array_equal(got.outputs["y"], Session(untiled).run(x).outputs["y"])
+    assert (got.fast_peak, got.slow_peak) == (plan.fast_peak, plan.slow_peak)

@@ -1100,21 +1100,21 @@ def _plan_bufs(
     force_cols = force_cols if col_tiles else 0
     caps = _region_caps(graph, bufs, u, fast_budget, slow_budget) if one_region and REGION_CAPS else None
 
-    def attempt(cols: bool, caps) -> Planned | NoFit:
+    def attempt(cols: bool, caps, carry: bool) -> Planned | NoFit:
         costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts,
                        halo_reuse and strategy != "spec", cols, force_cols if cols else 0,
                        recompute_expansions=(least_sram or slow_budget is not None) and strategy != "spec")
         if caps is not None:
-            costs = replace(costs, caps=caps)
+            costs = replace(costs, caps=caps, carry_back=carry)
         return _partition(graph, bufs, u, costs, fast_budget, strategy, any_fit=feasibility and slow_budget is None,
                           least_sram=least_sram, slow_budget=slow_budget, one_region=one_region)
 
-    def within(caps) -> tuple[Planned, tuple] | NoFit:
+    def within(caps, carry: bool = False) -> tuple[Planned, tuple] | NoFit:
         # column tiles are a fallback below the row floor (tigris.plan.cols rule 5): plans that fit without them stay
-        planned = attempt(bool(force_cols), caps)
+        planned = attempt(bool(force_cols), caps, carry)
         if isinstance(planned, NoFit) and col_tiles and not force_cols and \
                 planned.cause not in ("slow_memory", "empty"):
-            planned = attempt(True, caps)  # a NoFit then says what fails with column tiles too
+            planned = attempt(True, caps, carry)  # a NoFit then says what fails with column tiles too
         if isinstance(planned, NoFit):
             return planned
         arena = _slow_arena(graph, bufs, planned[0], one_region)
@@ -1133,7 +1133,9 @@ def _plan_bufs(
             # neither fits: the units after the head, judged by the homes they must stay under (the boundary
             # written over the input), may let the packing keep that boundary in the input's bytes
             chained = _overwrite_caps(graph, bufs, units, caps, slow_budget)
-            again = within(chained) if chained is not None else got
+            # under these caps a unit recomputing overlaps carries back what still fits (chain.carry_back): they
+            # are tight, and recomputing every candidate overlap there costs more MACs than the region needs
+            again = within(chained, True) if chained is not None else got
             if not isinstance(again, NoFit):
                 got = again
                 break

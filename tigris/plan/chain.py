@@ -21,7 +21,8 @@ from typing import Sequence
 from tigris.ir import AnalyzedGraph
 from tigris.plan.lifetime import ROW_LAYOUTS, Buffers
 from tigris.plan.spatial import (
-    SAMPLED_SEARCH_ROWS, TiledLayout, largest_fitting, min_tile_h, plan_bands, row_bytes, spec_tile_h, tiling_axis,
+    SAMPLED_SEARCH_ROWS, TiledLayout, largest_fitting, min_tile_h, op_macs, plan_bands, row_bytes, spec_tile_h,
+    tiling_axis,
 )
 from tigris.plan.temporal import Costs, Uses, stage_weight_bytes
 from tigris.plan import cols as cols_module
@@ -57,21 +58,25 @@ def link_reason(graph: AnalyzedGraph, bufs: Buffers, u: Uses, a: StageInfo, b: S
     return None
 
 
+# spatial rule 10's tiers (recompute_candidates), tried in this order where carrying every overlap does not fit
+RECOMPUTE_TIERS = (1, 2)
+
+
 def unit_bands(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, tile_h: int, sample: bool,
-    rolling: bool = False, equal: bool = False, partial: bool = False,
+    rolling: bool = False, equal: bool = False, partial: int = 0, carried: frozenset[str] = frozenset(),
 ) -> TiledLayout | None:
     """:func:`plan_bands` of a candidate unit at one tile height, memoized in ``costs.layouts`` (callers treat the
     layout as read-only). ``rolling`` plans halo reuse (spatial rule 9); such a layout whose bands carry nothing is
     None (the unit has no halo to reuse: the recomputing layout is the plan). A rolling layout runs a short first
     tile where that lowers its peak (``spatial.FIRST_TILE_SHORT``), unless ``equal``. ``partial`` (rolling only)
-    recomputes the overlaps of :func:`recompute_candidates` instead of carrying them (spatial rule 10); None when
-    the unit has none.
+    recomputes the overlaps of :func:`recompute_candidates` of that tier instead of carrying them (spatial rule 10),
+    except those of ``carried`` (carry back); None when that leaves none.
 
     The bands are planned once without weights: the weight prefix only raises every step of the band timeline by
     the same amount, so the layout with weights is the same layout with its peak raised, and the searches with and
     without XIP share one memo."""
-    again = recompute_candidates(graph, bufs, ops, output) if rolling and partial else frozenset()
+    again = recompute_candidates(graph, bufs, ops, output, partial) - carried if rolling and partial else frozenset()
     if rolling and partial and not again:
         return None
 
@@ -82,7 +87,9 @@ def unit_bands(
             costs.layouts[key] = None if rolling and lay is not None and not lay.rolling else lay
         return costs.layouts[key]
 
-    key = (tuple(ops), output, tile_h, sample, costs.accumulate_gap, rolling, False) + (("partial",) if again else ())
+    # tier 1 without carry back keeps the key it always had; the other recompute sets are named in theirs
+    tag = () if not again else ("partial",) if partial == 1 and not carried else ("partial", tuple(sorted(again)))
+    key = (tuple(ops), output, tile_h, sample, costs.accumulate_gap, rolling, False) + tag
     if rolling and spatial.FIRST_TILE_SHORT and tile_h > 1 and not equal:
         # a short first tile (rule 9): the first tile's bands hold every op's halo stacked up on the rows it
         # computes; on one row that prologue no longer sizes the band buffers of the later, taller tiles
@@ -98,12 +105,18 @@ def unit_bands(
     return replace(lay, peak=lay.peak + wb) if lay is not None and wb else lay
 
 
-def recompute_candidates(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str) -> frozenset[str]:
-    """Spatial rule 10's buffers of a unit: made inside it by ops that read their activation inputs row for row (a
-    1x1 conv, an element-wise op), taken together per set of inputs (an expansion's channel groups all read the
-    block's input) where they write more bytes per row than those inputs hold, so recomputing their overlap rows
-    carries the narrower inputs' rows instead of theirs. The unit's output is never one (it is spilled)."""
+def recompute_candidates(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output: str,
+                         tier: int = 1) -> frozenset[str]:
+    """Spatial rule 10's buffers of a unit. Tier 1: made inside it by ops that read their activation inputs row for
+    row (a 1x1 conv, an element-wise op), taken together per set of inputs (an expansion's channel groups all read
+    the block's input) where they write more bytes per row than those inputs hold, so recomputing their overlap rows
+    carries the narrower inputs' rows instead of theirs. Tier 2 adds the outputs of windowed ops whose activation
+    inputs all enter the unit (loaded, not made in it) and hold fewer bytes per row times the op's row stride than
+    the output (the stem conv 3x3/2 of an RGB image): the loaded rows then carry the overlap instead of the wide
+    output. The unit's output is never one (it is spilled)."""
+    made = {n for i in ops for n in bufs.writes[i]}
     by_inputs: dict[tuple[str, ...], list[str]] = {}
+    out: set[str] = set()
     for i in ops:
         op = graph.ops[i]
         y = op.outputs[0] if op.outputs else None
@@ -111,10 +124,15 @@ def recompute_candidates(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int]
             continue
         h = graph.tensors[y].shape[2] if len(graph.tensors[y].shape) == 4 else 0
         acts = [x for x in op.inputs if x and not graph.is_const(x)]
-        if h < 3 or not acts or any(spatial.input_rows(graph, op, x, (1, 2)) != (1, 2) for x in acts):
+        if h < 3 or not acts:
             continue
-        by_inputs.setdefault(tuple(sorted({bufs.root(x) for x in acts})), []).append(y)
-    out: set[str] = set()
+        if all(spatial.input_rows(graph, op, x, (1, 2)) == (1, 2) for x in acts):
+            by_inputs.setdefault(tuple(sorted({bufs.root(x) for x in acts})), []).append(y)
+            continue
+        win = spatial.op_window(op)
+        if tier >= 2 and win is not None and all(bufs.root(x) not in made for x in acts) and \
+                sum(row_bytes(graph, x) for x in acts) * win[1] < row_bytes(graph, y):
+            out.add(y)
     for xs, ys in by_inputs.items():
         if sum(row_bytes(graph, x) for x in xs) < sum(row_bytes(graph, y) for y in ys):
             out.update(ys)
@@ -172,15 +190,16 @@ def fitting_bands(
     budget: int,
 ) -> TiledLayout | None:
     """The layout a unit runs with at ``tile_h`` within ``budget``: halo reuse when enabled and it fits (it
-    recomputes nothing and reloads no halo row twice), else recompute; None when neither fits."""
+    recomputes nothing and reloads no halo row twice), else halo reuse recomputing rule 10's overlaps (tier 1, then
+    tier 2), else recompute; None when none fits."""
     if costs.halo_reuse:
         lay = unit_bands(graph, bufs, costs, ops, output, tile_h, sample, True)
         if lay is not None and lay.peak <= budget:
             return lay
-        lay = unit_bands(graph, bufs, costs, ops, output, tile_h, sample, True, partial=True) \
-            if costs.recompute_expansions else None
-        if lay is not None and lay.peak <= budget:
-            return lay
+        for tier in RECOMPUTE_TIERS if costs.recompute_expansions else ():
+            lay = unit_bands(graph, bufs, costs, ops, output, tile_h, sample, True, partial=tier)
+            if lay is not None and lay.peak <= budget:
+                return lay
     lay = unit_bands(graph, bufs, costs, ops, output, tile_h, sample)
     return lay if lay is not None and lay.peak <= budget else None
 
@@ -207,9 +226,14 @@ def fit_tiles(
         if forced is not None:
             return forced
     roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True) if costs.halo_reuse else None
-    if roll is None and costs.halo_reuse and costs.recompute_expansions:
-        # rule 10: carry the narrow inputs of expansions and recompute those
-        roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True, partial=True)
+    for tier in RECOMPUTE_TIERS if roll is None and costs.halo_reuse and costs.recompute_expansions else ():
+        # rule 10: carry the narrow inputs of expansions (and, tier 2, the loaded inputs of wide windowed outputs)
+        # and recompute those
+        roll = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, True, partial=tier)
+        if roll is not None:
+            if costs.carry_back:
+                roll = carry_back(graph, bufs, costs, ops, output, budget, tier, roll)
+            break
     if roll is None:
         rows = _fit_tiles(graph, bufs, costs, ops, output, budget, guess, False)
         if rows is None and costs.col_tiles:  # below the row floor: cut the width too (cols rule 5)
@@ -232,6 +256,29 @@ def fit_tiles(
     return roll
 
 
+def carry_back(
+    graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, budget: int, tier: int,
+    lay: TiledLayout,
+) -> TiledLayout:
+    """Rule 10's carry back: ``lay`` (a fitting layout recomputing every overlap of its ``tier``) with buffers taken
+    out of its recompute set again, one at a time, the one whose producer recomputes the most MACs first, wherever
+    the unit then still fits ``budget`` at the same tile height: the unit recomputes only what its budget needs."""
+    equal = not lay.first_h  # the same first tile as ``lay``: a short one only where ``lay`` runs one
+    producer = {graph.ops[i].outputs[0]: i for i in ops if graph.ops[i].outputs}
+
+    def extra(n: str) -> int:
+        rows = lay.computed_rows.get(n, 0) - spatial.tensor_rows(graph.tensors[n])
+        return op_macs(graph, graph.ops[producer[n]], rows) if rows > 0 and n in producer else 0
+
+    carried: frozenset[str] = frozenset()
+    for n in sorted(lay.recompute, key=lambda n: (-extra(n), producer.get(n, -1), n)):
+        trial = unit_bands(graph, bufs, costs, ops, output, lay.tile_h, False, True, equal=equal, partial=tier,
+                           carried=carried | {n})
+        if trial is not None and trial.peak <= budget:
+            carried, lay = carried | {n}, trial
+    return lay
+
+
 def loaded_bytes(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], lay: TiledLayout) -> int:
     """Bytes a tiled layout reloads over its (counted) tiles: the rows of the buffers its ops do not produce."""
     made = {n for i in ops for n in bufs.writes[i]}
@@ -247,11 +294,13 @@ def moved_total(graph: AnalyzedGraph, bufs: Buffers, ops: Sequence[int], output:
 
 def _fit_tiles(
     graph: AnalyzedGraph, bufs: Buffers, costs: Costs, ops: Sequence[int], output: str, budget: int,
-    guess: int | None, rolling: bool, partial: bool = False,
+    guess: int | None, rolling: bool, partial: int = 0,
 ) -> TiledLayout | None:
     _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
-    if partial and not recompute_candidates(graph, bufs, ops, output):
-        return None
+    if partial and (not recompute_candidates(graph, bufs, ops, output, partial) or
+                    partial > 1 and recompute_candidates(graph, bufs, ops, output, partial) ==
+                    recompute_candidates(graph, bufs, ops, output, partial - 1)):
+        return None  # nothing to recompute, or nothing more than the tier below (which did not fit)
 
     def layout(th: int) -> TiledLayout | None:
         return unit_bands(graph, bufs, costs, ops, output, th, False, rolling, partial=partial)

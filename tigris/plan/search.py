@@ -30,7 +30,7 @@ from tigris.plan.lifetime import tensor_rows
 from tigris.plan.spatial import (
     largest_fitting, min_tile_h, op_macs, row_bytes, tiling_axis, untileable_reason,
 )
-from tigris.plan.chain import col_fits_somewhere, col_layout, fitting_bands, unit_bands
+from tigris.plan.chain import col_fits_somewhere, col_layout, fitting_bands, recompute_candidates, unit_bands
 from tigris.plan.cols import moved_bytes
 from tigris.plan.spatial import TiledLayout
 from tigris.plan.temporal import Costs, Uses, grow_stage
@@ -173,9 +173,11 @@ def tiled_traffic(
     # the unit reuses its halos (spatial rule 9) when that fits at one row, as chain.fit_tiles plans it
     one_row = fitting_bands(graph, bufs, costs, ops, out, lo, True, budget)
     rolling = one_row is not None and bool(one_row.rolling)
-    partial = rolling and bool(one_row.recompute)  # spatial rule 10: the layout that fits recomputes expansions
+    # spatial rule 10: the layout that fits recomputes overlaps, those of tier 1 or (beyond them) of tier 2
+    partial = 0 if not rolling or not one_row.recompute else \
+        1 if one_row.recompute <= recompute_candidates(graph, bufs, ops, out, 1) else 2
 
-    def estimate(rolling: bool, partial: bool, must_fit: bool = False) -> tuple[int, int] | None:
+    def estimate(rolling: bool, partial: int, must_fit: bool = False) -> tuple[int, int] | None:
         """(traffic, recomputed MACs) of the layout at the largest tile height that fits (the smallest when none does
         and not ``must_fit``); None when there is no such layout."""
         def lay(th: int) -> TiledLayout | None:
@@ -201,7 +203,7 @@ def tiled_traffic(
             extra += op_macs(graph, graph.ops[i], rows) if rows > 0 else 0
         if rolling and layout.accumulate:
             # chain.fit_tiles takes the recomputing layout where its fewer tiles move fewer accumulator bytes
-            other = estimate(False, False, True)
+            other = estimate(False, 0, True)
             if other is not None and other[0] < traffic:
                 return other
         return traffic, extra

@@ -55,7 +55,11 @@ Rules:
    although its bands overlap; its producer computes the whole band in every tile, so its inputs' needs come from
    that band. A wide tensor made by a 1x1 conv from a narrow one (an inverted-residual block's expansion, read by a
    3x3 depthwise conv) then keeps no line buffer: its narrow input carries the overlap rows instead, and the expand
-   recomputes them (``TiledLayout.recompute``, the runtime's "never carries" line-buffer entry).
+   recomputes them (``TiledLayout.recompute``, the runtime's "never carries" line-buffer entry). That is tier 1
+   (``chain.recompute_candidates``); tier 2, tried only where tier 1 does not fit, also recomputes the output of a
+   windowed op whose inputs all enter the unit and are narrower per row (times its stride) than it (a stem conv
+   3x3/2 of an RGB image: the loaded image rows carry the overlap). Carry back (``chain.carry_back``) then carries
+   again, one at a time, the buffers whose carrying still fits the unit's budget.
 """
 from __future__ import annotations
 
@@ -194,6 +198,11 @@ def spec_tiled_peak(peak: int, tile_h: int, halo_rows: int, h: int) -> int:
 def spec_halo_cost(halo_bytes: int, tiles: int) -> int:
     """The spec's recompute overhead in bytes: ``halo_bytes * (tiles - 1)``."""
     return halo_bytes * max(0, tiles - 1)
+
+
+def op_window(op: Op) -> tuple[int, int, int, int] | None:
+    """(kernel, stride, dilation, leading pad) along H of a windowed op, as its kind declares them; None otherwise."""
+    return _kind(op).window(op)
 
 
 def op_macs(graph: AnalyzedGraph, op: Op, out_rows: int | None = None) -> int:

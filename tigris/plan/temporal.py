@@ -78,6 +78,9 @@ class Costs:
     # rows (chain.recompute_candidates) before it falls back to recomputing every halo; on where slow memory is
     # bounded (SRAM-only plans), where a unit boundary may not fit at all
     recompute_expansions: bool = False
+    # rule 10's carry back (chain.carry_back): a unit recomputing overlaps carries again every buffer it still fits
+    # carrying; on for the retry under the caps of the head's output written over the input (plan._overwrite_caps)
+    carry_back: bool = False
     # One SRAM region with a slow budget (plan(one_region=True, slow_budget=R)): per op, the most fast bytes a unit
     # holding it may use, R less the graph inputs and outputs whose slow homes are live across every such unit (each
     # home sits above the buffers of the units it is live across, so no plan needs less). None: the budget alone.
