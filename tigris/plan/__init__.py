@@ -38,7 +38,7 @@ from tigris.plan.temporal import (
     Costs, Uses, greedy_stages, grow_stage, range_budget, stage_io, stage_timeline, stage_weight_bytes, uses,
 )
 from tigris.plan.timeline import sweep, unscheduled_peak
-from tigris.plan.types import COL_TILES_DEFAULT, XIP_DEFAULT, ExecUnit, Fit, MemoryPlan, NoFit, Placement, PlanResult, StagePlan, align_up
+from tigris.plan.types import ALIGN, COL_TILES_DEFAULT, XIP_DEFAULT, ExecUnit, Fit, MemoryPlan, NoFit, Placement, PlanResult, StagePlan, align_up
 
 __all__ = [
     "plan",
@@ -628,7 +628,8 @@ def _partition(
     assert spec is not None  # the greedy partition always exists
     if strategy == "spec" or (any_fit and not isinstance(spec, NoFit)):
         return spec
-    if PRUNE_BELOW_BOUND and isinstance(spec, NoFit) and budget < _lower_bound(graph, bufs, u, costs):
+    if PRUNE_BELOW_BOUND and isinstance(spec, NoFit) and (budget < _lower_bound(graph, bufs, u, costs)
+                                                          or _over_in_every_unit(graph, bufs, u, costs, spec, budget)):
         return spec  # no plan fits below the per-op bound, so the DP's partition cannot fit either
     dp = _partition_with(graph, bufs, u, costs, budget, _dp_partition, memo)
     cands = [p for p in (dp, spec) if p is not None and not isinstance(p, NoFit)]
@@ -686,41 +687,21 @@ def _costs(
     )
 
 
-def fast_lower_bound(
-    graph: AnalyzedGraph,
-    xip: bool = XIP_DEFAULT,
-    weight_bytes_of: Callable[[int], int] | None = None,
-    scratch_bytes_of: Callable[[int, int], int] | None = None,
-    accumulate_gap: bool = True,
-    layouts: dict | None = None,
-    col_tiles: bool = COL_TILES_DEFAULT,
-    strategy: str = "tigris",
-    **_ignored,
-) -> int:
-    """A lower bound on the fast budget of any plan: the largest of :func:`op_lower_bounds`.
+def fast_lower_bound(graph: AnalyzedGraph, **kw) -> int:
+    """A lower bound on the fast budget of any plan: the largest of :func:`op_lower_bounds` (the same keywords).
 
     On the shared models the bound is the minimum itself, so :func:`min_fast_budget` starts by trying it;
     tests/plan/test_lower_bound.py checks that nothing fits below it.
     """
     if not graph.ops:
         return 0
-    return min(max((0, *b)) for b in _mode_bounds(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap,
-                                                   layouts, col_tiles, strategy))
+    return min(max((0, *b)) for b in _mode_bounds(graph, **kw))
 
 
-def op_lower_bounds(
-    graph: AnalyzedGraph,
-    xip: bool = XIP_DEFAULT,
-    weight_bytes_of: Callable[[int], int] | None = None,
-    scratch_bytes_of: Callable[[int, int], int] | None = None,
-    accumulate_gap: bool = True,
-    layouts: dict | None = None,
-    col_tiles: bool = COL_TILES_DEFAULT,
-    strategy: str = "tigris",
-    **_ignored,
-) -> list[int]:
+def op_lower_bounds(graph: AnalyzedGraph, **kw) -> list[int]:
     """Per op, a lower bound on the fast budget of any plan holding it: what the op needs as a unit of its own,
-    untiled or (when it tiles) at its smallest tile height; 0 for a tileable op with several outputs.
+    untiled or (when it tiles) at its smallest tile height; 0 for a tileable op with several outputs. The keywords
+    are :func:`plan`'s (those a bound depends on are :func:`_bound_modes`'; the others are ignored).
 
     Every unit holding an op needs at least that much at the op's step: an untiled unit holds the op's whole input
     and output, weights and scratch; a tiled unit computes at least the op's smallest tile height of its rows in
@@ -732,13 +713,23 @@ def op_lower_bounds(
     if not graph.ops:
         return []
     # a plan runs with views or without (lifetime rule 7): the op's bound is the smaller of the two
-    return [min(b) for b in zip(*_mode_bounds(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap,
-                                               layouts, col_tiles, strategy))]
+    return [min(b) for b in zip(*_mode_bounds(graph, **kw))]
 
 
-def _mode_bounds(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, layouts, col_tiles,
-                 strategy) -> list[tuple[int, ...]]:
-    """:func:`op_lower_bounds` of the plans without views, and with them when some op can run as a view."""
+def _bound_modes(
+    graph: AnalyzedGraph,
+    xip: bool = XIP_DEFAULT,
+    weight_bytes_of: Callable[[int], int] | None = None,
+    scratch_bytes_of: Callable[[int, int], int] | None = None,
+    accumulate_gap: bool = True,
+    layouts: dict | None = None,
+    col_tiles: bool = COL_TILES_DEFAULT,
+    strategy: str = "tigris",
+    **_ignored,
+) -> list[tuple[Buffers, Uses, Costs]]:
+    """The planner's structures of the plans without views, and with them when some op can run as a view: what
+    :func:`fast_lower_bound`, :func:`op_lower_bounds` and :func:`ops_over` bound (each mode's memo the one its
+    plans use). The one list of the :func:`plan` keywords a bound depends on; the others are ignored."""
     out = []
     for views in (False, True):
         bufs = buffers(graph, views=views)
@@ -747,8 +738,13 @@ def _mode_bounds(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 
         memo = layouts if not views or layouts is None else layouts.setdefault(("views",), {})
         costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, memo,
                        col_tiles=col_tiles and strategy != "spec")
-        out.append(_op_bounds(graph, bufs, uses(bufs), costs))
+        out.append((bufs, uses(bufs), costs))
     return out
+
+
+def _mode_bounds(graph: AnalyzedGraph, **kw) -> list[tuple[int, ...]]:
+    """:func:`op_lower_bounds` of each mode of :func:`_bound_modes` (same keywords)."""
+    return [_op_bounds(graph, bufs, u, costs) for bufs, u, costs in _bound_modes(graph, **kw)]
 
 
 def _lower_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> int:
@@ -756,27 +752,65 @@ def _lower_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> 
     return max((0, *_op_bounds(graph, bufs, u, costs)))
 
 
+def _op_bounds_key(graph: AnalyzedGraph, costs: Costs) -> tuple:
+    """The memo key of :func:`_op_bounds`: the per-op weight bytes the figures depend on (the scratch sizes and
+    ``accumulate_gap`` are fixed for one memo, see ``Costs.layouts``)."""
+    return ("lower_bound", costs.accumulate_gap, costs.col_tiles and (True, cols_module.COLS_ACCUM),
+            tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
+
+
 def _op_bounds(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs) -> tuple[int, ...]:
     """:func:`op_lower_bounds`, memoized in ``costs.layouts`` under the per-op weight bytes it depends on (the
     scratch sizes and ``accumulate_gap`` are fixed for one memo, see ``Costs.layouts``)."""
-    key = ("lower_bound", costs.accumulate_gap, costs.col_tiles and (True, cols_module.COLS_ACCUM),
-           tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
+    key = _op_bounds_key(graph, costs)
     if key in costs.layouts:
         return costs.layouts[key]
     costs.layouts[key] = tuple(_op_bound(graph, bufs, u, costs, i) for i in range(len(graph.ops)))
     return costs.layouts[key]
 
 
-def _op_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, i: int, over: int | None = None) -> int:
+def _over_in_every_unit(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, spec: NoFit, budget: int) -> bool:
+    """Whether the op the spec's partition failed at is over ``budget`` in every unit that can hold it
+    (``_op_bound`` with ``pairs``): then no partition fits, the DP's included. Only that op is asked: it is the one
+    most likely over, and one op's bound costs little beside the DP it spares."""
+    if spec.op is None:
+        return False
+    i = next((k for k, op in enumerate(graph.ops) if op.name == spec.op), None)
+    return i is not None and _op_bound(graph, bufs, u, costs, i, over=budget, pairs=True) > budget
+
+
+def _pair_cost(bufs: Buffers, costs: Costs, i: int, x: str) -> int | None:
+    """What a unit holds beyond op ``i``'s own bytes when the output of ``i`` takes the home of its input ``x``
+    (lifetime rule 6): the weight prefix of an op writing ``x``, since the output may take that home only in a unit
+    that produces ``x`` (unless ``i`` joins in place or overwrites a reload, ``Buffers.prefix``/``over_reload``), and
+    a unit's prefix holds every op's weights. Floored to 16 bytes: the prefix is the aligned sum, at least op ``i``'s
+    aligned weights plus that much. None when no op writes ``x`` (no unit shares it)."""
+    if i in bufs.prefix or i in bufs.over_reload or x in bufs.writes[i]:
+        return 0
+    writers = [k for k, w in enumerate(bufs.writes) if x in w]
+    if not writers:
+        return None
+    return 0 if costs.xip else min(costs.weight_bytes(k) for k in writers) // ALIGN * ALIGN
+
+
+def _op_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, i: int, over: int | None = None,
+              pairs: bool = False) -> int:
     """The bound of op ``i`` (:func:`op_lower_bounds`). With ``over``: a figure at most ``over`` as soon as the
     bound is proved at most ``over`` (the bound is the least of the untiled need, the one-row band and the
-    one-pixel grid, so any of them at most ``over`` proves it), the exact bound otherwise."""
+    one-pixel grid, so any of them at most ``over`` proves it), the exact bound otherwise. ``pairs``: a bound of
+    the units holding ``i`` that also counts what an in-place pair costs (``_pair_cost``: the writer's weights the
+    unit must hold too), at least the op's own bound; the planner's prune reads it (``_over_in_every_unit``), while
+    the per-op figures the searches and weight groups read stay :func:`op_lower_bounds`'."""
     op = graph.ops[i]
     _, need, _ = next(grow_stage(graph, bufs, u, costs, i))
     # alone, the op reads its inputs from outside, so none is overwritten in place (lifetime rule 6); in a unit
     # that also produces one, the output may take that input's home: the bound counts the pair once
-    shared = max((bufs.size(x) - _piece_extra(bufs, i, x) for x in bufs.inplace[i]), default=0) \
-        if bufs.inplace else 0
+    extra = {x: _pair_cost(bufs, costs, i, x) for x in bufs.inplace[i]} if pairs and bufs.inplace else {}
+    if pairs:
+        shared = max([0] + [bufs.size(x) - _piece_extra(bufs, i, x) - c for x, c in extra.items() if c is not None])
+    else:
+        shared = max((bufs.size(x) - _piece_extra(bufs, i, x) for x in bufs.inplace[i]), default=0) \
+            if bufs.inplace else 0
     need -= shared
     if over is not None and need <= over:
         return need
@@ -789,8 +823,12 @@ def _op_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, i: int
         if lay is None:
             return 0
         # a piecewise pair saves the output's band less its temporary (as plan_bands would pair them)
-        band = max((_band_saving(graph, i, x, lay) if bufs.pieces and x in bufs.pieces[i]
-                    else lay.band_bytes.get(x, 0) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
+        saving = lambda x: _band_saving(graph, i, x, lay) if bufs.pieces and x in bufs.pieces[i] \
+            else lay.band_bytes.get(x, 0)  # noqa: E731
+        if pairs:
+            band = max([0] + [saving(x) - c for x, c in extra.items() if c is not None])
+        else:
+            band = max((saving(x) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
         need = min(need, lay.peak - band)
         if over is not None and need <= over:
             return need
@@ -805,34 +843,15 @@ def _op_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, i: int
     return need
 
 
-def ops_over(
-    graph: AnalyzedGraph,
-    budget: int,
-    xip: bool = XIP_DEFAULT,
-    weight_bytes_of: Callable[[int], int] | None = None,
-    scratch_bytes_of: Callable[[int, int], int] | None = None,
-    accumulate_gap: bool = True,
-    layouts: dict | None = None,
-    col_tiles: bool = COL_TILES_DEFAULT,
-    strategy: str = "tigris",
-    **_ignored,
-) -> Callable[[int], int | None]:
-    """Per op, on demand: its :func:`op_lower_bounds` figure when that exceeds ``budget``, else None (each op
-    computed once). The same answer as the full list, for less work: an op's figure is the least over the plans
+def ops_over(graph: AnalyzedGraph, budget: int, **kw) -> Callable[[int], int | None]:
+    """Per op, on demand: its :func:`op_lower_bounds` figure (the same keywords) when that exceeds ``budget``, else
+    None (each op computed once). The same answer as the full list, for less work: an op's figure is the least over the plans
     without and with views of the least of its untiled need, one-row band and one-pixel grid, so the first of them
     at most ``budget`` proves it is not over and the costlier ones are not built, and the ops a caller never asks
     about cost nothing (``tigris.api`` asks this of every split graph it grows)."""
-    modes = []
-    for views in (False, True):
-        bufs = buffers(graph, views=views)
-        if views and not (VIEWS and bufs.view_ops):
-            break
-        memo = layouts if not views or layouts is None else layouts.setdefault(("views",), {})
-        costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, 0.0, memo,
-                       col_tiles=col_tiles and strategy != "spec")
-        key = ("lower_bound", costs.accumulate_gap, costs.col_tiles and (True, cols_module.COLS_ACCUM),
-               tuple(costs.weight_bytes(i) for i in range(len(graph.ops))))
-        modes.append((bufs, uses(bufs), costs, costs.layouts.get(key)))  # with the full list when it was built
+    # each mode with its full list of figures when that was built
+    modes = [(bufs, u, costs, costs.layouts.get(_op_bounds_key(graph, costs)))
+             for bufs, u, costs in _bound_modes(graph, **kw)]
     found: dict[int, int | None] = {}
 
     def over(i: int) -> int | None:
