@@ -805,12 +805,12 @@ def _op_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, i: int
     _, need, _ = next(grow_stage(graph, bufs, u, costs, i))
     # alone, the op reads its inputs from outside, so none is overwritten in place (lifetime rule 6); in a unit
     # that also produces one, the output may take that input's home: the bound counts the pair once
-    extra = {x: _pair_cost(bufs, costs, i, x) for x in bufs.inplace[i]} if pairs and bufs.inplace else {}
-    if pairs:
-        shared = max([0] + [bufs.size(x) - _piece_extra(bufs, i, x) - c for x, c in extra.items() if c is not None])
-    else:
-        shared = max((bufs.size(x) - _piece_extra(bufs, i, x) for x in bufs.inplace[i]), default=0) \
-            if bufs.inplace else 0
+    # per input the op may overwrite in place, what that pair costs beyond the op (None: no unit shares it); the
+    # pair bound never counts a saving below nothing
+    extra = {x: _pair_cost(bufs, costs, i, x) if pairs else 0 for x in bufs.inplace[i]} if bufs.inplace else {}
+    floor = [0] if pairs else []
+    shared = max(floor + [bufs.size(x) - _piece_extra(bufs, i, x) - c for x, c in extra.items() if c is not None],
+                 default=0)
     need -= shared
     if over is not None and need <= over:
         return need
@@ -825,10 +825,7 @@ def _op_bound(graph: AnalyzedGraph, bufs: Buffers, u: Uses, costs: Costs, i: int
         # a piecewise pair saves the output's band less its temporary (as plan_bands would pair them)
         saving = lambda x: _band_saving(graph, i, x, lay) if bufs.pieces and x in bufs.pieces[i] \
             else lay.band_bytes.get(x, 0)  # noqa: E731
-        if pairs:
-            band = max([0] + [saving(x) - c for x, c in extra.items() if c is not None])
-        else:
-            band = max((saving(x) for x in bufs.inplace[i]), default=0) if bufs.inplace else 0
+        band = max(floor + [saving(x) - c for x, c in extra.items() if c is not None], default=0)
         need = min(need, lay.peak - band)
         if over is not None and need <= over:
             return need

@@ -297,10 +297,10 @@ def _fit_tiles(
     guess: int | None, rolling: bool, partial: int = 0,
 ) -> TiledLayout | None:
     _, h = tiling_axis(graph, bufs, ops, output, costs.accumulate_gap)
-    if partial and (not recompute_candidates(graph, bufs, ops, output, partial) or
-                    partial > 1 and recompute_candidates(graph, bufs, ops, output, partial) ==
-                    recompute_candidates(graph, bufs, ops, output, partial - 1)):
-        return None  # nothing to recompute, or nothing more than the tier below (which did not fit)
+    if partial:
+        again = recompute_candidates(graph, bufs, ops, output, partial)
+        if not again or partial > 1 and again == recompute_candidates(graph, bufs, ops, output, partial - 1):
+            return None  # nothing to recompute, or nothing more than the tier below (which did not fit)
 
     def layout(th: int) -> TiledLayout | None:
         return unit_bands(graph, bufs, costs, ops, output, th, False, rolling, partial=partial)
