@@ -1044,6 +1044,9 @@ VIEWS: bool | str = True
 # outputs live across it (Costs.caps). Off: the fast budget alone bounds every unit (the earlier planner, whose
 # partitions could not cut the head to the region while keeping the later units' budget).
 REGION_CAPS = True
+# One region with a slow budget no partition at the caller's recompute weight fits: the planner tries again this many
+# times, halving the weight each time (0: the caller's weight alone)
+REGION_RELAX = 2
 
 
 def _region_caps(graph: AnalyzedGraph, bufs: Buffers, u: Uses, fast_budget: int,
@@ -1116,8 +1119,10 @@ def _plan_bufs(
     force_cols = force_cols if col_tiles else 0
     caps = _region_caps(graph, bufs, u, fast_budget, slow_budget) if one_region and REGION_CAPS else None
 
+    weight = recompute_weight
+
     def attempt(cols: bool, caps, carry: bool) -> Planned | NoFit:
-        costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, recompute_weight, layouts,
+        costs = _costs(graph, xip, weight_bytes_of, scratch_bytes_of, accumulate_gap, weight, layouts,
                        halo_reuse and strategy != "spec", cols, force_cols if cols else 0,
                        recompute_expansions=(least_sram or slow_budget is not None) and strategy != "spec")
         if caps is not None:
@@ -1139,22 +1144,35 @@ def _plan_bufs(
             return NoFit(None, None, arena[1], "slow_memory", slow_budget)
         return planned, arena
 
+    def in_region() -> tuple[Planned, tuple] | NoFit:
+        missed.clear()
+        got = within(caps)
+        if isinstance(got, NoFit) and caps is not None:
+            # the caps are what every plan needs, but the cheapest partition within them may still miss the region
+            # where the one chosen without them fits: the earlier plan then stands (and a NoFit is its)
+            got = within(None)
+            for units in list(missed) if isinstance(got, NoFit) else ():
+                # neither fits: the units after the head, judged by the homes they must stay under (the boundary
+                # written over the input), may let the packing keep that boundary in the input's bytes
+                chained = _overwrite_caps(graph, bufs, units, caps, slow_budget)
+                # under these caps a unit recomputing overlaps carries back what still fits (chain.carry_back): they
+                # are tight, and recomputing every candidate overlap there costs more MACs than the region needs
+                again = within(chained, True) if chained is not None else got
+                if not isinstance(again, NoFit):
+                    got = again
+                    break
+        return got
+
     missed: list[list[ExecUnit]] = []
-    got = within(caps)
-    if isinstance(got, NoFit) and caps is not None:
-        # the caps are what every plan needs, but the cheapest partition within them may still miss the region
-        # where the one chosen without them fits: the earlier plan then stands (and a NoFit is its)
-        got = within(None)
-        for units in list(missed) if isinstance(got, NoFit) else ():
-            # neither fits: the units after the head, judged by the homes they must stay under (the boundary
-            # written over the input), may let the packing keep that boundary in the input's bytes
-            chained = _overwrite_caps(graph, bufs, units, caps, slow_budget)
-            # under these caps a unit recomputing overlaps carries back what still fits (chain.carry_back): they
-            # are tight, and recomputing every candidate overlap there costs more MACs than the region needs
-            again = within(chained, True) if chained is not None else got
-            if not isinstance(again, NoFit):
-                got = again
-                break
+    got = in_region()
+    for _ in range(REGION_RELAX if caps is not None else 0):
+        if not isinstance(got, NoFit) or got.cause != "slow_memory" or not weight:
+            break
+        # every partition the weight prefers overflows the region: what a boundary costs there is bytes the region
+        # lacks, which the weight's traffic price does not see, so recompute is priced lower in turn (the callers
+        # bound the recompute they accept)
+        weight /= 2
+        got = in_region()
     if isinstance(got, NoFit):
         return got
     (units, stages), (slow, slow_peak, over) = got
