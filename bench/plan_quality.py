@@ -527,8 +527,9 @@ def sram_only_table(models: Path, synthetic: bool = True, only: list[str] | None
                 ex, proven = expansion
                 pct = 100 * ex.recompute_macs / macs_224
                 within += [ex.total_bytes] if pct <= 10.0 and proven else []
-                grouped = (f", {ex.total_bytes} bytes as one region with expansion groups at {pct:.1f}% (`tigris "
-                           f"analyze -s 0` reports it: `-m {ex.fast_budget} -s {ex.slow_bytes} --one-region`, "
+                grouped = (f", {ex.total_bytes} bytes as one region with expansion groups at {pct:.1f}% (the "
+                           f"search `tigris analyze -s 0` makes, at recompute weight 1.0: `-m {ex.fast_budget} -s "
+                           f"{ex.slow_bytes} --one-region`, "
                            f"{'checked' if proven else 'CHECK FAILED'})")
             met = bool(within) and min(within) <= 175_616
             target = (f"\n\nTarget (MobileNetV2-1.0 224 int8 without PSRAM in at most 175,616 bytes with at most 10% "
