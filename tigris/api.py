@@ -1111,6 +1111,12 @@ def _dense_rows_min(prep: Prepared, slow: int | None, xip: bool, weight: float, 
     return best
 
 
+def _plan_cost(p: Any, weight: float) -> float:
+    """What the planner minimizes, on a finished plan: its slow traffic plus its recompute at ``weight`` bytes per
+    MAC (``tigris.plan._cost_of``), to choose between plans of different rewrites of one graph."""
+    return p.spill_bytes + p.reload_bytes + weight * p.recompute_macs
+
+
 def _compile_attempt(prep: Prepared, fast: int, slow: int | None, xip: bool, weight: float,
                      feasibility: bool = False) -> tuple[Prepared, PlanResult, list[dict[str, Any]], bool]:
     """What ``analyze`` (so ``compile``) does at a budget: the plan without column tiles, then with weight groups,
@@ -1137,13 +1143,22 @@ def _compile_attempt(prep: Prepared, fast: int, slow: int | None, xip: bool, wei
         # a board without PSRAM (one region, a slow budget): expansion groups keep the head in one unit where the
         # plain graph must cut a boundary the region has no room for (docs/memory-planning.md "Boards without slow
         # memory")
+        # Every share's split graph is planned and the cheapest plan kept (traffic plus priced recompute, the
+        # planner's own objective): the smaller share splits more blocks and may fit the same region with less
+        # recompute, so the -m/-s the SRAM-only search prints give the plan it found. A probe takes the first fit.
+        seen: set[tuple[str, ...]] = set()
         for share in EXPANSION_SHARES:
             ex = _expansion_split(prep, share)
-            if ex is None:
+            names = None if ex is None else tuple(op.name for op in ex.graph.ops)
+            if names is None or names in seen:
                 continue
+            seen.add(names)
             r3 = _plan(ex, fast, slow, xip, weight, feasibility)
-            if not isinstance(r3, NoFit):
+            if isinstance(r3, NoFit):
+                continue
+            if not expanded or _plan_cost(r3.plan, weight) < _plan_cost(res.plan, weight):
                 split, res, groups, expanded = ex, r3, [], True
+            if feasibility:
                 break
     if isinstance(res, NoFit) and not xip:
         # last, so that every plan that fitted before keeps its shape: input-channel groups where an op's

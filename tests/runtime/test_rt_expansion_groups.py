@@ -71,3 +71,35 @@ def test_analyze_one_region_plans_expansion_groups_where_the_block_does_not_fit(
     got = Session(a.plan_bytes).run(x)
     np.testing.assert_array_equal(got.outputs["y"], want)
     assert (got.fast_peak, got.slow_peak) == (a.plan.fast_peak, a.plan.slow_peak)
+
+
+def test_analyze_one_region_keeps_the_cheapest_expansion_split():
+    """Two blocks whose expansions are a half and a quarter of the largest activation: ``EXPANSION_SHARES`` gives two
+    split graphs (the first block's expansion alone, both). At a region where the plain graph does not fit and both
+    do, the first block alone recomputes twice the MACs of both split; ``analyze`` keeps the plan of least cost (the
+    second), proven and bit-identical to the unsplit graph, with the high-water marks at its peaks."""
+    from tigris import api
+    from tigris.ops import lower
+    from tigris.plan import plan, sram_bytes
+
+    Session, _ = host_session()
+    g = P.chain_graph([("conv", 3, 1, 1), ("conv", 1, 1, 1, 48), ("dw", 3, 2, 1), ("conv", 1, 1, 1, 8),
+                       ("conv", 1, 1, 1, 48), ("dw", 3, 1, 1), ("conv", 1, 1, 1, 8)], True, 24, 8, 0)
+    prep = api.Prepared(g, [], [lower(g, op) for op in g.ops], one_region=True)
+    fast, region, weight = 2800, 7200, api.objective_weight(prep, "latency", "generic", None, None)
+    assert isinstance(plan(g, fast, region, **{**api._plan_kwargs(prep, True, weight), "one_region": True}), NoFit)
+    splits = [api._expansion_split(prep, share) for share in api.EXPANSION_SHARES]
+    assert [sum(o.op_type == "DepthwiseConv" for o in s.graph.ops) for s in splits] == [8 + 1, 8 + 8]
+    each = [api._plan(s, fast, region, True, weight) for s in splits]
+    assert not any(isinstance(r, NoFit) for r in each)
+    assert each[0].plan.recompute_macs > each[1].plan.recompute_macs
+    a = api.analyze("blocks", fast, region, xip=True, prepared=prep, one_region=True)
+    assert a.fits and any("expansion groups" in n for n in a.notes)
+    assert [o.name for o in a.prepared.graph.ops] == [o.name for o in splits[1].graph.ops]
+    assert a.plan.recompute_macs == each[1].plan.recompute_macs and sram_bytes(a.plan) <= region
+    assert check_plan(a.prepared.graph, a.plan) == []
+    x = P.random_input(g, 4)
+    want = Session(P.compile_graph(g, 1 << 20)[0]).run(x).outputs["y"]
+    got = Session(a.plan_bytes).run(x)
+    np.testing.assert_array_equal(got.outputs["y"], want)
+    assert (got.fast_peak, got.slow_peak) == (a.plan.fast_peak, a.plan.slow_peak)
