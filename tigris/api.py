@@ -325,15 +325,22 @@ def expansion_sram_only(prep: Prepared, one: Any, xip: bool, weight: float) -> A
     from tigris.plan.spatial import op_macs
 
     cap = max(one.recompute_macs, sum(op_macs(prep.graph, op) for op in prep.graph.ops) // 10)
-    best, seen = None, set()
+    best = None
+    for split in _expansion_splits(prep):
+        best = _expansion_region(split, one, best, cap, xip, weight)
+    return best
+
+
+def _expansion_splits(prep: Prepared):
+    """The distinct split graphs of ``EXPANSION_SHARES``, in turn (a share with no expansion of its size, or the
+    same ones as the share before, gives none)."""
+    seen: set[tuple[str, ...]] = set()
     for share in EXPANSION_SHARES:
         split = _expansion_split(prep, share)
         names = None if split is None else tuple(op.name for op in split.graph.ops)
-        if names is None or names in seen:  # no expansion of that size, or the same ones as the share before
-            continue
-        seen.add(names)
-        best = _expansion_region(split, one, best, cap, xip, weight)
-    return best
+        if names is not None and names not in seen:
+            seen.add(names)
+            yield split
 
 
 def _expansion_region(split: Prepared, one: Any, best: Any, cap: int, xip: bool, weight: float) -> Any:
@@ -1142,17 +1149,10 @@ def _compile_attempt(prep: Prepared, fast: int, slow: int | None, xip: bool, wei
     if isinstance(res, NoFit) and slow and prep.one_region:
         # a board without PSRAM (one region, a slow budget): expansion groups keep the head in one unit where the
         # plain graph must cut a boundary the region has no room for (docs/memory-planning.md "Boards without slow
-        # memory")
-        # Every share's split graph is planned and the cheapest plan kept (traffic plus priced recompute, the
+        # memory"). Every split graph is planned and the cheapest plan kept (traffic plus priced recompute, the
         # planner's own objective): the smaller share splits more blocks and may fit the same region with less
         # recompute, so the -m/-s the SRAM-only search prints give the plan it found. A probe takes the first fit.
-        seen: set[tuple[str, ...]] = set()
-        for share in EXPANSION_SHARES:
-            ex = _expansion_split(prep, share)
-            names = None if ex is None else tuple(op.name for op in ex.graph.ops)
-            if names is None or names in seen:
-                continue
-            seen.add(names)
+        for ex in _expansion_splits(prep):
             r3 = _plan(ex, fast, slow, xip, weight, feasibility)
             if isinstance(r3, NoFit):
                 continue
